@@ -1,0 +1,223 @@
+// Package sqldb opens the engine's SQL database (PostgreSQL in production,
+// embedded SQLite by default), applies migrations and runs transactions. The
+// stores in sibling packages build on it.
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+	"github.com/pressly/goose/v3"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/threadengine/engine/db"
+	"github.com/threadengine/engine/domain"
+)
+
+// Dialect names a supported database.
+type Dialect string
+
+const (
+	Postgres Dialect = "postgres"
+	SQLite   Dialect = "sqlite"
+)
+
+// DefaultSQLitePath is where the embedded database lives when no URL is set.
+const DefaultSQLitePath = "./data/threadengine.db"
+
+// DB is an open, migrated database.
+type DB struct {
+	*sqlx.DB
+	Dialect Dialect
+}
+
+// Open connects to url and applies all migrations. An empty url opens the
+// embedded SQLite database at DefaultSQLitePath. Accepted forms:
+//
+//	postgres://user@host:5432/db?sslmode=disable   (sslmode is required)
+//	sqlite:///abs/path.db  sqlite://./rel/path.db  file:path.db
+func Open(ctx context.Context, rawURL string) (*DB, error) {
+	dialect, dsn, err := parseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	var d *DB
+	switch dialect {
+	case Postgres:
+		x, err := sqlx.Open("postgres", dsn)
+		if err != nil {
+			return nil, fmt.Errorf("database.url: %w", err)
+		}
+		x.SetMaxOpenConns(25)
+		x.SetMaxIdleConns(25)
+		x.SetConnMaxIdleTime(5 * time.Minute)
+		d = &DB{DB: x, Dialect: Postgres}
+	case SQLite:
+		if dir := filepath.Dir(dsn); dir != "" {
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return nil, fmt.Errorf("database.url: create %s: %w", dir, err)
+			}
+		}
+		// WAL lets readers proceed during a write; busy_timeout makes a second
+		// writer wait instead of failing; foreign keys are off by default in SQLite.
+		q := "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+		x, err := sqlx.Open("sqlite", "file:"+dsn+q)
+		if err != nil {
+			return nil, fmt.Errorf("database.url: %w", err)
+		}
+		// One writer at a time is SQLite's model; a single connection also makes
+		// BEGIN IMMEDIATE the lock that serialises invariant checks.
+		x.SetMaxOpenConns(1)
+		d = &DB{DB: x, Dialect: SQLite}
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := d.PingContext(pingCtx); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("database.url: cannot connect: %w", err)
+	}
+	if err := d.Migrate(ctx); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+func parseURL(raw string) (Dialect, string, error) {
+	raw = strings.TrimSpace(raw)
+	switch {
+	case raw == "":
+		return SQLite, DefaultSQLitePath, nil
+	case strings.HasPrefix(raw, "postgres://"), strings.HasPrefix(raw, "postgresql://"):
+		u, err := url.Parse(raw)
+		if err != nil {
+			return "", "", fmt.Errorf("database.url: %w", err)
+		}
+		// lib/pq's default sslmode has changed between releases; being explicit
+		// keeps behaviour stable across upgrades.
+		if u.Query().Get("sslmode") == "" {
+			return "", "", errors.New("database.url: set sslmode explicitly (e.g. ?sslmode=disable for a local server, ?sslmode=verify-full in production)")
+		}
+		return Postgres, raw, nil
+	case strings.HasPrefix(raw, "sqlite://"):
+		return SQLite, strings.TrimPrefix(raw, "sqlite://"), nil
+	case strings.HasPrefix(raw, "file:"):
+		return SQLite, strings.TrimPrefix(raw, "file:"), nil
+	}
+	return "", "", fmt.Errorf("database.url: unsupported URL %q: use postgres://… or sqlite://path", redact(raw))
+}
+
+func redact(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		u.User = url.User(u.User.Username())
+		return u.String()
+	}
+	return raw
+}
+
+// Migrate applies every pending migration of the dialect.
+func (d *DB) Migrate(ctx context.Context) error {
+	var fsys fs.FS
+	var dia goose.Dialect
+	switch d.Dialect {
+	case Postgres:
+		sub, _ := fs.Sub(db.Postgres, "postgres")
+		fsys, dia = sub, goose.DialectPostgres
+	default:
+		sub, _ := fs.Sub(db.SQLite, "sqlite")
+		fsys, dia = sub, goose.DialectSQLite3
+	}
+	p, err := goose.NewProvider(dia, d.DB.DB, fsys)
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	return nil
+}
+
+// Tx runs fn in one transaction, committing when fn returns nil. On SQLite the
+// transaction starts IMMEDIATE (see Open), so it holds the write lock from its
+// first statement: read-check-write sequences cannot interleave.
+func (d *DB) Tx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
+	tx, err := d.BeginTxx(ctx, nil)
+	if err != nil {
+		return TranslateError(err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return TranslateError(err)
+	}
+	return nil
+}
+
+// ForUpdate is the row-locking suffix for SELECTs inside Tx. SQLite has no row
+// locks; its IMMEDIATE transaction already holds the database write lock.
+func (d *DB) ForUpdate() string {
+	if d.Dialect == Postgres {
+		return " FOR UPDATE"
+	}
+	return ""
+}
+
+// IsUniqueViolation reports whether err is a unique-constraint failure.
+func IsUniqueViolation(err error) bool {
+	var pqe *pq.Error
+	if errors.As(err, &pqe) {
+		return pqe.Code == "23505"
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+	}
+	return false
+}
+
+// IsSerializationFailure reports a retryable concurrency failure (Postgres
+// deadlock or serialization error, SQLite busy).
+func IsSerializationFailure(err error) bool {
+	var pqe *pq.Error
+	if errors.As(err, &pqe) {
+		return pqe.Code == "40001" || pqe.Code == "40P01"
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code()&0xff == sqlite3.SQLITE_BUSY
+	}
+	return false
+}
+
+// TranslateError turns driver errors into domain errors: sql.ErrNoRows into
+// not found, connection failures into unavailable, the rest into internal.
+// Raw driver messages never reach clients.
+func TranslateError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var de *domain.Error
+	if errors.As(err, &de) {
+		return err
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return domain.ErrNotFound
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return &domain.Error{Kind: domain.KindUnavailable, Code: domain.CodeUnavailable, Message: "the request was cancelled or timed out", Err: err}
+	}
+	return domain.Internal(err, "a database error occurred")
+}

@@ -1,0 +1,93 @@
+// Package sqldbtest gives tests a fresh, migrated database of each dialect:
+// SQLite in a temp dir always, PostgreSQL (one new schema per test) when
+// THREADENGINE_TEST_POSTGRES_URL is set.
+package sqldbtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/jmoiron/sqlx"
+	_ "github.com/lib/pq" // postgres driver for schema setup
+
+	"github.com/threadengine/engine/adapters/sqldb"
+)
+
+// PostgresEnv names the variable holding the test server's URL.
+const PostgresEnv = "THREADENGINE_TEST_POSTGRES_URL"
+
+// Dialects lists the dialects to run a contract suite against. Postgres is
+// included only when PostgresEnv is set; otherwise the skip is logged once per test.
+func Dialects(t testing.TB) []sqldb.Dialect {
+	ds := []sqldb.Dialect{sqldb.SQLite}
+	if os.Getenv(PostgresEnv) != "" {
+		ds = append(ds, sqldb.Postgres)
+	} else {
+		t.Logf("postgres: skipped (%s not set)", PostgresEnv)
+	}
+	return ds
+}
+
+// Open returns a fresh migrated database of the dialect, closed (and for
+// Postgres, dropped) when the test ends. Postgres skips the test if PostgresEnv
+// is unset.
+func Open(t testing.TB, d sqldb.Dialect) *sqldb.DB {
+	t.Helper()
+	u := URL(t, d)
+	db, err := sqldb.Open(context.Background(), u)
+	if err != nil {
+		t.Fatalf("open %s: %v", d, err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// URL returns a database URL for a fresh, empty database of the dialect (not
+// yet migrated), for tests that start a whole engine.
+func URL(t testing.TB, d sqldb.Dialect) string {
+	t.Helper()
+	switch d {
+	case sqldb.Postgres:
+		base := os.Getenv(PostgresEnv)
+		if base == "" {
+			t.Skipf("postgres: skipped (%s not set)", PostgresEnv)
+		}
+		schema := "t_" + randomHex(8)
+		admin, err := sqlx.Open("postgres", base)
+		if err != nil {
+			t.Fatalf("postgres: %v", err)
+		}
+		if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
+			admin.Close()
+			t.Fatalf("postgres: create schema: %v", err)
+		}
+		t.Cleanup(func() {
+			_, _ = admin.Exec("DROP SCHEMA " + schema + " CASCADE")
+			admin.Close()
+		})
+		pu, err := url.Parse(base)
+		if err != nil {
+			t.Fatalf("postgres url: %v", err)
+		}
+		q := pu.Query()
+		q.Set("search_path", schema)
+		if q.Get("sslmode") == "" {
+			q.Set("sslmode", "disable")
+		}
+		pu.RawQuery = q.Encode()
+		return pu.String()
+	default:
+		return "sqlite://" + filepath.Join(t.TempDir(), "test.db")
+	}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
