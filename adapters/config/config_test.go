@@ -1,0 +1,63 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDefaults(t *testing.T) {
+	c, err := Load("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Server.Listen != "127.0.0.1:8081" || c.Database.URL != "" || c.Auth.SessionTTL != 8*time.Hour {
+		t.Fatalf("unexpected defaults: %+v", c)
+	}
+}
+
+func TestFileThenEnvOverride(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(p, []byte("server:\n  listen: 127.0.0.1:9000\n  public_url: https://eng.example.com/\nauth:\n  session_ttl: 2h\n"), 0o600)
+	c, err := Load(p, []string{"THREADENGINE_SERVER__LISTEN=127.0.0.1:9100", "THREADENGINE_REGISTRY__LICENSE_KEY=lk", "OTHER=1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Server.Listen != "127.0.0.1:9100" {
+		t.Errorf("env did not override file: %s", c.Server.Listen)
+	}
+	if c.Server.PublicURL != "https://eng.example.com" {
+		t.Errorf("public_url not normalised: %s", c.Server.PublicURL)
+	}
+	if c.Auth.SessionTTL != 2*time.Hour || c.Registry.LicenseKey != "lk" {
+		t.Errorf("values not loaded: %+v", c)
+	}
+}
+
+func TestInvalidValuesNameTheKey(t *testing.T) {
+	cases := map[string]string{
+		"THREADENGINE_SERVER__LISTEN=nonsense":                     "server.listen",
+		"THREADENGINE_SERVER__PUBLIC_URL=ftp://x":                  "server.public_url",
+		"THREADENGINE_AUTH__SESSION_TTL=-1h":                       "auth.session_ttl",
+		"THREADENGINE_AUTH__SESSION_TTL=soon":                      "session_ttl",
+		"THREADENGINE_REGISTRY__BROWSER_ORIGIN=http://example.com": "registry.browser_origin",
+		"THREADENGINE_REGISTRY__BROWSER_ORIGIN=https://x.io/path":  "registry.browser_origin",
+		"THREADENGINE_LOG__LEVEL=loud":                             "log.level",
+		"THREADENGINE_SERVER__LISTN=127.0.0.1:1":                   "server.listn",
+		"THREADENGINE_SECURITY__HASH_CHAIN_SECRET=short":           "security.hash_chain_secret",
+	}
+	for env, key := range cases {
+		_, err := Load("", []string{env})
+		if err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("%s: error %v does not name %s", env, err, key)
+		}
+	}
+}
+
+func TestMissingFileFails(t *testing.T) {
+	if _, err := Load("/nonexistent/threadengine.yaml", nil); err == nil {
+		t.Fatal("missing config file accepted")
+	}
+}

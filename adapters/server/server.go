@@ -1,0 +1,137 @@
+// Package server is the composition root: it opens the store, builds the app
+// use cases and mounts every transport adapter on one echo instance, so the
+// WebSocket, GraphQL, REST, OTLP and MCP endpoints share one host:port.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/threadengine/engine/adapters/config"
+	"github.com/threadengine/engine/adapters/sqldb"
+	"github.com/threadengine/engine/ports"
+)
+
+// Options are knobs tests and commands set beyond the config file.
+type Options struct {
+	// Clock overrides the system clock (tests move time with it).
+	Clock ports.Clock
+	// Logger overrides the default slog logger.
+	Logger *slog.Logger
+	// DataDir is where local state (SQLite file, generated secrets) lives;
+	// default "./data".
+	DataDir string
+}
+
+// Server is a running engine: store, use cases and HTTP routes.
+type Server struct {
+	Config config.Config
+	DB     *sqldb.DB
+	Echo   *echo.Echo
+	Clock  ports.Clock
+	Log    *slog.Logger
+
+	httpSrv  *http.Server
+	closers  []func() error
+	stopOnce sync.Once
+}
+
+// New opens the database (running migrations) and mounts all routes.
+func New(ctx context.Context, cfg config.Config, opt Options) (*Server, error) {
+	if opt.Clock == nil {
+		opt.Clock = ports.SystemClock{}
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
+	}
+	if opt.DataDir == "" {
+		opt.DataDir = "./data"
+	}
+	db, err := sqldb.Open(ctx, cfg.Database.URL)
+	if err != nil {
+		return nil, err
+	}
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	s := &Server{Config: cfg, DB: db, Echo: e, Clock: opt.Clock, Log: opt.Logger}
+	s.closers = append(s.closers, db.Close)
+
+	e.GET("/healthz", func(c echo.Context) error {
+		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+	})
+	e.GET("/readyz", func(c echo.Context) error {
+		ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+		defer cancel()
+		if err := db.PingContext(ctx); err != nil {
+			return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "database": "unreachable"})
+		}
+		return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+	})
+
+	if err := s.mount(ctx, opt); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// mount wires every feature's adapters. Each feature adds its block here.
+func (s *Server) mount(ctx context.Context, opt Options) error {
+	// feature routes
+	return nil
+}
+
+// OnClose registers cleanup run by Close, in reverse order.
+func (s *Server) OnClose(fn func() error) { s.closers = append(s.closers, fn) }
+
+// Serve accepts connections on l until Shutdown.
+func (s *Server) Serve(l net.Listener) error {
+	s.httpSrv = &http.Server{
+		Handler:           s.Echo,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+	err := s.httpSrv.Serve(l)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops accepting connections and drains in-flight requests until
+// ctx ends, then closes the store.
+func (s *Server) Shutdown(ctx context.Context) error {
+	var err error
+	if s.httpSrv != nil {
+		err = s.httpSrv.Shutdown(ctx)
+	}
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Close releases resources without draining (used after failed starts).
+func (s *Server) Close() error {
+	var errs []error
+	s.stopOnce.Do(func() {
+		for i := len(s.closers) - 1; i >= 0; i-- {
+			if err := s.closers[i](); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	})
+	if len(errs) > 0 {
+		return fmt.Errorf("close: %w", errors.Join(errs...))
+	}
+	return nil
+}
