@@ -1,0 +1,19 @@
+package app
+
+import (
+	"context"
+
+	"github.com/threadengine/engine/domain"
+)
+
+// Authenticator turns a credential into the current principal. Every transport
+// (REST, GraphQL, WebSocket, OTLP, MCP) authenticates through it, so the rules
+// (revocation, expiry, user status, fresh roles) live in one place.
+type Authenticator interface {
+	// AuthenticateAPIKey checks a "td_…" key: it must exist, be unrevoked and
+	// unexpired, and its owner must be active.
+	AuthenticateAPIKey(ctx context.Context, secret string) (domain.Principal, error)
+	// AuthenticateSession checks a browser session token (from the cookie)
+	// with domain.CheckSession, re-reading user, roles and source key.
+	AuthenticateSession(ctx context.Context, token string) (domain.Principal, error)
+}
