@@ -13,10 +13,18 @@ import (
 	"sync"
 	"time"
 
+	"crypto/rand"
+
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/threadengine/engine/adapters/config"
+	"github.com/threadengine/engine/adapters/httpapi"
+	"github.com/threadengine/engine/adapters/identitystore"
 	"github.com/threadengine/engine/adapters/sqldb"
+	"github.com/threadengine/engine/app"
 	"github.com/threadengine/engine/ports"
 )
 
@@ -38,6 +46,17 @@ type Server struct {
 	Echo   *echo.Echo
 	Clock  ports.Clock
 	Log    *slog.Logger
+
+	// Identity foundation, built first in mount so every feature can use it.
+	// Store implements every identity port (users, keys, sessions, bindings,
+	// audit, settings, installation).
+	Store    *identitystore.Store
+	Identity *app.Identity
+	// Auth authenticates requests: use Auth.Middleware() (required) or
+	// Auth.Optional() on feature routes, or Auth.Authenticate(c) directly.
+	Auth *httpapi.Auth
+	// Metrics is the Prometheus registry served at /metrics.
+	Metrics *prometheus.Registry
 
 	httpSrv  *http.Server
 	closers  []func() error
@@ -62,8 +81,12 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*Server, error) {
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
-	s := &Server{Config: cfg, DB: db, Echo: e, Clock: opt.Clock, Log: opt.Logger}
+	metrics := httpapi.NewMetrics()
+	e.HTTPErrorHandler = httpapi.ErrorHandler(opt.Logger)
+	e.Use(middleware.Recover(), httpapi.Observe(metrics, opt.Logger))
+	s := &Server{Config: cfg, DB: db, Echo: e, Clock: opt.Clock, Log: opt.Logger, Metrics: metrics.Registry}
 	s.closers = append(s.closers, db.Close)
+	e.GET("/metrics", metrics.Handler())
 
 	e.GET("/healthz", func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
@@ -84,9 +107,21 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*Server, error) {
 	return s, nil
 }
 
-// mount wires every feature's adapters. Each feature adds its block here.
+// mount wires every feature's adapters. Each feature adds its block here,
+// after the identity block, which the others depend on.
 func (s *Server) mount(ctx context.Context, opt Options) error {
-	// feature routes
+	// --- identity (users, API keys, sessions): s.Store, s.Identity, s.Auth ---
+	s.Store = identitystore.New(s.DB)
+	s.Identity = app.NewIdentity(app.IdentityDeps{
+		Users: s.Store, ServiceAccounts: s.Store, APIKeys: s.Store, Sessions: s.Store, Audit: s.Store, Settings: s.Store,
+		Clock: s.Clock, Random: rand.Reader, NewID: func() string { return uuid.NewString() },
+		SessionTTL: s.Config.Auth.SessionTTL, LicenseKey: s.Config.Registry.LicenseKey, Log: s.Log,
+	})
+	s.Auth = httpapi.NewAuth(s.Identity, s.Config.Server.PublicURL, s.Config.Registry.BrowserOrigin)
+	s.Auth.MountIdentity(s.Echo)
+
+	// --- features mount below this line (one block each) ---
+
 	return nil
 }
 
