@@ -1,0 +1,38 @@
+package ports
+
+import (
+	"context"
+	"time"
+
+	"github.com/threadengine/engine/domain"
+)
+
+// ContractSummary describes one stored contract version without its steps.
+type ContractSummary struct {
+	Name        string
+	Version     int
+	Description string
+	StepCount   int
+	CreatedBy   string
+	CreatedAt   time.Time
+	// LatestVersion is the newest version of the contract (ListContracts
+	// returns one summary per contract, for its latest version).
+	LatestVersion int
+}
+
+// Contracts stores contract versions. Versions are immutable once stored.
+type Contracts interface {
+	// PutContractVersion stores c (parsed from source). A version that exists
+	// already, or is not greater than the latest, gives KindConflict.
+	PutContractVersion(ctx context.Context, c domain.Contract, source []byte, createdBy string, now time.Time) error
+	// GetContract returns one version; version 0 means the latest. Unknown
+	// names or versions give KindNotFound.
+	GetContract(ctx context.Context, name string, version int) (domain.Contract, error)
+	// GetContractSource returns the YAML as uploaded, for one version (0 = latest).
+	GetContractSource(ctx context.Context, name string, version int) ([]byte, ContractSummary, error)
+	// ListContracts returns the latest version of every contract, by name.
+	ListContracts(ctx context.Context) ([]ContractSummary, error)
+	// ListContractVersions returns every version of one contract, newest
+	// first; an unknown name gives KindNotFound.
+	ListContractVersions(ctx context.Context, name string) ([]ContractSummary, error)
+}
