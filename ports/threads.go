@@ -121,10 +121,12 @@ type NotificationRecord struct {
 }
 
 // StepTx is what a step append sees inside its transaction, with the thread
-// row locked: the thread and every current step state.
+// row locked: the thread, every current step state (oldest first) and the
+// writer's access row (nil when it has none).
 type StepTx struct {
 	Thread ThreadRecord
 	States []StepState
+	Access *ThreadAccess
 }
 
 // StepPlan is what the caller decided to write. Duplicate writes nothing.
@@ -152,7 +154,9 @@ type ThreadStore interface {
 	// AppendStep locks the thread row, loads its step states, calls plan and
 	// writes what it returns (activity, sub-steps, state, validation,
 	// notifications, thread row) in the same transaction.
-	AppendStep(ctx context.Context, threadID string, plan func(StepTx) (StepPlan, error)) (StepPlan, error)
+	AppendStep(ctx context.Context, threadID, principalID string, plan func(StepTx) (StepPlan, error)) (StepPlan, error)
+	// ListStepStates returns the thread's current step states, oldest first.
+	ListStepStates(ctx context.Context, threadID string) ([]StepState, error)
 	// UpdateThread locks the thread, applies fn and stores the result.
 	UpdateThread(ctx context.Context, threadID string, fn ThreadUpdate) (ThreadRecord, error)
 	// UpsertRefs merges refs (per key) into the thread's refs.

@@ -193,29 +193,23 @@ type stateRow struct {
 }
 
 // AppendStep: see ports.ThreadStore.
-func (s *Store) AppendStep(ctx context.Context, threadID string, plan func(ports.StepTx) (ports.StepPlan, error)) (ports.StepPlan, error) {
+func (s *Store) AppendStep(ctx context.Context, threadID, principalID string, plan func(ports.StepTx) (ports.StepPlan, error)) (ports.StepPlan, error) {
 	var out ports.StepPlan
 	err := s.tx(ctx, func(tx *sqlx.Tx) error {
 		th, err := s.lockThread(ctx, tx, threadID)
 		if err != nil {
 			return err
 		}
-		var rows []stateRow
-		if err := tx.SelectContext(ctx, &rows, s.q(`SELECT step_name, idempotency_key, status, retry_count, latest_step_id,
- previous_step, actor, actor_service, CAST(latest_context AS TEXT) AS latest_context, first_seen_at, last_updated_at,
- started_at, finished_at FROM thread_step_states WHERE thread_id = ?`), threadID); err != nil {
+		states, err := s.states(ctx, tx, threadID)
+		if err != nil {
 			return err
 		}
-		view := ports.StepTx{Thread: th}
-		for _, r := range rows {
-			st := ports.StepState{StepName: r.StepName, IdempotencyKey: r.Key, Status: r.Status, RetryCount: r.RetryCount,
-				LatestStepID: r.LatestStepID, PreviousStep: r.PreviousStep.String, Actor: r.Actor, ActorService: r.ActorService,
-				FirstSeenAt: r.FirstSeenAt.UTC(), LastUpdatedAt: r.LastUpdatedAt.UTC(), StartedAt: fromNull(r.StartedAt),
-				FinishedAt: fromNull(r.FinishedAt)}
-			_ = json.Unmarshal([]byte(r.LatestContext), &st.LatestContext)
-			view.States = append(view.States, st)
+		view := ports.StepTx{Thread: th, States: states}
+		if a, err := s.access(ctx, tx, threadID, principalID); err == nil {
+			view.Access = &a
+		} else if !errors.Is(err, sql.ErrNoRows) {
+			return err
 		}
-		sort.Slice(view.States, func(i, j int) bool { return view.States[i].FirstSeenAt.Before(view.States[j].FirstSeenAt) })
 		p, err := plan(view)
 		if err != nil {
 			return callerError{err}
@@ -227,6 +221,32 @@ func (s *Store) AppendStep(ctx context.Context, threadID string, plan func(ports
 		return s.writePlan(ctx, tx, threadID, p)
 	})
 	return out, err
+}
+
+func (s *Store) states(ctx context.Context, q sqlx.QueryerContext, threadID string) ([]ports.StepState, error) {
+	var rows []stateRow
+	if err := sqlx.SelectContext(ctx, q, &rows, s.q(`SELECT step_name, idempotency_key, status, retry_count, latest_step_id,
+ previous_step, actor, actor_service, CAST(latest_context AS TEXT) AS latest_context, first_seen_at, last_updated_at,
+ started_at, finished_at FROM thread_step_states WHERE thread_id = ?`), threadID); err != nil {
+		return nil, err
+	}
+	out := make([]ports.StepState, 0, len(rows))
+	for _, r := range rows {
+		st := ports.StepState{StepName: r.StepName, IdempotencyKey: r.Key, Status: r.Status, RetryCount: r.RetryCount,
+			LatestStepID: r.LatestStepID, PreviousStep: r.PreviousStep.String, Actor: r.Actor, ActorService: r.ActorService,
+			FirstSeenAt: r.FirstSeenAt.UTC(), LastUpdatedAt: r.LastUpdatedAt.UTC(), StartedAt: fromNull(r.StartedAt),
+			FinishedAt: fromNull(r.FinishedAt)}
+		_ = json.Unmarshal([]byte(r.LatestContext), &st.LatestContext)
+		out = append(out, st)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].FirstSeenAt.Before(out[j].FirstSeenAt) })
+	return out, nil
+}
+
+// ListStepStates returns the thread's step states, oldest first.
+func (s *Store) ListStepStates(ctx context.Context, threadID string) ([]ports.StepState, error) {
+	st, err := s.states(ctx, s.db, threadID)
+	return st, sqldb.TranslateError(err)
 }
 
 func (s *Store) writePlan(ctx context.Context, tx *sqlx.Tx, threadID string, p ports.StepPlan) error {
@@ -382,6 +402,14 @@ func (s *Store) grant(ctx context.Context, tx *sqlx.Tx, a ports.ThreadAccess) er
 
 // GetAccess returns a principal's access row.
 func (s *Store) GetAccess(ctx context.Context, threadID, principalID string) (ports.ThreadAccess, error) {
+	a, err := s.access(ctx, s.db, threadID, principalID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ports.ThreadAccess{}, domain.NotFound("thread access")
+	}
+	return a, sqldb.TranslateError(err)
+}
+
+func (s *Store) access(ctx context.Context, q sqlx.QueryerContext, threadID, principalID string) (ports.ThreadAccess, error) {
 	var r struct {
 		ThreadID      string       `db:"thread_id"`
 		PrincipalKind string       `db:"principal_kind"`
@@ -392,13 +420,10 @@ func (s *Store) GetAccess(ctx context.Context, threadID, principalID string) (po
 		GrantedAt     time.Time    `db:"granted_at"`
 		ExpiresAt     sql.NullTime `db:"expires_at"`
 	}
-	err := s.db.GetContext(ctx, &r, s.q(`SELECT thread_id, principal_kind, principal_id, role, access_level, granted_by,
+	err := sqlx.GetContext(ctx, q, &r, s.q(`SELECT thread_id, principal_kind, principal_id, role, access_level, granted_by,
  granted_at, expires_at FROM thread_access WHERE thread_id = ? AND principal_id = ?`), threadID, principalID)
-	if errors.Is(err, sql.ErrNoRows) {
-		return ports.ThreadAccess{}, domain.NotFound("thread access")
-	}
 	if err != nil {
-		return ports.ThreadAccess{}, sqldb.TranslateError(err)
+		return ports.ThreadAccess{}, err
 	}
 	return ports.ThreadAccess{ThreadID: r.ThreadID, PrincipalKind: r.PrincipalKind, PrincipalID: r.PrincipalID,
 		Role: r.Role, AccessLevel: r.AccessLevel, GrantedBy: r.GrantedBy, GrantedAt: r.GrantedAt.UTC(),
