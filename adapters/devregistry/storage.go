@@ -69,10 +69,10 @@ type client struct{ c Client }
 
 var _ op.HasRedirectGlobs = client{}
 
-func (c client) GetID() string                     { return c.c.ID }
-func (c client) RedirectURIs() []string            { return c.c.RedirectURIs }
-func (c client) PostLogoutRedirectURIs() []string  { return c.c.PostLogoutRedirectURIs }
-func (c client) RedirectURIGlobs() []string        { return c.c.RedirectURIGlobs }
+func (c client) GetID() string                    { return c.c.ID }
+func (c client) RedirectURIs() []string           { return c.c.RedirectURIs }
+func (c client) PostLogoutRedirectURIs() []string { return c.c.PostLogoutRedirectURIs }
+func (c client) RedirectURIGlobs() []string       { return c.c.RedirectURIGlobs }
 func (c client) PostLogoutRedirectURIGlobs() []string {
 	return c.c.PostLogoutRedirectURIGlobs
 }

@@ -1,0 +1,304 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/threadengine/engine/domain"
+	"github.com/threadengine/engine/ports"
+)
+
+// Sign-in refusal codes about the person (see also the license codes).
+const (
+	CodeEmailNotVerified domain.Code = "email_not_verified"
+	CodeNotInvited       domain.Code = "not_invited"
+	CodeIdentityMismatch domain.Code = "identity_mismatch"
+	CodeBindingInactive  domain.Code = "binding_inactive"
+)
+
+// RegistryIdentity is what a verified OIDC sign-in proved about a person.
+type RegistryIdentity struct {
+	Issuer        string
+	Subject       string
+	Email         string
+	EmailVerified bool
+	Name          string
+}
+
+// SessionStarter opens a browser session for an active user
+// (implemented by *Identity).
+type SessionStarter interface {
+	StartUserSession(ctx context.Context, userID string, source domain.SessionSource, identity, idTokenHint string) (string, domain.Session, error)
+}
+
+// SignInDeps are the ports SignIn needs.
+type SignInDeps struct {
+	Users    ports.Users
+	Bindings ports.IdentityBindings
+	Sessions SessionStarter
+	License  *LicenseMonitor
+	// Product is registry.product: the license must include it.
+	Product string
+	Audit   ports.Audit    // optional
+	Setting ports.Settings // optional; records the owner for the license-key exchange
+	Clock   ports.Clock
+	NewID   func() string
+	Log     *slog.Logger
+}
+
+// SignIn decides who may sign in through the identity registry.
+type SignIn struct{ d SignInDeps }
+
+// NewSignIn builds the sign-in use case; missing required ports panic (a
+// wiring bug).
+func NewSignIn(d SignInDeps) *SignIn {
+	if d.Users == nil || d.Bindings == nil || d.Sessions == nil || d.License == nil || d.Clock == nil || d.NewID == nil {
+		panic("app.NewSignIn: missing dependency")
+	}
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	return &SignIn{d: d}
+}
+
+// SignInResult is a successful sign-in.
+type SignInResult struct {
+	Token   string
+	Session domain.Session
+	User    domain.User
+}
+
+// Available reports whether browser sign-in may start at all (license
+// rules); it is checked before sending anyone to the registry.
+func (s *SignIn) Available(ctx context.Context) error {
+	return CheckLicenseForSignIn(s.d.License.Current(ctx, s.d.Product), s.d.Product)
+}
+
+// Complete applies the sign-in rules to a verified registry identity and, if
+// they allow it, opens a session:
+//
+//   - the license must allow browser sign-in (CheckLicenseForSignIn);
+//   - a known identity (issuer, subject) signs in through its binding, which
+//     must be active, as its bound user, who must not be suspended or archived;
+//   - otherwise the registry's email must be verified. The license owner's
+//     email gets an active admin (created on first sign-in); anyone else needs
+//     an engine-owned user with that email (case-insensitive) that is invited
+//     or active and not yet bound to another identity. The first such
+//     sign-in activates an invitation and stores the binding.
+func (s *SignIn) Complete(ctx context.Context, id RegistryIdentity, idTokenHint string) (SignInResult, error) {
+	lic := s.d.License.Current(ctx, s.d.Product)
+	if err := CheckLicenseForSignIn(lic, s.d.Product); err != nil {
+		return SignInResult{}, err
+	}
+	if id.Issuer == "" || id.Subject == "" {
+		return SignInResult{}, domain.E(domain.KindUnauthenticated, domain.CodeUnauthenticated, "the registry did not identify the person")
+	}
+	ownerEmail := strings.ToLower(strings.TrimSpace(lic.Info.OwnerEmail))
+	var (
+		u   domain.User
+		err error
+	)
+	b, berr := s.d.Bindings.GetBinding(ctx, id.Issuer, id.Subject)
+	switch {
+	case berr == nil:
+		u, err = s.viaBinding(ctx, b, ownerEmail)
+	case domain.KindOf(berr) == domain.KindNotFound:
+		u, err = s.viaEmail(ctx, id, ownerEmail)
+	default:
+		err = berr
+	}
+	if err != nil {
+		s.d.Log.Info("registry sign-in refused", "issuer", id.Issuer, "subject", id.Subject, "code", domain.CodeOf(err))
+		return SignInResult{}, err
+	}
+	token, sess, err := s.d.Sessions.StartUserSession(ctx, u.ID, domain.SessionFromOIDC, id.Subject, idTokenHint)
+	if err != nil {
+		return SignInResult{}, err
+	}
+	s.audit(ctx, u.ID, "user.signed_in", map[string]any{"issuer": id.Issuer, "subject": id.Subject})
+	return SignInResult{Token: token, Session: sess, User: u}, nil
+}
+
+func (s *SignIn) now() time.Time { return s.d.Clock.Now().UTC() }
+
+// viaBinding signs in a returning identity.
+func (s *SignIn) viaBinding(ctx context.Context, b ports.IdentityBinding, ownerEmail string) (domain.User, error) {
+	if !b.Active {
+		return domain.User{}, domain.E(domain.KindForbidden, CodeBindingInactive,
+			"this sign-in identity has been disabled for this installation; ask an administrator")
+	}
+	u, err := s.d.Users.GetUser(ctx, b.UserID)
+	if err != nil {
+		return domain.User{}, notFoundAs(err, errNotInvited())
+	}
+	if ownerEmail != "" && u.Email == ownerEmail {
+		return s.ensureOwner(ctx, &u, "")
+	}
+	return s.activate(ctx, u.ID)
+}
+
+// viaEmail handles an identity the engine has not seen: the email must be
+// verified and match the owner or an engine-owned user.
+func (s *SignIn) viaEmail(ctx context.Context, id RegistryIdentity, ownerEmail string) (domain.User, error) {
+	if !id.EmailVerified {
+		return domain.User{}, domain.E(domain.KindForbidden, CodeEmailNotVerified,
+			"the identity registry has not verified your email address; verify it there and sign in again")
+	}
+	email, err := domain.NormalizeEmail(id.Email)
+	if err != nil {
+		return domain.User{}, domain.E(domain.KindForbidden, CodeEmailNotVerified, "the identity registry did not provide a usable email address")
+	}
+	existing, gerr := s.d.Users.GetUserByEmail(ctx, email)
+	found := gerr == nil
+	if gerr != nil && domain.KindOf(gerr) != domain.KindNotFound {
+		return domain.User{}, gerr
+	}
+	if email == ownerEmail && ownerEmail != "" {
+		var u domain.User
+		if found {
+			if err := s.checkUnbound(ctx, existing.ID); err != nil {
+				return domain.User{}, err
+			}
+			u, err = s.ensureOwner(ctx, &existing, id.Name)
+		} else {
+			u, err = s.ensureOwner(ctx, nil, id.Name)
+		}
+		if err != nil {
+			return domain.User{}, err
+		}
+		return u, s.bind(ctx, id, u)
+	}
+	if !found {
+		return domain.User{}, errNotInvited()
+	}
+	switch existing.Status {
+	case domain.StatusInvited, domain.StatusActive:
+	default:
+		// Checked before binding so a refused person leaves nothing behind.
+		var probe = existing
+		return domain.User{}, probe.ActivateBySignIn(s.now())
+	}
+	if err := s.checkUnbound(ctx, existing.ID); err != nil {
+		return domain.User{}, err
+	}
+	if err := s.bind(ctx, id, existing); err != nil {
+		return domain.User{}, err
+	}
+	return s.activate(ctx, existing.ID)
+}
+
+func errNotInvited() error {
+	return domain.E(domain.KindForbidden, CodeNotInvited,
+		"there is no invitation for this email address on this installation; ask an administrator to invite you")
+}
+
+// checkUnbound refuses a user already bound to another identity: a returning
+// user signs in only through that binding, never by email again.
+func (s *SignIn) checkUnbound(ctx context.Context, userID string) error {
+	_, err := s.d.Bindings.GetBindingByUser(ctx, userID)
+	switch {
+	case err == nil:
+		return domain.E(domain.KindForbidden, CodeIdentityMismatch,
+			"this account is linked to a different sign-in identity; sign in with that one")
+	case domain.KindOf(err) == domain.KindNotFound:
+		return nil
+	default:
+		return err
+	}
+}
+
+func (s *SignIn) bind(ctx context.Context, id RegistryIdentity, u domain.User) error {
+	err := s.d.Bindings.CreateBinding(ctx, ports.IdentityBinding{
+		Issuer: id.Issuer, Subject: id.Subject, UserID: u.ID, Email: u.Email, Active: true, CreatedAt: s.now(),
+	})
+	if err != nil {
+		// A concurrent first sign-in of the same identity may have won.
+		if b, gerr := s.d.Bindings.GetBinding(ctx, id.Issuer, id.Subject); gerr == nil && b.UserID == u.ID && b.Active {
+			return nil
+		}
+		if domain.KindOf(err) == domain.KindConflict {
+			return domain.E(domain.KindForbidden, CodeIdentityMismatch,
+				"this account is linked to a different sign-in identity; sign in with that one")
+		}
+		return err
+	}
+	s.audit(ctx, u.ID, "identity.bound", map[string]any{"issuer": id.Issuer, "subject": id.Subject})
+	return nil
+}
+
+// activate records a verified sign-in: invited becomes active; suspended and
+// archived users are refused by the domain rule.
+func (s *SignIn) activate(ctx context.Context, userID string) (domain.User, error) {
+	now := s.now()
+	var before domain.User
+	u, err := s.d.Users.UpdateUser(ctx, userID, func(u *domain.User, _ []string) error {
+		before = *u
+		return u.ActivateBySignIn(now)
+	})
+	if err != nil {
+		return domain.User{}, err
+	}
+	if before.Status != u.Status {
+		s.audit(ctx, u.ID, "user.activated", map[string]any{"email": u.Email, "via": "registry"})
+	}
+	return u, nil
+}
+
+// ensureOwner makes the license owner an active admin: created on first
+// sign-in, otherwise promoted and (re)activated. The registry's word on who
+// owns the license outranks local status, except archival, which is final.
+func (s *SignIn) ensureOwner(ctx context.Context, existing *domain.User, name string) (domain.User, error) {
+	now := s.now()
+	var u domain.User
+	if existing == nil {
+		lic := s.d.License.Current(ctx, s.d.Product)
+		owner, err := domain.NewInvitedUser(s.d.NewID(), lic.Info.OwnerEmail, name, domain.RoleAdmin, now)
+		if err != nil {
+			return domain.User{}, err
+		}
+		if err := owner.ActivateBySignIn(now); err != nil {
+			return domain.User{}, err
+		}
+		if err := s.d.Users.CreateUser(ctx, owner); err != nil {
+			return domain.User{}, err
+		}
+		s.audit(ctx, owner.ID, "owner.created", map[string]any{"email": owner.Email, "via": "registry"})
+		u = owner
+	} else {
+		var err error
+		u, err = s.d.Users.UpdateUser(ctx, existing.ID, func(u *domain.User, _ []string) error {
+			if u.Status == domain.StatusSuspended {
+				if err := u.ChangeStatusByAdmin(domain.StatusActive, now); err != nil {
+					return err
+				}
+			}
+			if err := u.ChangeRole(domain.RoleAdmin, now); err != nil {
+				return err
+			}
+			return u.ActivateBySignIn(now)
+		})
+		if err != nil {
+			return domain.User{}, err
+		}
+	}
+	if s.d.Setting != nil {
+		if _, ok, err := s.d.Setting.GetSetting(ctx, OwnerSettingKey); err == nil && !ok {
+			if err := s.d.Setting.PutSetting(ctx, OwnerSettingKey, u.ID, u.ID, now); err != nil {
+				s.d.Log.Warn("record owner", "err", err)
+			}
+		}
+	}
+	return u, nil
+}
+
+func (s *SignIn) audit(ctx context.Context, userID, action string, details map[string]any) {
+	if s.d.Audit == nil {
+		return
+	}
+	e := ports.AuditEntry{ID: s.d.NewID(), At: s.now(), ActorKind: domain.PrincipalUser, ActorID: userID, Action: action, Target: userID, Details: details}
+	if err := s.d.Audit.RecordAudit(ctx, e); err != nil {
+		s.d.Log.Error("audit record failed", "action", action, "err", err)
+	}
+}
