@@ -24,6 +24,7 @@ import (
 	"github.com/threadengine/engine/adapters/httpapi"
 	"github.com/threadengine/engine/adapters/identitystore"
 	"github.com/threadengine/engine/adapters/sqldb"
+	"github.com/threadengine/engine/adapters/webui"
 	"github.com/threadengine/engine/app"
 	"github.com/threadengine/engine/ports"
 )
@@ -55,6 +56,9 @@ type Server struct {
 	// Auth authenticates requests: use Auth.Middleware() (required) or
 	// Auth.Optional() on feature routes, or Auth.Authenticate(c) directly.
 	Auth *httpapi.Auth
+	// EngineSettings resolves the effective engine URL (UI override of
+	// server.public_url); features advertising the address should use it.
+	EngineSettings *webui.EngineSettings
 	// Metrics is the Prometheus registry served at /metrics.
 	Metrics *prometheus.Registry
 
@@ -121,6 +125,13 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	s.Auth.MountIdentity(s.Echo)
 
 	// --- features mount below this line (one block each) ---
+
+	// --- web UI (/ and /ui/*) and engine settings (/v1/engine/settings) ---
+	s.EngineSettings = &webui.EngineSettings{Store: s.Store, ConfigURL: s.Config.Server.PublicURL, Clock: s.Clock,
+		Audit: s.Store, NewID: func() string { return uuid.NewString() }}
+	if err := webui.Mount(s.Echo, s.EngineSettings, s.Auth.Middleware()); err != nil {
+		return err
+	}
 
 	return nil
 }

@@ -1,0 +1,105 @@
+// API access. Every call goes to apiBase: the effective engine URL when it is
+// on this page's origin (so a reverse-proxy path prefix is kept), otherwise
+// the page's own base. A different origin is never used for calls, because the
+// HttpOnly session cookie belongs to this origin and credentials must not be
+// sent to another host just because the advertised address changed.
+
+export class ApiError extends Error {
+  constructor(status, problem) {
+    super((problem && (problem.detail || problem.message || problem.title)) || ('HTTP ' + status));
+    this.status = status;
+    this.code = problem && problem.code;
+    this.field = problem && problem.field;
+    this.problem = problem;
+  }
+}
+
+// pageBase is where the UI itself is served ("/" or "/prefix/"), from <base href>.
+export const pageBase = new URL(document.baseURI).pathname.replace(/\/?$/, '/');
+
+let apiBase = new URL(pageBase, location.origin).href.replace(/\/$/, '');
+
+export function getApiBase() { return apiBase; }
+
+// useEngineUrl applies the effective engine URL; returns whether it was usable.
+export function useEngineUrl(engineUrl) {
+  const fallback = new URL(pageBase, location.origin).href.replace(/\/$/, '');
+  if (!engineUrl) { apiBase = fallback; return true; }
+  let u;
+  try { u = new URL(engineUrl); } catch (_) { apiBase = fallback; return false; }
+  if (u.origin !== location.origin) { apiBase = fallback; return false; }
+  apiBase = (u.origin + u.pathname).replace(/\/$/, '');
+  return true;
+}
+
+export async function request(method, path, body, { base } = {}) {
+  const headers = { Accept: 'application/json, application/problem+json' };
+  const init = { method, headers, credentials: 'same-origin', cache: 'no-store' };
+  if (body !== undefined) {
+    headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  let res;
+  try {
+    res = await fetch((base || apiBase) + path, init);
+  } catch (e) {
+    throw new ApiError(0, { detail: 'The engine is not reachable (' + e.message + ').', code: 'network_error' });
+  }
+  const text = await res.text();
+  let data = null;
+  if (text) { try { data = JSON.parse(text); } catch (_) { data = { detail: text.slice(0, 300) }; } }
+  if (!res.ok) {
+    if (res.status === 401 && !path.startsWith('/auth/')) onUnauthenticated();
+    throw new ApiError(res.status, data);
+  }
+  return data;
+}
+
+export const api = {
+  get: (p, o) => request('GET', p, undefined, o),
+  post: (p, b, o) => request('POST', p, b === undefined ? {} : b, o),
+  put: (p, b, o) => request('PUT', p, b, o),
+  patch: (p, b, o) => request('PATCH', p, b, o),
+  del: (p, o) => request('DELETE', p, undefined, o),
+};
+
+export async function gql(query, variables) {
+  const data = await request('POST', '/graphql', { query, variables: variables || {} });
+  if (data && data.errors && data.errors.length) {
+    const e = data.errors[0];
+    const err = new ApiError(200, { detail: e.message, code: e.extensions && e.extensions.code });
+    err.partial = data.data;
+    throw err;
+  }
+  return data ? data.data : null;
+}
+
+export function loginUrl() {
+  const next = location.pathname + location.search;
+  return pageBase + 'login?next=' + encodeURIComponent(next);
+}
+
+let redirecting = false;
+export function onUnauthenticated() {
+  if (redirecting) return;
+  redirecting = true;
+  location.assign(loginUrl());
+}
+
+// Friendly text for the stable error codes the REST API returns.
+const messages = {
+  last_active_admin_required: 'At least one active administrator must remain. Make another active user an admin first, then try again.',
+  activation_requires_sign_in: 'An invited user becomes active by signing in with the shared sign-in link; an administrator cannot activate them.',
+  email_taken: 'A user with this email already exists.',
+  user_state_conflict: 'This change is not allowed in the user\'s current state.',
+  invalid_status_transition: 'This status change is not allowed from the user\'s current status.',
+  origin_denied: 'The request was refused because its Origin does not match registry.browser_origin.',
+  forbidden: 'Your role does not allow this.',
+};
+
+export function explain(err) {
+  if (!(err instanceof ApiError)) return String(err && err.message || err);
+  const friendly = err.code && messages[err.code];
+  if (friendly && err.code !== 'forbidden') return friendly;
+  return err.message || friendly || 'Request failed';
+}
