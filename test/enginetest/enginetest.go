@@ -3,11 +3,17 @@
 package enginetest
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +21,8 @@ import (
 	"github.com/threadengine/engine/adapters/server"
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
+	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/domain"
 )
 
 // Clock is a settable clock shared with the engine.
@@ -38,6 +46,11 @@ type Engine struct {
 	Server *server.Server
 	Clock  *Clock
 	Config config.Config
+	// Admin is the owner created by bootstrap; AdminKey is its personal key.
+	Admin    domain.User
+	AdminKey string
+
+	userSeq atomic.Int64
 }
 
 // Option adjusts the config or options before start.
@@ -80,5 +93,108 @@ func Start(t testing.TB, d sqldb.Dialect, opts ...Option) *Engine {
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 	})
-	return &Engine{URL: url, Server: srv, Clock: clock, Config: cfg}
+	e := &Engine{URL: url, Server: srv, Clock: clock, Config: cfg}
+	admin, key, err := srv.Identity.BootstrapOwner(context.Background(), "owner@example.com", "Owner")
+	if err != nil {
+		t.Fatalf("bootstrap owner: %v", err)
+	}
+	e.Admin, e.AdminKey = admin, key
+	return e
+}
+
+// NewUser invites a user with role through the API (as the admin), activates
+// it the way a verified sign-in would, and creates a personal API key for it.
+func (e *Engine) NewUser(t testing.TB, role domain.Role) (domain.User, string) {
+	t.Helper()
+	email := fmt.Sprintf("user%d-%s@example.com", e.userSeq.Add(1), role)
+	u := e.InviteUser(t, email, role)
+	ctx := context.Background()
+	u, err := e.Server.Identity.ActivateBySignIn(ctx, u.ID)
+	if err != nil {
+		t.Fatalf("activate %s: %v", email, err)
+	}
+	return u, e.NewKeyFor(t, u)
+}
+
+// InviteUser invites email with role through POST /v1/users as the admin.
+func (e *Engine) InviteUser(t testing.TB, email string, role domain.Role) domain.User {
+	t.Helper()
+	resp, body := e.Do(t, http.MethodPost, "/v1/users", e.AdminKey, map[string]any{"email": email, "full_name": "Test " + string(role), "role": role})
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("invite %s: %d %s", email, resp.StatusCode, body)
+	}
+	var out struct {
+		User struct{ ID string } `json:"user"`
+	}
+	if err := json.Unmarshal(body, &out); err != nil {
+		t.Fatal(err)
+	}
+	u, err := e.Server.Store.GetUser(context.Background(), out.User.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// NewKeyFor creates a personal API key for u directly (u may be invited or
+// suspended, which the API would not allow it to do itself).
+func (e *Engine) NewKeyFor(t testing.TB, u domain.User) string {
+	t.Helper()
+	ctx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: u.ID, Role: domain.RoleViewer})
+	key, _, err := e.Server.Identity.CreateAPIKey(ctx, app.CreateAPIKeyInput{Name: "test key"})
+	if err != nil {
+		t.Fatalf("key for %s: %v", u.Email, err)
+	}
+	return key
+}
+
+// Do sends a request with key as Bearer credential (none when key is empty);
+// body is JSON-encoded unless it is a string or []byte. It returns the
+// response (body already read and closed) and the body bytes.
+func (e *Engine) Do(t testing.TB, method, path, key string, body any) (*http.Response, []byte) {
+	t.Helper()
+	return e.DoWith(t, method, path, body, func(r *http.Request) {
+		if key != "" {
+			r.Header.Set("Authorization", "Bearer "+key)
+		}
+	})
+}
+
+// DoWith is Do with a hook to set headers and cookies.
+func (e *Engine) DoWith(t testing.TB, method, path string, body any, edit func(*http.Request)) (*http.Response, []byte) {
+	t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(j)
+	}
+	req, err := http.NewRequest(method, e.URL+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if edit != nil {
+		edit(req)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: read body: %v", method, path, err)
+	}
+	return resp, out
 }

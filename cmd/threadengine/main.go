@@ -1,0 +1,124 @@
+// Command threadengine runs the thread execution engine and its operator
+// subcommands.
+//
+//	threadengine [--config FILE] [serve]
+//	threadengine [--config FILE] bootstrap-owner --email E [--name N]
+//	threadengine version
+//
+// The config file may also be named by THREADENGINE_CONFIG.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/threadengine/engine/adapters/config"
+)
+
+// commands is the subcommand registry; other files add entries from init().
+// ctx is cancelled on SIGINT/SIGTERM; args follow the subcommand name.
+var commands = map[string]func(ctx context.Context, args []string) error{}
+
+// summaries are the one-line descriptions shown by usage (optional).
+var summaries = map[string]string{}
+
+// configPath is the global --config flag (or THREADENGINE_CONFIG).
+var configPath string
+
+// loadConfig reads the configuration the global flags name. Subcommands use
+// it so --config and the environment apply everywhere.
+func loadConfig() (config.Config, error) {
+	return config.Load(configPath, os.Environ())
+}
+
+// usageError makes main print usage and exit 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// version is set with -ldflags "-X main.version=…"; otherwise build info is used.
+var version = ""
+
+func init() {
+	summaries["version"] = "print the version"
+	commands["version"] = func(context.Context, []string) error {
+		fmt.Println(versionString())
+		return nil
+	}
+}
+
+func versionString() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		v := bi.Main.Version
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				v += " " + s.Value[:12]
+			}
+		}
+		return strings.TrimSpace(v)
+	}
+	return "(devel)"
+}
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(argv []string) int {
+	fs := flag.NewFlagSet("threadengine", flag.ContinueOnError)
+	fs.StringVar(&configPath, "config", os.Getenv(config.EnvPrefix+"CONFIG"), "YAML config file (env THREADENGINE_CONFIG)")
+	fs.Usage = func() { usage(fs) }
+	if err := fs.Parse(argv); err != nil {
+		return 2
+	}
+	args := fs.Args()
+	name := "serve"
+	if len(args) > 0 {
+		name, args = args[0], args[1:]
+	}
+	cmd, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "threadengine: unknown command %q\n\n", name)
+		usage(fs)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := cmd(ctx, args); err != nil {
+		var ue usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintf(os.Stderr, "threadengine %s: %s\n", name, ue.msg)
+			return 2
+		}
+		slog.Error("threadengine "+name+" failed", "err", err)
+		fmt.Fprintf(os.Stderr, "threadengine %s: %v\n", name, err)
+		return 1
+	}
+	return 0
+}
+
+func usage(fs *flag.FlagSet) {
+	fmt.Fprintf(os.Stderr, "usage: threadengine [--config FILE] [command] [args]\n\ncommands:\n")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(os.Stderr, "  %-18s %s\n", n, summaries[n])
+	}
+	fmt.Fprintf(os.Stderr, "\nflags:\n")
+	fs.PrintDefaults()
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+
+	"github.com/threadengine/engine/adapters/config"
+	"github.com/threadengine/engine/adapters/server"
+)
+
+func init() {
+	commands["serve"], summaries["serve"] = serve, "run the engine (default)"
+	commands["bootstrap-owner"], summaries["bootstrap-owner"] = bootstrapOwner, "create the first administrator and print its API key once"
+}
+
+// newLogger builds the process logger from the log.* config.
+func newLogger(c config.Config) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(c.Log.Level))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if c.Log.Format == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}
+
+func serve(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	if err := fs.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	cfg, err := loadConfig()
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg)
+	slog.SetDefault(log)
+	srv, err := server.New(ctx, cfg, server.Options{Logger: log})
+	if err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", cfg.Server.Listen)
+	if err != nil {
+		srv.Close()
+		return fmt.Errorf("server.listen %s: %w", cfg.Server.Listen, err)
+	}
+	log.Info("threadengine listening", "addr", l.Addr().String(), "public_url", cfg.Server.PublicURL, "version", versionString())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(l) }()
+	select {
+	case err := <-served:
+		srv.Close()
+		return err
+	case <-ctx.Done():
+	}
+	// SIGTERM/SIGINT: stop accepting, let in-flight requests finish.
+	log.Info("shutting down", "drain_timeout", cfg.Server.ShutdownTimeout.String())
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-served; err != nil {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+func bootstrapOwner(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("bootstrap-owner", flag.ContinueOnError)
+	email := fs.String("email", "", "owner's email address (required)")
+	name := fs.String("name", "", "owner's full name")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	if *email == "" {
+		return usageError{"--email is required"}
+	}
+	cfg, err := loadConfig()
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg)
+	srv, err := server.New(ctx, cfg, server.Options{Logger: log})
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	u, key, err := srv.Identity.BootstrapOwner(ctx, *email, *name)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "owner %s (%s) is an active admin. API key (shown once, store it now):\n", u.Email, u.ID)
+	fmt.Println(key)
+	return nil
+}
