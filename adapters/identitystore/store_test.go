@@ -747,3 +747,55 @@ func TestRecordAudit(t *testing.T) {
 		}
 	})
 }
+
+// The authentication hot path: one key lookup and one (usually skipped)
+// touch per API-key request.
+func BenchmarkAPIKeyAuthPath(b *testing.B) {
+	for _, d := range sqldbtest.Dialects(b) {
+		b.Run(string(d), func(b *testing.B) {
+			s := identitystore.New(sqldbtest.Open(b, d))
+			if err := s.CreateUser(ctx, domain.User{ID: "u", Email: "u@example.com", Role: domain.RoleMember, Status: domain.StatusActive, CreatedAt: t0, UpdatedAt: t0}); err != nil {
+				b.Fatal(err)
+			}
+			if err := s.CreateAPIKey(ctx, domain.APIKey{ID: "k", Name: "k", Prefix: "td_", Hash: "h", UserID: "u", CreatedAt: t0}); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				k, err := s.GetAPIKeyByHash(ctx, "h")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := s.TouchAPIKey(ctx, k.ID, t0.Add(time.Duration(i)*time.Millisecond)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// One UpdateUser transaction: lock admin set and user, write, apply effects.
+func BenchmarkUpdateUser(b *testing.B) {
+	for _, d := range sqldbtest.Dialects(b) {
+		b.Run(string(d), func(b *testing.B) {
+			s := identitystore.New(sqldbtest.Open(b, d))
+			for _, id := range []string{"a", "b"} {
+				if err := s.CreateUser(ctx, domain.User{ID: id, Email: id + "@example.com", Role: domain.RoleAdmin, Status: domain.StatusActive, CreatedAt: t0, UpdatedAt: t0}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			roles := []domain.Role{domain.RoleMember, domain.RoleAdmin}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := s.UpdateUser(ctx, "a", func(u *domain.User, admins []string) error {
+					if err := u.ChangeRole(roles[i%2], t0); err != nil {
+						return err
+					}
+					return domain.RequireActiveAdminRemains(admins, *u)
+				}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
