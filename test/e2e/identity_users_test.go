@@ -167,44 +167,54 @@ func TestStrictBodies(t *testing.T) {
 func TestLastAdminUnderConcurrency(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		second, secondKey := e.NewUser(t, domain.RoleAdmin)
-		// the owner alone cannot demote itself while it is the last admin:
-		// first check the simple case with a fresh member
 		var wg sync.WaitGroup
 		type result struct {
 			status int
 			body   string
 		}
 		results := make(chan result, 20)
+		start := make(chan struct{})
 		for i := 0; i < 20; i++ {
 			wg.Add(1)
 			go func(i int) {
 				defer wg.Done()
-				key, target := e.AdminKey, second.ID
+				// Each admin targets the other or itself, so whichever change
+				// commits first makes the later ones break the invariant.
+				key := e.AdminKey
 				if i%2 == 1 {
-					key, target = secondKey, e.Admin.ID
+					key = secondKey
+				}
+				target := second.ID
+				if (i/2)%2 == 1 {
+					target = e.Admin.ID
 				}
 				patch := map[string]any{"status": "suspended"}
-				if i%4 >= 2 {
+				if i%8 >= 4 {
 					patch = map[string]any{"role": "member"}
 				}
+				<-start
 				resp, body := e.Do(t, http.MethodPatch, "/v1/users/"+target, key, patch)
 				results <- result{resp.StatusCode, string(body)}
 			}(i)
 		}
+		close(start)
 		wg.Wait()
 		close(results)
-		ok := 0
+		ok, conflicts, lockedOut := 0, 0, 0
 		for r := range results {
 			switch {
 			case r.status == http.StatusOK:
 				ok++
 			case r.status == http.StatusConflict && strings.Contains(r.body, "last_active_admin_required"):
+				conflicts++
 			case r.status == http.StatusUnauthorized || r.status == http.StatusForbidden:
 				// the caller was itself demoted or suspended by an earlier request
+				lockedOut++
 			default:
 				t.Errorf("unexpected response %d %s", r.status, r.body)
 			}
 		}
+		t.Logf("200: %d, 409 last_active_admin_required: %d, caller no longer admin: %d", ok, conflicts, lockedOut)
 		if ok == 0 {
 			t.Fatal("no change succeeded")
 		}
