@@ -1,0 +1,792 @@
+// Package threadquery is the read side of thread storage: the SQL behind the
+// GraphQL query API, on SQLite and PostgreSQL. Every method that takes many
+// ids answers with one statement (paging per parent with ROW_NUMBER), so the
+// number of statements a request runs does not grow with its list sizes.
+package threadquery
+
+import (
+	"context"
+	"database/sql/driver"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/threadengine/engine/adapters/sqldb"
+	"github.com/threadengine/engine/ports"
+)
+
+// Store implements ports.ThreadQueries.
+type Store struct {
+	db *sqldb.DB
+	// onQuery, when set, sees every statement before it runs (tests count them).
+	onQuery func(query string)
+}
+
+var _ ports.ThreadQueries = (*Store)(nil)
+
+// New returns a read store on an open, migrated database.
+func New(db *sqldb.DB) *Store { return &Store{db: db} }
+
+// OnQuery installs a hook called with every statement the store runs.
+func (s *Store) OnQuery(fn func(query string)) { s.onQuery = fn }
+
+func (s *Store) selectIn(ctx context.Context, dest any, query string, args ...any) error {
+	q, a, err := sqlx.In(query, args...)
+	if err != nil {
+		return fmt.Errorf("threadquery: expand: %w", err)
+	}
+	return s.selectRaw(ctx, dest, q, a...)
+}
+
+func (s *Store) selectRaw(ctx context.Context, dest any, query string, args ...any) error {
+	q := s.db.Rebind(query)
+	if s.onQuery != nil {
+		s.onQuery(q)
+	}
+	if err := s.db.SelectContext(ctx, dest, q, args...); err != nil {
+		return sqldb.TranslateError(err)
+	}
+	return nil
+}
+
+// dbTime scans a timestamp from either driver: lib/pq gives time.Time,
+// modernc/sqlite gives time.Time for declared columns but text when the
+// column passes through a subquery.
+type dbTime struct {
+	T     time.Time
+	Valid bool
+}
+
+var timeLayouts = []string{
+	"2006-01-02 15:04:05.999999999-07:00",
+	time.RFC3339Nano,
+	"2006-01-02 15:04:05.999999999Z07:00",
+	"2006-01-02T15:04:05.999999999",
+	"2006-01-02 15:04:05.999999999",
+	"2006-01-02 15:04:05.999999999 -0700 MST",
+}
+
+func (d *dbTime) Scan(v any) error {
+	switch x := v.(type) {
+	case nil:
+		*d = dbTime{}
+		return nil
+	case time.Time:
+		*d = dbTime{T: x.UTC(), Valid: true}
+		return nil
+	case []byte:
+		return d.parse(string(x))
+	case string:
+		return d.parse(x)
+	}
+	return fmt.Errorf("threadquery: cannot scan %T as time", v)
+}
+
+func (d *dbTime) parse(s string) error {
+	for _, l := range timeLayouts {
+		if t, err := time.Parse(l, s); err == nil {
+			*d = dbTime{T: t.UTC(), Valid: true}
+			return nil
+		}
+	}
+	return fmt.Errorf("threadquery: unparseable time %q", s)
+}
+
+func (d dbTime) ptr() *time.Time {
+	if !d.Valid {
+		return nil
+	}
+	t := d.T
+	return &t
+}
+
+// dbText scans text, JSON (jsonb arrives as []byte) or NULL.
+type dbText struct {
+	S     string
+	Valid bool
+}
+
+func (d *dbText) Scan(v any) error {
+	switch x := v.(type) {
+	case nil:
+		*d = dbText{}
+	case []byte:
+		*d = dbText{S: string(x), Valid: true}
+	case string:
+		*d = dbText{S: x, Valid: true}
+	default:
+		*d = dbText{S: fmt.Sprint(x), Valid: true}
+	}
+	return nil
+}
+
+func (d dbText) ptr() *string {
+	if !d.Valid {
+		return nil
+	}
+	s := d.S
+	return &s
+}
+
+// dbInt scans a nullable integer.
+type dbInt struct {
+	N     int
+	Valid bool
+}
+
+func (d *dbInt) Scan(v any) error {
+	if v == nil {
+		*d = dbInt{}
+		return nil
+	}
+	n, err := driver.Int32.ConvertValue(v)
+	if err != nil {
+		return err
+	}
+	*d = dbInt{N: int(n.(int64)), Valid: true}
+	return nil
+}
+
+func (d dbInt) ptr() *int {
+	if !d.Valid {
+		return nil
+	}
+	n := d.N
+	return &n
+}
+
+func utc(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return t.UTC()
+}
+
+type threadRow struct {
+	ID              string `db:"id"`
+	ContractID      dbText `db:"contract_id"`
+	ContractName    dbText `db:"contract_name"`
+	ContractVersion dbInt  `db:"contract_version"`
+	Label           dbText `db:"label"`
+	OwnerKind       string `db:"owner_kind"`
+	OwnerID         string `db:"owner_id"`
+	ServiceName     dbText `db:"service_name"`
+	Status          string `db:"status"`
+	Error           dbText `db:"error"`
+	LastHash        string `db:"last_hash"`
+	StepCount       int    `db:"step_count"`
+	CreatedAt       dbTime `db:"created_at"`
+	UpdatedAt       dbTime `db:"updated_at"`
+	CompletedAt     dbTime `db:"completed_at"`
+	Total           int    `db:"total"`
+	Exact           dbInt  `db:"exact_match"`
+}
+
+const threadCols = `t.id, t.contract_id, t.contract_name, t.contract_version, t.label, t.owner_kind, t.owner_id,
+ t.service_name, t.status, t.error, t.last_hash, t.step_count, t.created_at, t.updated_at, t.completed_at`
+
+func (r threadRow) view() ports.ThreadView {
+	return ports.ThreadView{
+		ID: r.ID, ContractID: r.ContractID.ptr(), ContractName: r.ContractName.ptr(),
+		ContractVersion: r.ContractVersion.ptr(), Label: r.Label.ptr(), OwnerKind: r.OwnerKind,
+		OwnerID: r.OwnerID, ServiceName: r.ServiceName.ptr(), Status: r.Status, Error: r.Error.ptr(),
+		LastHash: r.LastHash, StepCount: r.StepCount, CreatedAt: r.CreatedAt.T, UpdatedAt: r.UpdatedAt.T,
+		CompletedAt: r.CompletedAt.ptr(),
+	}
+}
+
+// GetThreads returns the threads with these ids.
+func (s *Store) GetThreads(ctx context.Context, ids []string) ([]ports.ThreadView, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var rows []threadRow
+	if err := s.selectIn(ctx, &rows, `SELECT `+threadCols+`, 0 AS total, 0 AS exact_match FROM threads t WHERE t.id IN (?)`, ids); err != nil {
+		return nil, err
+	}
+	out := make([]ports.ThreadView, len(rows))
+	for i, r := range rows {
+		out[i] = r.view()
+	}
+	return out, nil
+}
+
+// likeEscape quotes LIKE wildcards; the queries declare ESCAPE '\'.
+func likeEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// ListThreads returns one page of threads, newest first, with the total.
+// The total comes from a window COUNT over the same filtered set, so a page
+// is one statement; an empty page past the end runs a second COUNT.
+func (s *Store) ListThreads(ctx context.Context, f ports.ThreadFilter) ([]ports.ThreadView, int, error) {
+	var where []string
+	var args []any
+	exact := "0"
+	var exactArgs []any
+	if f.Actor != "" {
+		where = append(where, `EXISTS (SELECT 1 FROM thread_activities a WHERE a.thread_id = t.id AND (a.actor = ? OR a.actor_service = ?))`)
+		args = append(args, f.Actor, f.Actor)
+	}
+	if f.ContractName != "" {
+		where = append(where, `t.contract_name = ?`)
+		args = append(args, f.ContractName)
+		if f.ContractVersion != nil {
+			where = append(where, `t.contract_version = ?`)
+			args = append(args, *f.ContractVersion)
+		}
+	}
+	if f.Status != "" {
+		where = append(where, `t.status = ?`)
+		args = append(args, f.Status)
+	}
+	if f.StartedAfter != nil {
+		where = append(where, `t.created_at >= ?`)
+		args = append(args, utc(f.StartedAfter))
+	}
+	if f.StartedBefore != nil {
+		where = append(where, `t.created_at <= ?`)
+		args = append(args, utc(f.StartedBefore))
+	}
+	if f.CompletedAfter != nil {
+		where = append(where, `t.completed_at >= ?`)
+		args = append(args, utc(f.CompletedAfter))
+	}
+	if f.CompletedBefore != nil {
+		where = append(where, `t.completed_at <= ?`)
+		args = append(args, utc(f.CompletedBefore))
+	}
+	if f.RefValue != "" {
+		cond := `EXISTS (SELECT 1 FROM thread_refs r WHERE r.thread_id = t.id AND LOWER(r.ref_value) LIKE ? ESCAPE '\'`
+		exactCond := `EXISTS (SELECT 1 FROM thread_refs r WHERE r.thread_id = t.id AND r.ref_value = ?`
+		args = append(args, "%"+likeEscape(strings.ToLower(f.RefValue))+"%")
+		exactArgs = append(exactArgs, f.RefValue)
+		if f.RefKey != "" {
+			cond += ` AND r.ref_key = ?`
+			exactCond += ` AND r.ref_key = ?`
+			args = append(args, f.RefKey)
+			exactArgs = append(exactArgs, f.RefKey)
+		}
+		where = append(where, cond+`)`)
+		exact = `CASE WHEN ` + exactCond + `) THEN 1 ELSE 0 END`
+	} else if f.RefKey != "" {
+		where = append(where, `EXISTS (SELECT 1 FROM thread_refs r WHERE r.thread_id = t.id AND r.ref_key = ?)`)
+		args = append(args, f.RefKey)
+	}
+	wh := ""
+	if len(where) > 0 {
+		wh = " WHERE " + strings.Join(where, " AND ")
+	}
+	q := `SELECT ` + threadCols + `, COUNT(*) OVER () AS total, ` + exact + ` AS exact_match FROM threads t` + wh +
+		` ORDER BY exact_match DESC, t.created_at DESC, t.id DESC LIMIT ? OFFSET ?`
+	all := append(append(append([]any{}, exactArgs...), args...), f.Limit, f.Offset)
+	var rows []threadRow
+	if err := s.selectRaw(ctx, &rows, q, all...); err != nil {
+		return nil, 0, err
+	}
+	out := make([]ports.ThreadView, len(rows))
+	for i, r := range rows {
+		out[i] = r.view()
+	}
+	if len(rows) > 0 {
+		return out, rows[0].Total, nil
+	}
+	if f.Offset == 0 {
+		return out, 0, nil
+	}
+	var total []int
+	if err := s.selectRaw(ctx, &total, `SELECT COUNT(*) FROM threads t`+wh, args...); err != nil {
+		return nil, 0, err
+	}
+	return out, total[0], nil
+}
+
+type refRow struct {
+	ThreadID string `db:"thread_id"`
+	Key      string `db:"ref_key"`
+	Value    string `db:"ref_value"`
+}
+
+// Refs returns each thread's refs.
+func (s *Store) Refs(ctx context.Context, threadIDs []string) (map[string]map[string]string, error) {
+	out := map[string]map[string]string{}
+	if len(threadIDs) == 0 {
+		return out, nil
+	}
+	var rows []refRow
+	if err := s.selectIn(ctx, &rows, `SELECT thread_id, ref_key, ref_value FROM thread_refs WHERE thread_id IN (?)`, threadIDs); err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		m := out[r.ThreadID]
+		if m == nil {
+			m = map[string]string{}
+			out[r.ThreadID] = m
+		}
+		m[r.Key] = r.Value
+	}
+	return out, nil
+}
+
+type stepRow struct {
+	ThreadID       string `db:"thread_id"`
+	StepName       string `db:"step_name"`
+	IdempotencyKey string `db:"idempotency_key"`
+	Status         string `db:"status"`
+	RetryCount     int    `db:"retry_count"`
+	LatestStepID   string `db:"latest_step_id"`
+	LatestSeq      dbInt  `db:"latest_seq"`
+	PreviousStep   dbText `db:"previous_step"`
+	Actor          string `db:"actor"`
+	ActorService   string `db:"actor_service"`
+	LatestContext  dbText `db:"latest_context"`
+	FirstSeenAt    dbTime `db:"first_seen_at"`
+	LastUpdatedAt  dbTime `db:"last_updated_at"`
+	StartedAt      dbTime `db:"started_at"`
+	FinishedAt     dbTime `db:"finished_at"`
+	Hash           dbText `db:"hash"`
+	PrevHash       dbText `db:"prev_hash"`
+	RN             int    `db:"rn"`
+}
+
+// Steps returns at most perThread step states of each thread.
+func (s *Store) Steps(ctx context.Context, threadIDs []string, f ports.StepFilter, perThread int) (map[string][]ports.StepView, error) {
+	out := map[string][]ports.StepView{}
+	if len(threadIDs) == 0 {
+		return out, nil
+	}
+	where := []string{`s.thread_id IN (?)`}
+	args := []any{threadIDs}
+	switch {
+	case f.StepName != "" && f.IdempotencyKey != "":
+		where = append(where, `s.step_name = ? AND s.idempotency_key = ?`)
+		args = append(args, f.StepName, f.IdempotencyKey)
+	case f.StepName != "":
+		// The Node SDK passes a step identity as "name:key" in stepName.
+		if name, key, ok := strings.Cut(f.StepName, ":"); ok {
+			where = append(where, `(s.step_name = ? OR (s.step_name = ? AND s.idempotency_key = ?))`)
+			args = append(args, f.StepName, name, key)
+		} else {
+			where = append(where, `s.step_name = ?`)
+			args = append(args, f.StepName)
+		}
+	case f.IdempotencyKey != "":
+		where = append(where, `s.idempotency_key = ?`)
+		args = append(args, f.IdempotencyKey)
+	}
+	if len(f.Statuses) > 0 {
+		where = append(where, `s.status IN (?)`)
+		args = append(args, f.Statuses)
+	}
+	args = append(args, perThread)
+	q := `SELECT * FROM (SELECT s.thread_id, s.step_name, s.idempotency_key, s.status, s.retry_count, s.latest_step_id,
+ a.seq AS latest_seq, s.previous_step, s.actor, s.actor_service, CAST(s.latest_context AS TEXT) AS latest_context,
+ s.first_seen_at, s.last_updated_at, s.started_at, s.finished_at, a.hash, a.prev_hash,
+ ROW_NUMBER() OVER (PARTITION BY s.thread_id ORDER BY s.first_seen_at, a.seq, s.step_name, s.idempotency_key) AS rn
+ FROM thread_step_states s LEFT JOIN thread_activities a ON a.id = s.latest_step_id
+ WHERE ` + strings.Join(where, " AND ") + `) x WHERE rn <= ? ORDER BY thread_id, rn`
+	var rows []stepRow
+	if err := s.selectIn(ctx, &rows, q, args...); err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		out[r.ThreadID] = append(out[r.ThreadID], ports.StepView{
+			StepKey:      ports.StepKey{ThreadID: r.ThreadID, StepName: r.StepName, IdempotencyKey: r.IdempotencyKey},
+			Status:       r.Status,
+			RetryCount:   r.RetryCount,
+			LatestStepID: r.LatestStepID, LatestSeq: r.LatestSeq.N, PreviousStep: r.PreviousStep.ptr(),
+			Actor: r.Actor, ActorService: r.ActorService, LatestContext: orJSON(r.LatestContext.S, "{}"),
+			FirstSeenAt: r.FirstSeenAt.T, LastUpdatedAt: r.LastUpdatedAt.T,
+			StartedAt: r.StartedAt.ptr(), FinishedAt: r.FinishedAt.ptr(),
+			Hash: r.Hash.S, PrevHash: r.PrevHash.S,
+		})
+	}
+	return out, nil
+}
+
+func orJSON(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+type activityRow struct {
+	ID             string `db:"id"`
+	ThreadID       string `db:"thread_id"`
+	Seq            int    `db:"seq"`
+	ActivityType   string `db:"activity_type"`
+	StepName       string `db:"step_name"`
+	IdempotencyKey string `db:"idempotency_key"`
+	Status         string `db:"status"`
+	Attempt        int    `db:"attempt"`
+	Actor          string `db:"actor"`
+	ActorService   string `db:"actor_service"`
+	Context        dbText `db:"context"`
+	Metadata       dbText `db:"metadata"`
+	StartedAt      dbTime `db:"started_at"`
+	FinishedAt     dbTime `db:"finished_at"`
+	RecordedAt     dbTime `db:"recorded_at"`
+	ContentHash    string `db:"content_hash"`
+	Hash           string `db:"hash"`
+	PrevHash       string `db:"prev_hash"`
+	RN             int    `db:"rn"`
+}
+
+const activityCols = `a.id, a.thread_id, a.seq, a.activity_type, a.step_name, a.idempotency_key, a.status, a.attempt,
+ a.actor, a.actor_service, CAST(a.context AS TEXT) AS context, CAST(a.metadata AS TEXT) AS metadata,
+ a.started_at, a.finished_at, a.recorded_at, a.content_hash, a.hash, a.prev_hash`
+
+func (r activityRow) view() ports.ActivityView {
+	return ports.ActivityView{
+		ID: r.ID, ThreadID: r.ThreadID, Seq: r.Seq, ActivityType: r.ActivityType, StepName: r.StepName,
+		IdempotencyKey: r.IdempotencyKey, Status: r.Status, Attempt: r.Attempt, Actor: r.Actor,
+		ActorService: r.ActorService, Context: orJSON(r.Context.S, "{}"), Metadata: orJSON(r.Metadata.S, "{}"),
+		StartedAt: r.StartedAt.ptr(), FinishedAt: r.FinishedAt.ptr(), RecordedAt: r.RecordedAt.T,
+		ContentHash: r.ContentHash, Hash: r.Hash, PrevHash: r.PrevHash,
+	}
+}
+
+func historyWhere(f ports.HistoryFilter) ([]string, []any) {
+	var where []string
+	var args []any
+	if f.StartAt != nil {
+		where = append(where, `a.recorded_at >= ?`)
+		args = append(args, utc(f.StartAt))
+	}
+	if f.EndAt != nil {
+		where = append(where, `a.recorded_at <= ?`)
+		args = append(args, utc(f.EndAt))
+	}
+	if f.ActivityType != "" {
+		where = append(where, `a.activity_type = ?`)
+		args = append(args, f.ActivityType)
+	}
+	if f.Actor != "" {
+		where = append(where, `(a.actor = ? OR a.actor_service = ?)`)
+		args = append(args, f.Actor, f.Actor)
+	}
+	return where, args
+}
+
+// StepHistories returns each step's activities newest first, paged per step.
+// Steps are matched per thread with IN lists and filtered to the exact
+// (name, key) pairs in Go, which keeps the statement portable.
+func (s *Store) StepHistories(ctx context.Context, steps []ports.StepKey, f ports.HistoryFilter) (map[ports.StepKey][]ports.ActivityView, error) {
+	out := map[ports.StepKey][]ports.ActivityView{}
+	if len(steps) == 0 {
+		return out, nil
+	}
+	want := make(map[ports.StepKey]bool, len(steps))
+	var threads, names []string
+	seenT, seenN := map[string]bool{}, map[string]bool{}
+	for _, k := range steps {
+		want[k] = true
+		if !seenT[k.ThreadID] {
+			seenT[k.ThreadID] = true
+			threads = append(threads, k.ThreadID)
+		}
+		if !seenN[k.StepName] {
+			seenN[k.StepName] = true
+			names = append(names, k.StepName)
+		}
+	}
+	where, args := historyWhere(f)
+	where = append([]string{`a.thread_id IN (?)`, `a.step_name IN (?)`}, where...)
+	args = append([]any{threads, names}, args...)
+	args = append(args, f.Offset, f.Offset+f.Limit)
+	q := `SELECT * FROM (SELECT ` + activityCols + `,
+ ROW_NUMBER() OVER (PARTITION BY a.thread_id, a.step_name, a.idempotency_key ORDER BY a.seq DESC) AS rn
+ FROM thread_activities a WHERE ` + strings.Join(where, " AND ") + `) x WHERE rn > ? AND rn <= ? ORDER BY thread_id, step_name, idempotency_key, rn`
+	var rows []activityRow
+	if err := s.selectIn(ctx, &rows, q, args...); err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		k := ports.StepKey{ThreadID: r.ThreadID, StepName: r.StepName, IdempotencyKey: r.IdempotencyKey}
+		if want[k] {
+			out[k] = append(out[k], r.view())
+		}
+	}
+	return out, nil
+}
+
+// History returns one step's activities, newest first.
+func (s *Store) History(ctx context.Context, key ports.StepKey, f ports.HistoryFilter) ([]ports.ActivityView, error) {
+	where, args := historyWhere(f)
+	where = append([]string{`a.thread_id = ?`, `a.step_name = ?`}, where...)
+	args = append([]any{key.ThreadID, key.StepName}, args...)
+	if key.IdempotencyKey != "" {
+		where = append(where, `a.idempotency_key = ?`)
+		args = append(args, key.IdempotencyKey)
+	}
+	args = append(args, f.Limit, f.Offset)
+	var rows []activityRow
+	q := `SELECT ` + activityCols + `, 0 AS rn FROM thread_activities a WHERE ` + strings.Join(where, " AND ") +
+		` ORDER BY a.seq DESC LIMIT ? OFFSET ?`
+	if err := s.selectRaw(ctx, &rows, q, args...); err != nil {
+		return nil, err
+	}
+	out := make([]ports.ActivityView, len(rows))
+	for i, r := range rows {
+		out[i] = r.view()
+	}
+	return out, nil
+}
+
+// Activities returns each thread's chain in seq order.
+func (s *Store) Activities(ctx context.Context, threadIDs []string) (map[string][]ports.ActivityView, error) {
+	out := map[string][]ports.ActivityView{}
+	if len(threadIDs) == 0 {
+		return out, nil
+	}
+	var rows []activityRow
+	q := `SELECT ` + activityCols + `, 0 AS rn FROM thread_activities a WHERE a.thread_id IN (?) ORDER BY a.thread_id, a.seq`
+	if err := s.selectIn(ctx, &rows, q, threadIDs); err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		out[r.ThreadID] = append(out[r.ThreadID], r.view())
+	}
+	return out, nil
+}
+
+type subStepRow struct {
+	ID             string `db:"id"`
+	ThreadID       string `db:"thread_id"`
+	StepID         string `db:"step_id"`
+	StepName       string `db:"step_name"`
+	IdempotencyKey string `db:"idempotency_key"`
+	Name           string `db:"name"`
+	Status         string `db:"status"`
+	Payload        dbText `db:"payload"`
+	RecordedAt     dbTime `db:"recorded_at"`
+	CreatedAt      dbTime `db:"created_at"`
+}
+
+// SubSteps returns the sub-steps recorded under any attempt of each step.
+func (s *Store) SubSteps(ctx context.Context, steps []ports.StepKey) (map[ports.StepKey][]ports.SubStepView, error) {
+	out := map[ports.StepKey][]ports.SubStepView{}
+	if len(steps) == 0 {
+		return out, nil
+	}
+	want := map[ports.StepKey]bool{}
+	var threads []string
+	seen := map[string]bool{}
+	for _, k := range steps {
+		want[k] = true
+		if !seen[k.ThreadID] {
+			seen[k.ThreadID] = true
+			threads = append(threads, k.ThreadID)
+		}
+	}
+	var rows []subStepRow
+	q := `SELECT ss.id, ss.thread_id, ss.step_id, a.step_name, a.idempotency_key, ss.name, ss.status,
+ CAST(ss.payload AS TEXT) AS payload, ss.recorded_at, ss.created_at
+ FROM step_substeps ss JOIN thread_activities a ON a.id = ss.step_id
+ WHERE ss.thread_id IN (?) ORDER BY a.seq, ss.recorded_at, ss.id`
+	if err := s.selectIn(ctx, &rows, q, threads); err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		k := ports.StepKey{ThreadID: r.ThreadID, StepName: r.StepName, IdempotencyKey: r.IdempotencyKey}
+		if !want[k] {
+			continue
+		}
+		out[k] = append(out[k], ports.SubStepView{
+			ID: r.ID, ThreadID: r.ThreadID, StepID: r.StepID, Step: k, Name: r.Name, Status: r.Status,
+			Payload: orJSON(r.Payload.S, "{}"), RecordedAt: r.RecordedAt.T, CreatedAt: r.CreatedAt.T,
+		})
+	}
+	return out, nil
+}
+
+type validationRow struct {
+	ID             string `db:"id"`
+	ThreadID       string `db:"thread_id"`
+	StepID         string `db:"step_id"`
+	StepName       string `db:"step_name"`
+	IdempotencyKey string `db:"idempotency_key"`
+	OverallStatus  string `db:"overall_status"`
+	Issues         dbText `db:"issues"`
+	CriticalCount  int    `db:"critical_count"`
+	WarningCount   int    `db:"warning_count"`
+	MinorCount     int    `db:"minor_count"`
+	InfoCount      int    `db:"info_count"`
+	CreatedAt      dbTime `db:"created_at"`
+	RN             int    `db:"rn"`
+}
+
+// Validations returns each thread's validation results, paged per thread.
+func (s *Store) Validations(ctx context.Context, threadIDs []string, f ports.ValidationFilter) (map[string][]ports.ValidationView, error) {
+	out := map[string][]ports.ValidationView{}
+	if len(threadIDs) == 0 {
+		return out, nil
+	}
+	where := []string{`v.thread_id IN (?)`}
+	args := []any{threadIDs}
+	for _, c := range []struct{ col, val string }{
+		{"v.step_id", f.StepID}, {"v.step_name", f.StepName}, {"v.idempotency_key", f.IdempotencyKey},
+	} {
+		if c.val != "" {
+			where = append(where, c.col+` = ?`)
+			args = append(args, c.val)
+		}
+	}
+	if f.ValidationType != "" {
+		// Issues are a JSON array of objects with a "type"; matching the
+		// serialised pair works on jsonb-as-text and on SQLite text alike.
+		where = append(where, `REPLACE(CAST(v.issues AS TEXT), ' ', '') LIKE ? ESCAPE '\'`)
+		args = append(args, `%"type":"`+likeEscape(f.ValidationType)+`"%`)
+	}
+	args = append(args, f.Offset, f.Offset+f.Limit)
+	q := `SELECT * FROM (SELECT v.id, v.thread_id, v.step_id, v.step_name, v.idempotency_key, v.overall_status,
+ CAST(v.issues AS TEXT) AS issues, v.critical_count, v.warning_count, v.minor_count, v.info_count, v.created_at,
+ ROW_NUMBER() OVER (PARTITION BY v.thread_id ORDER BY v.created_at DESC, v.id DESC) AS rn
+ FROM thread_validations v WHERE ` + strings.Join(where, " AND ") + `) x WHERE rn > ? AND rn <= ? ORDER BY thread_id, rn`
+	var rows []validationRow
+	if err := s.selectIn(ctx, &rows, q, args...); err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		out[r.ThreadID] = append(out[r.ThreadID], ports.ValidationView{
+			ID: r.ID, ThreadID: r.ThreadID, StepID: r.StepID, StepName: r.StepName, IdempotencyKey: r.IdempotencyKey,
+			OverallStatus: r.OverallStatus, Issues: orJSON(r.Issues.S, "[]"), CriticalCount: r.CriticalCount,
+			WarningCount: r.WarningCount, MinorCount: r.MinorCount, InfoCount: r.InfoCount, CreatedAt: r.CreatedAt.T,
+		})
+	}
+	return out, nil
+}
+
+type notificationRow struct {
+	ID               string `db:"id"`
+	ThreadID         string `db:"thread_id"`
+	StepID           string `db:"step_id"`
+	StepName         string `db:"step_name"`
+	IdempotencyKey   string `db:"idempotency_key"`
+	Source           string `db:"source"`
+	NotificationType string `db:"notification_type"`
+	StepStatus       string `db:"step_status"`
+	ValidationStatus string `db:"validation_status"`
+	ViolationType    string `db:"violation_type"`
+	Severity         string `db:"severity"`
+	Message          string `db:"message"`
+	Details          dbText `db:"details"`
+	CreatedAt        dbTime `db:"created_at"`
+	RN               int    `db:"rn"`
+}
+
+// Notifications returns each thread's notifications, paged per thread.
+func (s *Store) Notifications(ctx context.Context, threadIDs []string, f ports.NotificationFilter) (map[string][]ports.NotificationView, error) {
+	out := map[string][]ports.NotificationView{}
+	if len(threadIDs) == 0 {
+		return out, nil
+	}
+	where := []string{`n.thread_id IN (?)`}
+	args := []any{threadIDs}
+	for _, c := range []struct{ col, val string }{
+		{"n.step_id", f.StepID}, {"n.step_name", f.StepName}, {"n.source", f.Source}, {"n.notification_type", f.NotificationType},
+	} {
+		if c.val != "" {
+			where = append(where, c.col+` = ?`)
+			args = append(args, c.val)
+		}
+	}
+	if len(f.Severities) > 0 {
+		where = append(where, `n.severity IN (?)`)
+		args = append(args, f.Severities)
+	}
+	args = append(args, f.Offset, f.Offset+f.Limit)
+	q := `SELECT * FROM (SELECT n.id, n.thread_id, n.step_id, n.step_name, n.idempotency_key, n.source,
+ n.notification_type, n.step_status, n.validation_status, n.violation_type, n.severity, n.message,
+ CAST(n.details AS TEXT) AS details, n.created_at,
+ ROW_NUMBER() OVER (PARTITION BY n.thread_id ORDER BY n.created_at DESC, n.seq DESC) AS rn
+ FROM thread_notifications n WHERE ` + strings.Join(where, " AND ") + `) x WHERE rn > ? AND rn <= ? ORDER BY thread_id, rn`
+	var rows []notificationRow
+	if err := s.selectIn(ctx, &rows, q, args...); err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		out[r.ThreadID] = append(out[r.ThreadID], ports.NotificationView{
+			ID: r.ID, ThreadID: r.ThreadID, StepID: r.StepID, StepName: r.StepName, IdempotencyKey: r.IdempotencyKey,
+			Source: r.Source, NotificationType: r.NotificationType, StepStatus: r.StepStatus,
+			ValidationStatus: r.ValidationStatus, ViolationType: r.ViolationType, Severity: r.Severity,
+			Message: r.Message, Details: orJSON(r.Details.S, "{}"), CreatedAt: r.CreatedAt.T,
+		})
+	}
+	return out, nil
+}
+
+type countRow struct {
+	ThreadID   string `db:"thread_id"`
+	Total      int    `db:"total"`
+	Critical   int    `db:"critical"`
+	Warning    int    `db:"warning"`
+	Major      int    `db:"major"`
+	Minor      int    `db:"minor"`
+	Info       int    `db:"info"`
+	Execution  int    `db:"execution"`
+	Validation int    `db:"validation"`
+}
+
+// NotificationCounts aggregates each thread's notifications.
+func (s *Store) NotificationCounts(ctx context.Context, threadIDs []string) (map[string]ports.NotificationCounts, error) {
+	out := map[string]ports.NotificationCounts{}
+	if len(threadIDs) == 0 {
+		return out, nil
+	}
+	var rows []countRow
+	q := `SELECT thread_id, COUNT(*) AS total,
+ SUM(CASE WHEN severity = 'critical' THEN 1 ELSE 0 END) AS critical,
+ SUM(CASE WHEN severity = 'warning' THEN 1 ELSE 0 END) AS warning,
+ SUM(CASE WHEN severity = 'major' THEN 1 ELSE 0 END) AS major,
+ SUM(CASE WHEN severity = 'minor' THEN 1 ELSE 0 END) AS minor,
+ SUM(CASE WHEN severity = 'info' THEN 1 ELSE 0 END) AS info,
+ SUM(CASE WHEN source = 'execution' THEN 1 ELSE 0 END) AS execution,
+ SUM(CASE WHEN source = 'validation' THEN 1 ELSE 0 END) AS validation
+ FROM thread_notifications WHERE thread_id IN (?) GROUP BY thread_id`
+	if err := s.selectIn(ctx, &rows, q, threadIDs); err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		out[r.ThreadID] = ports.NotificationCounts{Total: r.Total, Critical: r.Critical, Warning: r.Warning,
+			Major: r.Major, Minor: r.Minor, Info: r.Info, Execution: r.Execution, Validation: r.Validation}
+	}
+	return out, nil
+}
+
+type chainRow struct {
+	RootID   string `db:"root_id"`
+	ThreadID string `db:"thread_id"`
+	Depth    int    `db:"depth"`
+}
+
+// Chains walks linkedThread refs from every root at once, breadth first.
+// The depth bound stops cycles; MIN(depth) keeps each thread once per root.
+func (s *Store) Chains(ctx context.Context, rootIDs []string, maxDepth, limit int) (map[string][]ports.ChainLink, error) {
+	out := map[string][]ports.ChainLink{}
+	if len(rootIDs) == 0 {
+		return out, nil
+	}
+	q := `WITH RECURSIVE chain(root_id, thread_id, depth) AS (
+ SELECT t.id, t.id, 1 FROM threads t WHERE t.id IN (?)
+ UNION
+ SELECT c.root_id, r.ref_value, c.depth + 1 FROM chain c JOIN thread_refs r ON r.thread_id = c.thread_id
+ WHERE r.ref_key LIKE 'linkedThread:%' AND c.depth < ?
+)
+SELECT root_id, thread_id, depth FROM (
+ SELECT root_id, thread_id, depth, ROW_NUMBER() OVER (PARTITION BY root_id ORDER BY depth, thread_id) AS rn
+ FROM (SELECT c.root_id, c.thread_id, MIN(c.depth) AS depth FROM chain c JOIN threads t ON t.id = c.thread_id
+       GROUP BY c.root_id, c.thread_id) d
+) x WHERE rn <= ? ORDER BY root_id, depth, thread_id`
+	var rows []chainRow
+	if err := s.selectIn(ctx, &rows, q, rootIDs, maxDepth, limit); err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		out[r.RootID] = append(out[r.RootID], ports.ChainLink{RootID: r.RootID, ThreadID: r.ThreadID, Depth: r.Depth})
+	}
+	return out, nil
+}

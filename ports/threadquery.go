@@ -1,0 +1,231 @@
+package ports
+
+import (
+	"context"
+	"time"
+)
+
+// The read side of threads. The query API reads rows written by the thread
+// store through these interfaces; every method that takes a list of ids
+// answers for all of them with one SQL statement, so a GraphQL request costs
+// a bounded number of statements whatever the size of its lists.
+
+// ThreadView is one row of threads.
+type ThreadView struct {
+	ID              string
+	ContractID      *string
+	ContractName    *string
+	ContractVersion *int
+	Label           *string
+	OwnerKind       string
+	OwnerID         string
+	ServiceName     *string
+	Status          string
+	Error           *string
+	LastHash        string
+	StepCount       int
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+	CompletedAt     *time.Time
+}
+
+// ThreadFilter narrows ListThreads. Empty fields mean "any".
+type ThreadFilter struct {
+	Actor           string
+	ContractName    string
+	ContractVersion *int // applied only with ContractName
+	Status          string
+	StartedAfter    *time.Time // inclusive, on created_at
+	StartedBefore   *time.Time
+	CompletedAfter  *time.Time // inclusive, on completed_at
+	CompletedBefore *time.Time
+	// RefKey matches exactly; RefValue is a case-insensitive substring.
+	// Threads whose value matches exactly sort first.
+	RefKey   string
+	RefValue string
+	Limit    int
+	Offset   int
+}
+
+// StepFilter narrows the step states of a thread. Statuses holds accepted
+// values (e.g. both "success" and "completed").
+type StepFilter struct {
+	StepName       string
+	IdempotencyKey string
+	Statuses       []string
+}
+
+// StepKey identifies a step: thread, step name and idempotency key.
+type StepKey struct {
+	ThreadID       string
+	StepName       string
+	IdempotencyKey string
+}
+
+// StepView is a row of thread_step_states joined with its latest
+// activity's hashes.
+type StepView struct {
+	StepKey
+	Status        string
+	RetryCount    int
+	LatestStepID  string
+	LatestSeq     int
+	PreviousStep  *string
+	Actor         string
+	ActorService  string
+	LatestContext string // JSON
+	FirstSeenAt   time.Time
+	LastUpdatedAt time.Time
+	StartedAt     *time.Time
+	FinishedAt    *time.Time
+	Hash          string
+	PrevHash      string
+}
+
+// HistoryFilter narrows and pages the activities of a step, newest first.
+// An empty IdempotencyKey in a history query means "every key".
+type HistoryFilter struct {
+	StartAt      *time.Time
+	EndAt        *time.Time
+	ActivityType string
+	Actor        string // matches actor or actor_service
+	Limit        int
+	Offset       int
+}
+
+// ActivityView is one row of thread_activities.
+type ActivityView struct {
+	ID             string
+	ThreadID       string
+	Seq            int
+	ActivityType   string
+	StepName       string
+	IdempotencyKey string
+	Status         string
+	Attempt        int
+	Actor          string
+	ActorService   string
+	Context        string // JSON
+	Metadata       string // JSON
+	StartedAt      *time.Time
+	FinishedAt     *time.Time
+	RecordedAt     time.Time
+	ContentHash    string
+	Hash           string
+	PrevHash       string
+}
+
+// SubStepView is one row of step_substeps, with the step it belongs to.
+type SubStepView struct {
+	ID         string
+	ThreadID   string
+	StepID     string
+	Step       StepKey
+	Name       string
+	Status     string
+	Payload    string // JSON
+	RecordedAt time.Time
+	CreatedAt  time.Time
+}
+
+// ValidationFilter narrows and pages validation results, newest first.
+type ValidationFilter struct {
+	StepID         string
+	StepName       string
+	IdempotencyKey string
+	ValidationType string // keeps results having an issue of this type
+	Limit          int
+	Offset         int
+}
+
+// ValidationView is one row of thread_validations.
+type ValidationView struct {
+	ID             string
+	ThreadID       string
+	StepID         string
+	StepName       string
+	IdempotencyKey string
+	OverallStatus  string
+	Issues         string // JSON array
+	CriticalCount  int
+	WarningCount   int
+	MinorCount     int
+	InfoCount      int
+	CreatedAt      time.Time
+}
+
+// NotificationFilter narrows and pages thread notifications, newest first.
+type NotificationFilter struct {
+	StepID           string
+	StepName         string
+	Source           string
+	NotificationType string
+	Severities       []string
+	Limit            int
+	Offset           int
+}
+
+// NotificationView is one row of thread_notifications.
+type NotificationView struct {
+	ID               string
+	ThreadID         string
+	StepID           string
+	StepName         string
+	IdempotencyKey   string
+	Source           string
+	NotificationType string
+	StepStatus       string
+	ValidationStatus string
+	ViolationType    string
+	Severity         string
+	Message          string
+	Details          string // JSON
+	CreatedAt        time.Time
+}
+
+// NotificationCounts aggregates a thread's notifications.
+type NotificationCounts struct {
+	Total, Critical, Warning, Major, Minor, Info int
+	Execution, Validation                        int
+}
+
+// ChainLink is a thread reached from a root through linkedThread refs.
+type ChainLink struct {
+	RootID   string
+	ThreadID string
+	Depth    int // the root is 1
+}
+
+// ThreadQueries reads threads and everything recorded about them.
+type ThreadQueries interface {
+	// GetThreads returns the threads with these ids that exist, in any order.
+	GetThreads(ctx context.Context, ids []string) ([]ThreadView, error)
+	// ListThreads returns one page, newest first, and the total matching.
+	ListThreads(ctx context.Context, f ThreadFilter) ([]ThreadView, int, error)
+	// Refs returns each thread's refs (key → value).
+	Refs(ctx context.Context, threadIDs []string) (map[string]map[string]string, error)
+	// Steps returns at most perThread step states of each thread, ordered by
+	// first_seen_at.
+	Steps(ctx context.Context, threadIDs []string, f StepFilter, perThread int) (map[string][]StepView, error)
+	// StepHistories returns the activities of each step, newest first, paged
+	// per step.
+	StepHistories(ctx context.Context, steps []StepKey, f HistoryFilter) (map[StepKey][]ActivityView, error)
+	// History returns one step's activities (every idempotency key when
+	// key.IdempotencyKey is empty), newest first.
+	History(ctx context.Context, key StepKey, f HistoryFilter) ([]ActivityView, error)
+	// SubSteps returns the sub-steps recorded under any attempt of each step.
+	SubSteps(ctx context.Context, steps []StepKey) (map[StepKey][]SubStepView, error)
+	// Validations returns each thread's validation results, paged per thread.
+	Validations(ctx context.Context, threadIDs []string, f ValidationFilter) (map[string][]ValidationView, error)
+	// Notifications returns each thread's notifications, paged per thread.
+	Notifications(ctx context.Context, threadIDs []string, f NotificationFilter) (map[string][]NotificationView, error)
+	// NotificationCounts aggregates each thread's notifications.
+	NotificationCounts(ctx context.Context, threadIDs []string) (map[string]NotificationCounts, error)
+	// Chains returns, for each root, the root (depth 1) and the threads
+	// linked from it through "linkedThread:*" refs, breadth first, up to
+	// maxDepth and at most limit threads per root.
+	Chains(ctx context.Context, rootIDs []string, maxDepth, limit int) (map[string][]ChainLink, error)
+	// Activities returns each thread's whole chain in seq order (for
+	// integrity verification).
+	Activities(ctx context.Context, threadIDs []string) (map[string][]ActivityView, error)
+}
