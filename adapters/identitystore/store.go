@@ -15,6 +15,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/threadengine/engine/adapters/sqldb"
+	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
 
@@ -64,6 +65,10 @@ func (s *Store) tx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 			break
 		}
 		time.Sleep(time.Duration(attempt*attempt) * 5 * time.Millisecond)
+	}
+	if sqldb.IsSerializationFailure(err) {
+		// Still contended after every attempt: the client may retry later.
+		return &domain.Error{Kind: domain.KindUnavailable, Code: domain.CodeUnavailable, Message: "the database is busy; try again", Err: err}
 	}
 	return sqldb.TranslateError(err)
 }

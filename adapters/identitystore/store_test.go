@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -797,5 +798,66 @@ func BenchmarkUpdateUser(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestUpdateUserRetriesDeadlock makes PostgreSQL pick UpdateUser's transaction
+// as a deadlock victim: another transaction holds the target row and then asks
+// for the admin rows UpdateUser has locked. UpdateUser must retry and succeed
+// rather than surface the deadlock.
+func TestUpdateUserRetriesDeadlock(t *testing.T) {
+	if os.Getenv(sqldbtest.PostgresEnv) == "" {
+		t.Skipf("postgres: skipped (%s not set); SQLite has no row locks to deadlock on", sqldbtest.PostgresEnv)
+	}
+	db := sqldbtest.Open(t, sqldb.Postgres)
+	s := identitystore.New(db)
+	mustUser(t, s, "admin", "admin@example.com", domain.RoleAdmin, domain.StatusActive)
+	mustUser(t, s, "m", "m@example.com", domain.RoleMember, domain.StatusActive)
+
+	other, err := db.BeginTxx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Rollback()
+	if _, err := other.ExecContext(ctx, `SELECT id FROM users WHERE id = 'm' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	var otherPID int
+	if err := other.GetContext(ctx, &otherPID, `SELECT pg_backend_pid()`); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.UpdateUser(ctx, "m", func(u *domain.User, _ []string) error { return u.Rename("Renamed", t0) })
+		done <- err
+	}()
+	// Wait until UpdateUser holds the admin row and waits for "m".
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var waiting int
+		if err := db.GetContext(ctx, &waiting, `SELECT COUNT(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, otherPID); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("UpdateUser never blocked on the locked row")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// UpdateUser has waited longest, so its deadlock check fires first and
+	// aborts its own transaction; this statement then gets the lock.
+	if _, err := other.ExecContext(ctx, `SELECT id FROM users WHERE role = 'admin' FOR UPDATE`); err != nil {
+		t.Skipf("postgres aborted the other transaction instead of UpdateUser's (%v); retry not exercised", err)
+	}
+	if err := other.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("UpdateUser surfaced a retryable failure: %v", err)
+	}
+	if u, _ := s.GetUser(ctx, "m"); u.FullName != "Renamed" {
+		t.Errorf("full name = %q after retried update", u.FullName)
 	}
 }
