@@ -29,6 +29,10 @@ const (
 	MaxContractNameLen     = 128
 	MaxStepNameLen         = 128
 	MaxContextFieldsByStep = 256
+	// MaxContractProblems caps the problem list: past it, further problems
+	// only repeat the same mistakes (and YAML aliases could multiply them).
+	MaxContractProblems = 200
+	maxListItems        = 1024
 )
 
 // Contract is a parsed, validated contract version. A Contract returned by
@@ -183,7 +187,15 @@ type contractParser struct {
 	problems []ContractProblem
 }
 
+func (p *contractParser) full() bool { return len(p.problems) >= MaxContractProblems }
+
 func (p *contractParser) add(field, msg string, args ...any) {
+	if p.full() {
+		return
+	}
+	if len(p.problems) == MaxContractProblems-1 {
+		field, msg, args = "", "too many problems; fix these and upload again to see the rest", nil
+	}
 	if len(args) > 0 {
 		msg = fmt.Sprintf(msg, args...)
 	}
@@ -375,6 +387,9 @@ func (p *contractParser) steps(n *yaml.Node) []ContractStep {
 	out := make([]ContractStep, 0, len(n.Content))
 	seen := map[string]bool{}
 	for i, item := range n.Content {
+		if p.full() {
+			break
+		}
 		path := fmt.Sprintf("steps[%d]", i)
 		item = deref(item)
 		if item.Kind != yaml.MappingNode {
@@ -459,9 +474,17 @@ func (p *contractParser) transitions(n *yaml.Node, steps map[string]bool) []Tran
 		p.add("transitions", "transitions must be a list")
 		return nil
 	}
+	if len(n.Content) > MaxContractSteps {
+		// Each step has at most one transition entry, so more is never valid.
+		p.add("transitions", "a contract may declare at most %d transitions, this one has %d", MaxContractSteps, len(n.Content))
+		return nil
+	}
 	out := make([]Transition, 0, len(n.Content))
 	fromSeen := map[string]bool{}
 	for i, item := range n.Content {
+		if p.full() {
+			break
+		}
 		path := fmt.Sprintf("transitions[%d]", i)
 		item = deref(item)
 		if item.Kind != yaml.MappingNode {
@@ -542,7 +565,7 @@ func (p *contractParser) fields(n *yaml.Node, path string, handle func(key strin
 		return
 	}
 	seen := map[string]bool{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
+	for i := 0; i+1 < len(n.Content) && !p.full(); i += 2 {
 		k := deref(n.Content[i])
 		field := joinPath(path, k.Value)
 		if k.Kind != yaml.ScalarNode {
@@ -616,6 +639,10 @@ func (p *contractParser) strList(n *yaml.Node, field string, scalarOK bool) []st
 			return []string{n.Value}
 		}
 	case yaml.SequenceNode:
+		if len(n.Content) > maxListItems {
+			p.add(field, "a list may have at most %d items, this one has %d", maxListItems, len(n.Content))
+			return nil
+		}
 		out := make([]string, 0, len(n.Content))
 		for i, item := range n.Content {
 			item = deref(item)
