@@ -31,6 +31,8 @@ type GraphQLFunc func(ctx context.Context, query, operationName string, variable
 
 // Deps are the use cases the MCP tools call. Every field is required.
 type Deps struct {
+	// Queries are the read use cases GraphQL resolves with.
+	Queries *app.Queries
 	Actors  *app.Actors
 	GraphQL GraphQLFunc
 	// Schema is the GraphQL SDL served as the graphql://schema resource.
@@ -48,7 +50,7 @@ type Handler struct {
 
 // New builds the MCP server with its tools, resource and prompts.
 func New(d Deps) *Handler {
-	if d.Actors == nil || d.GraphQL == nil || d.Schema == "" {
+	if d.Queries == nil || d.Actors == nil || d.GraphQL == nil || d.Schema == "" {
 		panic("mcpapi.New: missing dependency")
 	}
 	if d.Log == nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -33,6 +34,8 @@ func readOnly(title string) *mcp.ToolAnnotations {
 }
 
 func (t *tools) register(s *mcp.Server) {
+	t.registerThreads(s)
+
 	mcp.AddTool(s, &mcp.Tool{
 		Name:  ToolResolveActors,
 		Title: "Resolve actors",
@@ -41,6 +44,15 @@ func (t *tools) register(s *mcp.Server) {
 			"SDK) are listed under unresolved. At most 100 ids per call.",
 		Annotations: readOnly("Resolve actors"),
 	}, t.resolveActors)
+
+	mcp.AddTool(s, &mcp.Tool{
+		Name:  ToolVerifyThreadIntegrity,
+		Title: "Verify thread integrity",
+		Description: "Recompute a thread's tamper-evident hash chain (HMAC-SHA256 over every recorded step " +
+			"attempt, each linked to the previous one). verified=false means a recorded event was altered, " +
+			"removed or reordered; broken_at and broken_step_id locate the first bad link.",
+		Annotations: readOnly("Verify thread integrity"),
+	}, t.verifyIntegrity)
 
 	mcp.AddTool(s, &mcp.Tool{
 		Name:  ToolGraphQLQuery,
@@ -85,6 +97,22 @@ func (t *tools) resolveActors(ctx context.Context, _ *mcp.CallToolRequest, in Re
 		out.Unresolved = []string{}
 	}
 	return nil, out, nil
+}
+
+// ThreadIDInput addresses one thread.
+type ThreadIDInput struct {
+	ThreadID string `json:"thread_id" jsonschema:"the thread id"`
+}
+
+// IntegrityOutput is verify_thread_integrity's result.
+type IntegrityOutput struct {
+	ThreadID     string     `json:"thread_id"`
+	Verified     bool       `json:"verified"`
+	TotalEvents  int        `json:"total_events" jsonschema:"number of recorded step attempts in the chain"`
+	BrokenAt     *time.Time `json:"broken_at,omitempty" jsonschema:"recorded time of the first link that does not verify"`
+	BrokenStepID string     `json:"broken_step_id,omitempty" jsonschema:"id of the first step attempt that does not verify"`
+	Error        string     `json:"error,omitempty" jsonschema:"why verification failed"`
+	VerifiedAt   time.Time  `json:"verified_at"`
 }
 
 // GraphQLQueryInput is graphql_query's arguments.
