@@ -23,6 +23,7 @@ import (
 	"github.com/threadengine/engine/adapters/config"
 	"github.com/threadengine/engine/adapters/httpapi"
 	"github.com/threadengine/engine/adapters/identitystore"
+	"github.com/threadengine/engine/adapters/registry"
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/webui"
 	"github.com/threadengine/engine/app"
@@ -125,6 +126,31 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	s.Auth.MountIdentity(s.Echo)
 
 	// --- features mount below this line (one block each) ---
+
+	// --- browser sign-in through the identity registry (OIDC: /login, /auth/login, /auth/callback) and license checks ---
+	{
+		lic := app.NewLicenseMonitor(registry.NewLicenseClient(s.Config.Registry.URL, s.Config.Registry.LicenseKey, s.Clock),
+			s.Clock, s.Config.Registry.CheckInterval, s.Log)
+		if s.Config.Registry.URL != "" {
+			// Checked in the background at start and then periodically: a
+			// slow or absent registry must not delay or stop the engine.
+			licCtx, stop := context.WithCancel(context.Background())
+			go func() { lic.Refresh(licCtx); lic.Run(licCtx) }()
+			s.OnClose(func() error { stop(); return nil })
+		}
+		signIn := app.NewSignIn(app.SignInDeps{Users: s.Store, Bindings: s.Store, Sessions: s.Identity, License: lic,
+			Product: s.Config.Registry.Product, Audit: s.Store, Setting: s.Store, Clock: s.Clock,
+			NewID: func() string { return uuid.NewString() }, Log: s.Log})
+		publicURL := s.Config.Server.PublicURL
+		if publicURL == "" {
+			publicURL = "http://" + s.Config.Server.Listen
+		}
+		oidcIn := registry.NewOIDC(registry.OIDCConfig{Issuer: s.Config.Registry.URL, ClientID: s.Config.Registry.ClientID,
+			ClientSecret: s.Config.Registry.ClientSecret, RedirectURI: publicURL + "/auth/callback",
+			PostLogoutURI: s.Auth.LoginURL(), Log: s.Log}, signIn, s.Auth)
+		oidcIn.Mount(s.Echo)
+		s.Auth.ProviderLogoutURL = oidcIn.ProviderLogoutURL
+	}
 
 	// --- web UI (/ and /ui/*) and engine settings (/v1/engine/settings) ---
 	s.EngineSettings = &webui.EngineSettings{Store: s.Store, ConfigURL: s.Config.Server.PublicURL, Clock: s.Clock,
