@@ -40,7 +40,8 @@ type Auth struct {
 	Identity *app.Identity
 	// Origin is the one browser origin allowed to send cookie-authenticated
 	// unsafe requests: registry.browser_origin, else the origin of
-	// server.public_url.
+	// server.public_url. When both are unset it is the request's own
+	// scheme://Host (development on loopback).
 	Origin string
 	// Secure selects the __Host- cookie with the Secure flag (public URL is https).
 	Secure bool
@@ -138,12 +139,24 @@ func isSafeMethod(m string) bool {
 var errOriginDenied = domain.E(domain.KindForbidden, domain.CodeOriginDenied,
 	"cookie-authenticated requests that change state must come from the engine's browser origin")
 
+// OriginFor is the browser origin that r must come from.
+func (a *Auth) OriginFor(r *http.Request) string {
+	if a.Origin != "" {
+		return a.Origin
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
 // CheckOrigin refuses an unsafe request whose Origin is not the browser origin.
 func (a *Auth) CheckOrigin(r *http.Request) error {
 	if isSafeMethod(r.Method) {
 		return nil
 	}
-	if o := r.Header.Get(echo.HeaderOrigin); o == "" || a.Origin == "" || o != a.Origin {
+	if o := r.Header.Get(echo.HeaderOrigin); o == "" || o != a.OriginFor(r) {
 		return errOriginDenied
 	}
 	return nil

@@ -104,13 +104,9 @@ func (a *Auth) MountIdentity(e *echo.Echo) {
 	e.POST("/auth/logout", a.logout)
 }
 
-// LoginURL is where people sign in (the UI's /login on the public origin).
-func (a *Auth) LoginURL() string {
-	base := a.Origin
-	if base == "" {
-		base = originOf(a.PublicURL)
-	}
-	return base + "/login"
+// LoginURL is where people sign in (the UI's /login on the browser origin).
+func (a *Auth) LoginURL(r *http.Request) string {
+	return a.OriginFor(r) + "/login"
 }
 
 func (a *Auth) listUsers(c echo.Context) error {
@@ -123,7 +119,7 @@ func (a *Auth) listUsers(c echo.Context) error {
 		out = append(out, UserToJSON(u))
 	}
 	p, _ := app.PrincipalFrom(ctx(c))
-	return c.JSON(http.StatusOK, map[string]any{"users": out, "can_manage": p.Can(domain.PermUsersManage), "login_url": a.LoginURL()})
+	return c.JSON(http.StatusOK, map[string]any{"users": out, "can_manage": p.Can(domain.PermUsersManage), "login_url": a.LoginURL(c.Request())})
 }
 
 type inviteRequest struct {
@@ -159,7 +155,7 @@ func (a *Auth) inviteUser(c echo.Context) error {
 	if created {
 		status = http.StatusCreated
 	}
-	return c.JSON(status, map[string]any{"user": UserToJSON(u), "created": created, "login_url": a.LoginURL()})
+	return c.JSON(status, map[string]any{"user": UserToJSON(u), "created": created, "login_url": a.LoginURL(c.Request())})
 }
 
 type patchUserRequest struct {
@@ -252,7 +248,7 @@ type exchangeRequest struct {
 // An Origin header, when present, must be the browser origin: that stops a
 // foreign page from signing the browser in to an attacker's account.
 func (a *Auth) exchange(c echo.Context) error {
-	if o := c.Request().Header.Get(echo.HeaderOrigin); o != "" && o != a.Origin {
+	if o := c.Request().Header.Get(echo.HeaderOrigin); o != "" && o != a.OriginFor(c.Request()) {
 		return WriteProblem(c, errOriginDenied)
 	}
 	var req exchangeRequest
@@ -326,7 +322,7 @@ func (a *Auth) logout(c echo.Context) error {
 	if isFormPost(r) {
 		target := logoutURL
 		if target == "" {
-			target = a.LoginURL()
+			target = a.LoginURL(r)
 		}
 		return c.Redirect(http.StatusSeeOther, target)
 	}
