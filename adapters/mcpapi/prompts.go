@@ -103,7 +103,7 @@ func debugSilentFailure(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetP
 		locate = fmt.Sprintf("Call get_thread with thread_id %q.", id)
 	case ref != "":
 		if k, v, ok := strings.Cut(ref, "="); ok {
-			locate = fmt.Sprintf("Call get_thread with ref_key %q and ref_value %q. If it reports several candidates, "+
+			locate = fmt.Sprintf("Call get_thread with ref_key %q and ref_value %q. If other_matches is above 0, "+
 				"use search_threads with the same ref and pick the one the user means (ask if unclear).", strings.TrimSpace(k), strings.TrimSpace(v))
 		} else {
 			locate = fmt.Sprintf("Call search_threads with ref_value %q to find the thread, then get_thread on it. "+
