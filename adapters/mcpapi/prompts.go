@@ -3,6 +3,7 @@ package mcpapi
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -184,6 +185,14 @@ func analyzeWorkflow(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetProm
 	}
 	if sample == "" {
 		sample = defaultAnalyzeWorkflowSample
+	}
+	if n, err := strconv.Atoi(sample); err != nil || n < 1 || n > 100 {
+		return nil, fmt.Errorf("sample_size must be a number from 1 to 100")
+	}
+	if version != "" {
+		if n, err := strconv.Atoi(version); err != nil || n < 1 {
+			return nil, fmt.Errorf("contract_version must be a positive integer")
+		}
 	}
 	which := fmt.Sprintf("contract %q (latest version)", name)
 	graphArgs := fmt.Sprintf("name %q", name)
