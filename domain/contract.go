@@ -21,6 +21,10 @@ const (
 	StepTypeHumanInLoop = "human_in_loop"
 )
 
+// CodeContractVersionConflict: the uploaded version exists already or is not
+// newer than the latest stored version of the contract.
+const CodeContractVersionConflict Code = "contract_version_conflict"
+
 // Limits on one contract. They keep parsing and validation cheap for any input
 // (the parser is fuzzed) and match the reference engine's 512-step bound.
 const (

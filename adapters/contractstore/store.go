@@ -1,0 +1,190 @@
+// Package contractstore keeps contract versions in the engine's SQL database
+// (SQLite and PostgreSQL). Versions are immutable: each upload adds a row.
+package contractstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+
+	"github.com/threadengine/engine/adapters/sqldb"
+	"github.com/threadengine/engine/domain"
+	"github.com/threadengine/engine/ports"
+)
+
+// Store implements ports.Contracts.
+type Store struct {
+	db *sqldb.DB
+}
+
+var _ ports.Contracts = (*Store)(nil)
+
+// New returns a store on an open, migrated database.
+func New(db *sqldb.DB) *Store { return &Store{db: db} }
+
+func (s *Store) q(query string) string { return s.db.Rebind(query) }
+
+// PutContractVersion stores c with its source. The contracts row is created on
+// the first upload; on PostgreSQL the row lock taken next serialises
+// concurrent uploads of one contract, so "greater than the latest" is checked
+// against committed data (SQLite's IMMEDIATE transaction does the same).
+func (s *Store) PutContractVersion(ctx context.Context, c domain.Contract, source []byte, createdBy string, now time.Time) error {
+	def, err := json.Marshal(c)
+	if err != nil {
+		return domain.Internal(err, "encode contract")
+	}
+	now = now.UTC().Truncate(time.Microsecond)
+	err = s.db.Tx(ctx, func(tx *sqlx.Tx) error {
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO contracts (id, name, created_at) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING`),
+			uuid.NewString(), c.Name, now); err != nil {
+			return err
+		}
+		var id string
+		if err := tx.GetContext(ctx, &id, s.q(`SELECT id FROM contracts WHERE name = ?`+s.db.ForUpdate()), c.Name); err != nil {
+			return err
+		}
+		var latest sql.NullInt64
+		if err := tx.GetContext(ctx, &latest, s.q(`SELECT MAX(version) FROM contract_versions WHERE name = ?`), c.Name); err != nil {
+			return err
+		}
+		if latest.Valid && int64(c.Version) <= latest.Int64 {
+			e := domain.E(domain.KindConflict, domain.CodeContractVersionConflict,
+				"contract %s version %d is not newer than the latest version %d; increase version", c.Name, c.Version, latest.Int64)
+			if int64(c.Version) == latest.Int64 {
+				e = domain.E(domain.KindConflict, domain.CodeContractVersionConflict,
+					"contract %s version %d already exists; versions are immutable, upload version %d", c.Name, c.Version, latest.Int64+1)
+			}
+			e.Field = "version"
+			return e.WithDetail("latestVersion", int(latest.Int64))
+		}
+		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO contract_versions (contract_id, name, version, source, definition, created_by, created_at)
+VALUES (?, ?, ?, ?, ?, ?, ?)`), id, c.Name, c.Version, string(source), string(def), createdBy, now)
+		return err
+	})
+	if sqldb.IsUniqueViolation(err) {
+		// The locks above make this unreachable in practice; kept so a race
+		// can never surface as an internal error.
+		return domain.E(domain.KindConflict, domain.CodeContractVersionConflict, "contract %s version %d already exists", c.Name, c.Version)
+	}
+	return sqldb.TranslateError(err)
+}
+
+type versionRow struct {
+	Name       string    `db:"name"`
+	Version    int       `db:"version"`
+	Source     string    `db:"source"`
+	Definition []byte    `db:"definition"`
+	CreatedBy  string    `db:"created_by"`
+	CreatedAt  time.Time `db:"created_at"`
+}
+
+func (r versionRow) contract() (domain.Contract, error) {
+	var c domain.Contract
+	if err := json.Unmarshal(r.Definition, &c); err != nil {
+		return c, domain.Internal(err, "decode stored contract")
+	}
+	return c, nil
+}
+
+func (r versionRow) summary(c domain.Contract, latest int) ports.ContractSummary {
+	return ports.ContractSummary{Name: r.Name, Version: r.Version, Description: c.Description, StepCount: len(c.Steps),
+		CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC(), LatestVersion: latest}
+}
+
+func (s *Store) getRow(ctx context.Context, name string, version int, withSource bool) (versionRow, error) {
+	cols := `name, version, definition, created_by, created_at`
+	if withSource {
+		cols += `, source`
+	}
+	var r versionRow
+	var err error
+	if version > 0 {
+		err = s.db.GetContext(ctx, &r, s.q(`SELECT `+cols+` FROM contract_versions WHERE name = ? AND version = ?`), name, version)
+	} else {
+		err = s.db.GetContext(ctx, &r, s.q(`SELECT `+cols+` FROM contract_versions WHERE name = ? ORDER BY version DESC LIMIT 1`), name)
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		if version > 0 {
+			return r, domain.NotFound("contract " + name + " version " + strconv.Itoa(version))
+		}
+		return r, domain.NotFound("contract " + name)
+	}
+	return r, sqldb.TranslateError(err)
+}
+
+// GetContract returns one version (0 = latest).
+func (s *Store) GetContract(ctx context.Context, name string, version int) (domain.Contract, error) {
+	r, err := s.getRow(ctx, name, version, false)
+	if err != nil {
+		return domain.Contract{}, err
+	}
+	return r.contract()
+}
+
+// GetContractSource returns the uploaded YAML of one version (0 = latest).
+func (s *Store) GetContractSource(ctx context.Context, name string, version int) ([]byte, ports.ContractSummary, error) {
+	r, err := s.getRow(ctx, name, version, true)
+	if err != nil {
+		return nil, ports.ContractSummary{}, err
+	}
+	c, err := r.contract()
+	if err != nil {
+		return nil, ports.ContractSummary{}, err
+	}
+	latest := r.Version
+	if version > 0 {
+		if err := s.db.GetContext(ctx, &latest, s.q(`SELECT MAX(version) FROM contract_versions WHERE name = ?`), name); err != nil {
+			return nil, ports.ContractSummary{}, sqldb.TranslateError(err)
+		}
+	}
+	return []byte(r.Source), r.summary(c, latest), nil
+}
+
+// ListContracts returns the latest version of every contract, by name.
+func (s *Store) ListContracts(ctx context.Context) ([]ports.ContractSummary, error) {
+	var rows []versionRow
+	err := s.db.SelectContext(ctx, &rows, `SELECT v.name, v.version, v.definition, v.created_by, v.created_at
+FROM contract_versions v
+JOIN (SELECT name, MAX(version) AS version FROM contract_versions GROUP BY name) m ON m.name = v.name AND m.version = v.version
+ORDER BY v.name`)
+	if err != nil {
+		return nil, sqldb.TranslateError(err)
+	}
+	out := make([]ports.ContractSummary, 0, len(rows))
+	for _, r := range rows {
+		c, err := r.contract()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r.summary(c, r.Version))
+	}
+	return out, nil
+}
+
+// ListContractVersions returns every version of one contract, newest first.
+func (s *Store) ListContractVersions(ctx context.Context, name string) ([]ports.ContractSummary, error) {
+	var rows []versionRow
+	err := s.db.SelectContext(ctx, &rows, s.q(`SELECT name, version, definition, created_by, created_at
+FROM contract_versions WHERE name = ? ORDER BY version DESC`), name)
+	if err != nil {
+		return nil, sqldb.TranslateError(err)
+	}
+	if len(rows) == 0 {
+		return nil, domain.NotFound("contract " + name)
+	}
+	out := make([]ports.ContractSummary, 0, len(rows))
+	for _, r := range rows {
+		c, err := r.contract()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r.summary(c, rows[0].Version))
+	}
+	return out, nil
+}
