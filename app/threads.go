@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"log/slog"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -267,7 +266,7 @@ func (t *Threads) planStep(v ports.StepTx, c *domain.Contract, p domain.Principa
 		state.FirstSeenAt = prev.FirstSeenAt
 		state.PreviousStep = prev.PreviousStep
 	} else if n := len(v.States); n > 0 {
-		state.PreviousStep = latestByUpdate(v.States).StepName
+		state.PreviousStep = v.States[n-1].StepName
 	}
 	stepID := uuid.NewString()
 	state.LatestStepID = stepID
@@ -309,9 +308,7 @@ func (t *Threads) planStep(v ports.StepTx, c *domain.Contract, p domain.Principa
 	}
 	if c != nil {
 		snap := domain.ThreadSnapshot{StartedAt: th.CreatedAt, Role: accessRole(v.Access)}
-		ordered := append([]ports.StepState(nil), v.States...)
-		sort.SliceStable(ordered, func(i, j int) bool { return ordered[i].LastUpdatedAt.Before(ordered[j].LastUpdatedAt) })
-		for _, s := range ordered {
+		for _, s := range v.States { // ordered by latest attempt
 			snap.Steps = append(snap.Steps, domain.RecordedStep{Name: s.StepName, Status: s.Status,
 				RecordedAt: s.LastUpdatedAt, Attempt: s.RetryCount + 1})
 		}
@@ -356,16 +353,6 @@ func (t *Threads) planStep(v ports.StepTx, c *domain.Contract, p domain.Principa
 	*res = StepResult{StepID: stepID, StepName: in.StepName, IdempotencyKey: in.IdempotencyKey, Status: in.Status,
 		Attempt: attempt, RetryCount: state.RetryCount, ThreadStatus: th.Status, Validation: res.Validation}
 	return plan, nil
-}
-
-func latestByUpdate(states []ports.StepState) ports.StepState {
-	best := states[0]
-	for _, s := range states[1:] {
-		if s.LastUpdatedAt.After(best.LastUpdatedAt) {
-			best = s
-		}
-	}
-	return best
 }
 
 func accessRole(a *ports.ThreadAccess) string {

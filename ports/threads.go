@@ -44,6 +44,7 @@ type StepState struct {
 	Status         string
 	RetryCount     int
 	LatestStepID   string
+	LatestSeq      int // chain position of the latest attempt: orders states reliably
 	PreviousStep   string
 	Actor          string
 	ActorService   string
@@ -121,7 +122,7 @@ type NotificationRecord struct {
 }
 
 // StepTx is what a step append sees inside its transaction, with the thread
-// row locked: the thread, every current step state (oldest first) and the
+// row locked: the thread, every current step state (ordered by latest attempt) and the
 // writer's access row (nil when it has none).
 type StepTx struct {
 	Thread ThreadRecord
@@ -155,7 +156,7 @@ type ThreadStore interface {
 	// writes what it returns (activity, sub-steps, state, validation,
 	// notifications, thread row) in the same transaction.
 	AppendStep(ctx context.Context, threadID, principalID string, plan func(StepTx) (StepPlan, error)) (StepPlan, error)
-	// ListStepStates returns the thread's current step states, oldest first.
+	// ListStepStates returns the thread's current step states by latest attempt.
 	ListStepStates(ctx context.Context, threadID string) ([]StepState, error)
 	// UpdateThread locks the thread, applies fn and stores the result.
 	UpdateThread(ctx context.Context, threadID string, fn ThreadUpdate) (ThreadRecord, error)

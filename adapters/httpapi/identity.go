@@ -104,8 +104,14 @@ func (a *Auth) MountIdentity(e *echo.Echo) {
 	e.POST("/auth/logout", a.logout)
 }
 
-// LoginURL is where people sign in (the UI's /login on the browser origin).
-func (a *Auth) LoginURL(r *http.Request) string {
+// LoginURL is where people sign in: the UI's /login on the configured
+// browser origin (relative when no origin is configured).
+func (a *Auth) LoginURL() string {
+	return a.Origin + "/login"
+}
+
+// LoginURLFor is LoginURL, falling back to the request's own origin.
+func (a *Auth) LoginURLFor(r *http.Request) string {
 	return a.OriginFor(r) + "/login"
 }
 
@@ -119,7 +125,7 @@ func (a *Auth) listUsers(c echo.Context) error {
 		out = append(out, UserToJSON(u))
 	}
 	p, _ := app.PrincipalFrom(ctx(c))
-	return c.JSON(http.StatusOK, map[string]any{"users": out, "can_manage": p.Can(domain.PermUsersManage), "login_url": a.LoginURL(c.Request())})
+	return c.JSON(http.StatusOK, map[string]any{"users": out, "can_manage": p.Can(domain.PermUsersManage), "login_url": a.LoginURLFor(c.Request())})
 }
 
 type inviteRequest struct {
@@ -155,7 +161,7 @@ func (a *Auth) inviteUser(c echo.Context) error {
 	if created {
 		status = http.StatusCreated
 	}
-	return c.JSON(status, map[string]any{"user": UserToJSON(u), "created": created, "login_url": a.LoginURL(c.Request())})
+	return c.JSON(status, map[string]any{"user": UserToJSON(u), "created": created, "login_url": a.LoginURLFor(c.Request())})
 }
 
 type patchUserRequest struct {
@@ -322,7 +328,7 @@ func (a *Auth) logout(c echo.Context) error {
 	if isFormPost(r) {
 		target := logoutURL
 		if target == "" {
-			target = a.LoginURL(r)
+			target = a.LoginURLFor(r)
 		}
 		return c.Redirect(http.StatusSeeOther, target)
 	}

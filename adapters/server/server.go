@@ -122,7 +122,13 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 		Clock: s.Clock, Random: rand.Reader, NewID: func() string { return uuid.NewString() },
 		SessionTTL: s.Config.Auth.SessionTTL, LicenseKey: s.Config.Registry.LicenseKey, Log: s.Log,
 	})
-	s.Auth = httpapi.NewAuth(s.Identity, s.Config.Server.PublicURL, s.Config.Registry.BrowserOrigin)
+	// Without server.public_url the engine advertises its listen address
+	// (127.0.0.1:8081 by default); browsers must then use exactly that host.
+	authURL := s.Config.Server.PublicURL
+	if authURL == "" {
+		authURL = "http://" + s.Config.Server.Listen
+	}
+	s.Auth = httpapi.NewAuth(s.Identity, authURL, s.Config.Registry.BrowserOrigin)
 	s.Auth.MountIdentity(s.Echo)
 
 	// --- features mount below this line (one block each) ---

@@ -182,6 +182,7 @@ type stateRow struct {
 	Status        string         `db:"status"`
 	RetryCount    int            `db:"retry_count"`
 	LatestStepID  string         `db:"latest_step_id"`
+	LatestSeq     int            `db:"latest_seq"`
 	PreviousStep  sql.NullString `db:"previous_step"`
 	Actor         string         `db:"actor"`
 	ActorService  string         `db:"actor_service"`
@@ -225,25 +226,26 @@ func (s *Store) AppendStep(ctx context.Context, threadID, principalID string, pl
 
 func (s *Store) states(ctx context.Context, q sqlx.QueryerContext, threadID string) ([]ports.StepState, error) {
 	var rows []stateRow
-	if err := sqlx.SelectContext(ctx, q, &rows, s.q(`SELECT step_name, idempotency_key, status, retry_count, latest_step_id,
- previous_step, actor, actor_service, CAST(latest_context AS TEXT) AS latest_context, first_seen_at, last_updated_at,
- started_at, finished_at FROM thread_step_states WHERE thread_id = ?`), threadID); err != nil {
+	if err := sqlx.SelectContext(ctx, q, &rows, s.q(`SELECT s.step_name, s.idempotency_key, s.status, s.retry_count,
+ s.latest_step_id, a.seq AS latest_seq, s.previous_step, s.actor, s.actor_service,
+ CAST(s.latest_context AS TEXT) AS latest_context, s.first_seen_at, s.last_updated_at, s.started_at, s.finished_at
+ FROM thread_step_states s JOIN thread_activities a ON a.id = s.latest_step_id
+ WHERE s.thread_id = ? ORDER BY a.seq`), threadID); err != nil {
 		return nil, err
 	}
 	out := make([]ports.StepState, 0, len(rows))
 	for _, r := range rows {
 		st := ports.StepState{StepName: r.StepName, IdempotencyKey: r.Key, Status: r.Status, RetryCount: r.RetryCount,
-			LatestStepID: r.LatestStepID, PreviousStep: r.PreviousStep.String, Actor: r.Actor, ActorService: r.ActorService,
+			LatestStepID: r.LatestStepID, LatestSeq: r.LatestSeq, PreviousStep: r.PreviousStep.String, Actor: r.Actor, ActorService: r.ActorService,
 			FirstSeenAt: r.FirstSeenAt.UTC(), LastUpdatedAt: r.LastUpdatedAt.UTC(), StartedAt: fromNull(r.StartedAt),
 			FinishedAt: fromNull(r.FinishedAt)}
 		_ = json.Unmarshal([]byte(r.LatestContext), &st.LatestContext)
 		out = append(out, st)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].FirstSeenAt.Before(out[j].FirstSeenAt) })
 	return out, nil
 }
 
-// ListStepStates returns the thread's step states, oldest first.
+// ListStepStates returns the thread's step states by latest attempt.
 func (s *Store) ListStepStates(ctx context.Context, threadID string) ([]ports.StepState, error) {
 	st, err := s.states(ctx, s.db, threadID)
 	return st, sqldb.TranslateError(err)

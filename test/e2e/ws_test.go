@@ -1,0 +1,250 @@
+package e2e
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/domain"
+	"github.com/threadengine/engine/test/enginetest"
+)
+
+var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// TestWSProtocolScenario walks the protocol doc's §9 scenario by hand.
+func TestWSProtocolScenario(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
+		owner, key := e.NewUser(t, domain.RoleMember)
+
+		// A bad key: the reply is the first frame, then the socket closes.
+		bad := dialWS(t, e)
+		r := bad.call(map[string]any{"action": "connect", "apiKey": "td_nope", "serviceName": nil, "maxInFlight": 10})
+		if r["status"] != "error" || r["message"] != "Invalid API key" {
+			t.Fatalf("bad key reply %v", r)
+		}
+		select {
+		case <-bad.closed:
+		case <-time.After(5 * time.Second):
+			t.Fatal("socket not closed after a bad key")
+		}
+
+		c := dialWS(t, e)
+		// Anything before connect is refused with its own action.
+		c.fails(map[string]any{"action": "startThread", "refs": map[string]any{}}, "Not connected")
+		r = c.ok(map[string]any{"action": "connect", "apiKey": key, "serviceName": "checkout-service", "maxInFlight": 10})
+		if r["ownerId"] != owner.ID || r["message"] != "Connected successfully" {
+			t.Fatalf("connect reply %v", r)
+		}
+
+		// Malformed JSON and unknown actions get error replies; the socket lives on.
+		c.sendRaw([]byte(`{"action":`))
+		if r := c.reply(); r["action"] != "error" || r["status"] != "error" || r["message"] != "Invalid JSON payload" {
+			t.Fatalf("malformed JSON reply %v", r)
+		}
+		c.fails(map[string]any{"action": "teleport"}, "Unknown action: teleport")
+		c.ok(map[string]any{"action": "heartbeat"})
+
+		c.ok(map[string]any{"action": "subscribe", "stepName": "ship", "eventTypes": []string{"step.success"}})
+		c.fails(map[string]any{"action": "subscribe", "stepName": "", "eventTypes": []string{"step.success"}}, "Step name is required")
+
+		r = c.ok(map[string]any{"action": "startThread", "contractName": nil,
+			"refs": map[string]any{"serviceName": "checkout-service", "label": "Order-1", "orderId": "O-1", "n": 5}, "tags": []string{"e2e"}})
+		tid, _ := r["threadId"].(string)
+		if !uuidRE.MatchString(tid) {
+			t.Fatalf("threadId %q is not a UUID", tid)
+		}
+
+		v := step(tid, "validate", "success", "88f44761", map[string]any{"items": "3"})
+		v["threadify_metadata"] = map[string]any{"message": "ok"}
+		v["subSteps"] = []any{map[string]any{"name": "inner", "status": "success", "payload": map[string]any{"x": 1}, "recordedAt": "2026-11-21T22:10:44.211Z"}}
+		r = c.ok(v)
+		if r["stepName"] != "validate" || !uuidRE.MatchString(r["stepId"].(string)) || r["isDuplicate"] != nil {
+			t.Fatalf("validate reply %v", r)
+		}
+
+		pay := step(tid, "pay", "failed", "06441296", map[string]any{"amount": "5"})
+		pay["threadify_metadata"] = map[string]any{"error": "gateway timeout"}
+		r = c.ok(pay)
+		if r["retryCount"] != float64(0) {
+			t.Fatalf("first pay attempt %v", r)
+		}
+		pay["status"], pay["threadify_metadata"] = "success", nil
+		r = c.ok(pay)
+		if r["retryCount"] != float64(1) || r["attempt"] != float64(2) || r["isDuplicate"] != nil {
+			t.Fatalf("pay retry %v", r)
+		}
+		r = c.ok(pay)
+		if r["isDuplicate"] != true || r["message"] != "Step already completed (duplicate)" {
+			t.Fatalf("pay duplicate %v", r)
+		}
+
+		r = c.ok(step(tid, "ship", "success", "ship-1", nil))
+		shipID := r["stepId"]
+		n := c.push(5 * time.Second)
+		tok, _ := n["ackToken"].(string)
+		body, _ := n["notification"].(map[string]any)
+		if tok == "" || body["stepName"] != "ship" || body["threadId"] != tid || body["stepId"] != shipID ||
+			body["notificationType"] != "execution.success" || body["source"] != "execution" ||
+			body["stepStatus"] != "success" || body["ownerId"] != owner.ID || body["contractName"] != "" ||
+			body["notificationId"] == "" || body["timestamp"] == "" {
+			t.Fatalf("notification %v", n)
+		}
+		r = c.ok(map[string]any{"action": "ack_notification", "notification_id": body["notificationId"], "thread_id": tid, "ackToken": tok, "processed": true})
+		if r["acknowledged"] != true {
+			t.Fatalf("ack %v", r)
+		}
+
+		c.ok(map[string]any{"action": "addRefs", "threadId": tid, "refs": map[string]any{"tracking": "TR1"}})
+
+		// An oversize frame is answered (with its action) and the socket stays usable.
+		big := `{"action":"recordThreadEvent","stepName":"big","context":{"x":"` + strings.Repeat("a", 1<<20) + `"}}`
+		c.sendRaw([]byte(big))
+		if r := c.reply(); r["action"] != "recordThreadEvent" || r["status"] != "error" || !strings.Contains(r["message"].(string), "too large") {
+			t.Fatalf("oversize reply %v", r)
+		}
+		r = c.ok(map[string]any{"action": "startThread", "contractName": nil, "refs": map[string]any{"label": "other"}})
+		other := r["threadId"].(string)
+		c.ok(step(other, "a", "success", "k1", nil))
+
+		r = c.ok(map[string]any{"action": "threadEnd", "threadId": tid, "status": "completed", "reason": "done"})
+		if r["threadStatus"] != "completed" || r["completedAt"] == "" {
+			t.Fatalf("threadEnd %v", r)
+		}
+		c.fails(step(tid, "late", "success", "late-1", nil), "thread is completed")
+		c.fails(map[string]any{"action": "threadEnd", "threadId": tid, "status": "paused"}, "Failed to end thread")
+
+		// What was committed is what was acknowledged.
+		db := e.Server.DB
+		var count int
+		if err := db.Get(&count, db.Rebind(`SELECT COUNT(*) FROM thread_activities WHERE thread_id = ?`), tid); err != nil || count != 4 {
+			t.Fatalf("activities = %d (%v), want 4 (validate, pay x2, ship)", count, err)
+		}
+		var retry int
+		if err := db.Get(&retry, db.Rebind(`SELECT retry_count FROM thread_step_states WHERE thread_id = ? AND step_name = 'pay'`), tid); err != nil || retry != 1 {
+			t.Fatalf("pay retry_count = %d (%v)", retry, err)
+		}
+		var label, status string
+		if err := db.QueryRow(db.Rebind(`SELECT label, status FROM threads WHERE id = ?`), tid).Scan(&label, &status); err != nil || label != "Order-1" || status != "completed" {
+			t.Fatalf("thread label %q status %q (%v)", label, status, err)
+		}
+		var refVal string
+		if err := db.Get(&refVal, db.Rebind(`SELECT ref_value FROM thread_refs WHERE thread_id = ? AND ref_key = 'n'`), tid); err != nil || refVal != "5" {
+			t.Fatalf("coerced ref n = %q (%v)", refVal, err)
+		}
+		if err := db.Get(&count, db.Rebind(`SELECT COUNT(*) FROM step_substeps WHERE thread_id = ?`), tid); err != nil || count != 1 {
+			t.Fatalf("substeps = %d (%v)", count, err)
+		}
+		if err := db.Get(&count, db.Rebind(`SELECT COUNT(*) FROM thread_notifications WHERE thread_id = ?`), tid); err != nil || count != 5 {
+			t.Fatalf("notifications = %d (%v), want 4 step events + thread.completed", count, err)
+		}
+
+		// The hash chain verifies, and a direct edit of a row is detected.
+		ctx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: owner.ID, Role: domain.RoleMember})
+		st, err := e.Server.Threads.VerifyIntegrity(ctx, tid)
+		if err != nil || !st.Verified || st.TotalEvents != 4 {
+			t.Fatalf("verify %+v %v", st, err)
+		}
+		if _, err := db.Exec(db.Rebind(`UPDATE thread_activities SET context = ? WHERE thread_id = ? AND step_name = 'pay' AND attempt = 1`), `{"amount":"6"}`, tid); err != nil {
+			t.Fatal(err)
+		}
+		st, err = e.Server.Threads.VerifyIntegrity(ctx, tid)
+		if err != nil || st.Verified || !strings.Contains(st.Error, "pay") || st.BrokenStepID == "" {
+			t.Fatalf("tampered chain verified: %+v %v", st, err)
+		}
+
+		r = c.call(map[string]any{"action": "closeConnection"})
+		if r["status"] != "success" {
+			t.Fatalf("closeConnection %v", r)
+		}
+		select {
+		case <-c.closed:
+		case <-time.After(5 * time.Second):
+			t.Fatal("socket not closed after closeConnection")
+		}
+	})
+}
+
+func TestWSPermissionsAndParties(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
+		_, ownerKey := e.NewUser(t, domain.RoleMember)
+		_, viewerKey := e.NewUser(t, domain.RoleViewer)
+		_, otherKey := e.NewUser(t, domain.RoleMember)
+
+		viewer := connectWS(t, e, viewerKey)
+		viewer.ok(map[string]any{"action": "subscribe", "stepName": "global", "eventTypes": []string{"thread.completed"}})
+		viewer.fails(map[string]any{"action": "startThread", "refs": map[string]any{}}, "threads.write")
+
+		o := connectWS(t, e, ownerKey)
+		tid := o.ok(map[string]any{"action": "startThread", "refs": map[string]any{"label": "P"}})["threadId"].(string)
+		// Node sends no threadId: the session's first thread is used.
+		r := o.ok(map[string]any{"action": "inviteParty", "role": "supplier", "accessLevel": "observer", "expiresIn": "24h"})
+		token, _ := r["threadToken"].(string)
+		if strings.Count(token, ".") != 2 || r["threadId"] != tid || r["accessLevel"] != "observer" {
+			t.Fatalf("invite %v", r)
+		}
+		o.fails(map[string]any{"action": "inviteParty", "role": "supplier", "expiresIn": "8d"}, "expiresIn")
+
+		other := connectWS(t, e, otherKey)
+		other.fails(map[string]any{"action": "joinThread", "threadToken": token[:len(token)-2] + "xx"}, "invalid or expired")
+		r = other.ok(map[string]any{"action": "joinThread", "threadToken": token})
+		if r["threadId"] != tid || r["role"] != "supplier" || r["accessLevel"] != "observer" {
+			t.Fatalf("join %v", r)
+		}
+		other.fails(step(tid, "spy", "success", "s1", nil), "observers")
+		other.fails(map[string]any{"action": "addRefs", "threadId": tid, "refs": map[string]any{"x": "y"}}, "observers")
+
+		// A direct join makes a participant, who can write.
+		_, p2Key := e.NewUser(t, domain.RoleMember)
+		p2 := connectWS(t, e, p2Key)
+		r = p2.ok(map[string]any{"action": "joinThread", "threadId": tid, "role": "logistics"})
+		if r["accessLevel"] != "participant" || r["role"] != "logistics" {
+			t.Fatalf("direct join %v", r)
+		}
+		p2.ok(step(tid, "pack", "success", "p1", nil))
+
+		o.ok(map[string]any{"action": "threadEnd", "threadId": tid, "status": "cancelled", "reason": "x", "by": "me"})
+		p2.fails(step(tid, "pack2", "success", "p2", nil), "cancelled")
+	})
+}
+
+func TestWSNotificationRedelivery(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
+		e.Server.Threads.Hub().SetRedeliverAfter(300 * time.Millisecond)
+		_, key := e.NewUser(t, domain.RoleMember)
+		c := connectWS(t, e, key)
+		c.ok(map[string]any{"action": "subscribe", "stepName": "ship", "eventTypes": []string{"execution.success"}})
+		c.ok(map[string]any{"action": "subscribe", "stepName": "global", "eventTypes": []string{"thread.*"}})
+		tid := c.ok(map[string]any{"action": "startThread", "refs": map[string]any{}})["threadId"].(string)
+		c.ok(step(tid, "pack", "success", "k0", nil)) // nobody subscribed to pack
+		c.ok(step(tid, "ship", "success", "k1", nil))
+
+		// Never acknowledged: delivered 3 times in all, with fresh tokens.
+		var ids, toks []string
+		for i := 0; i < 3; i++ {
+			n := c.push(3 * time.Second)
+			ids = append(ids, n["notification"].(map[string]any)["notificationId"].(string))
+			toks = append(toks, n["ackToken"].(string))
+		}
+		if ids[0] != ids[1] || ids[1] != ids[2] || toks[0] == toks[1] {
+			t.Fatalf("redeliveries ids %v tokens %v", ids, toks)
+		}
+		c.noPush(time.Second)
+
+		// Acknowledged with the newer ack_token spelling: no redelivery.
+		c.ok(step(tid, "ship", "success", "k2", nil))
+		n := c.push(3 * time.Second)
+		c.ok(map[string]any{"action": "ack_notification", "ack_token": n["ackToken"]})
+		c.noPush(time.Second)
+
+		c.ok(map[string]any{"action": "threadEnd", "threadId": tid, "status": "completed"})
+		n = c.push(3 * time.Second)
+		body := n["notification"].(map[string]any)
+		if body["notificationType"] != "thread.completed" || body["stepName"] != "global" || body["source"] != "thread" {
+			t.Fatalf("thread notification %v", n)
+		}
+		c.ok(map[string]any{"action": "ack_notification", "ackToken": n["ackToken"]})
+	})
+}
