@@ -25,7 +25,9 @@ import (
 	"github.com/threadengine/engine/adapters/identitystore"
 	"github.com/threadengine/engine/adapters/registry"
 	"github.com/threadengine/engine/adapters/sqldb"
+	"github.com/threadengine/engine/adapters/threadstore"
 	"github.com/threadengine/engine/adapters/webui"
+	"github.com/threadengine/engine/adapters/wsapi"
 	"github.com/threadengine/engine/app"
 	"github.com/threadengine/engine/ports"
 )
@@ -62,6 +64,9 @@ type Server struct {
 	EngineSettings *webui.EngineSettings
 	// Metrics is the Prometheus registry served at /metrics.
 	Metrics *prometheus.Registry
+	// Threads records thread data (WebSocket /threads, OTLP /v1/traces);
+	// read sides call Threads.VerifyIntegrity for hash-chain checks.
+	Threads *app.Threads
 
 	httpSrv  *http.Server
 	closers  []func() error
@@ -132,6 +137,14 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	s.Auth.MountIdentity(s.Echo)
 
 	// --- features mount below this line (one block each) ---
+
+	// --- thread ingestion: WebSocket /threads, OTLP /v1/traces (s.Threads) ---
+	hashSecret, err := threadstore.LoadHashSecret(s.Config.Security.HashChainSecret, opt.DataDir)
+	if err != nil {
+		return err
+	}
+	s.Threads = app.NewThreads(threadstore.New(s.DB), s.threadContracts(), s.Clock, hashSecret, s.Log)
+	(&wsapi.Handler{Threads: s.Threads, Authn: s.Identity, Log: s.Log}).Mount(s.Echo)
 
 	// --- browser sign-in through the identity registry (OIDC: /login, /auth/login, /auth/callback) and license checks ---
 	{

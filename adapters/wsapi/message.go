@@ -59,7 +59,9 @@ func (m Message) Has(key string) bool {
 	return ok && !isNull(raw)
 }
 
-func isNull(raw json.RawMessage) bool { return len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" }
+func isNull(raw json.RawMessage) bool {
+	return len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null"
+}
 
 // Str returns a string field; numbers and booleans are given as their JSON
 // text, null and absent as "".

@@ -75,9 +75,9 @@ func TestAutoIdempotencyKeyMatchesSDK(t *testing.T) {
 func TestSniffAction(t *testing.T) {
 	for in, want := range map[string]string{
 		`{"action":"recordThreadEvent","x":"`: "recordThreadEvent",
-		`{ "action" : "addRefs"`:             "addRefs",
-		`{"x":"y"`:                           "",
-		`{"action":"bad action"}`:            "",
+		`{ "action" : "addRefs"`:              "addRefs",
+		`{"x":"y"`:                            "",
+		`{"action":"bad action"}`:             "",
 	} {
 		if got := sniffAction([]byte(in)); got != want {
 			t.Errorf("sniffAction(%s) = %q, want %q", in, got, want)

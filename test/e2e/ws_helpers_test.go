@@ -22,7 +22,9 @@ type wsClient struct {
 	closed  chan struct{}
 }
 
-func wsURL(e *enginetest.Engine) string { return strings.Replace(e.URL, "http://", "ws://", 1) + "/threads" }
+func wsURL(e *enginetest.Engine) string {
+	return strings.Replace(e.URL, "http://", "ws://", 1) + "/threads"
+}
 
 func dialWS(t testing.TB, e *enginetest.Engine) *wsClient {
 	t.Helper()
