@@ -1,0 +1,108 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/threadengine/engine/adapters/sqldb"
+	"github.com/threadengine/engine/domain"
+)
+
+const signInChromium = "/usr/bin/chromium"
+
+// TestSignInHeadlessChromium clicks through the real pages in headless
+// Chromium: engine /login → "Continue with email or SSO" → the registry's
+// login form → back on the engine, signed in. Screenshots of each page go to
+// test/artifacts/.
+func TestSignInHeadlessChromium(t *testing.T) {
+	if _, err := os.Stat(signInChromium); err != nil {
+		t.Skip("chromium is not installed at " + signInChromium)
+	}
+	reg := startRegistry(t)
+	e := startSignInEngine(t, sqldb.SQLite, reg, "lic-good", 0)
+	e.InviteUser(t, "invitee@example.com", domain.RoleMember)
+
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(signInChromium), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.WindowSize(1100, 800))
+	defer cancelA()
+	ctx, cancelB := chromedp.NewContext(actx)
+	defer cancelB()
+	ctx, cancelT := context.WithTimeout(ctx, 60*time.Second)
+	defer cancelT()
+
+	dir := filepath.Join("..", "artifacts")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	shot := func(name string) {
+		buf, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+		if err != nil {
+			t.Logf("screenshot %s: %v", name, err)
+			return
+		}
+		if err := os.WriteFile(filepath.Join(dir, "signin-"+name+".png"), buf, 0o644); err != nil {
+			t.Logf("screenshot %s: %v", name, err)
+		}
+	}
+	step := func(what string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, actions...); err != nil {
+			shot("FAILED-" + strings.ReplaceAll(what, " ", "-"))
+			loc, _ := chromedp.Run(ctx, chromedp.Location())
+			t.Fatalf("%s: %v (at %s)", what, err, loc)
+		}
+	}
+
+	step("open /login", chromedp.Navigate(e.URL+"/login"), chromedp.WaitVisible(chromedp.CSS("#sso")))
+	shot("1-engine-login")
+	step("continue with email or SSO", chromedp.Click(chromedp.CSS("#sso")), chromedp.WaitVisible(chromedp.CSS("#email")))
+	loc, err := chromedp.Run(ctx, chromedp.Location())
+	if err != nil || !strings.HasPrefix(loc, reg.Issuer()+"/login") {
+		t.Fatalf("expected the registry login page, at %s (%v)", loc, err)
+	}
+	step("fill registry form",
+		chromedp.SendKeys(chromedp.CSS("#email"), "invitee@example.com"),
+		chromedp.SendKeys(chromedp.CSS("#password"), regPassword))
+	shot("2-registry-login")
+	step("submit registry form", chromedp.Click(chromedp.CSS("#submit")))
+
+	// Wait until the browser is back on the engine.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		loc, _ = chromedp.Run(ctx, chromedp.Location())
+		if strings.HasPrefix(loc, e.URL) {
+			break
+		}
+		if time.Now().After(deadline) {
+			shot("FAILED-return")
+			t.Fatalf("never returned to the engine; at %s", loc)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if strings.Contains(loc, "error=") {
+		shot("FAILED-refused")
+		t.Fatalf("sign-in refused: %s", loc)
+	}
+	// Let the landing page settle before the screenshot.
+	_ = chromedp.Do(ctx, chromedp.WaitReady(chromedp.CSS("body")), chromedp.Sleep(500*time.Millisecond))
+	shot("3-signed-in")
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[string](
+		`fetch("/auth/session", {credentials: "same-origin"}).then(r => r.json()).then(j => j.authenticated + " " + (j.user ? j.user.email : ""))`,
+		chromedp.EvalAwaitPromise))
+	if err != nil || got != "true invitee@example.com" {
+		t.Fatalf("GET /auth/session in the browser: %q %v", got, err)
+	}
+	// The session cookie is HttpOnly: page scripts cannot read it.
+	cookies, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.cookie`))
+	if err != nil || strings.Contains(cookies, "threadengine_session") {
+		t.Fatalf("session cookie visible to scripts: %q %v", cookies, err)
+	}
+}
