@@ -105,4 +105,38 @@ func TestSignInHeadlessChromium(t *testing.T) {
 	if err != nil || strings.Contains(cookies, "threadengine_session") {
 		t.Fatalf("session cookie visible to scripts: %q %v", cookies, err)
 	}
+
+	// Sign out, then use the page's other choice: the API-key form, whose
+	// inline script must run under the page's CSP.
+	out, err := chromedp.Run(ctx, chromedp.Evaluate[string](
+		`fetch("/auth/logout", {method: "POST", credentials: "same-origin"}).then(r => r.json()).then(j => j.status + " " + j.logout_url)`,
+		chromedp.EvalAwaitPromise))
+	if err != nil || !strings.HasPrefix(out, "logged_out "+reg.Issuer()+"/end_session?") {
+		t.Fatalf("logout in the browser: %q %v", out, err)
+	}
+	key := e.NewKeyFor(t, e.Admin)
+	step("wrong API key", chromedp.Navigate(e.URL+"/login"), chromedp.WaitVisible(chromedp.CSS("#api-key")),
+		chromedp.SendKeys(chromedp.CSS("#api-key"), "td_not-a-real-key"), chromedp.Click(chromedp.CSS("#apikey-submit")),
+		chromedp.WaitVisible(chromedp.CSS("#error")))
+	shot("4-api-key-refused")
+	step("API key sign-in", chromedp.Navigate(e.URL+"/login"), chromedp.WaitVisible(chromedp.CSS("#api-key")), chromedp.SendKeys(chromedp.CSS("#api-key"), key),
+		chromedp.Click(chromedp.CSS("#apikey-submit")))
+	deadline = time.Now().Add(15 * time.Second)
+	for {
+		loc, _ = chromedp.Run(ctx, chromedp.Location())
+		if loc == e.URL+"/" {
+			break
+		}
+		if time.Now().After(deadline) {
+			shot("FAILED-api-key")
+			t.Fatalf("API-key sign-in did not go to /; at %s", loc)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	got, err = chromedp.Run(ctx, chromedp.Evaluate[string](
+		`fetch("/auth/session").then(r => r.json()).then(j => j.authenticated + " " + (j.user ? j.user.email : ""))`,
+		chromedp.EvalAwaitPromise))
+	if err != nil || got != "true "+e.Admin.Email {
+		t.Fatalf("session after API-key sign-in: %q %v", got, err)
+	}
 }
