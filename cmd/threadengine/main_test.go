@@ -1,0 +1,41 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestRunExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("server:\n  listen: nonsense\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	typo := filepath.Join(dir, "typo.yaml")
+	if err := os.WriteFile(typo, []byte("servr:\n  listen: 127.0.0.1:1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("THREADENGINE_DATABASE__URL", "sqlite://"+filepath.Join(dir, "te.db"))
+	t.Setenv("THREADENGINE_SECURITY__HASH_CHAIN_SECRET", "0123456789abcdef0123456789abcdef")
+	cases := []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"version", []string{"version"}, 0},
+		{"unknown command", []string{"frobnicate"}, 2},
+		{"bad flag", []string{"--nope"}, 2},
+		{"invalid config", []string{"--config", bad, "bootstrap-owner", "--email", "a@example.com"}, 1},
+		{"unknown config key", []string{"--config", typo, "serve"}, 1},
+		{"missing config file", []string{"--config", filepath.Join(dir, "none.yaml"), "serve"}, 1},
+		{"bootstrap without email", []string{"bootstrap-owner"}, 2},
+		{"bootstrap", []string{"bootstrap-owner", "--email", "owner@example.com", "--name", "Owner"}, 0},
+		{"bootstrap twice", []string{"bootstrap-owner", "--email", "other@example.com"}, 1},
+	}
+	for _, c := range cases {
+		if got := run(c.args); got != c.want {
+			t.Errorf("%s: exit %d, want %d", c.name, got, c.want)
+		}
+	}
+}
