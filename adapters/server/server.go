@@ -93,7 +93,8 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*Server, error) {
 	e.HidePort = true
 	metrics := httpapi.NewMetrics()
 	e.HTTPErrorHandler = httpapi.ErrorHandler(opt.Logger)
-	e.Use(middleware.Recover(), httpapi.Observe(metrics, opt.Logger))
+	// Observe outermost, so requests that panic are still logged and counted.
+	e.Use(httpapi.Observe(metrics, opt.Logger), middleware.Recover())
 	s := &Server{Config: cfg, DB: db, Echo: e, Clock: opt.Clock, Log: opt.Logger, Metrics: metrics.Registry}
 	s.closers = append(s.closers, db.Close)
 	e.GET("/metrics", metrics.Handler())
@@ -135,6 +136,7 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	}
 	s.Auth = httpapi.NewAuth(s.Identity, authURL, s.Config.Registry.BrowserOrigin)
 	s.Auth.MountIdentity(s.Echo)
+	s.startSessionJanitor()
 
 	// --- features mount below this line (one block each) ---
 
@@ -179,6 +181,32 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	}
 
 	return nil
+}
+
+// startSessionJanitor deletes sessions that expired more than a day ago,
+// hourly, so the sessions table does not grow without bound. Expired sessions
+// are already refused on use; the day of grace keeps them for inspection.
+func (s *Server) startSessionJanitor() {
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(time.Hour)
+		defer t.Stop()
+		for {
+			if n, err := s.Store.DeleteExpiredSessions(ctx, s.Clock.Now().Add(-24*time.Hour)); err != nil && ctx.Err() == nil {
+				s.Log.Warn("delete expired sessions", "err", err)
+			} else if n > 0 {
+				s.Log.Info("deleted expired sessions", "count", n)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	s.OnClose(func() error { stop(); <-done; return nil })
 }
 
 // OnClose registers cleanup run by Close, in reverse order.
