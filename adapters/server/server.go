@@ -21,6 +21,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/threadengine/engine/adapters/config"
+	"github.com/threadengine/engine/adapters/contracthttp"
+	"github.com/threadengine/engine/adapters/contractstore"
 	"github.com/threadengine/engine/adapters/httpapi"
 	"github.com/threadengine/engine/adapters/identitystore"
 	"github.com/threadengine/engine/adapters/registry"
@@ -67,6 +69,8 @@ type Server struct {
 	// Threads records thread data (WebSocket /threads, OTLP /v1/traces);
 	// read sides call Threads.VerifyIntegrity for hash-chain checks.
 	Threads *app.Threads
+	// Contracts uploads and reads contract versions (/v1/contracts).
+	Contracts *app.Contracts
 
 	httpSrv  *http.Server
 	closers  []func() error
@@ -139,6 +143,11 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	s.startSessionJanitor()
 
 	// --- features mount below this line (one block each) ---
+
+	// --- contracts: /v1/contracts upload and read (s.Contracts) ---
+	s.Contracts = app.NewContracts(app.ContractsDeps{Store: contractstore.New(s.DB), Clock: s.Clock, Audit: s.Store,
+		NewID: func() string { return uuid.NewString() }, Log: s.Log})
+	(&contracthttp.Handler{Contracts: s.Contracts}).Mount(s.Echo, s.Auth.Middleware())
 
 	// --- thread ingestion: WebSocket /threads, OTLP /v1/traces (s.Threads) ---
 	hashSecret, err := threadstore.LoadHashSecret(s.Config.Security.HashChainSecret, opt.DataDir)
