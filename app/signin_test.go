@@ -1,0 +1,241 @@
+package app_test
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/threadengine/engine/adapters/identitystore"
+	"github.com/threadengine/engine/adapters/sqldb"
+	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
+	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/domain"
+	"github.com/threadengine/engine/ports"
+)
+
+func TestCheckLicenseForSignIn(t *testing.T) {
+	ok := ports.LicenseInfo{Account: "acme", Products: []string{"other", "threadengine"}, ManagedIdentity: true}
+	with := func(fn func(*ports.LicenseInfo)) ports.LicenseInfo { l := ok; fn(&l); return l }
+	cases := []struct {
+		name string
+		st   app.LicenseStatus
+		code domain.Code
+		kind domain.Kind
+	}{
+		{"usable", app.LicenseStatus{Info: ok}, "", 0},
+		{"registry unreachable", app.LicenseStatus{Err: domain.E(domain.KindUnavailable, domain.CodeUnavailable, "down")}, app.CodeLicenseUnavailable, domain.KindUnavailable},
+		{"foreign error", app.LicenseStatus{Err: errors.New("dial tcp: refused")}, app.CodeLicenseUnavailable, domain.KindUnavailable},
+		{"key refused", app.LicenseStatus{Err: domain.E(domain.KindForbidden, "license_invalid", "no")}, app.CodeLicenseInvalid, domain.KindForbidden},
+		{"suspended", app.LicenseStatus{Info: with(func(l *ports.LicenseInfo) { l.Suspended = true })}, app.CodeLicenseSuspended, domain.KindForbidden},
+		{"suspended wins over disabled identity", app.LicenseStatus{Info: with(func(l *ports.LicenseInfo) { l.Suspended, l.ManagedIdentity = true, false })}, app.CodeLicenseSuspended, domain.KindForbidden},
+		{"managed identity disabled", app.LicenseStatus{Info: with(func(l *ports.LicenseInfo) { l.ManagedIdentity = false })}, app.CodeManagedIdentityDisabled, domain.KindForbidden},
+		{"product missing", app.LicenseStatus{Info: with(func(l *ports.LicenseInfo) { l.Products = []string{"other"} })}, app.CodeProductNotLicensed, domain.KindForbidden},
+		{"no products", app.LicenseStatus{Info: with(func(l *ports.LicenseInfo) { l.Products = nil })}, app.CodeProductNotLicensed, domain.KindForbidden},
+		{"product match is exact", app.LicenseStatus{Info: with(func(l *ports.LicenseInfo) { l.Products = []string{"ThreadEngine"} })}, app.CodeProductNotLicensed, domain.KindForbidden},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := app.CheckLicenseForSignIn(tc.st, "threadengine")
+			if domain.CodeOf(err) != tc.code {
+				t.Fatalf("code %q, want %q (%v)", domain.CodeOf(err), tc.code, err)
+			}
+			if err != nil && domain.KindOf(err) != tc.kind {
+				t.Fatalf("kind %v, want %v", domain.KindOf(err), tc.kind)
+			}
+		})
+	}
+}
+
+// fakeLicense is a ports.License whose answer tests change.
+type fakeLicense struct {
+	mu    sync.Mutex
+	info  ports.LicenseInfo
+	err   error
+	calls int
+}
+
+func (f *fakeLicense) Check(context.Context) (ports.LicenseInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	return f.info, f.err
+}
+
+func (f *fakeLicense) set(fn func(*fakeLicense)) { f.mu.Lock(); fn(f); f.mu.Unlock() }
+
+func TestLicenseMonitorRechecksOnlyWhenNotUsable(t *testing.T) {
+	lic := &fakeLicense{err: domain.E(domain.KindUnavailable, domain.CodeUnavailable, "down")}
+	m := app.NewLicenseMonitor(lic, ports.SystemClock{}, time.Hour, nil)
+	ctx := context.Background()
+	if err := app.CheckLicenseForSignIn(m.Current(ctx, "threadengine"), "threadengine"); domain.CodeOf(err) != app.CodeLicenseUnavailable {
+		t.Fatalf("first check: %v", err)
+	}
+	// A failed result is re-checked on demand, so a fixed registry works at once.
+	lic.set(func(f *fakeLicense) { f.err, f.info = nil, ports.LicenseInfo{Account: "a", Products: []string{"threadengine"}, ManagedIdentity: true} })
+	if err := app.CheckLicenseForSignIn(m.Current(ctx, "threadengine"), "threadengine"); err != nil {
+		t.Fatalf("after fix: %v", err)
+	}
+	// A usable result is cached until the next periodic check...
+	lic.set(func(f *fakeLicense) { f.info.Suspended = true })
+	before := lic.calls
+	if err := app.CheckLicenseForSignIn(m.Current(ctx, "threadengine"), "threadengine"); err != nil || lic.calls != before {
+		t.Fatalf("usable result re-fetched: %v calls %d→%d", err, before, lic.calls)
+	}
+	// ...which Run performs every interval.
+	m2 := app.NewLicenseMonitor(lic, ports.SystemClock{}, 20*time.Millisecond, nil)
+	lic.set(func(f *fakeLicense) { f.info.Suspended = false })
+	m2.Refresh(ctx)
+	lic.set(func(f *fakeLicense) { f.info.Suspended = true })
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go m2.Run(runCtx)
+	deadline := time.Now().Add(5 * time.Second)
+	for domain.CodeOf(app.CheckLicenseForSignIn(m2.Current(ctx, "threadengine"), "threadengine")) != app.CodeLicenseSuspended {
+		if time.Now().After(deadline) {
+			t.Fatal("periodic check never saw the suspension")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+type signInFixture struct {
+	store  *identitystore.Store
+	id     *app.Identity
+	lic    *fakeLicense
+	signIn *app.SignIn
+}
+
+const testIssuer = "https://registry.example"
+
+func newSignInFixture(t *testing.T, d sqldb.Dialect) *signInFixture {
+	t.Helper()
+	st := identitystore.New(sqldbtest.Open(t, d))
+	clock := ports.SystemClock{}
+	id := app.NewIdentity(app.IdentityDeps{Users: st, ServiceAccounts: st, APIKeys: st, Sessions: st, Audit: st, Settings: st,
+		Clock: clock, Random: rand.Reader, NewID: uuid.NewString})
+	lic := &fakeLicense{info: ports.LicenseInfo{Account: "acme", OwnerEmail: "Boss@Example.com", Products: []string{"threadengine"}, ManagedIdentity: true}}
+	si := app.NewSignIn(app.SignInDeps{Users: st, Bindings: st, Sessions: id, Product: "threadengine", Audit: st, Setting: st,
+		License: app.NewLicenseMonitor(lic, clock, time.Hour, nil), Clock: clock, NewID: uuid.NewString})
+	return &signInFixture{store: st, id: id, lic: lic, signIn: si}
+}
+
+func (f *signInFixture) invite(t *testing.T, email string, role domain.Role) domain.User {
+	t.Helper()
+	u, err := domain.NewInvitedUser(uuid.NewString(), email, "", role, time.Now().UTC())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.CreateUser(context.Background(), u); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func who(sub, email string, verified bool) app.RegistryIdentity {
+	return app.RegistryIdentity{Issuer: testIssuer, Subject: sub, Email: email, EmailVerified: verified}
+}
+
+func TestSignInRulesOnStore(t *testing.T) {
+	for _, d := range sqldbtest.Dialects(t) {
+		t.Run(string(d), func(t *testing.T) {
+			ctx := context.Background()
+
+			t.Run("owner needs a verified email", func(t *testing.T) {
+				f := newSignInFixture(t, d)
+				_, err := f.signIn.Complete(ctx, who("s-boss", "boss@example.com", false), "")
+				if domain.CodeOf(err) != app.CodeEmailNotVerified {
+					t.Fatalf("got %v", err)
+				}
+				if n, _ := f.store.CountUsers(ctx); n != 0 {
+					t.Fatalf("unverified owner created %d users", n)
+				}
+			})
+
+			t.Run("owner is created, recorded and can use the session", func(t *testing.T) {
+				f := newSignInFixture(t, d)
+				res, err := f.signIn.Complete(ctx, who("s-boss", "BOSS@example.com", true), "hint")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.User.Role != domain.RoleAdmin || res.User.Status != domain.StatusActive || res.User.Email != "boss@example.com" {
+					t.Fatalf("owner %+v", res.User)
+				}
+				if res.Session.Source != domain.SessionFromOIDC || res.Session.IDTokenHint != "hint" || res.Session.Identity != "s-boss" {
+					t.Fatalf("session %+v", res.Session)
+				}
+				p, err := f.id.AuthenticateSession(ctx, res.Token)
+				if err != nil || p.ID != res.User.ID || p.Role != domain.RoleAdmin {
+					t.Fatalf("session principal %+v %v", p, err)
+				}
+				if v, ok, _ := f.store.GetSetting(ctx, app.OwnerSettingKey); !ok || v != res.User.ID {
+					t.Fatalf("owner setting %q %v", v, ok)
+				}
+			})
+
+			t.Run("suspended member owner is reactivated as admin", func(t *testing.T) {
+				f := newSignInFixture(t, d)
+				u := f.invite(t, "boss@example.com", domain.RoleMember)
+				if _, err := f.store.UpdateUser(ctx, u.ID, func(u *domain.User, _ []string) error {
+					if err := u.ActivateBySignIn(time.Now()); err != nil {
+						return err
+					}
+					return u.ChangeStatusByAdmin(domain.StatusSuspended, time.Now())
+				}); err != nil {
+					t.Fatal(err)
+				}
+				res, err := f.signIn.Complete(ctx, who("s-boss", "boss@example.com", true), "")
+				if err != nil || res.User.ID != u.ID || res.User.Role != domain.RoleAdmin || res.User.Status != domain.StatusActive {
+					t.Fatalf("owner sign-in: %+v %v", res.User, err)
+				}
+			})
+
+			t.Run("inactive binding is refused", func(t *testing.T) {
+				f := newSignInFixture(t, d)
+				u := f.invite(t, "ivy@example.com", domain.RoleViewer)
+				if err := f.store.CreateBinding(ctx, ports.IdentityBinding{Issuer: testIssuer, Subject: "s-ivy", UserID: u.ID, Email: u.Email, Active: false, CreatedAt: time.Now().UTC()}); err != nil {
+					t.Fatal(err)
+				}
+				_, err := f.signIn.Complete(ctx, who("s-ivy", "ivy@example.com", true), "")
+				if domain.CodeOf(err) != app.CodeBindingInactive {
+					t.Fatalf("got %v", err)
+				}
+				if u, _ = f.store.GetUser(ctx, u.ID); u.Status != domain.StatusInvited {
+					t.Fatalf("refused sign-in changed the user: %+v", u)
+				}
+			})
+
+			t.Run("a bound user cannot sign in with another identity", func(t *testing.T) {
+				f := newSignInFixture(t, d)
+				f.invite(t, "dan@example.com", domain.RoleMember)
+				if _, err := f.signIn.Complete(ctx, who("s-dan", "dan@example.com", true), ""); err != nil {
+					t.Fatal(err)
+				}
+				_, err := f.signIn.Complete(ctx, who("s-impostor", "DAN@example.com", true), "")
+				if domain.CodeOf(err) != app.CodeIdentityMismatch {
+					t.Fatalf("got %v", err)
+				}
+				// The binding, not the email, identifies a returning user:
+				// it still works after the registry email changes.
+				res, err := f.signIn.Complete(ctx, who("s-dan", "dan@new.example", false), "")
+				if err != nil || res.User.Email != "dan@example.com" {
+					t.Fatalf("returning user: %+v %v", res.User, err)
+				}
+			})
+
+			t.Run("license is checked on completion too", func(t *testing.T) {
+				f := newSignInFixture(t, d)
+				f.invite(t, "eve@example.com", domain.RoleMember)
+				f.lic.set(func(l *fakeLicense) { l.info.ManagedIdentity = false })
+				_, err := f.signIn.Complete(ctx, who("s-eve", "eve@example.com", true), "")
+				if domain.CodeOf(err) != app.CodeManagedIdentityDisabled {
+					t.Fatalf("got %v", err)
+				}
+			})
+		})
+	}
+}
