@@ -76,7 +76,9 @@ func TestLicenseMonitorRechecksOnlyWhenNotUsable(t *testing.T) {
 		t.Fatalf("first check: %v", err)
 	}
 	// A failed result is re-checked on demand, so a fixed registry works at once.
-	lic.set(func(f *fakeLicense) { f.err, f.info = nil, ports.LicenseInfo{Account: "a", Products: []string{"threadengine"}, ManagedIdentity: true} })
+	lic.set(func(f *fakeLicense) {
+		f.err, f.info = nil, ports.LicenseInfo{Account: "a", Products: []string{"threadengine"}, ManagedIdentity: true}
+	})
 	if err := app.CheckLicenseForSignIn(m.Current(ctx, "threadengine"), "threadengine"); err != nil {
 		t.Fatalf("after fix: %v", err)
 	}
