@@ -39,8 +39,8 @@ type HubSession struct {
 	sub         Subscriber
 	principalID string
 	maxInFlight int
-	keys        map[string]bool // routing keys: step, contract@step, global
-	threads     map[string]bool // threads started or joined on this session
+	keys        map[string]map[string]bool // routing key (step, contract@step, global) → event types (empty: all)
+	threads     map[string]bool            // threads started or joined on this session
 	inFlight    map[string]*delivery
 	queue       []*delivery
 	closed      bool
@@ -76,18 +76,43 @@ func (h *Hub) Register(sub Subscriber, principalID string, maxInFlight int) *Hub
 		maxInFlight = 10
 	}
 	s := &HubSession{hub: h, sub: sub, principalID: principalID, maxInFlight: maxInFlight,
-		keys: map[string]bool{}, threads: map[string]bool{}, inFlight: map[string]*delivery{}}
+		keys: map[string]map[string]bool{}, threads: map[string]bool{}, inFlight: map[string]*delivery{}}
 	h.mu.Lock()
 	h.sessions[s] = struct{}{}
 	h.mu.Unlock()
 	return s
 }
 
-// Subscribe adds a routing key (step name, "contract@step" or "global").
-func (s *HubSession) Subscribe(key string) {
+// Subscribe sets a routing key (step name, "contract@step" or "global") and
+// the event types wanted for it, in either SDK vocabulary (step.success or
+// execution.success, rule.* or validation.*); none or "*" means all.
+func (s *HubSession) Subscribe(key string, eventTypes []string) {
+	set := map[string]bool{}
+	for _, e := range eventTypes {
+		set[NormalizeEventType(e)] = true
+	}
 	s.hub.mu.Lock()
-	s.keys[key] = true
+	s.keys[key] = set
 	s.hub.mu.Unlock()
+}
+
+// NormalizeEventType maps the Node vocabulary onto the engine's.
+func NormalizeEventType(e string) string {
+	if rest, ok := strings.CutPrefix(e, "step."); ok {
+		return "execution." + rest
+	}
+	if rest, ok := strings.CutPrefix(e, "rule."); ok {
+		return "validation." + rest
+	}
+	return e
+}
+
+func wants(set map[string]bool, typ string) bool {
+	if len(set) == 0 || set["*"] || set[typ] {
+		return true
+	}
+	prefix, _, _ := strings.Cut(typ, ".")
+	return set[prefix+".*"]
 }
 
 // Unsubscribe removes a routing key.
@@ -185,7 +210,7 @@ func (h *Hub) route(d *delivery) {
 			continue
 		}
 		for _, k := range keys {
-			if s.keys[k] {
+			if set, ok := s.keys[k]; ok && wants(set, d.n.NotificationType) {
 				cands = append(cands, s)
 				break
 			}

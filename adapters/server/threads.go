@@ -1,7 +1,10 @@
 package server
 
-import "github.com/threadengine/engine/ports"
+import (
+	"github.com/threadengine/engine/adapters/contractstore"
+	"github.com/threadengine/engine/ports"
+)
 
-// threadContracts is the contract store thread ingestion validates against.
-// TODO(H2b): switch to contractstore.New(s.DB) once adapters/contractstore lands.
-func (s *Server) threadContracts() ports.Contracts { return nil }
+// threadContracts is the contract store thread ingestion validates steps
+// against (contract versions are immutable, so app.Threads caches them).
+func (s *Server) threadContracts() ports.Contracts { return contractstore.New(s.DB) }

@@ -581,7 +581,7 @@ func (s *session) subscribe(m Message) {
 			return
 		}
 	}
-	s.hub.Subscribe(name)
+	s.hub.Subscribe(name, evs)
 	s.send(map[string]any{"action": m.Action, "status": "success", "message": "Subscribed to " + name,
 		"stepName": name, "eventTypes": evs})
 }
