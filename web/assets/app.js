@@ -92,7 +92,7 @@ function renderShell() {
     if (open) sidebar.querySelector('a').focus();
   });
   const topbar = h('header', { class: 'topbar' }, menuBtn, h('span', { class: 'title' }, 'threadengine'));
-  const banner = h('div', { id: 'banner' });
+  const banner = h('div', { id: 'banner', class: 'banner' });
   const content = h('main', { class: 'content', id: 'main', tabindex: '-1' });
   app.append(sidebar, h('div', { class: 'main' }, topbar, banner, content));
   app.addEventListener('keydown', (e) => {
@@ -109,7 +109,7 @@ export function renderBanner() {
   if (!eng) return;
   const mix = loopbackMix(location.href, eng.public_url);
   if (mix) {
-    shell.banner.appendChild(h('div', { style: 'padding: 12px 32px 0' }, alertBox('warn', 'localhost and 127.0.0.1 are mixed', mix)));
+    shell.banner.appendChild(alertBox('warn', 'localhost and 127.0.0.1 are mixed', mix));
   }
 }
 

@@ -29,7 +29,7 @@ export async function renderUsers(ctx) {
     inviteBtn.hidden = !data.can_manage;
     const users = data.users || [];
     const cols = [
-      { label: 'Name', render: (u) => h('div', {}, h('div', { style: 'font-weight:600' }, u.full_name || '—'), h('div', { class: 'muted mono' }, u.email)) },
+      { label: 'Name', render: (u) => h('div', {}, h('div', { style: 'font-weight:600' }, u.full_name || '—', u.id === ctx.state.me.id ? h('span', { class: 'muted', style: 'font-weight:400' }, ' (you)') : null), h('div', { class: 'muted mono' }, u.email)) },
       { label: 'Role', render: (u) => data.can_manage && u.status !== 'archived' ? roleSelect(u) : pill(roleOf(u), 'neutral') },
       { label: 'Status', render: (u) => pill(u.status) },
       { label: 'Last sign-in', render: (u) => timeEl(u.last_login_at) },

@@ -1,0 +1,427 @@
+// Package browser_test drives the web UI in headless Chromium (chromedp)
+// against a real engine on loopback. Screenshots go to test/artifacts/.
+package browser_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/threadengine/engine/adapters/sqldb"
+	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/domain"
+	"github.com/threadengine/engine/test/enginetest"
+)
+
+const chromiumPath = "/usr/bin/chromium"
+
+// browser starts headless Chromium with the flags CI uses, at a desktop size.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	if _, err := os.Stat(chromiumPath); err != nil {
+		t.Skip("chromium is not installed at " + chromiumPath + " (apt-get install -y chromium)")
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromiumPath),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.WindowSize(1280, 900),
+	}
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelB := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancelB(); cancelA() })
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900)); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	return ctx
+}
+
+// do runs actions with a per-step timeout and fails with a screenshot.
+func do(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := chromedp.Do(c, actions...); err != nil {
+		shot(t, ctx, "FAILED-"+strings.ReplaceAll(what, " ", "-"))
+		t.Fatalf("%s: %v (page %s)", what, err, location(t, ctx))
+	}
+}
+
+// get runs one action that returns a value.
+func get[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(c, a)
+	if err != nil {
+		shot(t, ctx, "FAILED-"+strings.ReplaceAll(what, " ", "-"))
+		t.Fatalf("%s: %v", what, err)
+	}
+	return v
+}
+
+func text(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	return strings.TrimSpace(get(t, ctx, "text of "+sel, chromedp.Text(css(sel))))
+}
+
+func location(t *testing.T, ctx context.Context) string {
+	c, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	loc, _ := chromedp.Run(c, chromedp.Location())
+	return loc
+}
+
+func css(s string) chromedp.CSS { return chromedp.CSS(s) }
+
+func artifacts(t *testing.T) string {
+	dir := filepath.Join("..", "artifacts")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func shot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	buf, err := chromedp.Run(c, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Logf("screenshot %s: %v", name, err)
+		return
+	}
+	p := filepath.Join(artifacts(t), "ui-"+name+".png")
+	if err := os.WriteFile(p, buf, 0o644); err != nil {
+		t.Logf("write %s: %v", p, err)
+	}
+}
+
+// seedThreads records two free-form threads (one completed with three steps,
+// one still active after a failed step) through the same use case the WebSocket protocol calls.
+func seedThreads(t *testing.T, eng *enginetest.Engine) (okID, failedID string) {
+	t.Helper()
+	ctx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Email: eng.Admin.Email, Role: domain.RoleAdmin})
+	th := eng.Server.Threads
+	start := func(refs map[string]string) string {
+		r, err := th.StartThread(ctx, app.StartThreadInput{Refs: refs, ServiceName: "checkout"})
+		if err != nil {
+			t.Fatalf("start thread: %v", err)
+		}
+		return r.ID
+	}
+	step := func(id, name, status string, c map[string]string) {
+		eng.Clock.Advance(1500 * time.Millisecond)
+		if _, err := th.RecordStep(ctx, app.RecordStepInput{ThreadID: id, StepName: name, Status: status, IdempotencyKey: name, Context: c}); err != nil {
+			t.Fatalf("record %s: %v", name, err)
+		}
+	}
+	okID = start(map[string]string{"orderId": "ORD-1001", "label": "Order ORD-1001"})
+	step(okID, "validate_order", "completed", map[string]string{"amount": "42.50", "currency": "EUR"})
+	step(okID, "charge_card", "failed", map[string]string{"psp": "acme", "reason": "timeout"})
+	step(okID, "charge_card", "completed", map[string]string{"psp": "acme"})
+	step(okID, "ship", "completed", map[string]string{"carrier": "DHL"})
+	if _, err := th.EndThread(ctx, okID, "completed", ""); err != nil {
+		t.Fatalf("end thread: %v", err)
+	}
+	failedID = start(map[string]string{"orderId": "ORD-2002"})
+	step(failedID, "validate_order", "failed", map[string]string{"error": "missing address"})
+	return okID, failedID
+}
+
+func TestWebUI(t *testing.T) {
+	ctx := browser(t)
+	eng := enginetest.Start(t, sqldb.SQLite)
+	okID, _ := seedThreads(t, eng)
+	base := eng.URL
+
+	t.Run("unauthenticated goes to login, sign in with API key", func(t *testing.T) {
+		var loc string
+		do(t, ctx, "open app", chromedp.Navigate(base+"/ui/threads"), chromedp.WaitVisible(css(`#api-key`)))
+		loc = location(t, ctx)
+		if !strings.Contains(loc, "/login") {
+			t.Fatalf("unauthenticated visit landed on %s, want /login", loc)
+		}
+		shot(t, ctx, "01-login")
+		do(t, ctx, "sign in",
+			chromedp.SendKeys(css(`#api-key`), eng.AdminKey),
+			chromedp.Click(css(`#apikey-submit`)),
+			chromedp.WaitVisible(css(`#whoami`)),
+			chromedp.WaitVisible(css(`a[data-thread-id]`)))
+		loc = location(t, ctx)
+		if !strings.HasSuffix(strings.SplitN(loc, "?", 2)[0], "/ui/threads") {
+			t.Fatalf("after sign-in at %s, want /ui/threads", loc)
+		}
+		var who string
+		who = text(t, ctx, `#whoami`)
+		if who != "Owner" {
+			t.Fatalf("sidebar shows %q, want the owner's name", who)
+		}
+	})
+
+	t.Run("threads list filters by ref and paginates", func(t *testing.T) {
+		var count string
+		count = text(t, ctx, `#threads-count`)
+		if count != "1–2 of 2" {
+			t.Fatalf("count %q, want 1–2 of 2", count)
+		}
+		shot(t, ctx, "02-threads")
+		do(t, ctx, "filter by ref",
+			chromedp.SendKeys(css(`#thread-filters input[name=ref]`), "ORD-1001"),
+			chromedp.Submit(css(`#thread-filters input[name=ref]`)),
+			chromedp.WaitVisible(css(`a[data-thread-id="`+okID+`"]`)))
+		count = text(t, ctx, `#threads-count`)
+		if count != "1–1 of 1" {
+			t.Fatalf("ref filter count %q, want 1–1 of 1", count)
+		}
+		var loc string
+		loc = location(t, ctx)
+		if !strings.Contains(loc, "ref=ORD-1001") {
+			t.Fatalf("filters are not in the URL: %s", loc)
+		}
+		do(t, ctx, "filter by status",
+			chromedp.Navigate(base+"/ui/threads?status=active"),
+			chromedp.WaitVisible(css(`#threads-count`)))
+		count = text(t, ctx, `#threads-count`)
+		if count != "1–1 of 1" {
+			t.Fatalf("status filter count %q, want 1–1 of 1", count)
+		}
+	})
+
+	t.Run("thread detail shows timeline, integrity and graph", func(t *testing.T) {
+		var badge, steps string
+		var nodes []string
+		do(t, ctx, "open thread",
+			chromedp.Navigate(base+"/ui/threads"),
+			chromedp.WaitVisible(css(`a[data-thread-id="`+okID+`"]`)),
+			chromedp.Click(css(`a[data-thread-id="`+okID+`"]`)),
+			chromedp.WaitVisible(css(`#steps-timeline`)),
+			chromedp.WaitVisible(css(`#integrity-badge`)),
+			chromedp.WaitVisible(css(`#contract-graph`)))
+		badge = text(t, ctx, `#integrity-badge`)
+		steps = text(t, ctx, `#steps-h`)
+		nodes = get(t, ctx, "evaluate", chromedp.Evaluate[[]string](`[...document.querySelectorAll('#contract-graph g[data-step]')].map(g => g.dataset.step)`))
+		if !strings.Contains(badge, "verified") || !strings.Contains(badge, "4 events") {
+			t.Fatalf("integrity badge %q, want verified with 4 events", badge)
+		}
+		if steps != "Steps timeline (3)" {
+			t.Fatalf("steps heading %q", steps)
+		}
+		if strings.Join(nodes, ",") != "validate_order,charge_card,ship" {
+			t.Fatalf("graph nodes %v", nodes)
+		}
+		var retry string
+		retry = text(t, ctx, `li[data-step=charge_card] .step-head`)
+		if !strings.Contains(retry, "1 retry") {
+			t.Fatalf("charge_card head %q, want a retry pill", retry)
+		}
+		shot(t, ctx, "03-thread-detail")
+	})
+
+	t.Run("invite shows the sign-in link", func(t *testing.T) {
+		var link string
+		do(t, ctx, "invite",
+			chromedp.Navigate(base+"/ui/users"),
+			chromedp.WaitVisible(css(`#invite-user`)),
+			chromedp.Click(css(`#invite-user`)),
+			chromedp.WaitVisible(css(`#invite-form input[name=email]`)),
+			chromedp.SendKeys(css(`#invite-form input[name=email]`), "ada@example.com"),
+			chromedp.SendKeys(css(`#invite-form input[name=full_name]`), "Ada Lovelace"),
+			chromedp.SetValue(css(`#invite-form select[name=role]`), "viewer"),
+			chromedp.Click(css(`dialog .dialog-foot .btn-primary`)),
+			chromedp.WaitVisible(css(`#invite-link`)),
+			chromedp.WaitVisible(css(`tr[data-email="ada@example.com"][data-status=invited]`)))
+		link = text(t, ctx, `#invite-link`)
+		if link != eng.URL+"/login" {
+			t.Fatalf("sign-in link %q, want %s/login", link, eng.URL)
+		}
+		u, err := eng.Server.Store.GetUserByEmail(context.Background(), "ada@example.com")
+		if err != nil || u.Status != domain.StatusInvited || u.Role != domain.RoleViewer || u.FullName != "Ada Lovelace" {
+			t.Fatalf("stored invite %+v, %v", u, err)
+		}
+		shot(t, ctx, "04-users-invited")
+	})
+
+	t.Run("suspend and reactivate", func(t *testing.T) {
+		m, _ := eng.NewUser(t, domain.RoleMember)
+		row := `tr[data-email="` + m.Email + `"]`
+		do(t, ctx, "suspend",
+			chromedp.Navigate(base+"/ui/users"),
+			chromedp.WaitVisible(css(row+`[data-status=active]`)),
+			chromedp.Click(css(`button[aria-label="Suspend `+m.Email+`"]`)),
+			chromedp.WaitVisible(css(`dialog .btn-danger.solid`)),
+			chromedp.Click(css(`dialog .btn-danger.solid`)),
+			chromedp.WaitVisible(css(row+`[data-status=suspended]`)))
+		if u, _ := eng.Server.Store.GetUser(context.Background(), m.ID); u.Status != domain.StatusSuspended {
+			t.Fatalf("after suspend: %s", u.Status)
+		}
+		shot(t, ctx, "05-users-suspended")
+		do(t, ctx, "reactivate",
+			chromedp.Click(css(`button[aria-label="Reactivate `+m.Email+`"]`)),
+			chromedp.WaitVisible(css(row+`[data-status=active]`)))
+		if u, _ := eng.Server.Store.GetUser(context.Background(), m.ID); u.Status != domain.StatusActive {
+			t.Fatalf("after reactivate: %s", u.Status)
+		}
+	})
+
+	t.Run("last admin refusal is a clear message", func(t *testing.T) {
+		var msg string
+		do(t, ctx, "suspend owner",
+			chromedp.Navigate(base+"/ui/users"),
+			chromedp.WaitVisible(css(`button[aria-label="Suspend owner@example.com"]`)),
+			chromedp.Click(css(`button[aria-label="Suspend owner@example.com"]`)),
+			chromedp.WaitVisible(css(`dialog .btn-danger.solid`)),
+			chromedp.Click(css(`dialog .btn-danger.solid`)),
+			chromedp.WaitVisible(css(`#users-msg .alert.bad`)))
+		msg = text(t, ctx, `#users-msg .alert.bad`)
+		if !strings.Contains(msg, "At least one active administrator must remain") {
+			t.Fatalf("message %q", msg)
+		}
+		if u, _ := eng.Server.Store.GetUser(context.Background(), eng.Admin.ID); u.Status != domain.StatusActive {
+			t.Fatalf("owner became %s", u.Status)
+		}
+		shot(t, ctx, "06-users-last-admin")
+	})
+
+	t.Run("create and revoke an API key", func(t *testing.T) {
+		var secret string
+		do(t, ctx, "create",
+			chromedp.Navigate(base+"/ui/api-keys"),
+			chromedp.WaitVisible(css(`#key-form input[name=name]`)),
+			chromedp.SendKeys(css(`#key-form input[name=name]`), "ci-pipeline"),
+			chromedp.SendKeys(css(`#key-form input[name=expires_in_days]`), "30"),
+			chromedp.Click(css(`#key-form input[value=service]`)),
+			chromedp.SetValue(css(`#key-form select[name=sa_role]`), "viewer"),
+			chromedp.Click(css(`#create-key`)),
+			chromedp.WaitVisible(css(`#new-key-secret`)),
+			chromedp.WaitVisible(css(`tr[data-key-name=ci-pipeline][data-key-status=active]`)))
+		secret = text(t, ctx, `#new-key-secret`)
+		if !strings.HasPrefix(secret, "td_") {
+			t.Fatalf("secret %q", secret)
+		}
+		if resp, body := eng.Do(t, http.MethodPost, "/graphql", secret, map[string]any{"query": "{ threads { totalCount } }"}); resp.StatusCode == http.StatusUnauthorized {
+			t.Fatalf("new key does not authenticate: %s", body)
+		}
+		resp, body := eng.Do(t, http.MethodGet, "/v1/engine/settings", secret, nil)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("new key on /v1/engine/settings: %d %s", resp.StatusCode, body)
+		}
+		shot(t, ctx, "07-keys-created")
+		do(t, ctx, "revoke",
+			chromedp.Click(css(`button[aria-label="Revoke key ci-pipeline"]`)),
+			chromedp.WaitVisible(css(`dialog .btn-danger.solid`)),
+			chromedp.Click(css(`dialog .btn-danger.solid`)),
+			chromedp.WaitNotPresent(css(`tr[data-key-name=ci-pipeline]`)),
+			chromedp.Click(css(`#show-revoked`)),
+			chromedp.WaitVisible(css(`tr[data-key-name=ci-pipeline][data-key-status=revoked]`)))
+		if resp, _ := eng.Do(t, http.MethodGet, "/v1/engine/settings", secret, nil); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("revoked key still works: %d", resp.StatusCode)
+		}
+	})
+
+	t.Run("engine URL override persists after reload and can be removed", func(t *testing.T) {
+		// Same port on "localhost": a different origin from this 127.0.0.1
+		// page, so the UI must warn and keep calling its own origin.
+		override := strings.Replace(eng.URL, "127.0.0.1", "localhost", 1) + "/engine/"
+		// Later subtests must not inherit the override if this one fails.
+		defer eng.Do(t, http.MethodDelete, "/v1/engine/settings", eng.AdminKey, nil)
+		var src, eff, warn string
+		do(t, ctx, "save",
+			chromedp.Navigate(base+"/ui/settings/engine"),
+			chromedp.WaitVisible(css(`#engine-url`)),
+			chromedp.SendKeys(css(`#engine-url`), override),
+			chromedp.WaitVisible(css(`#engine-url-warning .alert.warn`)),
+			chromedp.Click(css(`#save-engine-url`)),
+			chromedp.WaitVisible(css(`#settings-msg .alert.ok`)))
+		do(t, ctx, "reload",
+			chromedp.Reload(),
+			chromedp.WaitVisible(css(`#effective-url`)))
+		eff = text(t, ctx, `#effective-url`)
+		src = text(t, ctx, `#engine-url-source`)
+		warn = text(t, ctx, `#banner`)
+		want := strings.TrimSuffix(override, "/")
+		if eff != want || !strings.HasPrefix(src, "ui") {
+			t.Fatalf("after reload: effective %q source %q, want %q from ui", eff, src, want)
+		}
+		if !strings.Contains(warn, "localhost and 127.0.0.1 are mixed") {
+			t.Fatalf("no mix warning in banner: %q", warn)
+		}
+		var ws string
+		ws = text(t, ctx, `#endpoints`)
+		if !strings.Contains(ws, "ws://localhost"+strings.TrimPrefix(eng.URL, "http://127.0.0.1")+"/engine/threads") {
+			t.Fatalf("endpoints keep the proxy prefix? %q", ws)
+		}
+		var stored struct {
+			PublicURL string `json:"public_url"`
+			Source    string `json:"source"`
+		}
+		_, body := eng.Do(t, http.MethodGet, "/v1/engine/settings", eng.AdminKey, nil)
+		if err := json.Unmarshal(body, &stored); err != nil || stored.PublicURL != want || stored.Source != "ui" {
+			t.Fatalf("API view %s (%v)", body, err)
+		}
+		shot(t, ctx, "08-engine-settings-override")
+		// The UI still works (it kept calling its own origin).
+		do(t, ctx, "still works", chromedp.Navigate(base+"/ui/threads"), chromedp.WaitVisible(css(`a[data-thread-id]`)))
+		do(t, ctx, "reset",
+			chromedp.Navigate(base+"/ui/settings/engine"),
+			chromedp.WaitVisible(css(`#reset-engine-url:not([disabled])`)),
+			chromedp.Click(css(`#reset-engine-url`)),
+			chromedp.WaitVisible(css(`#settings-msg .alert.ok`)))
+		eff = text(t, ctx, `#effective-url`)
+		src = text(t, ctx, `#engine-url-source`)
+		if eff != eng.URL || !strings.HasPrefix(src, "config") {
+			t.Fatalf("after reset: %q %q", eff, src)
+		}
+	})
+
+	t.Run("phone width", func(t *testing.T) {
+		defer func() { _ = chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900)) }()
+		do(t, ctx, "phone",
+			chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile),
+			chromedp.Navigate(base+"/ui/threads/"+okID),
+			chromedp.WaitVisible(css(`#steps-timeline`)))
+		var sidebarLeft float64
+		sidebarLeft = get(t, ctx, "evaluate", chromedp.Evaluate[float64](`document.getElementById('sidebar').getBoundingClientRect().right`))
+		if sidebarLeft > 1 {
+			t.Fatalf("sidebar visible on a phone (right edge %v)", sidebarLeft)
+		}
+		var overflow bool
+		overflow = get(t, ctx, "evaluate", chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth + 1`))
+		if overflow {
+			t.Fatalf("page scrolls horizontally at 390px")
+		}
+		shot(t, ctx, "09-phone-thread")
+		do(t, ctx, "open menu",
+			chromedp.Click(css(`button[aria-controls=sidebar]`)),
+			chromedp.Sleep(300*time.Millisecond))
+		shot(t, ctx, "10-phone-menu")
+	})
+
+	t.Run("sign out", func(t *testing.T) {
+		var loc string
+		do(t, ctx, "sign out",
+			chromedp.Navigate(base+"/ui/threads"),
+			chromedp.WaitVisible(css(`#sign-out`)),
+			chromedp.Click(css(`#sign-out`)),
+			chromedp.WaitVisible(css(`#api-key`)),
+			chromedp.Navigate(base+"/ui/users"),
+			chromedp.WaitVisible(css(`#api-key`)))
+		loc = location(t, ctx)
+		if !strings.Contains(loc, "/login") {
+			t.Fatalf("after sign-out %s", loc)
+		}
+	})
+}
