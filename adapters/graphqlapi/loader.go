@@ -1,0 +1,111 @@
+package graphqlapi
+
+import (
+	"context"
+	"sync"
+
+	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/domain"
+	"github.com/threadengine/engine/ports"
+)
+
+// Batching: when a resolver returns a list of threads (or steps), the whole
+// list becomes one group. The first child field resolved on any member loads
+// that field for every member of the group with one use-case call (one SQL
+// statement), and the siblings read the cached result. A request therefore
+// runs one statement per (list level, field, arguments), however long its
+// lists are, and it needs no timing window: graph-gophers may resolve the
+// members concurrently or one after the other.
+
+// memo runs a load once and shares its result.
+type memo[T any] struct {
+	once sync.Once
+	v    T
+	err  error
+}
+
+func (m *memo[T]) get(load func() (T, error)) (T, error) {
+	m.once.Do(func() { m.v, m.err = load() })
+	return m.v, m.err
+}
+
+// memoMap holds one memo per key (a field's arguments).
+type memoMap[T any] struct {
+	mu sync.Mutex
+	m  map[string]*memo[T]
+}
+
+func (mm *memoMap[T]) get(key string, load func() (T, error)) (T, error) {
+	mm.mu.Lock()
+	if mm.m == nil {
+		mm.m = map[string]*memo[T]{}
+	}
+	e := mm.m[key]
+	if e == nil {
+		e = &memo[T]{}
+		mm.m[key] = e
+	}
+	mm.mu.Unlock()
+	return e.get(load)
+}
+
+// threadGroup is a list of threads resolved together.
+type threadGroup struct {
+	q      *app.Queries
+	ids    []string
+	refs   memo[map[string]map[string]string]
+	counts memo[map[string]ports.NotificationCounts]
+	verify memo[map[string]domain.ChainStatus]
+	steps  memoMap[stepLoad]
+	valids memoMap[map[string][]ports.ValidationView]
+	notifs memoMap[map[string][]ports.NotificationView]
+	chains memoMap[map[string][]ports.ThreadView]
+}
+
+type stepLoad struct {
+	byThread map[string][]ports.StepView
+	group    *stepGroup
+}
+
+func newThreadGroup(q *app.Queries, threads []ports.ThreadView) *threadGroup {
+	ids := make([]string, len(threads))
+	for i, t := range threads {
+		ids[i] = t.ID
+	}
+	return &threadGroup{q: q, ids: ids}
+}
+
+func (g *threadGroup) resolvers(threads []ports.ThreadView) []*threadResolver {
+	out := make([]*threadResolver, len(threads))
+	for i := range threads {
+		out[i] = &threadResolver{t: threads[i], g: g}
+	}
+	return out
+}
+
+// loadSteps loads the steps of every thread of the group for one argument
+// set, and makes all of them one step group.
+func (g *threadGroup) loadSteps(ctx context.Context, key string, sel app.StepSelection) (stepLoad, error) {
+	return g.steps.get(key, func() (stepLoad, error) {
+		m, err := g.q.Steps(ctx, g.ids, sel)
+		if err != nil {
+			return stepLoad{}, err
+		}
+		sg := &stepGroup{q: g.q, tg: g}
+		for _, id := range g.ids {
+			for _, s := range m[id] {
+				sg.keys = append(sg.keys, s.StepKey)
+			}
+		}
+		return stepLoad{byThread: m, group: sg}, nil
+	})
+}
+
+// stepGroup is every step state loaded by one Thread.steps argument set.
+type stepGroup struct {
+	q       *app.Queries
+	tg      *threadGroup
+	keys    []ports.StepKey
+	history memoMap[map[ports.StepKey][]ports.ActivityView]
+	subs    memo[map[ports.StepKey][]ports.SubStepView]
+}

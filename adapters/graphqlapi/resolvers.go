@@ -1,0 +1,738 @@
+package graphqlapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	graphql "github.com/graph-gophers/graphql-go"
+
+	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/domain"
+	"github.com/threadengine/engine/ports"
+)
+
+// JSON is the JSON scalar: already-encoded JSON text, returned to clients as
+// a JSON string (the SDKs JSON.parse it), e.g. "{\"orderId\":\"O-1\"}".
+type JSON string
+
+// ImplementsGraphQLType binds JSON to the schema's JSON scalar.
+func (JSON) ImplementsGraphQLType(name string) bool { return name == "JSON" }
+
+// UnmarshalGraphQL accepts any input value and keeps its JSON encoding.
+func (j *JSON) UnmarshalGraphQL(input any) error {
+	b, err := json.Marshal(input)
+	if err != nil {
+		return err
+	}
+	*j = JSON(b)
+	return nil
+}
+
+// MarshalJSON writes the JSON text as a string.
+func (j JSON) MarshalJSON() ([]byte, error) { return json.Marshal(string(j)) }
+
+func jsonPtr(s string) *JSON {
+	j := JSON(s)
+	return &j
+}
+
+func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func timePtr(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := rfc3339(*t)
+	return &s
+}
+
+func strPtr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func i32(p *int32) *int {
+	if p == nil {
+		return nil
+	}
+	n := int(*p)
+	return &n
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// queryResolver is the Query root.
+type queryResolver struct{ h *Handler }
+
+func (r *queryResolver) Thread(ctx context.Context, args struct{ ID graphql.ID }) (*threadResolver, error) {
+	t, err := r.h.queries.Thread(ctx, string(args.ID))
+	if err != nil || t == nil {
+		return nil, err
+	}
+	return newThreadGroup(r.h.queries, []ports.ThreadView{*t}).resolvers([]ports.ThreadView{*t})[0], nil
+}
+
+type threadsArgs struct {
+	Actor, ContractName                                                  *string
+	ContractVersion                                                      *int32
+	Status, StartedAfter, StartedBefore, CompletedAfter, CompletedBefore *string
+	Limit, Offset                                                        *int32
+}
+
+func (r *queryResolver) Threads(ctx context.Context, a threadsArgs) (*connectionResolver, error) {
+	return r.search(ctx, app.ThreadSearch{Actor: deref(a.Actor), ContractName: deref(a.ContractName),
+		ContractVersion: i32(a.ContractVersion), Status: deref(a.Status), StartedAfter: deref(a.StartedAfter),
+		StartedBefore: deref(a.StartedBefore), CompletedAfter: deref(a.CompletedAfter),
+		CompletedBefore: deref(a.CompletedBefore), Limit: i32(a.Limit), Offset: i32(a.Offset)})
+}
+
+type byContractArgs struct {
+	ContractName                               string
+	ContractVersion                            *int32
+	Actor, Status, StartedAfter, StartedBefore *string
+	Limit, Offset                              *int32
+}
+
+func (r *queryResolver) ThreadsByContract(ctx context.Context, a byContractArgs) (*connectionResolver, error) {
+	if a.ContractName == "" {
+		return nil, domain.Invalid("contractName", "contractName is required")
+	}
+	return r.search(ctx, app.ThreadSearch{ContractName: a.ContractName, ContractVersion: i32(a.ContractVersion),
+		Actor: deref(a.Actor), Status: deref(a.Status), StartedAfter: deref(a.StartedAfter),
+		StartedBefore: deref(a.StartedBefore), Limit: i32(a.Limit), Offset: i32(a.Offset)})
+}
+
+type byRefArgs struct {
+	RefKey                              *string
+	RefValue                            string
+	Status, StartedAfter, StartedBefore *string
+	Limit, Offset                       *int32
+}
+
+func (r *queryResolver) ThreadsByRef(ctx context.Context, a byRefArgs) (*connectionResolver, error) {
+	if a.RefValue == "" {
+		return nil, domain.Invalid("refValue", "refValue is required")
+	}
+	return r.search(ctx, app.ThreadSearch{RefKey: deref(a.RefKey), RefValue: a.RefValue, Status: deref(a.Status),
+		StartedAfter: deref(a.StartedAfter), StartedBefore: deref(a.StartedBefore), Limit: i32(a.Limit), Offset: i32(a.Offset)})
+}
+
+func (r *queryResolver) search(ctx context.Context, s app.ThreadSearch) (*connectionResolver, error) {
+	page, err := r.h.queries.SearchThreads(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	g := newThreadGroup(r.h.queries, page.Threads)
+	return &connectionResolver{threads: g.resolvers(page.Threads), total: page.TotalCount}, nil
+}
+
+func (r *queryResolver) ThreadChain(ctx context.Context, a struct {
+	RootID   graphql.ID
+	MaxDepth *int32
+}) ([]*threadResolver, error) {
+	m, err := r.h.queries.ThreadChains(ctx, []string{string(a.RootID)}, i32(a.MaxDepth))
+	if err != nil {
+		return nil, err
+	}
+	list := m[string(a.RootID)]
+	return newThreadGroup(r.h.queries, list).resolvers(list), nil
+}
+
+type stepHistoryArgs struct {
+	ThreadID, StepName                  string
+	IdempotencyKey                      *string
+	Limit, Offset                       *int32
+	StartAt, EndAt, ActivityType, Actor *string
+}
+
+func (r *queryResolver) StepHistory(ctx context.Context, a stepHistoryArgs) ([]*historyResolver, error) {
+	acts, err := r.h.queries.StepHistory(ctx, app.HistoryArgs{ThreadID: a.ThreadID, StepName: a.StepName,
+		IdempotencyKey: deref(a.IdempotencyKey), Limit: i32(a.Limit), Offset: i32(a.Offset), StartAt: deref(a.StartAt),
+		EndAt: deref(a.EndAt), ActivityType: deref(a.ActivityType), Actor: deref(a.Actor)})
+	if err != nil {
+		return nil, err
+	}
+	return histories(acts), nil
+}
+
+func (r *queryResolver) ValidationResults(ctx context.Context, a struct {
+	ThreadID, StepName, IdempotencyKey string
+	Limit                              *int32
+}) ([]*validationResolver, error) {
+	vs, err := r.h.queries.ValidationResults(ctx, a.ThreadID, app.ValidationArgs{StepName: a.StepName,
+		IdempotencyKey: a.IdempotencyKey, Limit: i32(a.Limit)})
+	if err != nil {
+		return nil, err
+	}
+	return validations(vs), nil
+}
+
+func (r *queryResolver) ContractGraph(ctx context.Context, a struct {
+	Name    string
+	Version *int32
+}) (*contractGraphResolver, error) {
+	v := 0
+	if a.Version != nil {
+		v = int(*a.Version)
+	}
+	c, err := r.h.queries.Contract(ctx, a.Name, v)
+	if err != nil {
+		return nil, err
+	}
+	return &contractGraphResolver{c: c}, nil
+}
+
+func (r *queryResolver) VerifyThreadIntegrity(ctx context.Context, a struct{ ThreadID string }) (*hashStatusResolver, error) {
+	st, err := r.h.queries.VerifyThread(ctx, a.ThreadID)
+	if err != nil {
+		return nil, err
+	}
+	return &hashStatusResolver{st: st, now: r.h.queries.Now()}, nil
+}
+
+type connectionResolver struct {
+	threads []*threadResolver
+	total   int
+}
+
+func (c *connectionResolver) Threads() []*threadResolver { return c.threads }
+func (c *connectionResolver) TotalCount() int32          { return int32(c.total) }
+
+// threadResolver resolves one thread; g is the list it was loaded with.
+type threadResolver struct {
+	t ports.ThreadView
+	g *threadGroup
+}
+
+func (r *threadResolver) ID() graphql.ID        { return graphql.ID(r.t.ID) }
+func (r *threadResolver) Label() *string        { return r.t.Label }
+func (r *threadResolver) ContractID() *string   { return r.t.ContractID }
+func (r *threadResolver) ContractName() *string { return r.t.ContractName }
+func (r *threadResolver) OwnerID() string       { return r.t.OwnerID }
+func (r *threadResolver) CompanyID() string     { return CompanyID }
+func (r *threadResolver) Status() string        { return r.t.Status }
+func (r *threadResolver) CreatedBy() *string    { return strPtr(r.t.OwnerID) }
+func (r *threadResolver) LastHash() *string     { return strPtr(r.t.LastHash) }
+func (r *threadResolver) StartedAt() *string    { return timePtr(&r.t.CreatedAt) }
+func (r *threadResolver) CompletedAt() *string  { return timePtr(r.t.CompletedAt) }
+func (r *threadResolver) Error() *string        { return r.t.Error }
+func (r *threadResolver) ContractVersion() *int32 {
+	if r.t.ContractVersion == nil {
+		return nil
+	}
+	v := int32(*r.t.ContractVersion)
+	return &v
+}
+
+func (r *threadResolver) Refs(ctx context.Context) (*JSON, error) {
+	m, err := r.g.refs.get(func() (map[string]map[string]string, error) { return r.g.q.Refs(ctx, r.g.ids) })
+	if err != nil {
+		return nil, err
+	}
+	s := app.RefsJSON(m[r.t.ID])
+	if s == nil {
+		return nil, nil
+	}
+	return jsonPtr(*s), nil
+}
+
+func (r *threadResolver) Steps(ctx context.Context, a struct{ StepName, IdempotencyKey, Status *string }) ([]*stepResolver, error) {
+	sel := app.StepSelection{StepName: deref(a.StepName), IdempotencyKey: deref(a.IdempotencyKey), Status: deref(a.Status)}
+	key := sel.StepName + "\x00" + sel.IdempotencyKey + "\x00" + sel.Status
+	l, err := r.g.loadSteps(ctx, key, sel)
+	if err != nil {
+		return nil, err
+	}
+	steps := l.byThread[r.t.ID]
+	out := make([]*stepResolver, len(steps))
+	for i := range steps {
+		out[i] = &stepResolver{s: steps[i], g: l.group}
+	}
+	return out, nil
+}
+
+type validationOptions struct {
+	ThreadID, StepID, StepName, IdempotencyKey, ValidationType *string
+	Limit, Offset                                              *int32
+}
+
+func (r *threadResolver) ValidationResults(ctx context.Context, a struct{ Options *validationOptions }) ([]*validationResolver, error) {
+	var va app.ValidationArgs
+	if o := a.Options; o != nil {
+		va = app.ValidationArgs{StepID: deref(o.StepID), StepName: deref(o.StepName), IdempotencyKey: deref(o.IdempotencyKey),
+			ValidationType: deref(o.ValidationType), Limit: i32(o.Limit), Offset: i32(o.Offset)}
+		// options.threadId narrows to one thread: others get nothing.
+		if o.ThreadID != nil && *o.ThreadID != "" && *o.ThreadID != r.t.ID {
+			return []*validationResolver{}, nil
+		}
+	}
+	key := fmt.Sprintf("%+v|%v|%v", va, deref32(va.Limit), deref32(va.Offset))
+	m, err := r.g.valids.get(key, func() (map[string][]ports.ValidationView, error) { return r.g.q.Validations(ctx, r.g.ids, va) })
+	if err != nil {
+		return nil, err
+	}
+	return validations(m[r.t.ID]), nil
+}
+
+func deref32(p *int) int {
+	if p == nil {
+		return -1
+	}
+	return *p
+}
+
+func (r *threadResolver) NotificationSummary(ctx context.Context) (*notificationSummaryResolver, error) {
+	m, err := r.g.counts.get(func() (map[string]ports.NotificationCounts, error) { return r.g.q.NotificationCounts(ctx, r.g.ids) })
+	if err != nil {
+		return nil, err
+	}
+	return &notificationSummaryResolver{c: m[r.t.ID]}, nil
+}
+
+type notificationOptions struct {
+	ThreadID, StepID, StepName, Source, NotificationType *string
+	Severity                                             *[]string
+	Limit, Offset                                        *int32
+}
+
+func (r *threadResolver) Notifications(ctx context.Context, a struct{ Options *notificationOptions }) ([]*notificationResolver, error) {
+	var na app.NotificationArgs
+	if o := a.Options; o != nil {
+		if o.ThreadID != nil && *o.ThreadID != "" && *o.ThreadID != r.t.ID {
+			return []*notificationResolver{}, nil
+		}
+		na = app.NotificationArgs{StepID: deref(o.StepID), StepName: deref(o.StepName), Source: deref(o.Source),
+			NotificationType: deref(o.NotificationType), Limit: i32(o.Limit), Offset: i32(o.Offset)}
+		if o.Severity != nil {
+			na.Severities = *o.Severity
+		}
+	}
+	key := fmt.Sprintf("%s|%s|%s|%s|%s|%d|%d", na.StepID, na.StepName, na.Source, na.NotificationType,
+		strings.Join(na.Severities, ","), deref32(na.Limit), deref32(na.Offset))
+	m, err := r.g.notifs.get(key, func() (map[string][]ports.NotificationView, error) { return r.g.q.Notifications(ctx, r.g.ids, na) })
+	if err != nil {
+		return nil, err
+	}
+	ns := m[r.t.ID]
+	out := make([]*notificationResolver, len(ns))
+	for i := range ns {
+		out[i] = &notificationResolver{n: ns[i]}
+	}
+	return out, nil
+}
+
+func (r *threadResolver) ThreadChain(ctx context.Context, a struct{ MaxDepth *int32 }) ([]*threadResolver, error) {
+	depth := i32(a.MaxDepth)
+	key := fmt.Sprint(deref32(depth))
+	m, err := r.g.chains.get(key, func() (map[string][]ports.ThreadView, error) { return r.g.q.ThreadChains(ctx, r.g.ids, depth) })
+	if err != nil {
+		return nil, err
+	}
+	list := m[r.t.ID]
+	return newThreadGroup(r.g.q, list).resolvers(list), nil
+}
+
+func (r *threadResolver) chainStatus(ctx context.Context) (domain.ChainStatus, error) {
+	m, err := r.g.verify.get(func() (map[string]domain.ChainStatus, error) { return r.g.q.VerifyThreads(ctx, r.g.ids) })
+	if err != nil {
+		return domain.ChainStatus{}, err
+	}
+	return m[r.t.ID], nil
+}
+
+func (r *threadResolver) HashChainVerified(ctx context.Context) (*bool, error) {
+	st, err := r.chainStatus(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &st.Verified, nil
+}
+
+func (r *threadResolver) HashChainStatus(ctx context.Context) (*hashStatusResolver, error) {
+	st, err := r.chainStatus(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &hashStatusResolver{st: st, now: r.g.q.Now()}, nil
+}
+
+// stepResolver resolves one step state; g is the set it was loaded with.
+type stepResolver struct {
+	s ports.StepView
+	g *stepGroup
+}
+
+func (r *stepResolver) ThreadID() string       { return r.s.ThreadID }
+func (r *stepResolver) StepName() string       { return r.s.StepName }
+func (r *stepResolver) IdempotencyKey() string { return r.s.IdempotencyKey }
+func (r *stepResolver) Status() string         { return r.s.Status }
+func (r *stepResolver) RetryCount() int32      { return int32(r.s.RetryCount) }
+func (r *stepResolver) FirstSeenAt() string    { return rfc3339(r.s.FirstSeenAt) }
+func (r *stepResolver) LastUpdatedAt() string  { return rfc3339(r.s.LastUpdatedAt) }
+func (r *stepResolver) StartedAt() *string     { return timePtr(r.s.StartedAt) }
+func (r *stepResolver) FinishedAt() *string    { return timePtr(r.s.FinishedAt) }
+func (r *stepResolver) LatestStepID() string   { return r.s.LatestStepID }
+func (r *stepResolver) PreviousStep() *string  { return r.s.PreviousStep }
+func (r *stepResolver) Actor() *string         { return strPtr(r.s.Actor) }
+func (r *stepResolver) ActorService() *string  { return strPtr(r.s.ActorService) }
+func (r *stepResolver) LatestContext() *JSON   { return jsonPtr(r.s.LatestContext) }
+func (r *stepResolver) Hash() *string          { return strPtr(r.s.Hash) }
+func (r *stepResolver) PrevHash() *string      { return strPtr(r.s.PrevHash) }
+
+func (r *stepResolver) chainStatus(ctx context.Context) (domain.ChainStatus, error) {
+	tg := r.g.tg
+	m, err := tg.verify.get(func() (map[string]domain.ChainStatus, error) { return tg.q.VerifyThreads(ctx, tg.ids) })
+	if err != nil {
+		return domain.ChainStatus{}, err
+	}
+	return m[r.s.ThreadID], nil
+}
+
+// Verified is the thread's chain status: once a chain is broken no step of
+// the thread is reported verified, since later links hash over earlier ones.
+func (r *stepResolver) Verified(ctx context.Context) (*bool, error) {
+	st, err := r.chainStatus(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &st.Verified, nil
+}
+
+func (r *stepResolver) VerificationError(ctx context.Context) (*string, error) {
+	st, err := r.chainStatus(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return strPtr(st.Error), nil
+}
+
+type historyArgs struct {
+	Limit, Offset                       *int32
+	StartAt, EndAt, ActivityType, Actor *string
+}
+
+func (r *stepResolver) History(ctx context.Context, a historyArgs) ([]*historyResolver, error) {
+	ha := app.HistoryArgs{Limit: i32(a.Limit), Offset: i32(a.Offset), StartAt: deref(a.StartAt), EndAt: deref(a.EndAt),
+		ActivityType: deref(a.ActivityType), Actor: deref(a.Actor)}
+	key := fmt.Sprintf("%d|%d|%s|%s|%s|%s", deref32(ha.Limit), deref32(ha.Offset), ha.StartAt, ha.EndAt, ha.ActivityType, ha.Actor)
+	g := r.g
+	m, err := g.history.get(key, func() (map[ports.StepKey][]ports.ActivityView, error) { return g.q.StepHistories(ctx, g.keys, ha) })
+	if err != nil {
+		return nil, err
+	}
+	return histories(m[r.s.StepKey]), nil
+}
+
+func (r *stepResolver) SubSteps(ctx context.Context) ([]*subStepResolver, error) {
+	g := r.g
+	m, err := g.subs.get(func() (map[ports.StepKey][]ports.SubStepView, error) { return g.q.SubSteps(ctx, g.keys) })
+	if err != nil {
+		return nil, err
+	}
+	ss := m[r.s.StepKey]
+	out := make([]*subStepResolver, len(ss))
+	for i := range ss {
+		out[i] = &subStepResolver{s: ss[i]}
+	}
+	return out, nil
+}
+
+func histories(acts []ports.ActivityView) []*historyResolver {
+	out := make([]*historyResolver, len(acts))
+	for i := range acts {
+		out[i] = &historyResolver{a: acts[i]}
+	}
+	return out
+}
+
+type historyResolver struct{ a ports.ActivityView }
+
+func (r *historyResolver) Attempt() int32       { return int32(r.a.Attempt) }
+func (r *historyResolver) Timestamp() string    { return rfc3339(r.a.RecordedAt) }
+func (r *historyResolver) Status() string       { return r.a.Status }
+func (r *historyResolver) Context() string      { return r.a.Context }
+func (r *historyResolver) StartedAt() *string   { return timePtr(r.a.StartedAt) }
+func (r *historyResolver) FinishedAt() *string  { return timePtr(r.a.FinishedAt) }
+func (r *historyResolver) Metadata() *string    { return &r.a.Metadata }
+func (r *historyResolver) Actor() string        { return r.a.Actor }
+func (r *historyResolver) ActorService() string { return r.a.ActorService }
+func (r *historyResolver) CompanyID() string    { return CompanyID }
+func (r *historyResolver) CompanyName() string  { return CompanyName }
+func (r *historyResolver) Hash() *string        { return strPtr(r.a.Hash) }
+func (r *historyResolver) PrevHash() *string    { return strPtr(r.a.PrevHash) }
+
+// Duration is finishedAt − startedAt in milliseconds, 0 when unknown.
+func (r *historyResolver) Duration() int32 {
+	if r.a.StartedAt == nil || r.a.FinishedAt == nil || r.a.FinishedAt.Before(*r.a.StartedAt) {
+		return 0
+	}
+	return int32(r.a.FinishedAt.Sub(*r.a.StartedAt).Milliseconds())
+}
+
+// Error comes from metadata.error (a string, or an object as JSON), only for
+// failed attempts; the Node SDK's failed("msg") stores metadata.message, the
+// fallback.
+func (r *historyResolver) Error() *string {
+	if r.a.Status != "failed" && r.a.Status != "error" {
+		return nil
+	}
+	var m map[string]any
+	if json.Unmarshal([]byte(r.a.Metadata), &m) != nil {
+		return nil
+	}
+	for _, k := range []string{"error", "message"} {
+		switch v := m[k].(type) {
+		case nil:
+		case string:
+			if v != "" {
+				return &v
+			}
+		default:
+			b, _ := json.Marshal(v)
+			s := string(b)
+			return &s
+		}
+	}
+	return nil
+}
+
+type subStepResolver struct{ s ports.SubStepView }
+
+func (r *subStepResolver) ID() graphql.ID     { return graphql.ID(r.s.ID) }
+func (r *subStepResolver) ThreadID() string   { return r.s.ThreadID }
+func (r *subStepResolver) StepID() string     { return r.s.StepID }
+func (r *subStepResolver) Name() string       { return r.s.Name }
+func (r *subStepResolver) Status() string     { return r.s.Status }
+func (r *subStepResolver) Payload() *JSON     { return jsonPtr(r.s.Payload) }
+func (r *subStepResolver) RecordedAt() string { return rfc3339(r.s.RecordedAt) }
+func (r *subStepResolver) CreatedAt() string  { return rfc3339(r.s.CreatedAt) }
+
+type hashStatusResolver struct {
+	st  domain.ChainStatus
+	now time.Time
+}
+
+func (r *hashStatusResolver) Verified() bool         { return r.st.Verified }
+func (r *hashStatusResolver) LastVerifiedAt() string { return rfc3339(r.now) }
+func (r *hashStatusResolver) TotalEvents() int32     { return int32(r.st.TotalEvents) }
+func (r *hashStatusResolver) Error() *string         { return strPtr(r.st.Error) }
+
+// BrokenAt is when the first unverifiable link was recorded.
+func (r *hashStatusResolver) BrokenAt() *string {
+	if r.st.Verified {
+		return nil
+	}
+	if r.st.BrokenAt != nil {
+		return timePtr(r.st.BrokenAt)
+	}
+	s := rfc3339(r.now)
+	return &s
+}
+
+func validations(vs []ports.ValidationView) []*validationResolver {
+	out := make([]*validationResolver, len(vs))
+	for i := range vs {
+		out[i] = &validationResolver{v: vs[i]}
+	}
+	return out
+}
+
+type validationResolver struct {
+	v      ports.ValidationView
+	once   sync.Once
+	issues []*issueResolver
+}
+
+func (r *validationResolver) ValidationID() string          { return r.v.ID }
+func (r *validationResolver) ThreadID() string              { return r.v.ThreadID }
+func (r *validationResolver) StepID() string                { return r.v.StepID }
+func (r *validationResolver) StepName() string              { return r.v.StepName }
+func (r *validationResolver) IdempotencyKey() string        { return r.v.IdempotencyKey }
+func (r *validationResolver) Timestamp() string             { return rfc3339(r.v.CreatedAt) }
+func (r *validationResolver) OverallStatus() string         { return r.v.OverallStatus }
+func (r *validationResolver) HasCriticalViolation() bool    { return r.v.CriticalCount > 0 }
+func (r *validationResolver) CriticalCount() int32          { return int32(r.v.CriticalCount) }
+func (r *validationResolver) WarningCount() int32           { return int32(r.v.WarningCount) }
+func (r *validationResolver) MinorCount() int32             { return int32(r.v.MinorCount) }
+func (r *validationResolver) InfoCount() int32              { return int32(r.v.InfoCount) }
+func (r *validationResolver) Validations() []*issueResolver { return r.list() }
+func (r *validationResolver) TotalValidations() int32       { return int32(len(r.list())) }
+
+// list decodes the stored issues once.
+func (r *validationResolver) list() []*issueResolver {
+	r.once.Do(func() {
+		var issues []domain.ValidationIssue
+		_ = json.Unmarshal([]byte(r.v.Issues), &issues)
+		r.issues = make([]*issueResolver, len(issues))
+		for i := range issues {
+			r.issues[i] = &issueResolver{i: issues[i]}
+		}
+	})
+	return r.issues
+}
+
+type issueResolver struct{ i domain.ValidationIssue }
+
+func (r *issueResolver) Type() string      { return r.i.Type }
+func (r *issueResolver) Message() string   { return r.i.Message }
+func (r *issueResolver) Field() *string    { return strPtr(r.i.Field) }
+func (r *issueResolver) Expected() *string { return strPtr(r.i.Expected) }
+func (r *issueResolver) Actual() *string   { return strPtr(r.i.Actual) }
+func (r *issueResolver) Rule() *string     { return strPtr(r.i.Rule) }
+func (r *issueResolver) Severity() *string { return strPtr(string(r.i.Severity)) }
+
+type notificationSummaryResolver struct{ c ports.NotificationCounts }
+
+func (r *notificationSummaryResolver) TotalNotifications() int32 { return int32(r.c.Total) }
+func (r *notificationSummaryResolver) CriticalCount() int32      { return int32(r.c.Critical) }
+func (r *notificationSummaryResolver) WarningCount() int32       { return int32(r.c.Warning) }
+func (r *notificationSummaryResolver) MajorCount() int32         { return int32(r.c.Major) }
+func (r *notificationSummaryResolver) MinorCount() int32         { return int32(r.c.Minor) }
+func (r *notificationSummaryResolver) InfoCount() int32          { return int32(r.c.Info) }
+func (r *notificationSummaryResolver) ExecutionCount() int32     { return int32(r.c.Execution) }
+func (r *notificationSummaryResolver) ValidationCount() int32    { return int32(r.c.Validation) }
+func (r *notificationSummaryResolver) HasCritical() bool         { return r.c.Critical > 0 }
+func (r *notificationSummaryResolver) HasWarnings() bool         { return r.c.Warning > 0 }
+
+type notificationResolver struct{ n ports.NotificationView }
+
+func (r *notificationResolver) NotificationID() string    { return r.n.ID }
+func (r *notificationResolver) ThreadID() string          { return r.n.ThreadID }
+func (r *notificationResolver) StepID() string            { return r.n.StepID }
+func (r *notificationResolver) StepName() string          { return r.n.StepName }
+func (r *notificationResolver) IdempotencyKey() *string   { return strPtr(r.n.IdempotencyKey) }
+func (r *notificationResolver) Source() string            { return r.n.Source }
+func (r *notificationResolver) NotificationType() string  { return r.n.NotificationType }
+func (r *notificationResolver) StepStatus() *string       { return strPtr(r.n.StepStatus) }
+func (r *notificationResolver) ValidationStatus() *string { return strPtr(r.n.ValidationStatus) }
+func (r *notificationResolver) ViolationType() *string    { return strPtr(r.n.ViolationType) }
+func (r *notificationResolver) Severity() *string         { return strPtr(r.n.Severity) }
+func (r *notificationResolver) Message() string           { return r.n.Message }
+func (r *notificationResolver) Details() *JSON            { return jsonPtr(r.n.Details) }
+func (r *notificationResolver) Timestamp() string         { return rfc3339(r.n.CreatedAt) }
+
+// contractGraphResolver presents a contract as the reference's graph.
+type contractGraphResolver struct{ c domain.Contract }
+
+func (r *contractGraphResolver) Graph() *graphResolver { return &graphResolver{c: r.c} }
+func (r *contractGraphResolver) Parties() *[]string {
+	p := append([]string{}, r.c.Parties...)
+	return &p
+}
+func (r *contractGraphResolver) NotificationConfig() *notificationConfigResolver { return nil }
+
+func (r *contractGraphResolver) Transitions() *[]*transitionResolver {
+	out := make([]*transitionResolver, len(r.c.Transitions))
+	for i := range r.c.Transitions {
+		out[i] = &transitionResolver{t: r.c.Transitions[i], c: r.c}
+	}
+	return &out
+}
+
+func (r *contractGraphResolver) Validation() *validationRulesResolver {
+	return &validationRulesResolver{c: r.c}
+}
+
+type graphResolver struct{ c domain.Contract }
+
+func (r *graphResolver) EntryPoints() []string   { return append([]string{}, r.c.EntryPoints...) }
+func (r *graphResolver) TerminalSteps() []string { return append([]string{}, r.c.TerminalSteps...) }
+func (r *graphResolver) Nodes() []*graphNodeResolver {
+	out := make([]*graphNodeResolver, len(r.c.Steps))
+	for i := range r.c.Steps {
+		out[i] = &graphNodeResolver{s: r.c.Steps[i], c: r.c}
+	}
+	return out
+}
+
+type graphNodeResolver struct {
+	s domain.ContractStep
+	c domain.Contract
+}
+
+func (r *graphNodeResolver) ID() string           { return r.s.Name }
+func (r *graphNodeResolver) Owner() *string       { return strPtr(r.s.Owner) }
+func (r *graphNodeResolver) Type() string         { return r.s.Type }
+func (r *graphNodeResolver) Mode() *string        { return nil }
+func (r *graphNodeResolver) Steps() *[]string     { return nil }
+func (r *graphNodeResolver) MaxDuration() *string { return nil }
+func (r *graphNodeResolver) ParentGroup() *string { return nil }
+func (r *graphNodeResolver) Next() *[]string {
+	n := r.c.AllowedNext(r.s.Name)
+	n = append([]string{}, n...)
+	return &n
+}
+
+// Required: a step is required when it lies on every path, which contracts
+// do not declare; entry points are the steps a thread cannot skip.
+func (r *graphNodeResolver) Required() bool { return r.c.IsEntryPoint(r.s.Name) }
+
+func (r *graphNodeResolver) Timeout() *string {
+	if r.s.Timeout <= 0 {
+		return nil
+	}
+	s := r.s.Timeout.String()
+	return &s
+}
+
+func (r *graphNodeResolver) BusinessContext() *JSON {
+	if len(r.s.Required) == 0 && len(r.s.Optional) == 0 && r.s.Description == "" {
+		return nil
+	}
+	b, _ := json.Marshal(map[string]any{"required": nonNil(r.s.Required), "optional": nonNil(r.s.Optional), "description": r.s.Description})
+	return jsonPtr(string(b))
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+type transitionResolver struct {
+	t domain.Transition
+	c domain.Contract
+}
+
+func (r *transitionResolver) From() string      { return r.t.From }
+func (r *transitionResolver) To() []string      { return append([]string{}, r.t.To...) }
+func (r *transitionResolver) MaxRetries() int32 { return int32(r.t.MaxRetries) }
+func (r *transitionResolver) CanRetry() bool    { return r.t.CanRetry }
+func (r *transitionResolver) Timeout() *string {
+	if s, ok := r.c.Step(r.t.From); ok && s.Timeout > 0 {
+		v := s.Timeout.String()
+		return &v
+	}
+	return nil
+}
+
+type validationRulesResolver struct{ c domain.Contract }
+
+func (r *validationRulesResolver) AllowMultipleTerminals() bool { return r.c.AllowMultipleTerminals }
+func (r *validationRulesResolver) MaxDuration() *string {
+	if r.c.MaxDuration <= 0 {
+		return nil
+	}
+	s := r.c.MaxDuration.String()
+	return &s
+}
+func (r *validationRulesResolver) MultipleTerminalsSeverity() *string {
+	return strPtr(string(r.c.MultipleTerminalsSeverity))
+}
+
+type notificationConfigResolver struct{}
+
+func (*notificationConfigResolver) DefaultScope() *string { return nil }
+func (*notificationConfigResolver) RoleDefaults() *JSON   { return nil }
