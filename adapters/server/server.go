@@ -23,10 +23,12 @@ import (
 	"github.com/threadengine/engine/adapters/config"
 	"github.com/threadengine/engine/adapters/contracthttp"
 	"github.com/threadengine/engine/adapters/contractstore"
+	"github.com/threadengine/engine/adapters/graphqlapi"
 	"github.com/threadengine/engine/adapters/httpapi"
 	"github.com/threadengine/engine/adapters/identitystore"
 	"github.com/threadengine/engine/adapters/registry"
 	"github.com/threadengine/engine/adapters/sqldb"
+	"github.com/threadengine/engine/adapters/threadquery"
 	"github.com/threadengine/engine/adapters/threadstore"
 	"github.com/threadengine/engine/adapters/webui"
 	"github.com/threadengine/engine/adapters/wsapi"
@@ -71,6 +73,10 @@ type Server struct {
 	Threads *app.Threads
 	// Contracts uploads and reads contract versions (/v1/contracts).
 	Contracts *app.Contracts
+	// Queries are the read use cases (GraphQL, MCP); GraphQL executes
+	// operations with the cost limit (POST/GET /graphql, MCP graphql_query).
+	Queries *app.Queries
+	GraphQL *graphqlapi.Handler
 
 	httpSrv  *http.Server
 	closers  []func() error
@@ -156,6 +162,14 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	}
 	s.Threads = app.NewThreads(threadstore.New(s.DB), s.threadContracts(), s.Clock, hashSecret, s.Log)
 	(&wsapi.Handler{Threads: s.Threads, Authn: s.Identity, Log: s.Log}).Mount(s.Echo)
+
+	// --- GraphQL query API: POST/GET /graphql (s.Queries, s.GraphQL) ---
+	s.Queries = app.NewQueries(app.QueriesDeps{Store: threadquery.New(s.DB), Contracts: s.threadContracts(),
+		ChainSecrets: app.ChainSecrets(hashSecret), Clock: s.Clock})
+	if s.GraphQL, err = graphqlapi.New(s.Queries, s.Log); err != nil {
+		return err
+	}
+	s.GraphQL.Mount(s.Echo, s.Auth.Authenticate)
 
 	// --- browser sign-in through the identity registry (OIDC: /login, /auth/login, /auth/callback) and license checks ---
 	{
