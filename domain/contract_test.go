@@ -435,3 +435,12 @@ func FuzzParseContract(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkParseContract(b *testing.B) {
+	src := []byte(validContractYAML)
+	for i := 0; i < b.N; i++ {
+		if _, err := ParseContract(src); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

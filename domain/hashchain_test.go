@@ -218,3 +218,14 @@ func TestVerifyChain(t *testing.T) {
 		})
 	}
 }
+
+func BenchmarkVerifyChain1000(b *testing.B) {
+	links := buildChain(1000)
+	secrets := testSecrets()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if st := VerifyChain(secrets, links); !st.Verified {
+			b.Fatal(st.Error)
+		}
+	}
+}

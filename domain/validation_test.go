@@ -347,3 +347,16 @@ func TestParseSeverity(t *testing.T) {
 		t.Error("FailsThread mapping wrong")
 	}
 }
+
+func BenchmarkValidateStep(b *testing.B) {
+	c, err := ParseContract([]byte(validContractYAML))
+	if err != nil {
+		b.Fatal(err)
+	}
+	t0 := time.Now()
+	snap := ThreadSnapshot{StartedAt: t0, Steps: []RecordedStep{{Name: "validate", Status: "success"}}}
+	in := StepInput{Name: "pay", Status: "success", Context: map[string]string{"amount": "5", "x": "y"}, Attempt: 2, Party: "checkout"}
+	for i := 0; i < b.N; i++ {
+		ValidateStep(c, snap, in, t0)
+	}
+}
