@@ -26,6 +26,7 @@ import (
 	"github.com/threadengine/engine/adapters/graphqlapi"
 	"github.com/threadengine/engine/adapters/httpapi"
 	"github.com/threadengine/engine/adapters/identitystore"
+	"github.com/threadengine/engine/adapters/otlp"
 	"github.com/threadengine/engine/adapters/registry"
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/threadquery"
@@ -162,6 +163,7 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	}
 	s.Threads = app.NewThreads(threadstore.New(s.DB), s.threadContracts(), s.Clock, hashSecret, s.Log)
 	(&wsapi.Handler{Threads: s.Threads, Authn: s.Identity, Log: s.Log}).Mount(s.Echo)
+	(&otlp.Handler{Threads: s.Threads, Log: s.Log}).Mount(s.Echo, s.Auth.Middleware())
 
 	// --- GraphQL query API: POST/GET /graphql (s.Queries, s.GraphQL) ---
 	s.Queries = app.NewQueries(app.QueriesDeps{Store: threadquery.New(s.DB), Contracts: s.threadContracts(),
