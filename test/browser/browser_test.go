@@ -85,6 +85,17 @@ func location(t *testing.T, ctx context.Context) string {
 	return loc
 }
 
+// noJunk fails when the page shows values that leaked from JavaScript
+// ("null", "undefined", "NaN", "[object Object]").
+func noJunk(t *testing.T, ctx context.Context, page string) {
+	t.Helper()
+	junk := get(t, ctx, "junk check", chromedp.Evaluate[string](`(document.querySelector('main') || document.body).innerText.match(/\b(null|undefined|NaN)\b|\[object Object\]/)?.[0] || ''`))
+	if junk != "" {
+		shot(t, ctx, "FAILED-junk-"+page)
+		t.Fatalf("%s page shows %q", page, junk)
+	}
+}
+
 func css(s string) chromedp.CSS { return chromedp.CSS(s) }
 
 func artifacts(t *testing.T) string {
@@ -112,7 +123,7 @@ func shot(t *testing.T, ctx context.Context, name string) {
 
 // seedThreads records two free-form threads (one completed with three steps,
 // one still active after a failed step) through the same use case the WebSocket protocol calls.
-func seedThreads(t *testing.T, eng *enginetest.Engine) (okID, failedID string) {
+func seedThreads(t *testing.T, eng *enginetest.Engine) (okID, failedID, contractID string) {
 	t.Helper()
 	ctx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Email: eng.Admin.Email, Role: domain.RoleAdmin})
 	th := eng.Server.Threads
@@ -139,13 +150,63 @@ func seedThreads(t *testing.T, eng *enginetest.Engine) (okID, failedID string) {
 	}
 	failedID = start(map[string]string{"orderId": "ORD-2002"})
 	step(failedID, "validate_order", "failed", map[string]string{"error": "missing address"})
-	return okID, failedID
+
+	// A contract thread: validate misses a required field (a recorded
+	// violation), pay fails once then succeeds, ship is not reached yet.
+	resp, body := eng.Do(t, http.MethodPost, "/v1/contracts", eng.AdminKey, map[string]string{"source": orderFlowYAML})
+	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
+		t.Fatalf("upload contract: %d %s", resp.StatusCode, body)
+	}
+	r, err := th.StartThread(ctx, app.StartThreadInput{Contract: "order_flow:1", Role: "checkout", Refs: map[string]string{"orderId": "ORD-3003", "label": "Order ORD-3003"}})
+	if err != nil {
+		t.Fatalf("start contract thread: %v", err)
+	}
+	contractID = r.ID
+	stepKey := func(name, status, key string, c map[string]string) {
+		eng.Clock.Advance(time.Second)
+		if _, err := th.RecordStep(ctx, app.RecordStepInput{ThreadID: contractID, StepName: name, Status: status, IdempotencyKey: key, Context: c}); err != nil {
+			t.Fatalf("record %s: %v", name, err)
+		}
+	}
+	stepKey("validate", "success", "v1", map[string]string{"customer": "c-17"})
+	stepKey("pay", "failed", "p1", map[string]string{"psp": "acme"})
+	stepKey("pay", "success", "p1", map[string]string{"psp": "acme"})
+	return okID, failedID, contractID
 }
+
+const orderFlowYAML = `
+contract_name: order_flow
+version: 1
+entry_points: [validate]
+parties: [checkout, warehouse]
+steps:
+  - id: validate
+    owner: checkout
+    business_context:
+      required: [items]
+  - id: pay
+    owner: checkout
+  - id: ship
+    owner: warehouse
+transitions:
+  - from: validate
+    to: pay
+  - from: pay
+    to: ship
+    max_retries: 1
+terminal_steps: [ship]
+`
+
+// ensureGraphQL is a hook for local runs; nil in the committed tree.
+var ensureGraphQL func(t *testing.T, eng *enginetest.Engine)
 
 func TestWebUI(t *testing.T) {
 	ctx := browser(t)
 	eng := enginetest.Start(t, sqldb.SQLite)
-	okID, _ := seedThreads(t, eng)
+	if ensureGraphQL != nil {
+		ensureGraphQL(t, eng)
+	}
+	okID, _, contractID := seedThreads(t, eng)
 	base := eng.URL
 
 	t.Run("unauthenticated goes to login, sign in with API key", func(t *testing.T) {
@@ -175,9 +236,10 @@ func TestWebUI(t *testing.T) {
 	t.Run("threads list filters by ref and paginates", func(t *testing.T) {
 		var count string
 		count = text(t, ctx, `#threads-count`)
-		if count != "1–2 of 2" {
-			t.Fatalf("count %q, want 1–2 of 2", count)
+		if count != "1–3 of 3" {
+			t.Fatalf("count %q, want 1–3 of 3", count)
 		}
+		noJunk(t, ctx, "threads")
 		shot(t, ctx, "02-threads")
 		do(t, ctx, "filter by ref",
 			chromedp.SendKeys(css(`#thread-filters input[name=ref]`), "ORD-1001"),
@@ -196,8 +258,8 @@ func TestWebUI(t *testing.T) {
 			chromedp.Navigate(base+"/ui/threads?status=active"),
 			chromedp.WaitVisible(css(`#threads-count`)))
 		count = text(t, ctx, `#threads-count`)
-		if count != "1–1 of 1" {
-			t.Fatalf("status filter count %q, want 1–1 of 1", count)
+		if count != "1–2 of 2" {
+			t.Fatalf("status filter count %q, want 1–2 of 2", count)
 		}
 	})
 
@@ -228,7 +290,30 @@ func TestWebUI(t *testing.T) {
 		if !strings.Contains(retry, "1 retry") {
 			t.Fatalf("charge_card head %q, want a retry pill", retry)
 		}
+		noJunk(t, ctx, "thread")
 		shot(t, ctx, "03-thread-detail")
+	})
+
+	t.Run("contract thread shows the contract graph and validation results", func(t *testing.T) {
+		do(t, ctx, "open contract thread",
+			chromedp.Navigate(base+"/ui/threads/"+contractID),
+			chromedp.WaitVisible(css(`#contract-graph`)),
+			chromedp.WaitVisible(css(`#validation-panel table`)))
+		nodes := get(t, ctx, "graph", chromedp.Evaluate[[]string](`[...document.querySelectorAll('#contract-graph g[data-step]')].map(g => g.dataset.step + ':' + g.getAttribute('class').trim().replace(/\s+/g, ' '))`))
+		want := []string{"validate:g-node entry s-ok", "pay:g-node s-ok", "ship:g-node terminal"}
+		if strings.Join(nodes, "|") != strings.Join(want, "|") {
+			t.Fatalf("graph nodes %q, want %q", nodes, want)
+		}
+		edges := get(t, ctx, "edges", chromedp.Evaluate[int](`document.querySelectorAll('#contract-graph path.g-edge').length`))
+		if edges != 2 {
+			t.Fatalf("%d edges, want 2", edges)
+		}
+		val := text(t, ctx, `#validation-panel`)
+		if !strings.Contains(val, "items") {
+			t.Fatalf("validation panel does not name the missing field: %q", val)
+		}
+		noJunk(t, ctx, "contract-thread")
+		shot(t, ctx, "03b-contract-thread")
 	})
 
 	t.Run("invite shows the sign-in link", func(t *testing.T) {
@@ -252,6 +337,7 @@ func TestWebUI(t *testing.T) {
 		if err != nil || u.Status != domain.StatusInvited || u.Role != domain.RoleViewer || u.FullName != "Ada Lovelace" {
 			t.Fatalf("stored invite %+v, %v", u, err)
 		}
+		noJunk(t, ctx, "users")
 		shot(t, ctx, "04-users-invited")
 	})
 
@@ -319,6 +405,7 @@ func TestWebUI(t *testing.T) {
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("new key on /v1/engine/settings: %d %s", resp.StatusCode, body)
 		}
+		noJunk(t, ctx, "keys")
 		shot(t, ctx, "07-keys-created")
 		do(t, ctx, "revoke",
 			chromedp.Click(css(`button[aria-label="Revoke key ci-pipeline"]`)),
@@ -372,6 +459,7 @@ func TestWebUI(t *testing.T) {
 		if err := json.Unmarshal(body, &stored); err != nil || stored.PublicURL != want || stored.Source != "ui" {
 			t.Fatalf("API view %s (%v)", body, err)
 		}
+		noJunk(t, ctx, "settings")
 		shot(t, ctx, "08-engine-settings-override")
 		// The UI still works (it kept calling its own origin).
 		do(t, ctx, "still works", chromedp.Navigate(base+"/ui/threads"), chromedp.WaitVisible(css(`a[data-thread-id]`)))

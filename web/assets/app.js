@@ -1,5 +1,5 @@
 // threadengine UI entry point: session check, shell (left nav) and router.
-import { h, clear, pill, toast, alertBox } from './ui.js';
+import { h, add, clear, pill, toast, alertBox } from './ui.js';
 import { api, pageBase, useEngineUrl, onUnauthenticated, ApiError, explain } from './api.js';
 import { renderThreads } from './views/threads.js';
 import { renderThread } from './views/thread.js';
@@ -94,7 +94,7 @@ function renderShell() {
   const topbar = h('header', { class: 'topbar' }, menuBtn, h('span', { class: 'title' }, 'threadengine'));
   const banner = h('div', { id: 'banner', class: 'banner' });
   const content = h('main', { class: 'content', id: 'main', tabindex: '-1' });
-  app.append(sidebar, h('div', { class: 'main' }, topbar, banner, content));
+  add(app, sidebar, h('div', { class: 'main' }, topbar, banner, content));
   app.addEventListener('keydown', (e) => {
     if (e.key === 'Escape' && app.classList.contains('nav-open')) { app.classList.remove('nav-open'); menuBtn.focus(); }
   });
@@ -138,7 +138,7 @@ export async function route() {
   const content = clear(shell.content);
   if (!match) {
     document.title = 'Not found · threadengine';
-    content.append(h('div', { class: 'page-head' }, h('h1', {}, 'Page not found')), h('p', {}, 'There is no page at this address. ', link('threads', 'Go to threads')));
+    add(content, h('div', { class: 'page-head' }, h('h1', {}, 'Page not found')), h('p', {}, 'There is no page at this address. ', link('threads', 'Go to threads')));
     return;
   }
   document.title = r.title + ' · threadengine';

@@ -24,6 +24,9 @@ function append(el, children) {
   }
 }
 
+// add appends children, skipping null/false (Element.append would print "null").
+export function add(el, ...children) { append(el, children); return el; }
+
 export function clear(el) { while (el.firstChild) el.removeChild(el.firstChild); return el; }
 
 const tones = {

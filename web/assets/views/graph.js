@@ -20,7 +20,11 @@ export function layoutGraph(graph, transitions) {
   const addEdge = (from, to, label) => {
     if (!byId.has(from) || !byId.has(to)) return;
     const k = from + '\u0000' + to;
-    if (seen.has(k)) return;
+    if (seen.has(k)) {
+      const e = edges.find((x) => x.from === from && x.to === to);
+      if (label && !e.label) e.label = label;
+      return;
+    }
     seen.add(k);
     edges.push({ from, to, label });
   };

@@ -1,6 +1,6 @@
 // Settings → Engine → Engine URL: a UI override of server.public_url, stored
 // by the engine, applied at once; "Use config default" removes it.
-import { h, clear, pill, alertBox, field, copyButton, toast } from '../ui.js';
+import { h, add, clear, pill, alertBox, field, copyButton, toast } from '../ui.js';
 import { api, explain } from '../api.js';
 import { state, loadEngine } from '../app.js';
 
@@ -77,7 +77,7 @@ export async function renderEngineSettings() {
     const sourceText = { ui: 'set in the UI', config: 'from server.public_url', unset: 'not configured' }[s.source] || s.source;
     const ep = s.endpoints || {};
     const eps = [['HTTP', ep.http], ['WebSocket (SDK)', ep.websocket], ['GraphQL', ep.graphql], ['OpenTelemetry (OTLP/HTTP)', ep.otel], ['MCP', ep.mcp]];
-    body.append(
+    add(body, 
       h('div', { class: 'cards' },
         h('div', { class: 'card' }, h('div', { class: 'k' }, 'Effective engine URL'), h('div', { class: 'v mono', id: 'effective-url' }, s.public_url || '—')),
         h('div', { class: 'card' }, h('div', { class: 'k' }, 'Source'), h('div', { class: 'v', id: 'engine-url-source' }, pill(s.source), ' ', h('span', { class: 'muted', style: 'font-weight:400' }, sourceText))),

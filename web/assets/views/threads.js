@@ -1,5 +1,5 @@
 // Thread explorer: filters live in the query string so a search is a link.
-import { h, clear, pill, timeEl, table, field, select, alertBox } from '../ui.js';
+import { h, add, clear, pill, timeEl, table, field, select, alertBox } from '../ui.js';
 import { gql, explain } from '../api.js';
 import { link, navigate } from '../app.js';
 
@@ -64,7 +64,7 @@ export async function renderThreads(ctx) {
       conn = d.threads;
     }
   } catch (e) {
-    results.append(h('h2', { id: 'threads-h' }, 'Threads'), h('div', { class: 'panel-body' }, alertBox('bad', 'Search failed', explain(e))));
+    add(results, h('h2', { id: 'threads-h' }, 'Threads'), h('div', { class: 'panel-body' }, alertBox('bad', 'Search failed', explain(e))));
     conn = null;
   }
   if (conn) {
@@ -84,7 +84,7 @@ export async function renderThreads(ctx) {
     const next = h('button', { type: 'button', id: 'next-page', disabled: end >= total || null }, 'Next →');
     prev.addEventListener('click', () => go(Object.assign({}, f, { page: f.page - 1, status: f.status })));
     next.addEventListener('click', () => go(Object.assign({}, f, { page: f.page + 1, status: f.status })));
-    results.append(
+    add(results, 
       h('div', { class: 'panel-head' }, h('h2', { id: 'threads-h' }, 'Threads'), h('span', { class: 'muted', id: 'threads-count' }, total ? `${start}–${end} of ${total}` : '0 threads')),
       conn.filteredLocally ? h('div', { class: 'panel-body' }, alertBox('info', null, 'The contract filter is applied to this page of ref matches only.')) : null,
       table(cols, conn.threads, { empty: 'No threads match these filters.', caption: 'Threads' }),

@@ -1,6 +1,6 @@
 // Users: list with role and status; admins invite, change roles, suspend,
 // reactivate and archive.
-import { h, clear, pill, timeEl, table, dialog, confirmDialog, field, select, alertBox, copyButton, toast } from '../ui.js';
+import { h, add, clear, pill, timeEl, table, dialog, confirmDialog, field, select, alertBox, copyButton, toast } from '../ui.js';
 import { api, explain } from '../api.js';
 
 const ROLES = [['admin', 'Admin'], ['member', 'Member'], ['viewer', 'Viewer']];
@@ -133,7 +133,7 @@ export async function renderUsers(ctx) {
   }
 
   await load();
-  root.append(
+  add(root, 
     h('div', { class: 'page-head' },
       h('div', {}, h('h1', {}, 'Users'), h('p', { class: 'desc' }, 'People who can sign in to this engine. Invitations send no email: share the sign-in link.')),
       inviteBtn),
