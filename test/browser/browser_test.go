@@ -197,15 +197,9 @@ transitions:
 terminal_steps: [ship]
 `
 
-// ensureGraphQL is a hook for local runs; nil in the committed tree.
-var ensureGraphQL func(t *testing.T, eng *enginetest.Engine)
-
 func TestWebUI(t *testing.T) {
 	ctx := browser(t)
 	eng := enginetest.Start(t, sqldb.SQLite)
-	if ensureGraphQL != nil {
-		ensureGraphQL(t, eng)
-	}
 	okID, _, contractID := seedThreads(t, eng)
 	base := eng.URL
 
