@@ -16,6 +16,12 @@ func TestRunExitCodes(t *testing.T) {
 	if err := os.WriteFile(typo, []byte("servr:\n  listen: 127.0.0.1:1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The test harness's THREADENGINE_TEST_POSTGRES_URL shares the config
+	// prefix and would be refused as the unknown key "test_postgres_url".
+	if v, ok := os.LookupEnv("THREADENGINE_TEST_POSTGRES_URL"); ok {
+		os.Unsetenv("THREADENGINE_TEST_POSTGRES_URL")
+		t.Cleanup(func() { os.Setenv("THREADENGINE_TEST_POSTGRES_URL", v) })
+	}
 	t.Setenv("THREADENGINE_DATABASE__URL", "sqlite://"+filepath.Join(dir, "te.db"))
 	t.Setenv("THREADENGINE_SECURITY__HASH_CHAIN_SECRET", "0123456789abcdef0123456789abcdef")
 	cases := []struct {
