@@ -492,6 +492,49 @@ func TestWebUI(t *testing.T) {
 		shot(t, ctx, "10-phone-menu")
 	})
 
+	t.Run("keyboard: invite dialog opens with Enter, focuses the email field, closes with Escape", func(t *testing.T) {
+		do(t, ctx, "open users", chromedp.Navigate(base+"/ui/users"), chromedp.WaitVisible(css(`#invite-user`)),
+			chromedp.Focus(css(`#invite-user`)), chromedp.KeyEvent("\r"), chromedp.WaitVisible(css(`#invite-form`)))
+		focused := get(t, ctx, "focus", chromedp.Evaluate[string](`document.activeElement.name || document.activeElement.id`))
+		if focused != "email" {
+			t.Fatalf("focus is on %q, want the email field", focused)
+		}
+		do(t, ctx, "escape", chromedp.KeyEvent("\u001b"), chromedp.WaitNotPresent(css(`dialog`)))
+		// Every control in the main navigation is reachable and labelled.
+		unlabelled := get(t, ctx, "labels", chromedp.Evaluate[int](`[...document.querySelectorAll('main input, main select, main button')].filter(el => !(el.labels && el.labels.length) && !el.getAttribute('aria-label') && !el.textContent.trim()).length`))
+		if unlabelled != 0 {
+			t.Fatalf("%d unlabelled controls on the users page", unlabelled)
+		}
+	})
+
+	t.Run("threads pagination", func(t *testing.T) {
+		ctx2 := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Role: domain.RoleAdmin})
+		for i := 0; i < 25; i++ {
+			eng.Clock.Advance(time.Second)
+			if _, err := eng.Server.Threads.StartThread(ctx2, app.StartThreadInput{Refs: map[string]string{"batch": "b1"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		do(t, ctx, "page 1", chromedp.Navigate(base+"/ui/threads"), chromedp.WaitVisible(css(`#next-page`)))
+		if c := text(t, ctx, `#threads-count`); c != "1–25 of 28" {
+			t.Fatalf("page 1 count %q", c)
+		}
+		do(t, ctx, "next", chromedp.Click(css(`#next-page`)), chromedp.WaitVisible(css(`#prev-page:not([disabled])`)))
+		if c := text(t, ctx, `#threads-count`); c != "26–28 of 28" {
+			t.Fatalf("page 2 count %q", c)
+		}
+		if loc := location(t, ctx); !strings.Contains(loc, "page=1") {
+			t.Fatalf("page not in URL: %s", loc)
+		}
+		if n := get(t, ctx, "rows", chromedp.Evaluate[int](`document.querySelectorAll('a[data-thread-id]').length`)); n != 3 {
+			t.Fatalf("%d rows on page 2", n)
+		}
+		if dis := get(t, ctx, "next disabled", chromedp.Evaluate[bool](`document.getElementById('next-page').disabled`)); !dis {
+			t.Fatal("next is enabled on the last page")
+		}
+		do(t, ctx, "back", chromedp.NavigateBack(), chromedp.WaitVisible(css(`#prev-page[disabled]`)))
+	})
+
 	t.Run("sign out", func(t *testing.T) {
 		var loc string
 		do(t, ctx, "sign out",
@@ -505,5 +548,26 @@ func TestWebUI(t *testing.T) {
 		if !strings.Contains(loc, "/login") {
 			t.Fatalf("after sign-out %s", loc)
 		}
+	})
+
+	t.Run("a member sees read-only administration", func(t *testing.T) {
+		m, key := eng.NewUser(t, domain.RoleMember)
+		do(t, ctx, "sign in as member",
+			chromedp.Navigate(base+"/login"),
+			chromedp.WaitVisible(css(`#api-key`)),
+			chromedp.SendKeys(css(`#api-key`), key),
+			chromedp.Click(css(`#apikey-submit`)),
+			chromedp.WaitVisible(css(`#whoami`)),
+			chromedp.Navigate(base+"/ui/users"),
+			chromedp.WaitVisible(css(`tr[data-email="`+m.Email+`"]`)))
+		if n := get(t, ctx, "admin controls", chromedp.Evaluate[int](`document.querySelectorAll('main td.actions, main select[name=role]').length + (document.getElementById('invite-user').hidden ? 0 : 1)`)); n != 0 {
+			t.Fatalf("a member sees %d user-management controls", n)
+		}
+		do(t, ctx, "settings", chromedp.Navigate(base+"/ui/settings/engine"), chromedp.WaitVisible(css(`#engine-url[disabled]`)))
+		do(t, ctx, "keys", chromedp.Navigate(base+"/ui/api-keys"), chromedp.WaitVisible(css(`#key-form`)))
+		if n := get(t, ctx, "key type", chromedp.Evaluate[int](`document.querySelectorAll('#key-form input[name=kind]').length`)); n != 0 {
+			t.Fatal("a member is offered service-account keys")
+		}
+		shot(t, ctx, "11-member-keys")
 	})
 }

@@ -95,6 +95,10 @@ function renderShell() {
   const banner = h('div', { id: 'banner', class: 'banner' });
   const content = h('main', { class: 'content', id: 'main', tabindex: '-1' });
   add(app, sidebar, h('div', { class: 'main' }, topbar, banner, content));
+  // On a phone the open menu covers the page; a tap beside it closes it.
+  app.querySelector('.main').addEventListener('click', (e) => {
+    if (app.classList.contains('nav-open') && !menuBtn.contains(e.target)) { app.classList.remove('nav-open'); menuBtn.setAttribute('aria-expanded', 'false'); }
+  });
   app.addEventListener('keydown', (e) => {
     if (e.key === 'Escape' && app.classList.contains('nav-open')) { app.classList.remove('nav-open'); menuBtn.focus(); }
   });
