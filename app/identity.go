@@ -18,6 +18,10 @@ import (
 // BootstrapOwner and read by ExchangeLicenseKey.
 const OwnerSettingKey = "owner_user_id"
 
+// touchInterval is how stale a key's last_used_at may get before a use
+// rewrites it.
+const touchInterval = time.Minute
+
 // maxKeyLifetimeDays bounds expires_in_days so a typo cannot mint a
 // practically eternal key by overflow.
 const maxKeyLifetimeDays = 3650
@@ -93,8 +97,12 @@ func (s *Identity) AuthenticateAPIKey(ctx context.Context, secret string) (domai
 	if err := domain.CheckPrincipalActive(kind, subj); err != nil {
 		return domain.Principal{}, err
 	}
-	if err := s.d.APIKeys.TouchAPIKey(ctx, k.ID, now); err != nil {
-		s.d.Log.Debug("touch api key", "key_id", k.ID, "err", err)
+	// last_used_at is informational: skip the write (which on SQLite takes
+	// the database write lock) while the stored value is recent.
+	if k.LastUsedAt == nil || now.Sub(*k.LastUsedAt) >= touchInterval {
+		if err := s.d.APIKeys.TouchAPIKey(ctx, k.ID, now); err != nil {
+			s.d.Log.Debug("touch api key", "key_id", k.ID, "err", err)
+		}
 	}
 	p := domain.PrincipalOf(subj)
 	p.Via = domain.CredentialAPIKey
