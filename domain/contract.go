@@ -1,7 +1,10 @@
 package domain
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"sort"
 	"strconv"
@@ -37,6 +40,8 @@ const (
 	// only repeat the same mistakes (and YAML aliases could multiply them).
 	MaxContractProblems = 200
 	maxListItems        = 1024
+	// MaxContractVersion fits the INTEGER column on both databases.
+	MaxContractVersion = 1<<31 - 1
 )
 
 // Contract is a parsed, validated contract version. A Contract returned by
@@ -212,9 +217,20 @@ func (p *contractParser) parse(src []byte) Contract {
 		p.add("", "contract source is %d bytes; the limit is %d", len(src), MaxContractSourceBytes)
 		return c
 	}
+	// Stored sources are TEXT: PostgreSQL refuses NUL and invalid UTF-8.
+	if !utf8.Valid(src) || bytes.IndexByte(src, 0) >= 0 {
+		p.add("", "contract source must be UTF-8 text without NUL characters")
+		return c
+	}
 	var doc yaml.Node
-	if err := yaml.Unmarshal(src, &doc); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(src))
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
 		p.add("", "not valid YAML: %s", err.Error())
+		return c
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) && !emptyDocument(&extra) {
+		p.add("", "a contract must be a single YAML document (remove the second '---')")
 		return c
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
@@ -238,8 +254,11 @@ func (p *contractParser) parse(src []byte) Contract {
 			c.Name = p.str(v, key)
 		case "version":
 			c.Version = p.int(v, key)
-			if c.Version < 1 && deref(v).Tag == "!!int" {
+			switch {
+			case c.Version < 1 && deref(v).Tag == "!!int":
 				p.add(key, "version must be an integer of at least 1")
+			case c.Version > MaxContractVersion:
+				p.add(key, "version must be at most %d", MaxContractVersion)
 			}
 		case "description":
 			c.Description = p.str(v, key)
@@ -608,6 +627,10 @@ func (p *contractParser) str(n *yaml.Node, field string) string {
 	if n.Tag == "!!null" {
 		return ""
 	}
+	if strings.IndexByte(n.Value, 0) >= 0 {
+		p.add(field, "must not contain NUL characters")
+		return ""
+	}
 	return n.Value
 }
 
@@ -640,7 +663,10 @@ func (p *contractParser) strList(n *yaml.Node, field string, scalarOK bool) []st
 			return nil
 		}
 		if scalarOK {
-			return []string{n.Value}
+			if v := p.str(n, field); v != "" {
+				return []string{v}
+			}
+			return nil
 		}
 	case yaml.SequenceNode:
 		if len(n.Content) > maxListItems {
@@ -655,8 +681,8 @@ func (p *contractParser) strList(n *yaml.Node, field string, scalarOK bool) []st
 				p.add(f, "must be a string")
 				continue
 			}
-			if item.Value == "" {
-				p.add(f, "must not be empty")
+			if item.Value == "" || strings.IndexByte(item.Value, 0) >= 0 {
+				p.add(f, "must not be empty or contain NUL characters")
 				continue
 			}
 			out = append(out, item.Value)
@@ -727,6 +753,14 @@ func deref(n *yaml.Node) *yaml.Node {
 		return &yaml.Node{}
 	}
 	return n
+}
+
+// emptyDocument is a document with nothing in it, as a trailing "---" makes.
+func emptyDocument(n *yaml.Node) bool {
+	if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
+		n = n.Content[0]
+	}
+	return n.Kind == 0 || (n.Kind == yaml.ScalarNode && n.Tag == "!!null" && n.Value == "")
 }
 
 func mapValue(n *yaml.Node, key string) (*yaml.Node, bool) {

@@ -173,6 +173,13 @@ func TestParseContractProblems(t *testing.T) {
 		{"terminal unknown", base("terminal_steps: [z]\n"), "terminal_steps[0]", `terminal step "z" is not a step`},
 		{"terminal empty string", base("terminal_steps: ['']\n"), "terminal_steps[0]", "must not be empty"},
 		{"too many steps", "contract_name: c\nversion: 1\nentry_points: [s0]\nsteps:\n" + manySteps(MaxContractSteps+1), "steps", "at most 512 steps"},
+		{"version too big", strings.Replace(base(""), "version: 1", "version: 2147483648", 1), "version", "at most 2147483647"},
+		{"version beyond int64", strings.Replace(base(""), "version: 1", "version: 99999999999999999999", 1), "version", "must be an integer"},
+		{"NUL escape in description", base("description: \"a\\0b\"\n"), "description", "NUL"},
+		{"NUL escape in list", strings.Replace(base(""), "entry_points: [a]", "entry_points: [\"a\\0\"]", 1), "entry_points[0]", "NUL"},
+		{"raw NUL byte", base("description: a\x00b\n"), "", "UTF-8 text without NUL"},
+		{"invalid UTF-8", base("description: \xff\xfe\n"), "", "UTF-8 text without NUL"},
+		{"two documents", base("---\ncontract_name: d\n"), "", "single YAML document"},
 		{"too large", "contract_name: c\n#" + strings.Repeat("x", MaxContractSourceBytes), "", "the limit is"},
 	}
 	for _, tt := range tests {
@@ -272,6 +279,15 @@ func hasProblem(err error, field, msg string) bool {
 		}
 	}
 	return false
+}
+
+func TestParseContractDocumentMarkers(t *testing.T) {
+	body := "contract_name: c\nversion: 1\nentry_points: [a]\nsteps: [{id: a}]\n"
+	for _, src := range []string{"---\n" + body, body + "---\n", body + "...\n", "# comment\n---\n" + body + "---\n# end\n"} {
+		if _, err := ParseContract([]byte(src)); err != nil {
+			t.Errorf("%q: %v %v", src, err, ContractProblems(err))
+		}
+	}
 }
 
 func TestParseContractTerminalWithOutgoingTransitionsIsFine(t *testing.T) {
@@ -405,6 +421,8 @@ func FuzzParseContract(f *testing.F) {
 	f.Add([]byte(""))
 	f.Add([]byte("contract_name: c\nversion: 1\nentry_points: [a]\nsteps: [{id: a}]"))
 	f.Add([]byte("a: &a [*a]"))
+	f.Add([]byte("contract_name: c\nversion: 1\nentry_points: [a]\nsteps: [{id: a}]\n---\nx: 1\n"))
+	f.Add([]byte("description: \"\\0\"\nversion: 2147483648"))
 	f.Add([]byte("x: &st {id: a, junk: 1, to: &l [a, a]}\nsteps: [*st, *st, *st]\ntransitions: [*st, {from: a, to: *l}]\nentry_points: *l"))
 	f.Add([]byte("contract_name: c\nversion: 1\nentry_points: [a]\nsteps: [{id: a, timeout: 1d, business_context: {required: [x], optional: y}}]\nterminal_steps: a"))
 	f.Add([]byte("steps: [[], {}, 1, null, {id: null}]\ntransitions: [{from: [x], to: {y: 1}}]"))
@@ -432,6 +450,17 @@ func FuzzParseContract(f *testing.F) {
 					t.Fatalf("transition names unknown step %q", to)
 				}
 			}
+		}
+		// Validation of any step of an accepted contract never panics.
+		t0 := time.Unix(0, 0)
+		var snap ThreadSnapshot
+		for i, st := range c.Steps {
+			r := ValidateStep(c, snap, StepInput{Name: st.Name, Status: "success", Attempt: i%3 + 1,
+				StartedAt: t0, FinishedAt: t0.Add(time.Hour)}, t0.Add(time.Duration(i)*time.Hour))
+			if r.OverallStatus == "" {
+				t.Fatal("empty overall status")
+			}
+			snap.Steps = append(snap.Steps, RecordedStep{Name: st.Name, Status: "success"})
 		}
 	})
 }

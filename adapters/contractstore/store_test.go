@@ -104,6 +104,28 @@ func TestPutAndGet(t *testing.T) {
 	})
 }
 
+// TestTextRoundTrip stores characters JSON and JSONB treat specially.
+func TestTextRoundTrip(t *testing.T) {
+	eachDialect(t, func(t *testing.T, s *contractstore.Store) {
+		src := []byte("contract_name: text\nversion: 1\ndescription: \"Zürich ✓ <b>&amp; \\\"q\\\" \\t 😀\"\nentry_points: [\"étape 1\"]\nsteps: [{id: \"étape 1\", business_context: {required: [\"clé\"]}}]\n")
+		c, err := domain.ParseContract(src)
+		if err != nil {
+			t.Fatalf("%v %v", err, domain.ContractProblems(err))
+		}
+		if err := s.PutContractVersion(ctx, c, src, "u", t0); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.GetContract(ctx, "text", 1)
+		if err != nil || !reflect.DeepEqual(got, c) {
+			t.Fatalf("round trip\n got %+v\nwant %+v (%v)", got, c, err)
+		}
+		back, _, err := s.GetContractSource(ctx, "text", 1)
+		if err != nil || string(back) != string(src) {
+			t.Fatalf("source = %q, %v", back, err)
+		}
+	})
+}
+
 func TestVersionMustIncrease(t *testing.T) {
 	eachDialect(t, func(t *testing.T, s *contractstore.Store) {
 		if _, _, err := put(t, s, "c", 2, t0); err != nil {
