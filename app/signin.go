@@ -134,7 +134,7 @@ func (s *SignIn) viaBinding(ctx context.Context, b ports.IdentityBinding, ownerE
 		return domain.User{}, notFoundAs(err, errNotInvited())
 	}
 	if ownerEmail != "" && u.Email == ownerEmail {
-		return s.ensureOwner(ctx, &u, "")
+		return s.ensureOwner(ctx, &u, ownerEmail, "")
 	}
 	return s.activate(ctx, u.ID)
 }
@@ -161,9 +161,9 @@ func (s *SignIn) viaEmail(ctx context.Context, id RegistryIdentity, ownerEmail s
 			if err := s.checkUnbound(ctx, existing.ID); err != nil {
 				return domain.User{}, err
 			}
-			u, err = s.ensureOwner(ctx, &existing, id.Name)
+			u, err = s.ensureOwner(ctx, &existing, ownerEmail, id.Name)
 		} else {
-			u, err = s.ensureOwner(ctx, nil, id.Name)
+			u, err = s.ensureOwner(ctx, nil, ownerEmail, id.Name)
 		}
 		if err != nil {
 			return domain.User{}, err
@@ -249,12 +249,11 @@ func (s *SignIn) activate(ctx context.Context, userID string) (domain.User, erro
 // ensureOwner makes the license owner an active admin: created on first
 // sign-in, otherwise promoted and (re)activated. The registry's word on who
 // owns the license outranks local status, except archival, which is final.
-func (s *SignIn) ensureOwner(ctx context.Context, existing *domain.User, name string) (domain.User, error) {
+func (s *SignIn) ensureOwner(ctx context.Context, existing *domain.User, email, name string) (domain.User, error) {
 	now := s.now()
 	var u domain.User
 	if existing == nil {
-		lic := s.d.License.Current(ctx, s.d.Product)
-		owner, err := domain.NewInvitedUser(s.d.NewID(), lic.Info.OwnerEmail, name, domain.RoleAdmin, now)
+		owner, err := domain.NewInvitedUser(s.d.NewID(), email, name, domain.RoleAdmin, now)
 		if err != nil {
 			return domain.User{}, err
 		}
