@@ -50,7 +50,17 @@ type Auth struct {
 	// ProviderLogoutURL, when set (by the OIDC adapter), returns the URL that
 	// ends the provider's session for a signed-out session, or "".
 	ProviderLogoutURL func(sess domain.Session) string
+
+	// exchangeFailures throttles guessing at /auth/api-key/exchange
+	// (license keys may have far less entropy than API keys).
+	exchangeFailures *failureLimiter
 }
+
+// Failed exchanges allowed per client address per window.
+const (
+	exchangeFailureLimit  = 20
+	exchangeFailureWindow = time.Minute
+)
 
 // NewAuth builds the HTTP authentication for the given origins.
 func NewAuth(id *app.Identity, publicURL, browserOrigin string) *Auth {
@@ -60,7 +70,8 @@ func NewAuth(id *app.Identity, publicURL, browserOrigin string) *Auth {
 	}
 	return &Auth{
 		Authn: id, Identity: id, Origin: origin, PublicURL: strings.TrimSuffix(publicURL, "/"),
-		Secure: strings.HasPrefix(publicURL, "https://"),
+		Secure:           strings.HasPrefix(publicURL, "https://"),
+		exchangeFailures: newFailureLimiter(exchangeFailureLimit, exchangeFailureWindow),
 	}
 }
 

@@ -257,6 +257,9 @@ func (a *Auth) exchange(c echo.Context) error {
 	if o := c.Request().Header.Get(echo.HeaderOrigin); o != "" && o != a.OriginFor(c.Request()) {
 		return WriteProblem(c, errOriginDenied)
 	}
+	if limited, err := a.exchangeFailures.rejectIfLimited(c); limited {
+		return err
+	}
 	var req exchangeRequest
 	if err := DecodeJSON(c, &req); err != nil {
 		return WriteProblem(c, err)
@@ -278,6 +281,9 @@ func (a *Auth) exchange(c echo.Context) error {
 		return WriteProblem(c, domain.Invalid("api_key", "api_key or license_key is required"))
 	}
 	if err != nil {
+		if domain.KindOf(err) == domain.KindUnauthenticated {
+			a.exchangeFailures.fail(peerIP(c.Request()), time.Now())
+		}
 		return WriteProblem(c, err)
 	}
 	a.SetSessionCookie(c, token, sess.ExpiresAt)

@@ -286,3 +286,21 @@ func TestMetricsAndHealth(t *testing.T) {
 		wantStatus(t, resp, body, http.StatusOK)
 	})
 }
+
+// TestExchangeThrottlesFailures: 20 failed exchanges a minute per address,
+// then 429 with Retry-After, even for a valid key.
+func TestExchangeThrottlesFailures(t *testing.T) {
+	e := enginetest.Start(t, sqldb.SQLite)
+	for i := 0; i < 20; i++ {
+		resp, body := e.Do(t, http.MethodPost, "/auth/api-key/exchange", "", map[string]any{"api_key": "td_guess"})
+		wantProblem(t, resp, body, http.StatusUnauthorized, "unauthenticated")
+	}
+	resp, body := e.Do(t, http.MethodPost, "/auth/api-key/exchange", "", map[string]any{"api_key": e.AdminKey})
+	wantProblem(t, resp, body, http.StatusTooManyRequests, "rate_limited")
+	if resp.Header.Get("Retry-After") == "" {
+		t.Fatal("no Retry-After")
+	}
+	// other routes are not affected
+	resp, body = e.Do(t, http.MethodGet, "/v1/users", e.AdminKey, nil)
+	wantStatus(t, resp, body, http.StatusOK)
+}
