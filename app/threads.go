@@ -55,8 +55,9 @@ type Threads struct {
 	hub       *Hub
 	log       *slog.Logger
 
-	cmu   sync.RWMutex
-	cache map[string]domain.Contract // "name:version" → contract (versions are immutable)
+	cmu        sync.RWMutex
+	cache      map[string]domain.Contract // "name:version" → contract (versions are immutable)
+	threadRefs map[string]contractRef     // thread id → its contract
 }
 
 // NewThreads wires the use cases. secret keys the hash chain and invitations.
@@ -69,7 +70,7 @@ func NewThreads(store ports.ThreadStore, contracts ports.Contracts, clock ports.
 	}
 	return &Threads{store: store, contracts: contracts, clock: clock, secret: secret,
 		inviteKey: deriveKey(secret, "threadengine-invite-v1"), hub: NewHub(log), log: log,
-		cache: map[string]domain.Contract{}}
+		cache: map[string]domain.Contract{}, threadRefs: map[string]contractRef{}}
 }
 
 // Hub is the live notification router shared by WebSocket sessions.
@@ -123,6 +124,7 @@ func (t *Threads) StartThread(ctx context.Context, in StartThreadInput) (ports.T
 	if err := t.store.CreateThread(ctx, th, in.Refs, owner); err != nil {
 		return ports.ThreadRecord{}, err
 	}
+	t.rememberThread(th.ID, contractRef{th.ContractName, th.ContractVersion})
 	return th, nil
 }
 
@@ -210,14 +212,14 @@ func (t *Threads) RecordStep(ctx context.Context, in RecordStepInput) (StepResul
 		return StepResult{}, err
 	}
 	// The contract is read before the transaction so the row lock is held only
-	// for the append itself.
-	th, err := t.store.GetThread(ctx, in.ThreadID)
+	// for the append itself (and SQLite's single connection is not needed twice).
+	ref, err := t.threadContract(ctx, in.ThreadID)
 	if err != nil {
 		return StepResult{}, err
 	}
 	var c *domain.Contract
-	if th.ContractName != "" {
-		cc, err := t.contract(ctx, th.ContractName, th.ContractVersion)
+	if ref.name != "" {
+		cc, err := t.contract(ctx, ref.name, ref.version)
 		if err != nil {
 			return StepResult{}, err
 		}
@@ -353,6 +355,42 @@ func (t *Threads) planStep(v ports.StepTx, c *domain.Contract, p domain.Principa
 	*res = StepResult{StepID: stepID, StepName: in.StepName, IdempotencyKey: in.IdempotencyKey, Status: in.Status,
 		Attempt: attempt, RetryCount: state.RetryCount, ThreadStatus: th.Status, Validation: res.Validation}
 	return plan, nil
+}
+
+type contractRef struct {
+	name    string
+	version int
+}
+
+// maxThreadRefs bounds the thread → contract cache; when full it starts over.
+const maxThreadRefs = 100_000
+
+// threadContract returns the contract a thread was started with. A thread's
+// contract never changes, so the answer is cached and the hot path of
+// recording a step skips one query.
+func (t *Threads) threadContract(ctx context.Context, threadID string) (contractRef, error) {
+	t.cmu.RLock()
+	ref, ok := t.threadRefs[threadID]
+	t.cmu.RUnlock()
+	if ok {
+		return ref, nil
+	}
+	th, err := t.store.GetThread(ctx, threadID)
+	if err != nil {
+		return contractRef{}, err
+	}
+	ref = contractRef{th.ContractName, th.ContractVersion}
+	t.rememberThread(th.ID, ref)
+	return ref, nil
+}
+
+func (t *Threads) rememberThread(id string, ref contractRef) {
+	t.cmu.Lock()
+	if len(t.threadRefs) >= maxThreadRefs {
+		t.threadRefs = map[string]contractRef{}
+	}
+	t.threadRefs[id] = ref
+	t.cmu.Unlock()
 }
 
 func accessRole(a *ports.ThreadAccess) string {
