@@ -5,6 +5,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -26,6 +27,7 @@ import (
 	"github.com/threadengine/engine/adapters/graphqlapi"
 	"github.com/threadengine/engine/adapters/httpapi"
 	"github.com/threadengine/engine/adapters/identitystore"
+	"github.com/threadengine/engine/adapters/mcpapi"
 	"github.com/threadengine/engine/adapters/otlp"
 	"github.com/threadengine/engine/adapters/registry"
 	"github.com/threadengine/engine/adapters/sqldb"
@@ -35,6 +37,7 @@ import (
 	"github.com/threadengine/engine/adapters/wsapi"
 	"github.com/threadengine/engine/app"
 	"github.com/threadengine/engine/ports"
+	"github.com/threadengine/engine/schema"
 )
 
 // Options are knobs tests and commands set beyond the config file.
@@ -172,6 +175,17 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 		return err
 	}
 	s.GraphQL.Mount(s.Echo, s.Auth.Authenticate)
+
+	// --- MCP for AI agents: /mcp (streamable HTTP) over s.Queries and s.GraphQL, API-key auth ---
+	{
+		gql := s.GraphQL
+		mcpH := mcpapi.New(mcpapi.Deps{Queries: s.Queries, Actors: app.NewActors(s.Store, s.Store), Schema: schema.GraphQL, Log: s.Log,
+			GraphQL: func(ctx context.Context, query, op string, vars map[string]any) (json.RawMessage, error) {
+				resp, _ := gql.Execute(ctx, graphqlapi.Request{Query: query, OperationName: op, Variables: vars})
+				return json.Marshal(resp)
+			}})
+		s.Echo.Any("/mcp", echo.WrapHandler(mcpH), s.Auth.Middleware())
+	}
 
 	// --- browser sign-in through the identity registry (OIDC: /login, /auth/login, /auth/callback) and license checks ---
 	{
