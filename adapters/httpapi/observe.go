@@ -10,6 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/threadengine/engine/app"
 )
 
 // Metrics holds the engine's Prometheus registry. It is per server (not the
@@ -75,10 +77,15 @@ func Observe(m *Metrics, log *slog.Logger) echo.MiddlewareFunc {
 			} else if status >= http.StatusInternalServerError {
 				level = slog.LevelError
 			}
-			log.LogAttrs(c.Request().Context(), level, "http request",
+			attrs := []slog.Attr{
 				slog.String("method", c.Request().Method), slog.String("route", rt), slog.String("path", c.Request().URL.Path),
 				slog.Int("status", status), slog.Duration("duration", d), slog.Int64("bytes", c.Response().Size),
-				slog.String("remote", c.RealIP()))
+				slog.String("remote", c.RealIP()),
+			}
+			if p, ok := app.PrincipalFrom(c.Request().Context()); ok {
+				attrs = append(attrs, slog.String("principal", string(p.Kind)+":"+p.ID))
+			}
+			log.LogAttrs(c.Request().Context(), level, "http request", attrs...)
 			return nil
 		}
 	}
