@@ -96,6 +96,21 @@ func noJunk(t *testing.T, ctx context.Context, page string) {
 	}
 }
 
+// void drops an action's value so it can run in a do sequence.
+func void[T any](a chromedp.Action[T]) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		_, err := a(ctx, t)
+		return chromedp.Void{}, err
+	}
+}
+
+// waitText waits until the element's trimmed text is want.
+func waitText(sel, want string) chromedp.Action[chromedp.Void] {
+	js, _ := json.Marshal(sel)
+	w, _ := json.Marshal(want)
+	return void(chromedp.Poll[bool](`(document.querySelector(` + string(js) + `)?.textContent || '').trim() === ` + string(w)))
+}
+
 func css(s string) chromedp.CSS { return chromedp.CSS(s) }
 
 func artifacts(t *testing.T) string {
@@ -237,7 +252,8 @@ func TestWebUI(t *testing.T) {
 		shot(t, ctx, "02-threads")
 		do(t, ctx, "filter by ref",
 			chromedp.SendKeys(css(`#thread-filters input[name=ref]`), "ORD-1001"),
-			chromedp.Submit(css(`#thread-filters input[name=ref]`)),
+			chromedp.Click(css(`#thread-filters button[type=submit]`)),
+			waitText(`#threads-count`, "1–1 of 1"),
 			chromedp.WaitVisible(css(`a[data-thread-id="`+okID+`"]`)))
 		count = text(t, ctx, `#threads-count`)
 		if count != "1–1 of 1" {
@@ -354,6 +370,38 @@ func TestWebUI(t *testing.T) {
 			chromedp.WaitVisible(css(row+`[data-status=active]`)))
 		if u, _ := eng.Server.Store.GetUser(context.Background(), m.ID); u.Status != domain.StatusActive {
 			t.Fatalf("after reactivate: %s", u.Status)
+		}
+		// Change the role with the row's select.
+		do(t, ctx, "change role",
+			chromedp.SetValue(css(`select[aria-label="Role of `+m.Email+`"]`), "viewer"),
+			void(chromedp.Evaluate[bool](`document.querySelector('select[aria-label="Role of `+m.Email+`"]').dispatchEvent(new Event('change'))`)),
+			chromedp.WaitVisible(css(`#users-msg .alert.ok`)))
+		if u, _ := eng.Server.Store.GetUser(context.Background(), m.ID); u.Role != domain.RoleViewer {
+			t.Fatalf("after role change: %s", u.Role)
+		}
+	})
+
+	t.Run("archive asks for confirmation and is permanent", func(t *testing.T) {
+		row := `tr[data-email="ada@example.com"]`
+		do(t, ctx, "cancel archive",
+			chromedp.Navigate(base+"/ui/users"),
+			chromedp.WaitVisible(css(row+`[data-status=invited]`)),
+			chromedp.Click(css(`button[aria-label="Archive ada@example.com"]`)),
+			chromedp.WaitVisible(css(`dialog .btn-danger.solid`)))
+		if msg := text(t, ctx, `dialog`); !strings.Contains(msg, "permanent") {
+			t.Fatalf("archive dialog %q does not say it is permanent", msg)
+		}
+		do(t, ctx, "cancel", chromedp.Click(css(`dialog .dialog-foot button:first-child`)), chromedp.WaitNotPresent(css(`dialog`)))
+		if u, _ := eng.Server.Store.GetUserByEmail(context.Background(), "ada@example.com"); u.Status != domain.StatusInvited {
+			t.Fatalf("cancel archived anyway: %s", u.Status)
+		}
+		do(t, ctx, "archive",
+			chromedp.Click(css(`button[aria-label="Archive ada@example.com"]`)),
+			chromedp.WaitVisible(css(`dialog .btn-danger.solid`)),
+			chromedp.Click(css(`dialog .btn-danger.solid`)),
+			chromedp.WaitVisible(css(row+`[data-status=archived]`)))
+		if n := get(t, ctx, "archived actions", chromedp.Evaluate[int](`document.querySelectorAll('`+row+` button, `+row+` select').length`)); n != 0 {
+			t.Fatalf("an archived user still has %d controls", n)
 		}
 	})
 
