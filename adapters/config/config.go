@@ -118,6 +118,12 @@ func Load(path string, environ []string) (Config, error) {
 			continue
 		}
 		key := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(name, EnvPrefix), "__", "."))
+		// Only variables naming a config section are config; others with the
+		// prefix (THREADENGINE_API_KEY for the CLI, test settings) are not ours.
+		section, _, nested := strings.Cut(key, ".")
+		if !nested || !knownSections[section] {
+			continue
+		}
 		envMap[key] = val
 	}
 	if err := k.Load(confmap.Provider(envMap, "."), nil); err != nil {
@@ -132,6 +138,8 @@ func Load(path string, environ []string) (Config, error) {
 	}
 	return c, c.Validate()
 }
+
+var knownSections = map[string]bool{"server": true, "database": true, "registry": true, "auth": true, "security": true, "log": true}
 
 var knownKeys = map[string]bool{
 	"server.listen": true, "server.public_url": true, "server.shutdown_timeout": true,

@@ -56,6 +56,12 @@ func TestInvalidValuesNameTheKey(t *testing.T) {
 	}
 }
 
+func TestUnrelatedPrefixedVariablesAreIgnored(t *testing.T) {
+	if _, err := Load("", []string{"THREADENGINE_API_KEY=td_x", "THREADENGINE_TEST_POSTGRES_URL=postgres://x", "THREADENGINE_CONFIG=/x"}); err != nil {
+		t.Fatalf("non-config variables rejected: %v", err)
+	}
+}
+
 func TestMissingFileFails(t *testing.T) {
 	if _, err := Load("/nonexistent/threadengine.yaml", nil); err == nil {
 		t.Fatal("missing config file accepted")
