@@ -71,7 +71,9 @@ type session struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	mu          sync.Mutex // guards principal (re-checked by pingLoop)
 	principal   *domain.Principal
+	apiKey      string
 	serviceName string
 	threads     []string // started or joined here, in order (inviteParty default)
 	hub         *app.HubSession
@@ -141,6 +143,31 @@ func (s *session) writeLoop() {
 	}
 }
 
+// recheck re-authenticates the connection's key, so a revoked or expired
+// key, a deactivated user or a changed role takes effect on open sockets
+// within one ping interval.
+func (s *session) recheck() {
+	s.mu.Lock()
+	key, connected := s.apiKey, s.principal != nil
+	s.mu.Unlock()
+	if !connected {
+		return
+	}
+	p, err := s.h.Authn.AuthenticateAPIKey(s.ctx, key)
+	if err != nil {
+		k := domain.KindOf(err)
+		if k == domain.KindInternal || k == domain.KindUnavailable {
+			return // keep the connection through a database hiccup
+		}
+		_ = s.conn.Close(websocket.StatusPolicyViolation, "API key no longer valid")
+		s.shutdown()
+		return
+	}
+	s.mu.Lock()
+	s.principal = &p
+	s.mu.Unlock()
+}
+
 func (s *session) pingLoop() {
 	every := s.h.PingInterval
 	if every <= 0 {
@@ -160,6 +187,7 @@ func (s *session) pingLoop() {
 				s.shutdown()
 				return
 			}
+			s.recheck()
 		}
 	}
 }
@@ -239,11 +267,14 @@ func (s *session) handle(data []byte) bool {
 	if m.Action == "connect" {
 		return s.connect(m)
 	}
-	if s.principal == nil {
+	s.mu.Lock()
+	pp := s.principal
+	s.mu.Unlock()
+	if pp == nil {
 		s.send(errorReply(m.Action, "Not connected: send connect with an API key first"))
 		return false
 	}
-	ctx := app.WithPrincipal(s.ctx, *s.principal)
+	ctx := app.WithPrincipal(s.ctx, *pp)
 	switch m.Action {
 	case "startThread":
 		s.startThread(ctx, m)
@@ -286,7 +317,10 @@ func (s *session) handle(data []byte) bool {
 }
 
 func (s *session) connect(m Message) bool {
-	if s.principal != nil {
+	s.mu.Lock()
+	already := s.principal != nil
+	s.mu.Unlock()
+	if already {
 		s.send(errorReply("connect", "Already connected"))
 		return false
 	}
@@ -308,7 +342,9 @@ func (s *session) connect(m Message) bool {
 		s.flushAndClose(websocket.StatusPolicyViolation, "invalid API key")
 		return true
 	}
-	s.principal = &p
+	s.mu.Lock()
+	s.principal, s.apiKey = &p, key
+	s.mu.Unlock()
 	s.serviceName = m.Str("serviceName")
 	maxInFlight := m.Int("maxInFlight", 10)
 	s.hub = s.h.Threads.Hub().Register(s, p.ID, maxInFlight)

@@ -1,0 +1,86 @@
+package wsapi
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/domain"
+)
+
+type fakeAuthn struct{ revoked atomic.Bool }
+
+func (f *fakeAuthn) AuthenticateAPIKey(_ context.Context, secret string) (domain.Principal, error) {
+	if secret != "good" || f.revoked.Load() {
+		return domain.Principal{}, domain.ErrUnauthenticated
+	}
+	return domain.Principal{Kind: domain.PrincipalUser, ID: "u1", Role: domain.RoleMember}, nil
+}
+
+func (f *fakeAuthn) AuthenticateSession(context.Context, string) (domain.Principal, error) {
+	return domain.Principal{}, domain.ErrUnauthenticated
+}
+
+// A key revoked while its socket is open stops working within a ping interval.
+func TestRevokedKeyClosesOpenSocket(t *testing.T) {
+	authn := &fakeAuthn{}
+	h := &Handler{Threads: app.NewThreads(nil, nil, nil, []byte("k"), nil), Authn: authn, PingInterval: 100 * time.Millisecond}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, _, err := websocket.Dial(ctx, strings.Replace(srv.URL, "http", "ws", 1), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseNow()
+	frames := make(chan string, 16)
+	readErr := make(chan error, 1)
+	go func() { // a reader answers pings, as SDK socket libraries do
+		for {
+			_, data, err := conn.Read(context.Background())
+			if err != nil {
+				readErr <- err
+				return
+			}
+			frames <- string(data)
+		}
+	}()
+	send := func(m map[string]any) string {
+		b, _ := json.Marshal(m)
+		if err := conn.Write(ctx, websocket.MessageText, b); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case f := <-frames:
+			return f
+		case err := <-readErr:
+			t.Fatalf("read: %v", err)
+		}
+		return ""
+	}
+	if f := send(map[string]any{"action": "connect", "apiKey": "good"}); !strings.Contains(f, `"status":"success"`) {
+		t.Fatalf("connect: %s", f)
+	}
+	// Pings (answered) and re-checks keep a valid connection open.
+	time.Sleep(350 * time.Millisecond)
+	if f := send(map[string]any{"action": "heartbeat"}); !strings.Contains(f, "heartbeat") {
+		t.Fatalf("heartbeat: %s", f)
+	}
+	authn.revoked.Store(true)
+	select {
+	case err := <-readErr:
+		if websocket.CloseStatus(err) != websocket.StatusPolicyViolation {
+			t.Fatalf("after revocation: %v, want close 1008", err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("socket still open 3s after the key was revoked")
+	}
+}
