@@ -143,8 +143,8 @@ var knownSections = map[string]bool{"server": true, "database": true, "registry"
 
 var knownKeys = map[string]bool{
 	"server.listen": true, "server.public_url": true, "server.shutdown_timeout": true,
-	"database.url":    true,
-	"registry.url":    true, "registry.license_key": true, "registry.browser_origin": true,
+	"database.url": true,
+	"registry.url": true, "registry.license_key": true, "registry.browser_origin": true,
 	"registry.client_id": true, "registry.client_secret": true, "registry.product": true, "registry.check_interval": true,
 	"auth.session_ttl":           true,
 	"security.hash_chain_secret": true,
