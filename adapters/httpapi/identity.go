@@ -28,7 +28,7 @@ type UserJSON struct {
 func UserToJSON(u domain.User) UserJSON {
 	return UserJSON{
 		ID: u.ID, Email: u.Email, FullName: u.FullName, Role: string(u.Role), Status: string(u.Status),
-		CreatedAt: u.CreatedAt.UTC(), UpdatedAt: u.UpdatedAt.UTC(), ActivatedAt: utcPtr(u.ActivatedAt), LastLoginAt: utcPtr(u.LastLoginAt),
+		CreatedAt: utc(u.CreatedAt), UpdatedAt: utc(u.UpdatedAt), ActivatedAt: utcPtr(u.ActivatedAt), LastLoginAt: utcPtr(u.LastLoginAt),
 	}
 }
 
@@ -49,7 +49,7 @@ type APIKeyJSON struct {
 // APIKeyToJSON converts a domain key.
 func APIKeyToJSON(k domain.APIKey) APIKeyJSON {
 	j := APIKeyJSON{
-		ID: k.ID, Name: k.Name, KeyPrefix: k.Prefix, Kind: "service_account", CreatedAt: k.CreatedAt.UTC(),
+		ID: k.ID, Name: k.Name, KeyPrefix: k.Prefix, Kind: "service_account", CreatedAt: utc(k.CreatedAt),
 		LastUsedAt: utcPtr(k.LastUsedAt), ExpiresAt: utcPtr(k.ExpiresAt), RevokedAt: utcPtr(k.RevokedAt),
 	}
 	if k.Personal() {
@@ -76,11 +76,15 @@ func PrincipalToJSON(p domain.Principal) PrincipalJSON {
 	return PrincipalJSON{ID: p.ID, Kind: string(p.Kind), Email: p.Email, FullName: p.Name, Role: string(p.Role), Via: string(p.Via)}
 }
 
+// utc is the JSON form of a stored time: UTC, microseconds (what both
+// databases keep), so a value reads the same when created and when listed.
+func utc(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
 func utcPtr(t *time.Time) *time.Time {
 	if t == nil {
 		return nil
 	}
-	u := t.UTC()
+	u := utc(*t)
 	return &u
 }
 
@@ -289,7 +293,7 @@ func (a *Auth) exchange(c echo.Context) error {
 	a.SetSessionCookie(c, token, sess.ExpiresAt)
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return c.JSON(http.StatusOK, map[string]any{
-		"authenticated": true, "subject_kind": string(p.Kind), "user": PrincipalToJSON(p), "expires_at": sess.ExpiresAt.UTC(),
+		"authenticated": true, "subject_kind": string(p.Kind), "user": PrincipalToJSON(p), "expires_at": utc(sess.ExpiresAt),
 	})
 }
 
