@@ -111,7 +111,32 @@ type mcpFixture struct {
 	memberKey    string
 	viewerKey    string
 	order, child string
+	// governed follows contract "checkout" and broke it: ship right after
+	// receive_order, skipping charge_card.
+	governed string
 }
+
+// mcpContract governs the "checkout" threads of the fixture.
+const mcpContract = `contract_name: checkout
+version: 1
+description: Take an order, charge it, ship it
+entry_points: [receive_order]
+parties: [shop]
+steps:
+  - id: receive_order
+    owner: shop
+    business_context: {required: [amount]}
+  - id: charge_card
+    owner: shop
+    timeout: 30s
+  - id: ship
+    owner: shop
+transitions:
+  - {from: receive_order, to: charge_card}
+  - {from: charge_card, to: ship, max_retries: 2}
+terminal_steps: [ship]
+validation: {max_duration: 1h}
+`
 
 func setupMCPFixture(t *testing.T, e *enginetest.Engine) mcpFixture {
 	t.Helper()
@@ -142,10 +167,28 @@ func setupMCPFixture(t *testing.T, e *enginetest.Engine) mcpFixture {
 		}
 	}
 	e.Clock.Advance(time.Second)
+	if _, _, err := e.Server.Contracts.UploadContract(ctx, []byte(mcpContract)); err != nil {
+		t.Fatalf("upload contract: %v", err)
+	}
+	governed, err := th.StartThread(ctx, app.StartThreadInput{Contract: "checkout", Role: "shop", Refs: map[string]string{"order_id": "C-9"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []app.RecordStepInput{
+		{StepName: "receive_order", Status: "success", IdempotencyKey: "k1", Context: map[string]string{"amount": "42"}},
+		// The contract allows only charge_card after receive_order.
+		{StepName: "ship", Status: "success", IdempotencyKey: "k3", Context: map[string]string{"carrier": "ups"}},
+	} {
+		s.ThreadID = governed.ID
+		if _, err := th.RecordStep(ctx, s); err != nil {
+			t.Fatalf("record %s: %v", s.StepName, err)
+		}
+	}
+	e.Clock.Advance(time.Second)
 	if _, err := th.StartThread(ctx, app.StartThreadInput{Label: "other", Refs: map[string]string{"order_id": "B-7"}}); err != nil {
 		t.Fatal(err)
 	}
-	return mcpFixture{member: member, memberKey: memberKey, viewerKey: viewerKey, order: order.ID, child: child.ID}
+	return mcpFixture{member: member, memberKey: memberKey, viewerKey: viewerKey, order: order.ID, child: child.ID, governed: governed.ID}
 }
 
 func TestMCPEndToEnd(t *testing.T) {
@@ -296,12 +339,16 @@ func TestMCPEndToEnd(t *testing.T) {
 				t.Fatalf("search by ref: %+v", got)
 			}
 			wantResult(t, "search_threads", callTool(t, cs, "search_threads", map[string]any{"limit": 1}), &got)
-			if got.TotalCount != 3 || len(got.Threads) != 1 || !got.HasMore {
+			if got.TotalCount != 4 || len(got.Threads) != 1 || !got.HasMore {
 				t.Fatalf("page of 1: %+v", got)
 			}
 			wantResult(t, "search_threads", callTool(t, cs, "search_threads", map[string]any{"status": "completed"}), &got)
 			if got.TotalCount != 0 || len(got.Threads) != 0 {
 				t.Fatalf("completed: %+v", got)
+			}
+			wantResult(t, "search_threads", callTool(t, cs, "search_threads", map[string]any{"contract_name": "checkout", "contract_version": 1, "status": "failed"}), &got)
+			if got.TotalCount != 1 || got.Threads[0].ID != fx.governed {
+				t.Fatalf("failed checkout threads: %+v", got)
 			}
 		})
 
@@ -344,8 +391,63 @@ func TestMCPEndToEnd(t *testing.T) {
 			}
 		})
 
-		t.Run("contract_graph", func(t *testing.T) {
+		t.Run("contract_graph and a thread that broke its contract", func(t *testing.T) {
+			var g struct {
+				Name          string   `json:"name"`
+				Version       int      `json:"version"`
+				EntryPoints   []string `json:"entry_points"`
+				TerminalSteps []string `json:"terminal_steps"`
+				MaxDuration   string   `json:"max_duration"`
+				Steps         []struct {
+					Name            string   `json:"name"`
+					Owner           string   `json:"owner"`
+					Next            []string `json:"next"`
+					MaxRetries      int      `json:"max_retries"`
+					Timeout         string   `json:"timeout"`
+					RequiredContext []string `json:"required_context"`
+					EntryPoint      bool     `json:"entry_point"`
+					Terminal        bool     `json:"terminal"`
+				} `json:"steps"`
+			}
+			wantResult(t, "contract_graph", callTool(t, cs, "contract_graph", map[string]any{"name": "checkout"}), &g)
+			if g.Name != "checkout" || g.Version != 1 || !slices.Equal(g.EntryPoints, []string{"receive_order"}) ||
+				!slices.Equal(g.TerminalSteps, []string{"ship"}) || g.MaxDuration != "1h0m0s" || len(g.Steps) != 3 {
+				t.Fatalf("graph %+v", g)
+			}
+			recv, charge, ship := g.Steps[0], g.Steps[1], g.Steps[2]
+			if !recv.EntryPoint || !slices.Equal(recv.Next, []string{"charge_card"}) || !slices.Equal(recv.RequiredContext, []string{"amount"}) ||
+				charge.Timeout != "30s" || charge.MaxRetries != 2 || !slices.Equal(charge.Next, []string{"ship"}) ||
+				!ship.Terminal || len(ship.Next) != 0 || ship.Owner != "shop" {
+				t.Fatalf("steps %+v", g.Steps)
+			}
+			wantResult(t, "contract_graph", callTool(t, cs, "contract_graph", map[string]any{"name": "checkout", "version": 1}), &g)
+			wantToolError(t, "contract_graph", callTool(t, cs, "contract_graph", map[string]any{"name": "checkout", "version": 2}), "not_found")
 			wantToolError(t, "contract_graph", callTool(t, cs, "contract_graph", map[string]any{"name": "no-such-contract"}), "not_found")
+
+			var th struct {
+				Thread struct {
+					Status          string `json:"status"`
+					ContractName    string `json:"contract_name"`
+					ContractVersion int    `json:"contract_version"`
+				} `json:"thread"`
+				Validations []struct {
+					StepName      string `json:"step_name"`
+					CriticalCount int    `json:"critical_count"`
+					Issues        any    `json:"issues"`
+				} `json:"validations"`
+			}
+			res := callTool(t, cs, "get_thread", map[string]any{"thread_id": fx.governed})
+			wantResult(t, "get_thread", res, &th)
+			if th.Thread.Status != "failed" || th.Thread.ContractName != "checkout" || th.Thread.ContractVersion != 1 {
+				t.Fatalf("governed thread %+v", th.Thread)
+			}
+			var shipViolation bool
+			for _, v := range th.Validations {
+				shipViolation = shipViolation || v.StepName == "ship" && v.CriticalCount > 0
+			}
+			if !shipViolation || !strings.Contains(resultText(res), "invalid_transition") {
+				t.Fatalf("the skipped charge_card is not reported as a critical invalid_transition: %s", resultText(res))
+			}
 		})
 
 		t.Run("graphql_query shares the GraphQL API and its complexity limit", func(t *testing.T) {
@@ -395,7 +497,7 @@ func TestMCPEndToEnd(t *testing.T) {
 				TotalCount int `json:"total_count"`
 			}
 			wantResult(t, "search_threads", callTool(t, cs, "search_threads", map[string]any{}), &ok)
-			if ok.TotalCount != 3 {
+			if ok.TotalCount != 4 {
 				t.Fatalf("after errors: total %d", ok.TotalCount)
 			}
 		})
@@ -439,6 +541,12 @@ func TestMCPAuthentication(t *testing.T) {
 		if !strings.Contains(string(body), `"threadengine"`) {
 			t.Fatalf("initialize result lacks the server name: %s", body)
 		}
+		// X-API-Key works as it does for GraphQL.
+		resp, body = e.DoWith(t, http.MethodPost, "/mcp", initialize, func(r *http.Request) {
+			r.Header.Set("Accept", "application/json, text/event-stream")
+			r.Header.Set("X-API-Key", key)
+		})
+		wantStatus(t, resp, body, http.StatusOK)
 
 		// A session opened with a key dies with the key: every HTTP request
 		// is authenticated again, so the next call after revocation fails.
