@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"github.com/threadengine/engine/adapters/sqldb"
@@ -186,6 +188,10 @@ func seedThreads(t *testing.T, eng *enginetest.Engine) (okID, failedID, contract
 	stepKey("validate", "success", "v1", map[string]string{"customer": "c-17"})
 	stepKey("pay", "failed", "p1", map[string]string{"psp": "acme"})
 	stepKey("pay", "success", "p1", map[string]string{"psp": "acme"})
+	// Link the failed thread as a follow-up, so the chain has two threads.
+	if err := th.AddRefs(ctx, contractID, map[string]string{"linkedThread:retry": failedID}); err != nil {
+		t.Fatalf("link threads: %v", err)
+	}
 	return okID, failedID, contractID
 }
 
@@ -215,7 +221,7 @@ terminal_steps: [ship]
 func TestWebUI(t *testing.T) {
 	ctx := browser(t)
 	eng := enginetest.Start(t, sqldb.SQLite)
-	okID, _, contractID := seedThreads(t, eng)
+	okID, failedID, contractID := seedThreads(t, eng)
 	base := eng.URL
 
 	t.Run("unauthenticated goes to login, sign in with API key", func(t *testing.T) {
@@ -317,6 +323,10 @@ func TestWebUI(t *testing.T) {
 		edges := get(t, ctx, "edges", chromedp.Evaluate[int](`document.querySelectorAll('#contract-graph path.g-edge').length`))
 		if edges != 2 {
 			t.Fatalf("%d edges, want 2", edges)
+		}
+		chain := get(t, ctx, "chain", chromedp.Evaluate[[]string](`[...document.querySelectorAll('#thread-chain > li')].map(li => li.querySelector('a') ? li.querySelector('a').getAttribute('href').split('/').pop() : 'self')`))
+		if strings.Join(chain, ",") != "self,"+failedID {
+			t.Fatalf("related threads %v, want this thread then %s", chain, failedID)
 		}
 		val := text(t, ctx, `#validation-panel`)
 		if !strings.Contains(val, "items") {
@@ -581,6 +591,23 @@ func TestWebUI(t *testing.T) {
 			t.Fatal("next is enabled on the last page")
 		}
 		do(t, ctx, "back", chromedp.NavigateBack(), chromedp.WaitVisible(css(`#prev-page[disabled]`)))
+	})
+
+	t.Run("dark color scheme", func(t *testing.T) {
+		scheme := func(v string) chromedp.Action[chromedp.Void] {
+			return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+				_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+					Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: v}}})
+				return err
+			})
+		}
+		defer func() { _ = chromedp.Do(ctx, scheme("light")) }()
+		do(t, ctx, "dark", scheme("dark"), chromedp.Navigate(base+"/ui/threads/"+contractID), chromedp.WaitVisible(css(`#contract-graph`)))
+		bg := get(t, ctx, "background", chromedp.Evaluate[string](`getComputedStyle(document.body).backgroundColor`))
+		if bg != "rgb(15, 19, 27)" {
+			t.Fatalf("dark background %q", bg)
+		}
+		shot(t, ctx, "12-dark-contract-thread")
 	})
 
 	t.Run("sign out", func(t *testing.T) {
