@@ -58,7 +58,7 @@ func New(d Deps) *Handler {
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "threadengine", Title: "threadengine", Version: Version}, &mcp.ServerOptions{
 		Instructions: instructions,
-		Logger:       d.Log,
+		Logger:       sdkLogger(d.Log),
 	})
 	t := &tools{d: d}
 	t.register(s)
@@ -71,7 +71,7 @@ func New(d Deps) *Handler {
 		// session outlives its credential.
 		Stateless:    true,
 		JSONResponse: true,
-		Logger:       d.Log,
+		Logger:       sdkLogger(d.Log),
 		// The SDK's DNS-rebinding guard rejects loopback requests with a
 		// non-loopback Host, which breaks the usual reverse-proxy deployment.
 		// Rebinding cannot reach this endpoint anyway: every request needs a
