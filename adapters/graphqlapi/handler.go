@@ -74,6 +74,7 @@ type Handler struct {
 	idx     *schemaIndex
 	model   domain.CostModel
 	log     *slog.Logger
+	cache   analysisCache
 }
 
 // New parses the schema and binds it to the read use cases.
@@ -114,15 +115,11 @@ func errorResponse(status int, code, msg string, ext map[string]any) (*Response,
 // Cost returns the cost of req's operation without executing it (0 when the
 // operation cannot be chosen), or the parse error.
 func (h *Handler) Cost(req Request) (int, error) {
-	doc, err := parseDocument(req.Query)
-	if err != nil {
-		return 0, err
+	a := h.analyse(req.Query, req.OperationName)
+	if a.err != nil || a.op == nil {
+		return 0, a.err
 	}
-	op := doc.pickOperation(req.OperationName)
-	if op == nil {
-		return 0, nil
-	}
-	return h.model.Cost(costFields(doc, op, h.idx, req.Variables)), nil
+	return h.model.Cost(costFields(a.doc, a.op, h.idx, req.Variables)), nil
 }
 
 // Execute runs one operation for the principal in ctx and returns the
@@ -145,28 +142,27 @@ func (h *Handler) Execute(ctx context.Context, req Request) (*Response, int) {
 		code, status := codeOf(de.Kind)
 		return errorResponse(status, code, de.Message, nil)
 	}
-	doc, err := parseDocument(req.Query)
-	if err != nil {
+	a := h.analyse(req.Query, req.OperationName)
+	if a.err != nil {
 		var se *syntaxError
-		errors.As(err, &se)
+		errors.As(a.err, &se)
 		r, status := errorResponse(http.StatusUnprocessableEntity, CodeParseFailed, se.msg, nil)
 		r.Errors[0].Locations = []gqlerrors.Location{{Line: se.line, Column: se.col}}
 		return r, status
 	}
-	query := req.Query
+	if a.tooDeep != "" {
+		return errorResponse(http.StatusUnprocessableEntity, CodeValidationFailed, a.tooDeep, nil)
+	}
 	cost := 0
-	if op := doc.pickOperation(req.OperationName); op != nil {
-		if name, depth := doc.tooDeep(op.sel, 1, MaxDepth, map[string]bool{}); name != "" {
-			return errorResponse(http.StatusUnprocessableEntity, CodeValidationFailed,
-				fmt.Sprintf("Field %q has depth %d that exceeds max depth %d", name, depth, MaxDepth), nil)
-		}
-		query = relaxIDs(query, doc, op, h.idx)
-		cost, err = h.model.Check(costFields(doc, op, h.idx, req.Variables))
+	if a.op != nil {
+		var err error
+		cost, err = h.model.Check(costFields(a.doc, a.op, h.idx, req.Variables))
 		if err != nil {
 			return errorResponse(http.StatusUnprocessableEntity, CodeComplexity, domain.AsError(err).Message,
 				map[string]any{"complexity": cost, "limit": h.model.Limit})
 		}
 	}
+	query := a.query
 	res := h.schema.Exec(ctx, query, req.OperationName, req.Variables)
 	out := &Response{Data: res.Data, Errors: res.Errors, Extensions: map[string]any{"cost": cost}}
 	status := http.StatusOK
@@ -200,6 +196,26 @@ func anyResolverError(errs []*gqlerrors.QueryError) bool {
 // document that cannot run.
 var requestErrorPrefixes = []string{"no mutations are offered", "graphql-ws protocol header is missing",
 	"more than one operation", "no operation with name", "executable document must contain"}
+
+// analyse parses query and prepares what does not depend on variables.
+func (h *Handler) analyse(query, operationName string) *analysis {
+	key := operationName + "\x00" + query
+	if a := h.cache.get(key); a != nil {
+		return a
+	}
+	a := &analysis{query: query}
+	a.doc, a.err = parseDocument(query)
+	if a.err == nil {
+		if a.op = a.doc.pickOperation(operationName); a.op != nil {
+			if name, depth := a.doc.tooDeep(a.op.sel, 1, MaxDepth, map[string]bool{}); name != "" {
+				a.tooDeep = fmt.Sprintf("Field %q has depth %d that exceeds max depth %d", name, depth, MaxDepth)
+			}
+			a.query = relaxIDs(query, a.doc, a.op, h.idx)
+		}
+	}
+	h.cache.put(key, a)
+	return a
+}
 
 // classify gives every error a code and keeps internal details out of
 // messages.

@@ -1,0 +1,192 @@
+package graphqlapi
+
+import (
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/threadengine/engine/adapters/graphqlapi/graphqltest"
+	"github.com/threadengine/engine/adapters/sqldb"
+	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/domain"
+)
+
+func testHandler(t testing.TB) *Handler {
+	t.Helper()
+	h, err := New(app.NewQueries(app.QueriesDeps{}), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func TestParseDocument(t *testing.T) {
+	ok := []string{
+		`{ a }`,
+		"\uFEFF# comment\n{ a, b c(x: 1, y: -2.5e3, z: \"s\\u00e9\\n\", w: \"\"\"block \\\"\"\" text\"\"\", v: [1, [2]], o: {k: null, e: ENUM, b: true}) }",
+		`query Q($a: [Int!]! = [1], $b: ID @dir) @op { x: field(arg: $a) @include(if: true) { ...F ... on T { y } ... @skip(if: false) { z } } }`,
+		`fragment F on T { a } query { ...F }`,
+		`mutation M { a } subscription S { b }`,
+		`{ a(x: 0) }`,
+	}
+	for _, src := range ok {
+		if _, err := parseDocument(src); err != nil {
+			t.Errorf("%q: %v", src, err)
+		}
+	}
+	bad := []string{``, `{`, `{ }`, `{ a(x: ) }`, `{ a(x: $v) }` + ` fragment`, `query ($a: ) { a }`, `{ a(x: 01) }`,
+		`{ a(x: 1.) }`, `{ a(x: "unterminated) }`, "{ a(x: \"line\nbreak\") }", `{ a(x: "\q") }`, `{ a(x: "\u12") }`,
+		`{ a } }`, `fragment on on T { a }`, `fragment F on T { a } fragment F on T { b } { ...F }`, `{ a .. }`, `{ a(x: 1e) }`,
+		`{ a(x: 1x) }`, `query Q($a: Int = $b) { a }`, `{ a ^ }`, strings.Repeat("{ a ", 200) + strings.Repeat("}", 200)}
+	for _, src := range bad {
+		if _, err := parseDocument(src); err == nil {
+			t.Errorf("%q parsed", src)
+		}
+	}
+}
+
+func FuzzParseDocument(f *testing.F) {
+	for _, s := range []string{graphqltest.GetCompleteThread, graphqltest.GetStepSubSteps, `fragment F on T { a ...F }`, `{ a(x: """b""") }`} {
+		f.Add(s)
+	}
+	h := testHandler(f)
+	f.Fuzz(func(t *testing.T, src string) {
+		doc, err := parseDocument(src)
+		if err != nil {
+			return
+		}
+		for _, op := range doc.ops {
+			_ = relaxIDs(src, doc, op, h.idx)
+			_ = h.model.Cost(costFields(doc, op, h.idx, nil))
+			doc.tooDeep(op.sel, 1, MaxDepth, map[string]bool{})
+		}
+	})
+}
+
+func TestRelaxIDs(t *testing.T) {
+	h := testHandler(t)
+	cases := []struct{ in, want string }{
+		// The SDK's GetStepSubSteps declares String! for thread(id: ID!).
+		{`query($threadId: String!){ thread(id: $threadId) { id } }`, `query($threadId: ID    !){ thread(id: $threadId) { id } }`},
+		// ID declared for a String argument.
+		{`query($t: ID!){ stepHistory(threadId: $t, stepName: "s") { attempt } }`, `query($t: String!){ stepHistory(threadId: $t, stepName: "s") { attempt } }`},
+		// Used in both kinds of position: left for validation to judge.
+		{`query($t: String!){ thread(id: $t) { id } stepHistory(threadId: $t, stepName: "s") { attempt } }`, ``},
+		// Through a fragment.
+		{`query($t: String!){ ...F } fragment F on Query { thread(id: $t) { id } }`, `query($t: ID    !){ ...F } fragment F on Query { thread(id: $t) { id } }`},
+		// Other types are untouched.
+		{`query($n: String){ threads(limit: $n) { totalCount } }`, ``},
+	}
+	for _, c := range cases {
+		doc, err := parseDocument(c.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := c.want
+		if want == "" {
+			want = c.in
+		}
+		if got := relaxIDs(c.in, doc, doc.ops[0], h.idx); got != want {
+			t.Errorf("relaxIDs(%q) = %q, want %q", c.in, got, want)
+		}
+	}
+}
+
+func TestCostThroughFragmentsAndVariables(t *testing.T) {
+	h := testHandler(t)
+	plain := `{ threads(limit: 10) { threads { id steps { stepName history(limit: 5) { attempt } } } } }`
+	want, err := h.Cost(Request{Query: plain})
+	if err != nil || want != 1+1+10*(1+1+2*(1+1+5)) {
+		t.Fatalf("plain cost %d %v", want, err)
+	}
+	for _, c := range []struct {
+		q    string
+		vars map[string]any
+	}{
+		{`query { threads(limit: 10) { threads { ...T } } } fragment T on Thread { id steps { ...S } } fragment S on StepStateInfo { stepName history(limit: 5) { attempt } }`, nil},
+		{`{ threads(limit: 10) { threads { ... on Thread { id steps { ... { stepName history(limit: 5) { attempt } } } } } } }`, nil},
+		{`query($n: Int, $h: Int) { threads(limit: $n) { threads { id steps { stepName history(limit: $h) { attempt } } } } }`, map[string]any{"n": float64(10), "h": float64(5)}},
+		{`query($n: Int = 10, $h: Int = 5) { threads(limit: $n) { threads { id steps { stepName history(limit: $h) { attempt } } } } }`, nil},
+		{`query A { __typename } query B { threads(limit: 10) { threads { id steps { stepName history(limit: 5) { attempt } } } } }`, nil},
+	} {
+		req := Request{Query: c.q, Variables: c.vars}
+		if strings.HasPrefix(c.q, "query A") {
+			req.OperationName = "B"
+		}
+		got, err := h.Cost(req)
+		if err != nil || got != want {
+			t.Errorf("%s: cost %d (%v), want %d", c.q, got, err, want)
+		}
+	}
+	// Every SDK query fits.
+	for _, c := range graphqltest.SDKCases("t", "s", "k", "orderId", "O-1") {
+		got, err := h.Cost(Request{Query: c.Query, Variables: c.Variables})
+		if err != nil || got > domain.MaxQueryComplexity || got <= 0 {
+			t.Errorf("%s: cost %d %v", c.Name, got, err)
+		}
+		t.Logf("%-28s cost %d", c.Name, got)
+	}
+}
+
+// BenchmarkComplexity measures the analysis added to every request: parse,
+// ID relaxation, conversion and pricing.
+func BenchmarkComplexity(b *testing.B) {
+	h := testHandler(b)
+	for _, c := range []struct{ name, q string }{
+		{"GetThread", graphqltest.GetThread},
+		{"GetThreadSteps", graphqltest.GetThreadSteps},
+		{"GetCompleteThread", graphqltest.GetCompleteThread},
+	} {
+		vars := map[string]any{"id": "t", "threadId": "t", "stepHistoryLimit": float64(50), "validationLimit": float64(10)}
+		b.Run(c.name+"/cold", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				doc, err := parseDocument(c.q)
+				if err != nil {
+					b.Fatal(err)
+				}
+				op := doc.pickOperation("")
+				_ = relaxIDs(c.q, doc, op, h.idx)
+				doc.tooDeep(op.sel, 1, MaxDepth, map[string]bool{})
+				if _, err := h.model.Check(costFields(doc, op, h.idx, vars)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		// What Execute does for a query text it has seen before.
+		b.Run(c.name+"/cached", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				a := h.analyse(c.q, "")
+				if _, err := h.model.Check(costFields(a.doc, a.op, h.idx, vars)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// ThreadWith20Steps is the query of the thread(id) benchmark and load test.
+const ThreadWith20Steps = `query($id: ID!) { thread(id: $id) { ` + graphqltest.Thread + ` steps { stepName idempotencyKey status retryCount firstSeenAt lastUpdatedAt latestStepID } } }`
+
+// BenchmarkThreadWith20Steps executes thread(id) with 20 steps end to end
+// through Execute (no HTTP), on each test dialect.
+func BenchmarkThreadWith20Steps(b *testing.B) {
+	for _, d := range []sqldb.Dialect{sqldb.SQLite, sqldb.Postgres} {
+		b.Run(string(d), func(b *testing.B) {
+			f := newFixture(b, d)
+			s := f.seed(b, "bench", 20)
+			vars := map[string]any{"id": s.ID}
+			ctx := f.ctx
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				res, status := f.h.Execute(ctx, Request{Query: ThreadWith20Steps, Variables: vars})
+				if status != 200 || len(res.Errors) > 0 {
+					b.Fatalf("%d %+v", status, res.Errors)
+				}
+			}
+		})
+	}
+}
