@@ -227,14 +227,9 @@ func (t *Threads) RecordStep(ctx context.Context, in RecordStepInput) (StepResul
 	}
 	now := t.now()
 	var res StepResult
-	plan, err := t.store.AppendStep(ctx, in.ThreadID, p.ID, func(v ports.StepTx) (ports.StepPlan, error) {
+	plan, err := t.store.AppendStep(ctx, in.ThreadID, p.ID, in.StepName, in.IdempotencyKey, c != nil, func(v ports.StepTx) (ports.StepPlan, error) {
 		res = StepResult{StepName: in.StepName, IdempotencyKey: in.IdempotencyKey, Status: in.Status, ThreadStatus: v.Thread.Status}
-		var prev *ports.StepState
-		for i := range v.States {
-			if v.States[i].StepName == in.StepName && v.States[i].IdempotencyKey == in.IdempotencyKey {
-				prev = &v.States[i]
-			}
-		}
+		prev := v.Current
 		if prev != nil && domain.StepSucceeded(prev.Status) {
 			res.Duplicate, res.StepID, res.RetryCount, res.Status = true, prev.LatestStepID, prev.RetryCount, prev.Status
 			res.Attempt = prev.RetryCount + 1
@@ -267,8 +262,8 @@ func (t *Threads) planStep(v ports.StepTx, c *domain.Contract, p domain.Principa
 		state.RetryCount = prev.RetryCount + 1
 		state.FirstSeenAt = prev.FirstSeenAt
 		state.PreviousStep = prev.PreviousStep
-	} else if n := len(v.States); n > 0 {
-		state.PreviousStep = v.States[n-1].StepName
+	} else {
+		state.PreviousStep = v.LastStepName
 	}
 	stepID := uuid.NewString()
 	state.LatestStepID = stepID

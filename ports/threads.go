@@ -122,12 +122,16 @@ type NotificationRecord struct {
 }
 
 // StepTx is what a step append sees inside its transaction, with the thread
-// row locked: the thread, every current step state (ordered by latest attempt) and the
-// writer's access row (nil when it has none).
+// row locked: the thread, the current state of the step identity being
+// written (nil if new), the step name of the latest attempt, the writer's
+// access row (nil when it has none) and, only when asked for, every step
+// state ordered by latest attempt (contract validation needs them).
 type StepTx struct {
-	Thread ThreadRecord
-	States []StepState
-	Access *ThreadAccess
+	Thread       ThreadRecord
+	Current      *StepState
+	LastStepName string
+	States       []StepState
+	Access       *ThreadAccess
 }
 
 // StepPlan is what the caller decided to write. Duplicate writes nothing.
@@ -152,10 +156,11 @@ type ThreadStore interface {
 	// CreateThread inserts the thread, its refs and the owner's access row.
 	CreateThread(ctx context.Context, t ThreadRecord, refs map[string]string, owner ThreadAccess) error
 	GetThread(ctx context.Context, id string) (ThreadRecord, error)
-	// AppendStep locks the thread row, loads its step states, calls plan and
+	// AppendStep locks the thread row, loads what StepTx holds, calls plan and
 	// writes what it returns (activity, sub-steps, state, validation,
 	// notifications, thread row) in the same transaction.
-	AppendStep(ctx context.Context, threadID, principalID string, plan func(StepTx) (StepPlan, error)) (StepPlan, error)
+	AppendStep(ctx context.Context, threadID, principalID, stepName, idempotencyKey string, withStates bool,
+		plan func(StepTx) (StepPlan, error)) (StepPlan, error)
 	// ListStepStates returns the thread's current step states by latest attempt.
 	ListStepStates(ctx context.Context, threadID string) ([]StepState, error)
 	// UpdateThread locks the thread, applies fn and stores the result.

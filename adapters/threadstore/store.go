@@ -194,18 +194,42 @@ type stateRow struct {
 }
 
 // AppendStep: see ports.ThreadStore.
-func (s *Store) AppendStep(ctx context.Context, threadID, principalID string, plan func(ports.StepTx) (ports.StepPlan, error)) (ports.StepPlan, error) {
+func (s *Store) AppendStep(ctx context.Context, threadID, principalID, stepName, key string, withStates bool,
+	plan func(ports.StepTx) (ports.StepPlan, error)) (ports.StepPlan, error) {
 	var out ports.StepPlan
 	err := s.tx(ctx, func(tx *sqlx.Tx) error {
 		th, err := s.lockThread(ctx, tx, threadID)
 		if err != nil {
 			return err
 		}
-		states, err := s.states(ctx, tx, threadID)
-		if err != nil {
-			return err
+		view := ports.StepTx{Thread: th}
+		if withStates {
+			if view.States, err = s.states(ctx, tx, threadID, "", ""); err != nil {
+				return err
+			}
+			for i := range view.States {
+				if view.States[i].StepName == stepName && view.States[i].IdempotencyKey == key {
+					view.Current = &view.States[i]
+				}
+			}
+			if n := len(view.States); n > 0 {
+				view.LastStepName = view.States[n-1].StepName
+			}
+		} else {
+			cur, err := s.states(ctx, tx, threadID, stepName, key)
+			if err != nil {
+				return err
+			}
+			if len(cur) == 1 {
+				view.Current = &cur[0]
+			}
+			if th.StepCount > 0 {
+				if err := tx.GetContext(ctx, &view.LastStepName, s.q(`SELECT step_name FROM thread_activities
+ WHERE thread_id = ? AND seq = ?`), threadID, th.StepCount); err != nil && !errors.Is(err, sql.ErrNoRows) {
+					return err
+				}
+			}
 		}
-		view := ports.StepTx{Thread: th, States: states}
 		if a, err := s.access(ctx, tx, threadID, principalID); err == nil {
 			view.Access = &a
 		} else if !errors.Is(err, sql.ErrNoRows) {
@@ -224,13 +248,20 @@ func (s *Store) AppendStep(ctx context.Context, threadID, principalID string, pl
 	return out, err
 }
 
-func (s *Store) states(ctx context.Context, q sqlx.QueryerContext, threadID string) ([]ports.StepState, error) {
+// states loads the thread's step states by latest attempt; with a step name
+// only that identity's.
+func (s *Store) states(ctx context.Context, q sqlx.QueryerContext, threadID, stepName, key string) ([]ports.StepState, error) {
 	var rows []stateRow
-	if err := sqlx.SelectContext(ctx, q, &rows, s.q(`SELECT s.step_name, s.idempotency_key, s.status, s.retry_count,
+	query := `SELECT s.step_name, s.idempotency_key, s.status, s.retry_count,
  s.latest_step_id, a.seq AS latest_seq, s.previous_step, s.actor, s.actor_service,
  CAST(s.latest_context AS TEXT) AS latest_context, s.first_seen_at, s.last_updated_at, s.started_at, s.finished_at
- FROM thread_step_states s JOIN thread_activities a ON a.id = s.latest_step_id
- WHERE s.thread_id = ? ORDER BY a.seq`), threadID); err != nil {
+ FROM thread_step_states s JOIN thread_activities a ON a.id = s.latest_step_id WHERE s.thread_id = ?`
+	args := []any{threadID}
+	if stepName != "" {
+		query += ` AND s.step_name = ? AND s.idempotency_key = ?`
+		args = append(args, stepName, key)
+	}
+	if err := sqlx.SelectContext(ctx, q, &rows, s.q(query+` ORDER BY a.seq`), args...); err != nil {
 		return nil, err
 	}
 	out := make([]ports.StepState, 0, len(rows))
@@ -247,7 +278,7 @@ func (s *Store) states(ctx context.Context, q sqlx.QueryerContext, threadID stri
 
 // ListStepStates returns the thread's step states by latest attempt.
 func (s *Store) ListStepStates(ctx context.Context, threadID string) ([]ports.StepState, error) {
-	st, err := s.states(ctx, s.db, threadID)
+	st, err := s.states(ctx, s.db, threadID, "", "")
 	return st, sqldb.TranslateError(err)
 }
 
