@@ -21,16 +21,20 @@ let apiBase = new URL(pageBase, location.origin).href.replace(/\/$/, '');
 
 export function getApiBase() { return apiBase; }
 
-// useEngineUrl applies the effective engine URL; returns whether it was usable.
-export function useEngineUrl(engineUrl) {
-  const fallback = new URL(pageBase, location.origin).href.replace(/\/$/, '');
-  if (!engineUrl) { apiBase = fallback; return true; }
+// pageApiBase is this page's own origin and base path, without a trailing slash.
+export function pageApiBase() { return new URL(pageBase, location.origin).href.replace(/\/$/, ''); }
+
+// engineApiBase returns the API base the effective engine URL implies, or
+// null when it is on another origin (or does not parse).
+export function engineApiBase(engineUrl) {
+  if (!engineUrl) return pageApiBase();
   let u;
-  try { u = new URL(engineUrl); } catch (_) { apiBase = fallback; return false; }
-  if (u.origin !== location.origin) { apiBase = fallback; return false; }
-  apiBase = (u.origin + u.pathname).replace(/\/$/, '');
-  return true;
+  try { u = new URL(engineUrl); } catch (_) { return null; }
+  if (u.origin !== location.origin) return null;
+  return (u.origin + u.pathname).replace(/\/$/, '');
 }
+
+export function setApiBase(base) { apiBase = base; }
 
 export async function request(method, path, body, { base } = {}) {
   const headers = { Accept: 'application/json, application/problem+json' };

@@ -1,6 +1,6 @@
 // threadengine UI entry point: session check, shell (left nav) and router.
 import { h, add, clear, pill, toast, alertBox } from './ui.js';
-import { api, pageBase, useEngineUrl, onUnauthenticated, ApiError, explain } from './api.js';
+import { api, pageBase, pageApiBase, engineApiBase, setApiBase, onUnauthenticated, ApiError, explain } from './api.js';
 import { renderThreads } from './views/threads.js';
 import { renderThread } from './views/thread.js';
 import { renderUsers } from './views/users.js';
@@ -175,10 +175,24 @@ document.addEventListener('click', (e) => {
 });
 window.addEventListener('popstate', route);
 
+// loadEngine reads the engine settings (always from this page's own base, so
+// a wrong engine URL can be corrected from the UI) and picks the API base:
+// the engine URL when it is on this origin and answers, else this page's base.
 export async function loadEngine() {
-  state.engine = await api.get('/v1/engine/settings', { base: new URL(pageBase, location.origin).href.replace(/\/$/, '') });
-  const usable = useEngineUrl(state.engine.public_url);
-  state.engine.apiUsable = usable;
+  const own = pageApiBase();
+  state.engine = await api.get('/v1/engine/settings', { base: own });
+  let base = engineApiBase(state.engine.public_url);
+  state.engine.apiNote = '';
+  if (base === null) {
+    state.engine.apiNote = 'other-origin';
+    base = own;
+  } else if (base !== own) {
+    let ok = false;
+    try { ok = (await fetch(base + '/healthz', { credentials: 'same-origin', cache: 'no-store' })).ok; } catch (_) { ok = false; }
+    if (!ok) { state.engine.apiNote = 'unreachable'; base = own; }
+  }
+  state.engine.apiBase = base;
+  setApiBase(base);
   renderBanner();
   return state.engine;
 }

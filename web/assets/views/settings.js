@@ -1,7 +1,7 @@
 // Settings → Engine → Engine URL: a UI override of server.public_url, stored
 // by the engine, applied at once; "Use config default" removes it.
 import { h, add, clear, pill, alertBox, field, copyButton, toast } from '../ui.js';
-import { api, explain } from '../api.js';
+import { api, explain, pageApiBase } from '../api.js';
 import { state, loadEngine } from '../app.js';
 
 const LOOPBACK_NAMES = { localhost: 'localhost', '127.0.0.1': '127.0.0.1' };
@@ -53,7 +53,7 @@ export async function renderEngineSettings() {
       if (!v) { msg.appendChild(alertBox('bad', null, 'Enter a URL, or use the config default.')); input.focus(); return; }
       save.disabled = true;
       try {
-        await api.put('/v1/engine/settings', { public_url: v });
+        await api.put('/v1/engine/settings', { public_url: v }, { base: pageApiBase() });
         await reload();
         msg.appendChild(alertBox('ok', null, 'Engine URL saved. It applies immediately.'));
         toast('Engine URL saved');
@@ -66,7 +66,7 @@ export async function renderEngineSettings() {
     reset.addEventListener('click', async () => {
       clear(msg);
       try {
-        await api.del('/v1/engine/settings');
+        await api.del('/v1/engine/settings', { base: pageApiBase() });
         await reload();
         msg.appendChild(alertBox('ok', null, 'The override was removed; the config value (server.public_url) applies.'));
       } catch (err) {
@@ -82,8 +82,10 @@ export async function renderEngineSettings() {
         h('div', { class: 'card' }, h('div', { class: 'k' }, 'Effective engine URL'), h('div', { class: 'v mono', id: 'effective-url' }, s.public_url || '—')),
         h('div', { class: 'card' }, h('div', { class: 'k' }, 'Source'), h('div', { class: 'v', id: 'engine-url-source' }, pill(s.source), ' ', h('span', { class: 'muted', style: 'font-weight:400' }, sourceText))),
         h('div', { class: 'card' }, h('div', { class: 'k' }, 'Config default'), h('div', { class: 'v mono' }, s.config_public_url || '—'))),
-      state.engine && state.engine.public_url && !state.engine.apiUsable
+      s.apiNote === 'other-origin'
         ? alertBox('info', 'The UI keeps calling this origin', 'The engine URL is on another origin than this page. It is advertised to clients, but browser sessions and credentials are not sent to another host.') : null,
+      s.apiNote === 'unreachable'
+        ? h('div', { id: 'engine-url-unreachable' }, alertBox('warn', 'The engine URL does not answer from this page', `${s.public_url}/healthz did not respond, so the UI keeps using ${pageApiBase()}. Check the proxy path prefix, or use the config default.`)) : null,
       h('section', { class: 'panel', 'aria-labelledby': 'eu-h' }, h('h2', { id: 'eu-h' }, 'Engine URL'), h('div', { class: 'panel-body' }, form)),
       h('section', { class: 'panel', 'aria-labelledby': 'ep-h' }, h('h2', { id: 'ep-h' }, 'Client endpoints'),
         h('div', { class: 'panel-body' }, h('dl', { class: 'kv', id: 'endpoints' }, eps.map(([k, v]) => [h('dt', {}, k),
