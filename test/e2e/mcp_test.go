@@ -28,7 +28,7 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // mcpConnect opens an MCP client session over streamable HTTP with key.
 // protocol "" negotiates the SDK's newest protocol version.
-func mcpConnect(t *testing.T, e *enginetest.Engine, key, protocol string) (*mcp.ClientSession, error) {
+func mcpConnect(t testing.TB, e *enginetest.Engine, key, protocol string) (*mcp.ClientSession, error) {
 	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
 	tr := &mcp.StreamableClientTransport{Endpoint: e.URL + "/mcp", HTTPClient: &http.Client{Transport: bearerTransport{key}}, MaxRetries: -1}
@@ -46,7 +46,7 @@ func mcpConnect(t *testing.T, e *enginetest.Engine, key, protocol string) (*mcp.
 	return cs, nil
 }
 
-func mustConnect(t *testing.T, e *enginetest.Engine, key string) *mcp.ClientSession {
+func mustConnect(t testing.TB, e *enginetest.Engine, key string) *mcp.ClientSession {
 	t.Helper()
 	cs, err := mcpConnect(t, e, key, "")
 	if err != nil {
@@ -138,7 +138,7 @@ terminal_steps: [ship]
 validation: {max_duration: 1h}
 `
 
-func setupMCPFixture(t *testing.T, e *enginetest.Engine) mcpFixture {
+func setupMCPFixture(t testing.TB, e *enginetest.Engine) mcpFixture {
 	t.Helper()
 	member, memberKey := e.NewUser(t, domain.RoleMember)
 	_, viewerKey := e.NewUser(t, domain.RoleViewer)
