@@ -42,6 +42,9 @@ type IdentityDeps struct {
 	SessionTTL time.Duration
 	// LicenseKey is registry.license_key; empty disables the license exchange.
 	LicenseKey string
+	// LicenseOwner, when set, names (creating if needed) the license owner's
+	// user on an installation that has no owner yet (see SignIn.EnsureLicenseOwner).
+	LicenseOwner func(ctx context.Context) (string, error)
 	Log        *slog.Logger
 }
 
@@ -52,6 +55,11 @@ type Identity struct {
 }
 
 var _ Authenticator = (*Identity)(nil)
+
+// SetLicenseOwner sets IdentityDeps.LicenseOwner after construction: the
+// sign-in use case that resolves the owner is built on top of Identity.
+// Call it before serving requests.
+func (s *Identity) SetLicenseOwner(fn func(ctx context.Context) (string, error)) { s.d.LicenseOwner = fn }
 
 // NewIdentity builds the identity use cases. It panics on missing required
 // dependencies: that is a wiring bug, not a runtime condition.
@@ -640,9 +648,16 @@ func (s *Identity) ExchangeLicenseKey(ctx context.Context, licenseKey string) (s
 			ownerID = id
 		}
 	}
+	if ownerID == "" && s.d.LicenseOwner != nil {
+		id, err := s.d.LicenseOwner(ctx)
+		if err != nil {
+			return "", domain.Session{}, domain.Principal{}, err
+		}
+		ownerID = id
+	}
 	if ownerID == "" {
 		return "", domain.Session{}, domain.Principal{}, domain.E(domain.KindConflict, domain.CodeNotFound,
-			"no owner exists yet: run `threadengine bootstrap-owner --email you@example.com` first")
+			"no owner exists yet: configure registry.url so the registry names the license owner, or run `threadengine bootstrap-owner --email you@example.com`")
 	}
 	u, err := s.d.Users.GetUser(ctx, ownerID)
 	if err != nil {

@@ -123,6 +123,36 @@ func (s *SignIn) Complete(ctx context.Context, id RegistryIdentity, idTokenHint 
 
 func (s *SignIn) now() time.Time { return s.d.Clock.Now().UTC() }
 
+// EnsureLicenseOwner makes the registry's license owner an active admin and
+// returns their user id. It serves the license-key exchange on a fresh
+// installation: the operator proves control of the license, the registry
+// names the owner. It needs a valid, unsuspended license, but not managed
+// identity or the product entitlement, which only gate browser sign-in.
+func (s *SignIn) EnsureLicenseOwner(ctx context.Context) (string, error) {
+	st := s.d.License.Refresh(ctx)
+	if st.Err != nil {
+		return "", st.Err
+	}
+	if st.Info.Suspended {
+		return "", domain.E(domain.KindForbidden, CodeLicenseSuspended, "the registry license is suspended")
+	}
+	email, err := domain.NormalizeEmail(st.Info.OwnerEmail)
+	if err != nil {
+		return "", domain.E(domain.KindUnavailable, domain.CodeUnavailable, "the registry did not name a usable license owner email")
+	}
+	var existing *domain.User
+	if u, err := s.d.Users.GetUserByEmail(ctx, email); err == nil {
+		existing = &u
+	} else if domain.KindOf(err) != domain.KindNotFound {
+		return "", err
+	}
+	u, err := s.ensureOwner(ctx, existing, email, "")
+	if err != nil {
+		return "", err
+	}
+	return u.ID, nil
+}
+
 // viaBinding signs in a returning identity.
 func (s *SignIn) viaBinding(ctx context.Context, b ports.IdentityBinding, ownerEmail string) (domain.User, error) {
 	if !b.Active {

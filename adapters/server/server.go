@@ -201,6 +201,9 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 		signIn := app.NewSignIn(app.SignInDeps{Users: s.Store, Bindings: s.Store, Sessions: s.Identity, License: lic,
 			Product: s.Config.Registry.Product, Audit: s.Store, Setting: s.Store, Clock: s.Clock,
 			NewID: func() string { return uuid.NewString() }, Log: s.Log})
+		if s.Config.Registry.URL != "" {
+			s.Identity.SetLicenseOwner(signIn.EnsureLicenseOwner)
+		}
 		publicURL := s.Config.Server.PublicURL
 		if publicURL == "" {
 			publicURL = "http://" + s.Config.Server.Listen

@@ -56,6 +56,15 @@ type Engine struct {
 // Option adjusts the config or options before start.
 type Option func(*config.Config, *server.Options)
 
+// noOwner marks an engine started without the bootstrap owner.
+const noOwner = "enginetest:no-owner"
+
+// WithoutOwner starts a fresh installation with no users, as an operator
+// would find it before bootstrapping (Admin and AdminKey stay empty).
+func WithoutOwner() Option {
+	return func(_ *config.Config, o *server.Options) { o.DataDir += "/" + noOwner }
+}
+
 // WithConfig edits the configuration.
 func WithConfig(fn func(*config.Config)) Option {
 	return func(c *config.Config, _ *server.Options) { fn(c) }
@@ -94,6 +103,9 @@ func Start(t testing.TB, d sqldb.Dialect, opts ...Option) *Engine {
 		_ = srv.Shutdown(ctx)
 	})
 	e := &Engine{URL: url, Server: srv, Clock: clock, Config: cfg}
+	if strings.HasSuffix(o.DataDir, "/"+noOwner) {
+		return e
+	}
 	admin, key, err := srv.Identity.BootstrapOwner(context.Background(), "owner@example.com", "Owner")
 	if err != nil {
 		t.Fatalf("bootstrap owner: %v", err)
