@@ -165,6 +165,39 @@ func (s *Store) GetThread(ctx context.Context, id string) (ports.ThreadRecord, e
 	return r.record(), nil
 }
 
+// lockForStep locks the thread row and, in the same round trip, reads the
+// latest attempt's step name and the writer's access row.
+func (s *Store) lockForStep(ctx context.Context, tx *sqlx.Tx, id, principalID string) (ports.StepTx, error) {
+	var r struct {
+		threadRow
+		LastStep    string         `db:"last_step"`
+		AccessLevel sql.NullString `db:"access_level"`
+		AccessRole  sql.NullString `db:"access_role"`
+	}
+	lock := ""
+	if s.db.Dialect == sqldb.Postgres {
+		lock = " FOR UPDATE OF t"
+	}
+	err := tx.GetContext(ctx, &r, s.q(`SELECT t.id, t.contract_id, t.contract_name, t.contract_version, t.label,
+ t.owner_kind, t.owner_id, t.service_name, t.status, t.error, t.last_hash, t.step_count, CAST(t.tags AS TEXT) AS tags,
+ t.created_at, t.updated_at, t.completed_at,
+ COALESCE((SELECT a.step_name FROM thread_activities a WHERE a.thread_id = t.id AND a.seq = t.step_count), '') AS last_step,
+ (SELECT x.access_level FROM thread_access x WHERE x.thread_id = t.id AND x.principal_id = ?) AS access_level,
+ (SELECT x.role FROM thread_access x WHERE x.thread_id = t.id AND x.principal_id = ?) AS access_role
+ FROM threads t WHERE t.id = ?`+lock), principalID, principalID, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ports.StepTx{}, callerError{domain.NotFound("thread")}
+	}
+	if err != nil {
+		return ports.StepTx{}, err
+	}
+	v := ports.StepTx{Thread: r.threadRow.record(), LastStepName: r.LastStep}
+	if r.AccessLevel.Valid {
+		v.Access = &ports.ThreadAccess{ThreadID: id, PrincipalID: principalID, AccessLevel: r.AccessLevel.String, Role: r.AccessRole.String}
+	}
+	return v, nil
+}
+
 func (s *Store) lockThread(ctx context.Context, tx *sqlx.Tx, id string) (ports.ThreadRecord, error) {
 	var r threadRow
 	// CAST in the select list is not allowed with FOR UPDATE on some planners;
@@ -198,11 +231,10 @@ func (s *Store) AppendStep(ctx context.Context, threadID, principalID, stepName,
 	plan func(ports.StepTx) (ports.StepPlan, error)) (ports.StepPlan, error) {
 	var out ports.StepPlan
 	err := s.tx(ctx, func(tx *sqlx.Tx) error {
-		th, err := s.lockThread(ctx, tx, threadID)
+		view, err := s.lockForStep(ctx, tx, threadID, principalID)
 		if err != nil {
 			return err
 		}
-		view := ports.StepTx{Thread: th}
 		if withStates {
 			if view.States, err = s.states(ctx, tx, threadID, "", ""); err != nil {
 				return err
@@ -223,17 +255,6 @@ func (s *Store) AppendStep(ctx context.Context, threadID, principalID, stepName,
 			if len(cur) == 1 {
 				view.Current = &cur[0]
 			}
-			if th.StepCount > 0 {
-				if err := tx.GetContext(ctx, &view.LastStepName, s.q(`SELECT step_name FROM thread_activities
- WHERE thread_id = ? AND seq = ?`), threadID, th.StepCount); err != nil && !errors.Is(err, sql.ErrNoRows) {
-					return err
-				}
-			}
-		}
-		if a, err := s.access(ctx, tx, threadID, principalID); err == nil {
-			view.Access = &a
-		} else if !errors.Is(err, sql.ErrNoRows) {
-			return err
 		}
 		p, err := plan(view)
 		if err != nil {
