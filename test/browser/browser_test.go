@@ -336,6 +336,17 @@ func TestWebUI(t *testing.T) {
 		shot(t, ctx, "03b-contract-thread")
 	})
 
+	t.Run("unknown thread and unknown page", func(t *testing.T) {
+		do(t, ctx, "unknown thread", chromedp.Navigate(base+"/ui/threads/00000000-0000-4000-8000-000000000000"), chromedp.WaitVisible(css(`main h1`)))
+		if h := text(t, ctx, `main h1`); h != "Thread not found" {
+			t.Fatalf("unknown thread heading %q", h)
+		}
+		do(t, ctx, "unknown page", chromedp.Navigate(base+"/ui/nope"), chromedp.WaitVisible(css(`main h1`)))
+		if h := text(t, ctx, `main h1`); h != "Page not found" {
+			t.Fatalf("unknown page heading %q", h)
+		}
+	})
+
 	t.Run("invite shows the sign-in link", func(t *testing.T) {
 		var link string
 		do(t, ctx, "invite",
