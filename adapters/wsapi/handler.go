@@ -357,11 +357,19 @@ func (s *session) connect(m Message) bool {
 	return false
 }
 
-func (s *session) addThread(id string) {
-	if !hasString(s.threads, id) {
+// maxSessionThreads bounds the per-socket thread list of long-lived
+// connections; only its first entry matters (inviteParty's default).
+const maxSessionThreads = 1024
+
+// addThread records a thread started or joined here. Joined threads also make
+// the session eligible for their notifications (owned ones already are).
+func (s *session) addThread(id string, joined bool) {
+	if len(s.threads) < maxSessionThreads && !hasString(s.threads, id) {
 		s.threads = append(s.threads, id)
 	}
-	s.hub.AddThread(id)
+	if joined {
+		s.hub.AddThread(id)
+	}
 }
 
 // fail sends the error reply for err, with the domain message when it is safe.
@@ -412,7 +420,7 @@ func (s *session) startThread(ctx context.Context, m Message) {
 		s.fail(m.Action, "", err, nil)
 		return
 	}
-	s.addThread(th.ID)
+	s.addThread(th.ID, false)
 	reply := map[string]any{"action": m.Action, "status": "success", "message": "Thread started successfully",
 		"threadId": th.ID, "label": th.Label, "refs": refs, "accessLevel": app.AccessOwner}
 	if len(th.Tags) > 0 {
@@ -552,7 +560,7 @@ func (s *session) join(ctx context.Context, m Message) {
 		s.fail(m.Action, "", err, nil)
 		return
 	}
-	s.addThread(res.Thread.ID)
+	s.addThread(res.Thread.ID, res.AccessLevel != app.AccessOwner)
 	s.send(map[string]any{"action": m.Action, "status": "success", "message": "Successfully joined thread",
 		"threadId": res.Thread.ID, "contractId": res.Thread.ContractID, "contractName": res.Thread.ContractName,
 		"role": res.Role, "accessLevel": res.AccessLevel, "threadStatus": res.Thread.Status})
