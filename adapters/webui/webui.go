@@ -10,6 +10,8 @@ package webui
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"html"
 	"io/fs"
 	"net/http"
@@ -41,6 +43,24 @@ func Mount(e *echo.Echo, settings *EngineSettings, auth echo.MiddlewareFunc) err
 		return err
 	}
 	h := &handler{settings: settings, index: index}
+	// Assets are not content-hashed in their names, so they are revalidated
+	// on every load; a strong ETag per file makes that a 304.
+	etags := map[string]string{}
+	err = fs.WalkDir(assets, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(assets, p)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(b)
+		etags[p] = `"` + hex.EncodeToString(sum[:12]) + `"`
+		return nil
+	})
+	if err != nil {
+		return err
+	}
 
 	g := e.Group("/v1/engine", auth)
 	g.GET("/settings", h.getSettings)
@@ -53,12 +73,13 @@ func Mount(e *echo.Echo, settings *EngineSettings, auth echo.MiddlewareFunc) err
 		if name == "" || strings.HasSuffix(name, "/") {
 			return httpapi.WriteProblem(c, domain.NotFound("asset"))
 		}
-		if _, err := fs.Stat(assets, name); err != nil {
+		etag, ok := etags[name]
+		if !ok {
 			return httpapi.WriteProblem(c, domain.NotFound("asset"))
 		}
 		hdr := c.Response().Header()
-		// Assets are not content-hashed; revalidate so an upgrade shows at once.
 		hdr.Set("Cache-Control", "no-cache")
+		hdr.Set("ETag", etag)
 		hdr.Set("X-Content-Type-Options", "nosniff")
 		fileServer.ServeHTTP(c.Response(), c.Request())
 		return nil
@@ -76,12 +97,13 @@ type handler struct {
 
 var prefixRE = regexp.MustCompile(`^(/[A-Za-z0-9._~-]+)*/?$`)
 
-// shell serves index.html for UI pages; the app routes on the client. Behind a reverse proxy that strips
-// a path prefix, X-Forwarded-Prefix sets <base href> so assets and links
+// shell serves index.html for UI pages; the app routes on the client.
+// Behind a reverse proxy that strips a path prefix, X-Forwarded-Prefix sets
+// <base href> so assets and links
 // resolve under the prefix.
 func (h *handler) shell(c echo.Context) error {
 	base := "/"
-	if fp := c.Request().Header.Get("X-Forwarded-Prefix"); fp != "" && prefixRE.MatchString(fp) {
+	if fp := c.Request().Header.Get("X-Forwarded-Prefix"); fp != "" && prefixRE.MatchString(fp) && !hasDotSegment(fp) {
 		base = strings.TrimSuffix(fp, "/") + "/"
 	}
 	body := bytes.Replace(h.index, []byte(`<base href="/">`), []byte(`<base href="`+html.EscapeString(base)+`">`), 1)
@@ -94,6 +116,15 @@ func (h *handler) shell(c echo.Context) error {
 	// only the embedded modules.
 	hdr.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'self'; form-action 'self'")
 	return c.HTMLBlob(http.StatusOK, body)
+}
+
+func hasDotSegment(p string) bool {
+	for _, seg := range strings.Split(p, "/") {
+		if seg == "." || seg == ".." {
+			return true
+		}
+	}
+	return false
 }
 
 type putSettingsRequest struct {

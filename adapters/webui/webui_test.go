@@ -194,6 +194,16 @@ func TestShellAndAssets(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/css") || !strings.Contains(body, "--accent") {
 		t.Fatalf("css: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
+	etag := resp.Header.Get("ETag")
+	if etag == "" || resp.Header.Get("Cache-Control") != "no-cache" {
+		t.Fatalf("css caching headers: %v", resp.Header)
+	}
+	if resp, _ = get("/ui/assets/app.css", map[string]string{"If-None-Match": etag}); resp.StatusCode != http.StatusNotModified {
+		t.Fatalf("revalidation: %d", resp.StatusCode)
+	}
+	if resp, body = get("/ui/threads", map[string]string{"X-Forwarded-Prefix": "/a/../b"}); !strings.Contains(body, `<base href="/">`) {
+		t.Fatalf("dot segments must be ignored: %.300s", body)
+	}
 	resp, _ = get("/ui/assets/app.js", nil)
 	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || !strings.Contains(ct, "javascript") {
 		t.Fatalf("js: %d %s", resp.StatusCode, ct)
