@@ -27,6 +27,8 @@ type ThreadView struct {
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
 	CompletedAt     *time.Time
+	// Refs are the thread's refs (key → value), read with the row.
+	Refs map[string]string
 }
 
 // ThreadFilter narrows ListThreads. Empty fields mean "any".
@@ -198,7 +200,8 @@ type ChainLink struct {
 
 // ThreadQueries reads threads and everything recorded about them.
 type ThreadQueries interface {
-	// GetThreads returns the threads with these ids that exist, in any order.
+	// GetThreads returns the threads with these ids that exist, in any
+	// order. Threads come with their refs (GetThreads and ListThreads).
 	GetThreads(ctx context.Context, ids []string) ([]ThreadView, error)
 	// ListThreads returns one page, newest first, and the total matching.
 	ListThreads(ctx context.Context, f ThreadFilter) ([]ThreadView, int, error)

@@ -53,7 +53,6 @@ func (mm *memoMap[T]) get(key string, load func() (T, error)) (T, error) {
 type threadGroup struct {
 	q      *app.Queries
 	ids    []string
-	refs   memo[map[string]map[string]string]
 	counts memo[map[string]ports.NotificationCounts]
 	verify memo[map[string]domain.ChainStatus]
 	steps  memoMap[stepLoad]

@@ -235,16 +235,12 @@ func (r *threadResolver) ContractVersion() *int32 {
 	return &v
 }
 
-func (r *threadResolver) Refs(ctx context.Context) (*JSON, error) {
-	m, err := r.g.refs.get(func() (map[string]map[string]string, error) { return r.g.q.Refs(ctx, r.g.ids) })
-	if err != nil {
-		return nil, err
-	}
-	s := app.RefsJSON(m[r.t.ID])
+func (r *threadResolver) Refs() *JSON {
+	s := app.RefsJSON(r.t.Refs)
 	if s == nil {
-		return nil, nil
+		return nil
 	}
-	return jsonPtr(*s), nil
+	return jsonPtr(*s)
 }
 
 func (r *threadResolver) Steps(ctx context.Context, a struct{ StepName, IdempotencyKey, Status *string }) ([]*stepResolver, error) {

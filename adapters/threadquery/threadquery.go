@@ -7,6 +7,7 @@ package threadquery
 import (
 	"context"
 	"database/sql/driver"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -180,6 +181,7 @@ type threadRow struct {
 	CreatedAt       dbTime `db:"created_at"`
 	UpdatedAt       dbTime `db:"updated_at"`
 	CompletedAt     dbTime `db:"completed_at"`
+	Refs            dbText `db:"refs"`
 	Total           int    `db:"total"`
 	Exact           dbInt  `db:"exact_match"`
 }
@@ -187,8 +189,22 @@ type threadRow struct {
 const threadCols = `t.id, t.contract_id, t.contract_name, t.contract_version, t.label, t.owner_kind, t.owner_id,
  t.service_name, t.status, t.error, t.last_hash, t.step_count, t.created_at, t.updated_at, t.completed_at`
 
+// refsCol reads a thread's refs as one JSON object in the same statement:
+// the SDKs select refs with every thread, so a separate query would cost a
+// round trip per request.
+func (s *Store) refsCol() string {
+	if s.db.Dialect == sqldb.Postgres {
+		return `, (SELECT json_object_agg(r.ref_key, r.ref_value) FROM thread_refs r WHERE r.thread_id = t.id)::text AS refs`
+	}
+	return `, (SELECT json_group_object(r.ref_key, r.ref_value) FROM thread_refs r WHERE r.thread_id = t.id) AS refs`
+}
+
 func (r threadRow) view() ports.ThreadView {
-	return ports.ThreadView{
+	var refs map[string]string
+	if r.Refs.S != "" {
+		_ = json.Unmarshal([]byte(r.Refs.S), &refs)
+	}
+	return ports.ThreadView{Refs: refs,
 		ID: r.ID, ContractID: r.ContractID.ptr(), ContractName: r.ContractName.ptr(),
 		ContractVersion: r.ContractVersion.ptr(), Label: r.Label.ptr(), OwnerKind: r.OwnerKind,
 		OwnerID: r.OwnerID, ServiceName: r.ServiceName.ptr(), Status: r.Status, Error: r.Error.ptr(),
@@ -203,7 +219,7 @@ func (s *Store) GetThreads(ctx context.Context, ids []string) ([]ports.ThreadVie
 		return nil, nil
 	}
 	var rows []threadRow
-	if err := s.selectIn(ctx, &rows, `SELECT `+threadCols+`, 0 AS total, 0 AS exact_match FROM threads t WHERE t.id IN (?)`, ids); err != nil {
+	if err := s.selectIn(ctx, &rows, `SELECT `+threadCols+s.refsCol()+`, 0 AS total, 0 AS exact_match FROM threads t WHERE t.id IN (?)`, ids); err != nil {
 		return nil, err
 	}
 	out := make([]ports.ThreadView, len(rows))
@@ -279,7 +295,7 @@ func (s *Store) ListThreads(ctx context.Context, f ports.ThreadFilter) ([]ports.
 	if len(where) > 0 {
 		wh = " WHERE " + strings.Join(where, " AND ")
 	}
-	q := `SELECT ` + threadCols + `, COUNT(*) OVER () AS total, ` + exact + ` AS exact_match FROM threads t` + wh +
+	q := `SELECT ` + threadCols + s.refsCol() + `, COUNT(*) OVER () AS total, ` + exact + ` AS exact_match FROM threads t` + wh +
 		` ORDER BY exact_match DESC, t.created_at DESC, t.id DESC LIMIT ? OFFSET ?`
 	all := append(append(append([]any{}, exactArgs...), args...), f.Limit, f.Offset)
 	var rows []threadRow
