@@ -43,9 +43,7 @@ type Deps struct {
 // Handler is the /mcp HTTP endpoint. Mount it behind the authentication
 // middleware: it expects the principal in the request context.
 type Handler struct {
-	server *mcp.Server
-	http   *mcp.StreamableHTTPHandler
-	log    *slog.Logger
+	http *mcp.StreamableHTTPHandler
 }
 
 // New builds the MCP server with its tools, resource and prompts.
@@ -80,11 +78,8 @@ func New(d Deps) *Handler {
 		DisableLocalhostProtection: true,
 		MaxRequestBodyBytes:        maxRequestBody,
 	})
-	return &Handler{server: s, http: h, log: d.Log}
+	return &Handler{http: h}
 }
-
-// Server exposes the underlying MCP server (for in-process transports).
-func (h *Handler) Server() *mcp.Server { return h.server }
 
 // ServeHTTP serves the streamable HTTP transport. Without a principal in the
 // request context it refuses the request, so a mounting mistake fails closed.

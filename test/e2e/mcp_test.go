@@ -502,6 +502,36 @@ func TestMCPEndToEnd(t *testing.T) {
 			}
 		})
 
+		t.Run("a viewer service-account key reads", func(t *testing.T) {
+			resp, body := e.Do(t, http.MethodPost, "/v1/api-keys", e.AdminKey, map[string]any{
+				"name": "agent", "create_service_account": map[string]any{"name": "agent-bot", "role": "viewer"}})
+			wantStatus(t, resp, body, http.StatusCreated)
+			var created struct {
+				Key    string `json:"key"`
+				APIKey struct {
+					ServiceAccountID string `json:"service_account_id"`
+				} `json:"api_key"`
+			}
+			if err := json.Unmarshal(body, &created); err != nil || created.Key == "" || created.APIKey.ServiceAccountID == "" {
+				t.Fatalf("create service-account key: %v %s", err, body)
+			}
+			sa := mustConnect(t, e, created.Key)
+			var page struct {
+				TotalCount int `json:"total_count"`
+			}
+			wantResult(t, "search_threads", callTool(t, sa, "search_threads", map[string]any{}), &page)
+			if page.TotalCount != 4 {
+				t.Fatalf("service account sees %d threads, want 4", page.TotalCount)
+			}
+			var actors struct {
+				Actors []struct{ ID, Name, Type string } `json:"actors"`
+			}
+			wantResult(t, "resolve_actors", callTool(t, sa, "resolve_actors", map[string]any{"ids": []string{created.APIKey.ServiceAccountID}}), &actors)
+			if len(actors.Actors) != 1 || actors.Actors[0].Name != "agent-bot" || actors.Actors[0].Type != "service_account" {
+				t.Fatalf("actors %+v", actors.Actors)
+			}
+		})
+
 		t.Run("older protocol versions connect too", func(t *testing.T) {
 			old, err := mcpConnect(t, e, fx.viewerKey, "2025-06-18")
 			if err != nil {
