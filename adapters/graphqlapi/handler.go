@@ -217,6 +217,20 @@ func (h *Handler) analyse(query, operationName string) *analysis {
 	return a
 }
 
+// ExecuteJSON runs one operation like Execute and returns the response body
+// ({"data":…,"errors":[…],"extensions":{"cost":N}}) whatever the outcome, so
+// callers without HTTP (the MCP graphql_query tool) see exactly what POST
+// /graphql answers, the cost limit included. It matches
+// mcpapi.GraphQLFunc.
+func (h *Handler) ExecuteJSON(ctx context.Context, query, operationName string, variables map[string]any) (json.RawMessage, error) {
+	res, _ := h.Execute(ctx, Request{Query: query, OperationName: operationName, Variables: variables})
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, fmt.Errorf("graphql: encode response: %w", err)
+	}
+	return b, nil
+}
+
 // classify gives every error a code and keeps internal details out of
 // messages.
 func (h *Handler) classify(ctx context.Context, e *gqlerrors.QueryError) {

@@ -472,3 +472,16 @@ func TestExplorerAndHTTP(t *testing.T) {
 		t.Fatal("explorer page does not load the schema")
 	}
 }
+
+func TestExecuteJSONAppliesTheLimit(t *testing.T) {
+	f := newFixture(t, sqldb.SQLite)
+	b, err := f.h.ExecuteJSON(f.ctx, `{ stepHistory(threadId: "t", stepName: "s", limit: 1000) { attempt } }`, "", nil)
+	want := `{"errors":[{"message":"operation has complexity 1001, which exceeds the limit of 1000","extensions":{"code":"COMPLEXITY_LIMIT_EXCEEDED","complexity":1001,"limit":1000}}]}`
+	if err != nil || string(b) != want {
+		t.Fatalf("%s %v", b, err)
+	}
+	b, err = f.h.ExecuteJSON(f.ctx, `query Q { threads { totalCount } }`, "Q", nil)
+	if err != nil || string(b) != `{"data":{"threads":{"totalCount":0}},"extensions":{"cost":2}}` {
+		t.Fatalf("%s %v", b, err)
+	}
+}
