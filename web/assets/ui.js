@@ -47,7 +47,9 @@ export function fmtTime(s) {
   if (!s) return '—';
   const d = new Date(s);
   if (isNaN(d)) return String(s);
-  return d.toLocaleString(undefined, { year: 'numeric', month: 'short', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' });
+  const opts = { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' };
+  if (d.getFullYear() !== new Date().getFullYear()) opts.year = 'numeric';
+  return d.toLocaleString(undefined, opts);
 }
 
 export function timeEl(s) {

@@ -17,9 +17,20 @@ export async function renderKeys(ctx) {
   let keys = [];
   let showRevoked = false;
 
+  // Admins see every key; name the owners of personal keys by email.
+  const emails = new Map();
+  async function loadOwners() {
+    if (!isAdmin) return;
+    try {
+      const d = await api.get('/v1/users');
+      for (const u of (d && d.users) || []) emails.set(u.id, u.email);
+    } catch (_) { /* owners stay unnamed; the key list still works */ }
+  }
+
   async function load() {
     const d = await api.get('/v1/api-keys');
     keys = (d && (d.api_keys || d.keys)) || [];
+    for (const k of keys) if (!k.user_email && k.user_id) k.user_email = emails.get(k.user_id) || (k.user_id === me.id ? me.email : '');
     draw();
   }
 
@@ -117,6 +128,7 @@ export async function renderKeys(ctx) {
     } finally { createBtn.disabled = false; }
   });
 
+  await loadOwners();
   await load();
   return h('div', {},
     h('div', { class: 'page-head' }, h('div', {}, h('h1', {}, 'API keys'),

@@ -16,11 +16,11 @@ const Q_BY_REF = `query ByRef($refKey: String, $refValue: String!, $status: Stri
 // toISO turns a datetime-local value (local time) into an ISO instant.
 function toISO(v) { if (!v) return null; const d = new Date(v); return isNaN(d) ? null : d.toISOString(); }
 
-export function refsText(refs) {
+export function refsText(refs, skipLabel) {
   if (!refs) return '';
   let o = refs;
   if (typeof refs === 'string') { try { o = JSON.parse(refs); } catch (_) { return refs; } }
-  return Object.entries(o || {}).filter(([k]) => !k.startsWith('linkedThread:')).map(([k, v]) => `${k}=${v}`).join(', ');
+  return Object.entries(o || {}).filter(([k]) => !k.startsWith('linkedThread:') && !(skipLabel && k === 'label')).map(([k, v]) => `${k}=${v}`).join(', ');
 }
 
 export async function renderThreads(ctx) {
@@ -72,11 +72,11 @@ export async function renderThreads(ctx) {
     const start = total ? f.page * PAGE + 1 : 0;
     const end = f.page * PAGE + conn.threads.length;
     const cols = [
-      { label: 'Thread', render: (t) => h('div', {}, link('threads/' + encodeURIComponent(t.id), t.label || t.id, { class: 'mono', 'data-thread-id': t.id }),
+      { label: 'Thread', class: 'col-thread', render: (t) => h('div', {}, link('threads/' + encodeURIComponent(t.id), t.label || t.id, { class: 'mono', 'data-thread-id': t.id }),
         t.label ? h('div', { class: 'muted mono' }, t.id) : null) },
       { label: 'Contract', render: (t) => t.contractName ? h('span', {}, t.contractName, t.contractVersion ? h('span', { class: 'muted' }, ' v' + t.contractVersion) : null) : h('span', { class: 'muted' }, 'free-form') },
       { label: 'Status', render: (t) => pill(t.status) },
-      { label: 'Refs', render: (t) => { const r = refsText(t.refs); return r ? h('span', { class: 'truncate mono', title: r }, r) : h('span', { class: 'muted' }, '—'); } },
+      { label: 'Refs', render: (t) => { const r = refsText(t.refs, true); return r ? h('span', { class: 'truncate mono', title: r }, r) : h('span', { class: 'muted' }, '—'); } },
       { label: 'Started', render: (t) => timeEl(t.startedAt) },
       { label: 'Completed', render: (t) => timeEl(t.completedAt) },
     ];
