@@ -559,6 +559,16 @@ func TestWebUI(t *testing.T) {
 			chromedp.Click(css(`button[aria-controls=sidebar]`)),
 			chromedp.Sleep(300*time.Millisecond))
 		shot(t, ctx, "10-phone-menu")
+		for _, page := range []string{"users", "api-keys", "threads", "settings/engine"} {
+			do(t, ctx, "phone "+page, chromedp.Navigate(base+"/ui/"+page), chromedp.WaitVisible(css(`main h1`)), chromedp.WaitNotPresent(css(`main .loading`)))
+			if get(t, ctx, "overflow "+page, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth + 1`)) {
+				shot(t, ctx, "FAILED-phone-"+strings.ReplaceAll(page, "/", "-"))
+				t.Fatalf("%s scrolls horizontally at 390px", page)
+			}
+		}
+		shot(t, ctx, "10b-phone-settings")
+		do(t, ctx, "phone users", chromedp.Navigate(base+"/ui/users"), chromedp.WaitVisible(css(`tr[data-email]`)))
+		shot(t, ctx, "10c-phone-users")
 	})
 
 	t.Run("keyboard: invite dialog opens with Enter, focuses the email field, closes with Escape", func(t *testing.T) {
