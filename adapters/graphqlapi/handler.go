@@ -4,6 +4,7 @@
 package graphqlapi
 
 import (
+	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -224,7 +225,7 @@ func (h *Handler) analyse(query, operationName string) *analysis {
 // mcpapi.GraphQLFunc.
 func (h *Handler) ExecuteJSON(ctx context.Context, query, operationName string, variables map[string]any) (json.RawMessage, error) {
 	res, _ := h.Execute(ctx, Request{Query: query, OperationName: operationName, Variables: variables})
-	b, err := json.Marshal(res)
+	b, err := res.MarshalJSON()
 	if err != nil {
 		return nil, fmt.Errorf("graphql: encode response: %w", err)
 	}
@@ -356,7 +357,7 @@ func decodeRequest(w http.ResponseWriter, r *http.Request) (Request, *Response, 
 }
 
 func writeJSON(w http.ResponseWriter, status int, res *Response) {
-	b, err := json.Marshal(res)
+	b, err := res.MarshalJSON()
 	if err != nil {
 		status = http.StatusInternalServerError
 		b = []byte(`{"errors":[{"message":"an internal error occurred","extensions":{"code":"INTERNAL_SERVER_ERROR"}}]}`)
@@ -365,6 +366,45 @@ func writeJSON(w http.ResponseWriter, status int, res *Response) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
+}
+
+// MarshalJSON writes the response with data copied as is: graph-gophers
+// produced it as valid JSON, and encoding/json would re-scan and compact it.
+func (r *Response) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.Grow(len(r.Data) + 64)
+	b.WriteByte('{')
+	sep := false
+	if len(r.Errors) > 0 {
+		e, err := json.Marshal(r.Errors)
+		if err != nil {
+			return nil, err
+		}
+		b.WriteString(`"errors":`)
+		b.Write(e)
+		sep = true
+	}
+	if len(r.Data) > 0 {
+		if sep {
+			b.WriteByte(',')
+		}
+		b.WriteString(`"data":`)
+		b.Write(r.Data)
+		sep = true
+	}
+	if len(r.Extensions) > 0 {
+		e, err := json.Marshal(r.Extensions)
+		if err != nil {
+			return nil, err
+		}
+		if sep {
+			b.WriteByte(',')
+		}
+		b.WriteString(`"extensions":`)
+		b.Write(e)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
 }
 
 //go:embed explorer.html
