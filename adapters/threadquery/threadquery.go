@@ -52,6 +52,44 @@ func (s *Store) selectRaw(ctx context.Context, dest any, query string, args ...a
 	return nil
 }
 
+// scanner is a row type that lists its fields in SELECT order. The hot
+// paths (threads and steps, read by every SDK query) scan with it instead of
+// sqlx's reflection, which cost more than the statement itself.
+type scanner[T any] interface {
+	*T
+	dest() []any
+}
+
+func queryRows[T any, P scanner[T]](ctx context.Context, s *Store, in bool, query string, args ...any) ([]T, error) {
+	if in {
+		var err error
+		if query, args, err = sqlx.In(query, args...); err != nil {
+			return nil, fmt.Errorf("threadquery: expand: %w", err)
+		}
+	}
+	query = s.db.Rebind(query)
+	if s.onQuery != nil {
+		s.onQuery(query)
+	}
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, sqldb.TranslateError(err)
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		var v T
+		if err := rows.Scan(P(&v).dest()...); err != nil {
+			return nil, sqldb.TranslateError(err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, sqldb.TranslateError(err)
+	}
+	return out, nil
+}
+
 // dbTime scans a timestamp from either driver: lib/pq gives time.Time,
 // modernc/sqlite gives time.Time for declared columns but text when the
 // column passes through a subquery.
@@ -199,6 +237,12 @@ func (s *Store) refsCol() string {
 	return `, (SELECT json_group_object(r.ref_key, r.ref_value) FROM thread_refs r WHERE r.thread_id = t.id) AS refs`
 }
 
+func (r *threadRow) dest() []any {
+	return []any{&r.ID, &r.ContractID, &r.ContractName, &r.ContractVersion, &r.Label, &r.OwnerKind, &r.OwnerID,
+		&r.ServiceName, &r.Status, &r.Error, &r.LastHash, &r.StepCount, &r.CreatedAt, &r.UpdatedAt, &r.CompletedAt,
+		&r.Refs, &r.Total, &r.Exact}
+}
+
 func (r threadRow) view() ports.ThreadView {
 	var refs map[string]string
 	if r.Refs.S != "" {
@@ -218,8 +262,8 @@ func (s *Store) GetThreads(ctx context.Context, ids []string) ([]ports.ThreadVie
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	var rows []threadRow
-	if err := s.selectIn(ctx, &rows, `SELECT `+threadCols+s.refsCol()+`, 0 AS total, 0 AS exact_match FROM threads t WHERE t.id IN (?)`, ids); err != nil {
+	rows, err := queryRows[threadRow](ctx, s, true, `SELECT `+threadCols+s.refsCol()+`, 0 AS total, 0 AS exact_match FROM threads t WHERE t.id IN (?)`, ids)
+	if err != nil {
 		return nil, err
 	}
 	out := make([]ports.ThreadView, len(rows))
@@ -298,8 +342,8 @@ func (s *Store) ListThreads(ctx context.Context, f ports.ThreadFilter) ([]ports.
 	q := `SELECT ` + threadCols + s.refsCol() + `, COUNT(*) OVER () AS total, ` + exact + ` AS exact_match FROM threads t` + wh +
 		` ORDER BY exact_match DESC, t.created_at DESC, t.id DESC LIMIT ? OFFSET ?`
 	all := append(append(append([]any{}, exactArgs...), args...), f.Limit, f.Offset)
-	var rows []threadRow
-	if err := s.selectRaw(ctx, &rows, q, all...); err != nil {
+	rows, err := queryRows[threadRow](ctx, s, false, q, all...)
+	if err != nil {
 		return nil, 0, err
 	}
 	out := make([]ports.ThreadView, len(rows))
@@ -367,6 +411,12 @@ type stepRow struct {
 	RN             int    `db:"rn"`
 }
 
+func (r *stepRow) dest() []any {
+	return []any{&r.ThreadID, &r.StepName, &r.IdempotencyKey, &r.Status, &r.RetryCount, &r.LatestStepID, &r.LatestSeq,
+		&r.PreviousStep, &r.Actor, &r.ActorService, &r.LatestContext, &r.FirstSeenAt, &r.LastUpdatedAt, &r.StartedAt,
+		&r.FinishedAt, &r.Hash, &r.PrevHash, &r.RN}
+}
+
 // Steps returns at most perThread step states of each thread.
 func (s *Store) Steps(ctx context.Context, threadIDs []string, f ports.StepFilter, perThread int) (map[string][]ports.StepView, error) {
 	out := map[string][]ports.StepView{}
@@ -397,14 +447,16 @@ func (s *Store) Steps(ctx context.Context, threadIDs []string, f ports.StepFilte
 		args = append(args, f.Statuses)
 	}
 	args = append(args, perThread)
-	q := `SELECT * FROM (SELECT s.thread_id, s.step_name, s.idempotency_key, s.status, s.retry_count, s.latest_step_id,
+	q := `SELECT thread_id, step_name, idempotency_key, status, retry_count, latest_step_id, latest_seq, previous_step,
+ actor, actor_service, latest_context, first_seen_at, last_updated_at, started_at, finished_at, hash, prev_hash, rn
+ FROM (SELECT s.thread_id, s.step_name, s.idempotency_key, s.status, s.retry_count, s.latest_step_id,
  a.seq AS latest_seq, s.previous_step, s.actor, s.actor_service, CAST(s.latest_context AS TEXT) AS latest_context,
  s.first_seen_at, s.last_updated_at, s.started_at, s.finished_at, a.hash, a.prev_hash,
  ROW_NUMBER() OVER (PARTITION BY s.thread_id ORDER BY s.first_seen_at, a.seq, s.step_name, s.idempotency_key) AS rn
  FROM thread_step_states s LEFT JOIN thread_activities a ON a.id = s.latest_step_id
  WHERE ` + strings.Join(where, " AND ") + `) x WHERE rn <= ? ORDER BY thread_id, rn`
-	var rows []stepRow
-	if err := s.selectIn(ctx, &rows, q, args...); err != nil {
+	rows, err := queryRows[stepRow](ctx, s, true, q, args...)
+	if err != nil {
 		return nil, err
 	}
 	for _, r := range rows {
