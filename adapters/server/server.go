@@ -5,7 +5,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -178,12 +177,8 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 
 	// --- MCP for AI agents: /mcp (streamable HTTP) over s.Queries and s.GraphQL, API-key auth ---
 	{
-		gql := s.GraphQL
-		mcpH := mcpapi.New(mcpapi.Deps{Queries: s.Queries, Actors: app.NewActors(s.Store, s.Store), Schema: schema.GraphQL, Log: s.Log,
-			GraphQL: func(ctx context.Context, query, op string, vars map[string]any) (json.RawMessage, error) {
-				resp, _ := gql.Execute(ctx, graphqlapi.Request{Query: query, OperationName: op, Variables: vars})
-				return json.Marshal(resp)
-			}})
+		mcpH := mcpapi.New(mcpapi.Deps{Queries: s.Queries, Actors: app.NewActors(s.Store, s.Store), Schema: schema.GraphQL,
+			GraphQL: s.GraphQL.ExecuteJSON, Log: s.Log})
 		s.Echo.Any("/mcp", echo.WrapHandler(mcpH), s.Auth.Middleware())
 	}
 
