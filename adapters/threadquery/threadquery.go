@@ -6,10 +6,12 @@ package threadquery
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -23,6 +25,52 @@ type Store struct {
 	db *sqldb.DB
 	// onQuery, when set, sees every statement before it runs (tests count them).
 	onQuery func(query string)
+
+	mu    sync.Mutex
+	stmts map[string]*sqlx.Stmt
+}
+
+// maxStmts bounds the prepared statements kept. Statement texts vary only
+// with the length of IN lists, so the working set is small; texts beyond
+// the bound run unprepared.
+const maxStmts = 256
+
+// prepared returns a prepared statement for query, or nil. Preparing once
+// spares the database a parse and plan per execution, which cost more than
+// the execution of these small reads.
+func (s *Store) prepared(ctx context.Context, query string) *sqlx.Stmt {
+	s.mu.Lock()
+	st, full := s.stmts[query], len(s.stmts) >= maxStmts
+	s.mu.Unlock()
+	if st != nil || full {
+		return st
+	}
+	st, err := s.db.PreparexContext(ctx, query)
+	if err != nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if prev := s.stmts[query]; prev != nil {
+		_ = st.Close()
+		return prev
+	}
+	if s.stmts == nil {
+		s.stmts = map[string]*sqlx.Stmt{}
+	}
+	s.stmts[query] = st
+	return st
+}
+
+// Close releases the prepared statements.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for q, st := range s.stmts {
+		_ = st.Close()
+		delete(s.stmts, q)
+	}
+	return nil
 }
 
 var _ ports.ThreadQueries = (*Store)(nil)
@@ -46,7 +94,13 @@ func (s *Store) selectRaw(ctx context.Context, dest any, query string, args ...a
 	if s.onQuery != nil {
 		s.onQuery(q)
 	}
-	if err := s.db.SelectContext(ctx, dest, q, args...); err != nil {
+	var err error
+	if st := s.prepared(ctx, q); st != nil {
+		err = st.SelectContext(ctx, dest, args...)
+	} else {
+		err = s.db.SelectContext(ctx, dest, q, args...)
+	}
+	if err != nil {
 		return sqldb.TranslateError(err)
 	}
 	return nil
@@ -71,7 +125,13 @@ func queryRows[T any, P scanner[T]](ctx context.Context, s *Store, in bool, quer
 	if s.onQuery != nil {
 		s.onQuery(query)
 	}
-	rows, err := s.db.QueryContext(ctx, query, args...)
+	var rows *sql.Rows
+	var err error
+	if st := s.prepared(ctx, query); st != nil {
+		rows, err = st.QueryContext(ctx, args...)
+	} else {
+		rows, err = s.db.QueryContext(ctx, query, args...)
+	}
 	if err != nil {
 		return nil, sqldb.TranslateError(err)
 	}
