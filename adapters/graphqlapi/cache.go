@@ -7,8 +7,8 @@ import "sync"
 // kept per query text. Pricing depends on variables and runs every time.
 
 const (
-	cacheEntries  = 512
-	cacheMaxQuery = 16 << 10 // longer texts are analysed every time
+	cacheEntries  = 256
+	cacheMaxQuery = 4 << 10 // longer texts are analysed every time (SDK queries are under 1 KiB)
 )
 
 type analysis struct {
