@@ -203,3 +203,68 @@ func TestGraphQLExplorerAndContractGraph(t *testing.T) {
 		t.Fatalf("transitions: %s", body2)
 	}
 }
+
+// Every top-level query once, end to end, on each dialect.
+func TestGraphQLEveryQuery(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
+		ctx := adminCtx(e)
+		s, err := graphqltest.SeedThread(ctx, e.Server.Threads, "every", 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := graphqltest.InsertValidation(ctx, e.Server.DB, s, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if resp, body := postYAML(t, e, e.AdminKey, "application/yaml", contractYAML(1)); resp.StatusCode != http.StatusCreated {
+			t.Fatalf("upload: %d %s", resp.StatusCode, body)
+		}
+		c, err := e.Server.Threads.StartThread(ctx, app.StartThreadInput{Contract: "order_flow", Role: "checkout"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := fmt.Sprintf(`{
+  all: threads(limit: 10) { totalCount threads { id } }
+  active: threads(status: "active", actor: %q, limit: 10) { totalCount }
+  byContract: threadsByContract(contractName: "order_flow", contractVersion: 1) { totalCount threads { id contractName contractVersion } }
+  byRef: threadsByRef(refKey: "orderId", refValue: "o-every") { totalCount threads { id } }
+  threadChain(rootId: %q) { id }
+  stepHistory(threadId: %q, stepName: "step-0") { attempt status error }
+  validationResults(threadId: %q, stepName: %q, idempotencyKey: %q) { overallStatus criticalCount validations { type } }
+  contractGraph(name: "order_flow", version: 1) { parties graph { entryPoints } }
+  verifyThreadIntegrity(threadId: %q) { verified totalEvents }
+  thread(id: %q) { notificationSummary { totalNotifications } notifications(options: {limit: 5}) { notificationType } hashChainStatus { verified } }
+}`, e.Admin.ID, s.ID, s.ID, s.ID, s.StepName, s.StepKey, s.ID, s.ID)
+		status, r, body := gqlPost(t, e, e.AdminKey, q, nil)
+		if status != http.StatusOK || len(r.Errors) > 0 {
+			t.Fatalf("%d %s", status, body)
+		}
+		d := r.Data
+		num := func(path ...string) any {
+			var v any = d
+			for _, p := range path {
+				v = v.(map[string]any)[p]
+			}
+			return v
+		}
+		if num("all", "totalCount") != float64(2) || num("active", "totalCount") != float64(1) {
+			t.Fatalf("threads: %s", body)
+		}
+		bc := num("byContract", "threads").([]any)
+		if len(bc) != 1 || bc[0].(map[string]any)["id"] != c.ID || bc[0].(map[string]any)["contractVersion"] != float64(1) {
+			t.Fatalf("byContract: %s", body)
+		}
+		if num("byRef", "totalCount") != float64(1) || len(d["threadChain"].([]any)) != 1 || len(d["stepHistory"].([]any)) != 2 {
+			t.Fatalf("byRef/chain/history: %s", body)
+		}
+		v := d["validationResults"].([]any)
+		if len(v) != 1 || v[0].(map[string]any)["overallStatus"] != "violated" {
+			t.Fatalf("validationResults: %s", body)
+		}
+		if num("verifyThreadIntegrity", "verified") != true || num("verifyThreadIntegrity", "totalEvents") != float64(3) {
+			t.Fatalf("integrity: %s", body)
+		}
+		if num("contractGraph", "graph", "entryPoints").([]any)[0] != "validate" || num("thread", "hashChainStatus", "verified") != true {
+			t.Fatalf("contract/thread: %s", body)
+		}
+	})
+}
