@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -22,12 +23,90 @@ import (
 // Store implements ports.ThreadStore.
 type Store struct {
 	db *sqldb.DB
+
+	// Prepared statements of the hot write path, by final query text. They
+	// are prepared on the database after the transaction that first needed
+	// them (preparing inside it would wait forever for SQLite's single
+	// connection); inside a transaction tx.Stmtx reuses them, which saves
+	// SQLite's parser and PostgreSQL's parse/plan per step.
+	stmtMu  sync.Mutex
+	stmts   map[string]*sqlx.Stmt
+	pending map[string]bool
 }
 
 var _ ports.ThreadStore = (*Store)(nil)
 
 // New returns a store on an open, migrated database.
-func New(db *sqldb.DB) *Store { return &Store{db: db} }
+func New(db *sqldb.DB) *Store {
+	return &Store{db: db, stmts: map[string]*sqlx.Stmt{}, pending: map[string]bool{}}
+}
+
+// prepared returns the statement for query inside tx, or nil (and marks the
+// query for preparation after the transaction).
+func (s *Store) prepared(ctx context.Context, tx *sqlx.Tx, query string) *sqlx.Stmt {
+	s.stmtMu.Lock()
+	st := s.stmts[query]
+	if st == nil {
+		s.pending[query] = true
+	}
+	s.stmtMu.Unlock()
+	if st == nil {
+		return nil
+	}
+	return tx.StmtxContext(ctx, st)
+}
+
+func (s *Store) preparePending(ctx context.Context) {
+	s.stmtMu.Lock()
+	var todo []string
+	for q := range s.pending {
+		todo = append(todo, q)
+		delete(s.pending, q)
+	}
+	s.stmtMu.Unlock()
+	// Not under stmtMu: on SQLite, Preparex waits for the single connection,
+	// which a transaction calling prepared() may be holding.
+	for _, q := range todo {
+		st, err := s.db.PreparexContext(ctx, q)
+		if err != nil {
+			continue
+		}
+		s.stmtMu.Lock()
+		if s.stmts[q] == nil {
+			s.stmts[q] = st
+		} else {
+			st.Close()
+		}
+		s.stmtMu.Unlock()
+	}
+}
+
+func (s *Store) exec(ctx context.Context, tx *sqlx.Tx, query string, args ...any) error {
+	query = s.q(query)
+	var err error
+	if st := s.prepared(ctx, tx, query); st != nil {
+		_, err = st.ExecContext(ctx, args...)
+	} else {
+		_, err = tx.ExecContext(ctx, query, args...)
+	}
+	return err
+}
+
+func (s *Store) get(ctx context.Context, tx *sqlx.Tx, dest any, query string, args ...any) error {
+	query = s.q(query)
+	if st := s.prepared(ctx, tx, query); st != nil {
+		return st.GetContext(ctx, dest, args...)
+	}
+	return tx.GetContext(ctx, dest, query, args...)
+}
+
+func (s *Store) selectTx(ctx context.Context, tx *sqlx.Tx, dest any, query string, args ...any) error {
+	query = s.q(query)
+	if st := s.prepared(ctx, tx, query); st != nil {
+		return st.SelectContext(ctx, dest, args...)
+	}
+	return tx.SelectContext(ctx, dest, query, args...)
+}
 
 const maxTxAttempts = 5
 
@@ -42,6 +121,7 @@ func (s *Store) tx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 	var err error
 	for attempt := 1; attempt <= maxTxAttempts; attempt++ {
 		err = s.db.Tx(ctx, fn)
+		s.preparePending(ctx)
 		var ce callerError
 		if errors.As(err, &ce) {
 			return ce.err
@@ -178,13 +258,13 @@ func (s *Store) lockForStep(ctx context.Context, tx *sqlx.Tx, id, principalID st
 	if s.db.Dialect == sqldb.Postgres {
 		lock = " FOR UPDATE OF t"
 	}
-	err := tx.GetContext(ctx, &r, s.q(`SELECT t.id, t.contract_id, t.contract_name, t.contract_version, t.label,
+	err := s.get(ctx, tx, &r, (`SELECT t.id, t.contract_id, t.contract_name, t.contract_version, t.label,
  t.owner_kind, t.owner_id, t.service_name, t.status, t.error, t.last_hash, t.step_count, CAST(t.tags AS TEXT) AS tags,
  t.created_at, t.updated_at, t.completed_at,
  COALESCE((SELECT a.step_name FROM thread_activities a WHERE a.thread_id = t.id AND a.seq = t.step_count), '') AS last_step,
  (SELECT x.access_level FROM thread_access x WHERE x.thread_id = t.id AND x.principal_id = ?) AS access_level,
  (SELECT x.role FROM thread_access x WHERE x.thread_id = t.id AND x.principal_id = ?) AS access_role
- FROM threads t WHERE t.id = ?`+lock), principalID, principalID, id)
+ FROM threads t WHERE t.id = ?` + lock), principalID, principalID, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ports.StepTx{}, callerError{domain.NotFound("thread")}
 	}
@@ -282,7 +362,13 @@ func (s *Store) states(ctx context.Context, q sqlx.QueryerContext, threadID, ste
 		query += ` AND s.step_name = ? AND s.idempotency_key = ?`
 		args = append(args, stepName, key)
 	}
-	if err := sqlx.SelectContext(ctx, q, &rows, s.q(query+` ORDER BY a.seq`), args...); err != nil {
+	var err error
+	if tx, ok := q.(*sqlx.Tx); ok {
+		err = s.selectTx(ctx, tx, &rows, query+` ORDER BY a.seq`, args...)
+	} else {
+		err = sqlx.SelectContext(ctx, q, &rows, s.q(query+` ORDER BY a.seq`), args...)
+	}
+	if err != nil {
 		return nil, err
 	}
 	out := make([]ports.StepState, 0, len(rows))
@@ -305,7 +391,7 @@ func (s *Store) ListStepStates(ctx context.Context, threadID string) ([]ports.St
 
 func (s *Store) writePlan(ctx context.Context, tx *sqlx.Tx, threadID string, p ports.StepPlan) error {
 	a := p.Activity
-	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO thread_activities (id, thread_id, seq, activity_type, step_name,
+	if err := s.exec(ctx, tx, (`INSERT INTO thread_activities (id, thread_id, seq, activity_type, step_name,
  idempotency_key, status, attempt, actor, actor_service, context, metadata, started_at, finished_at, recorded_at,
  content_hash, hash, prev_hash) VALUES (?,?,?,'step_recorded',?,?,?,?,?,?,?,?,?,?,?,?,?,?)`),
 		a.ID, threadID, a.Seq, a.StepName, a.IdempotencyKey, a.Status, a.Attempt, a.Actor, a.ActorService,
@@ -314,14 +400,14 @@ func (s *Store) writePlan(ctx context.Context, tx *sqlx.Tx, threadID string, p p
 		return err
 	}
 	for _, ss := range p.SubSteps {
-		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO step_substeps (id, thread_id, step_id, name, status, payload,
+		if err := s.exec(ctx, tx, (`INSERT INTO step_substeps (id, thread_id, step_id, name, status, payload,
  recorded_at, created_at) VALUES (?,?,?,?,?,?,?,?)`), ss.ID, threadID, a.ID, ss.Name, ss.Status, jsonText(ss.Payload),
 			ts(ss.RecordedAt), ts(a.RecordedAt)); err != nil {
 			return err
 		}
 	}
 	st := p.State
-	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO thread_step_states (thread_id, step_name, idempotency_key, status,
+	if err := s.exec(ctx, tx, (`INSERT INTO thread_step_states (thread_id, step_name, idempotency_key, status,
  retry_count, latest_step_id, previous_step, actor, actor_service, latest_context, first_seen_at, last_updated_at,
  started_at, finished_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)
  ON CONFLICT (thread_id, step_name, idempotency_key) DO UPDATE SET status = excluded.status,
@@ -338,7 +424,7 @@ func (s *Store) writePlan(ctx context.Context, tx *sqlx.Tx, threadID string, p p
 		if issues == nil {
 			issues = []any{}
 		}
-		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO thread_validations (id, thread_id, step_id, step_name,
+		if err := s.exec(ctx, tx, (`INSERT INTO thread_validations (id, thread_id, step_id, step_name,
  idempotency_key, overall_status, issues, critical_count, warning_count, minor_count, info_count, created_at)
  VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`), v.ID, threadID, v.StepID, v.StepName, v.IdempotencyKey, v.OverallStatus,
 			jsonText(issues), v.CriticalCount, v.WarningCount, v.MinorCount, v.InfoCount, ts(v.CreatedAt)); err != nil {
@@ -352,10 +438,9 @@ func (s *Store) writePlan(ctx context.Context, tx *sqlx.Tx, threadID string, p p
 }
 
 func (s *Store) writeThread(ctx context.Context, tx *sqlx.Tx, t ports.ThreadRecord) error {
-	_, err := tx.ExecContext(ctx, s.q(`UPDATE threads SET status = ?, error = ?, last_hash = ?, step_count = ?,
+	return s.exec(ctx, tx, (`UPDATE threads SET status = ?, error = ?, last_hash = ?, step_count = ?,
  updated_at = ?, completed_at = ? WHERE id = ?`), t.Status, nullStr(t.Error), t.LastHash, t.StepCount,
 		ts(t.UpdatedAt), tsPtr(t.CompletedAt), t.ID)
-	return err
 }
 
 func (s *Store) insertNotifications(ctx context.Context, tx *sqlx.Tx, ns []ports.NotificationRecord) error {
@@ -366,9 +451,9 @@ func (s *Store) insertNotifications(ctx context.Context, tx *sqlx.Tx, ns []ports
 		if s.db.Dialect == sqldb.SQLite {
 			seqExpr = "(SELECT COALESCE(MAX(seq),0)+1 FROM thread_notifications)"
 		}
-		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO thread_notifications (id, seq, thread_id, step_id, step_name,
+		if err := s.exec(ctx, tx, (`INSERT INTO thread_notifications (id, seq, thread_id, step_id, step_name,
  idempotency_key, contract_name, owner_id, source, notification_type, step_status, validation_status, violation_type,
- severity, message, details, created_at) VALUES (?,`+seqExpr+`,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`),
+ severity, message, details, created_at) VALUES (?,` + seqExpr + `,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`),
 			n.ID, n.ThreadID, n.StepID, n.StepName, n.IdempotencyKey, n.ContractName, n.OwnerID, n.Source,
 			n.NotificationType, n.StepStatus, n.ValidationStatus, n.ViolationType, n.Severity, n.Message,
 			jsonText(n.Details), ts(n.CreatedAt)); err != nil {
