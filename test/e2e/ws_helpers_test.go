@@ -9,6 +9,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/test/enginetest"
 )
 
@@ -148,4 +149,10 @@ func step(threadID, name, status, key string, ctx map[string]any) map[string]any
 	}
 	return map[string]any{"action": "recordThreadEvent", "threadId": threadID, "stepName": name, "status": status,
 		"startedAt": now, "finishedAt": now, "context": ctx, "serviceName": "checkout-service", "idempotencyKey": key}
+}
+
+func forEachDialectB(b *testing.B, fn func(b *testing.B, e *enginetest.Engine)) {
+	for _, d := range sqldbtest.Dialects(b) {
+		b.Run(string(d), func(b *testing.B) { fn(b, enginetest.Start(b, d)) })
+	}
 }
