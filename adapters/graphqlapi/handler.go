@@ -86,6 +86,7 @@ func New(q *app.Queries, log *slog.Logger) (*Handler, error) {
 	h := &Handler{queries: q, model: domain.QueryCostModel, log: log}
 	s, err := graphql.ParseSchema(schema.GraphQL, &queryResolver{h: h},
 		graphql.UseStringDescriptions(),
+		graphql.UseFieldResolvers(),
 		graphql.MaxDepth(MaxDepth),
 		graphql.MaxQueryLength(MaxQueryBytes),
 		graphql.PanicHandler(panicHandler{log: log}),

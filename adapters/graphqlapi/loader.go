@@ -77,7 +77,7 @@ func newThreadGroup(q *app.Queries, threads []ports.ThreadView) *threadGroup {
 func (g *threadGroup) resolvers(threads []ports.ThreadView) []*threadResolver {
 	out := make([]*threadResolver, len(threads))
 	for i := range threads {
-		out[i] = &threadResolver{t: threads[i], g: g}
+		out[i] = newThreadResolver(threads[i], g)
 	}
 	return out
 }

@@ -211,22 +211,26 @@ func (c *connectionResolver) TotalCount() int32          { return int32(c.total)
 
 // threadResolver resolves one thread; g is the list it was loaded with.
 type threadResolver struct {
+	// Plain copies are exported fields (see stepResolver).
+	ID                              graphql.ID
+	Label, ContractID, ContractName *string
+	OwnerID, Status                 string
+	Error                           *string
+
 	t ports.ThreadView
 	g *threadGroup
 }
 
-func (r *threadResolver) ID() graphql.ID        { return graphql.ID(r.t.ID) }
-func (r *threadResolver) Label() *string        { return r.t.Label }
-func (r *threadResolver) ContractID() *string   { return r.t.ContractID }
-func (r *threadResolver) ContractName() *string { return r.t.ContractName }
-func (r *threadResolver) OwnerID() string       { return r.t.OwnerID }
-func (r *threadResolver) CompanyID() string     { return CompanyID }
-func (r *threadResolver) Status() string        { return r.t.Status }
-func (r *threadResolver) CreatedBy() *string    { return strPtr(r.t.OwnerID) }
-func (r *threadResolver) LastHash() *string     { return strPtr(r.t.LastHash) }
-func (r *threadResolver) StartedAt() *string    { return timePtr(&r.t.CreatedAt) }
-func (r *threadResolver) CompletedAt() *string  { return timePtr(r.t.CompletedAt) }
-func (r *threadResolver) Error() *string        { return r.t.Error }
+func newThreadResolver(t ports.ThreadView, g *threadGroup) *threadResolver {
+	return &threadResolver{ID: graphql.ID(t.ID), Label: t.Label, ContractID: t.ContractID, ContractName: t.ContractName,
+		OwnerID: t.OwnerID, Status: t.Status, Error: t.Error, t: t, g: g}
+}
+
+func (r *threadResolver) CompanyID() string    { return CompanyID }
+func (r *threadResolver) CreatedBy() *string   { return strPtr(r.t.OwnerID) }
+func (r *threadResolver) LastHash() *string    { return strPtr(r.t.LastHash) }
+func (r *threadResolver) StartedAt() *string   { return timePtr(&r.t.CreatedAt) }
+func (r *threadResolver) CompletedAt() *string { return timePtr(r.t.CompletedAt) }
 func (r *threadResolver) ContractVersion() *int32 {
 	if r.t.ContractVersion == nil {
 		return nil
@@ -253,7 +257,7 @@ func (r *threadResolver) Steps(ctx context.Context, a struct{ StepName, Idempote
 	steps := l.byThread[r.t.ID]
 	out := make([]*stepResolver, len(steps))
 	for i := range steps {
-		out[i] = &stepResolver{s: steps[i], g: l.group}
+		out[i] = newStepResolver(steps[i], l.group)
 	}
 	return out, nil
 }
@@ -365,26 +369,31 @@ func (r *threadResolver) HashChainStatus(ctx context.Context) (*hashStatusResolv
 
 // stepResolver resolves one step state; g is the set it was loaded with.
 type stepResolver struct {
+	// Plain copies are exported fields: with UseFieldResolvers graph-gophers
+	// reads them directly instead of calling a method through reflection,
+	// which matters for the 100 steps a thread can return.
+	ThreadID, StepName, IdempotencyKey, Status, LatestStepID string
+	RetryCount                                               int32
+	PreviousStep                                             *string
+
 	s ports.StepView
 	g *stepGroup
 }
 
-func (r *stepResolver) ThreadID() string       { return r.s.ThreadID }
-func (r *stepResolver) StepName() string       { return r.s.StepName }
-func (r *stepResolver) IdempotencyKey() string { return r.s.IdempotencyKey }
-func (r *stepResolver) Status() string         { return r.s.Status }
-func (r *stepResolver) RetryCount() int32      { return int32(r.s.RetryCount) }
-func (r *stepResolver) FirstSeenAt() string    { return rfc3339(r.s.FirstSeenAt) }
-func (r *stepResolver) LastUpdatedAt() string  { return rfc3339(r.s.LastUpdatedAt) }
-func (r *stepResolver) StartedAt() *string     { return timePtr(r.s.StartedAt) }
-func (r *stepResolver) FinishedAt() *string    { return timePtr(r.s.FinishedAt) }
-func (r *stepResolver) LatestStepID() string   { return r.s.LatestStepID }
-func (r *stepResolver) PreviousStep() *string  { return r.s.PreviousStep }
-func (r *stepResolver) Actor() *string         { return strPtr(r.s.Actor) }
-func (r *stepResolver) ActorService() *string  { return strPtr(r.s.ActorService) }
-func (r *stepResolver) LatestContext() *JSON   { return jsonPtr(r.s.LatestContext) }
-func (r *stepResolver) Hash() *string          { return strPtr(r.s.Hash) }
-func (r *stepResolver) PrevHash() *string      { return strPtr(r.s.PrevHash) }
+func newStepResolver(s ports.StepView, g *stepGroup) *stepResolver {
+	return &stepResolver{ThreadID: s.ThreadID, StepName: s.StepName, IdempotencyKey: s.IdempotencyKey, Status: s.Status,
+		LatestStepID: s.LatestStepID, RetryCount: int32(s.RetryCount), PreviousStep: s.PreviousStep, s: s, g: g}
+}
+
+func (r *stepResolver) FirstSeenAt() string   { return rfc3339(r.s.FirstSeenAt) }
+func (r *stepResolver) LastUpdatedAt() string { return rfc3339(r.s.LastUpdatedAt) }
+func (r *stepResolver) StartedAt() *string    { return timePtr(r.s.StartedAt) }
+func (r *stepResolver) FinishedAt() *string   { return timePtr(r.s.FinishedAt) }
+func (r *stepResolver) Actor() *string        { return strPtr(r.s.Actor) }
+func (r *stepResolver) ActorService() *string { return strPtr(r.s.ActorService) }
+func (r *stepResolver) LatestContext() *JSON  { return jsonPtr(r.s.LatestContext) }
+func (r *stepResolver) Hash() *string         { return strPtr(r.s.Hash) }
+func (r *stepResolver) PrevHash() *string     { return strPtr(r.s.PrevHash) }
 
 func (r *stepResolver) chainStatus(ctx context.Context) (domain.ChainStatus, error) {
 	tg := r.g.tg
@@ -447,26 +456,30 @@ func (r *stepResolver) SubSteps(ctx context.Context) ([]*subStepResolver, error)
 func histories(acts []ports.ActivityView) []*historyResolver {
 	out := make([]*historyResolver, len(acts))
 	for i := range acts {
-		out[i] = &historyResolver{a: acts[i]}
+		a := &acts[i]
+		out[i] = &historyResolver{Attempt: int32(a.Attempt), Status: a.Status, Context: a.Context, Actor: a.Actor,
+			ActorService: a.ActorService, a: *a}
 	}
 	return out
 }
 
-type historyResolver struct{ a ports.ActivityView }
+type historyResolver struct {
+	// Plain copies are exported fields (see stepResolver): history lists
+	// can hold 1000 attempts.
+	Attempt                              int32
+	Status, Context, Actor, ActorService string
 
-func (r *historyResolver) Attempt() int32       { return int32(r.a.Attempt) }
-func (r *historyResolver) Timestamp() string    { return rfc3339(r.a.RecordedAt) }
-func (r *historyResolver) Status() string       { return r.a.Status }
-func (r *historyResolver) Context() string      { return r.a.Context }
-func (r *historyResolver) StartedAt() *string   { return timePtr(r.a.StartedAt) }
-func (r *historyResolver) FinishedAt() *string  { return timePtr(r.a.FinishedAt) }
-func (r *historyResolver) Metadata() *string    { return &r.a.Metadata }
-func (r *historyResolver) Actor() string        { return r.a.Actor }
-func (r *historyResolver) ActorService() string { return r.a.ActorService }
-func (r *historyResolver) CompanyID() string    { return CompanyID }
-func (r *historyResolver) CompanyName() string  { return CompanyName }
-func (r *historyResolver) Hash() *string        { return strPtr(r.a.Hash) }
-func (r *historyResolver) PrevHash() *string    { return strPtr(r.a.PrevHash) }
+	a ports.ActivityView
+}
+
+func (r *historyResolver) Timestamp() string   { return rfc3339(r.a.RecordedAt) }
+func (r *historyResolver) StartedAt() *string  { return timePtr(r.a.StartedAt) }
+func (r *historyResolver) FinishedAt() *string { return timePtr(r.a.FinishedAt) }
+func (r *historyResolver) Metadata() *string   { return &r.a.Metadata }
+func (r *historyResolver) CompanyID() string   { return CompanyID }
+func (r *historyResolver) CompanyName() string { return CompanyName }
+func (r *historyResolver) Hash() *string       { return strPtr(r.a.Hash) }
+func (r *historyResolver) PrevHash() *string   { return strPtr(r.a.PrevHash) }
 
 // Duration is finishedAt − startedAt in milliseconds, 0 when unknown.
 func (r *historyResolver) Duration() int32 {
