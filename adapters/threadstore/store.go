@@ -246,13 +246,25 @@ func (s *Store) GetThread(ctx context.Context, id string) (ports.ThreadRecord, e
 }
 
 // lockForStep locks the thread row and, in the same round trip, reads the
-// latest attempt's step name and the writer's access row.
-func (s *Store) lockForStep(ctx context.Context, tx *sqlx.Tx, id, principalID string) (ports.StepTx, error) {
+// latest attempt's step name, the writer's access row and the current state
+// of the step identity being written.
+func (s *Store) lockForStep(ctx context.Context, tx *sqlx.Tx, id, principalID, stepName, key string) (ports.StepTx, error) {
 	var r struct {
 		threadRow
 		LastStep    string         `db:"last_step"`
 		AccessLevel sql.NullString `db:"access_level"`
 		AccessRole  sql.NullString `db:"access_role"`
+		CurStatus   sql.NullString `db:"cur_status"`
+		CurRetry    sql.NullInt64  `db:"cur_retry"`
+		CurStepID   sql.NullString `db:"cur_step_id"`
+		CurPrev     sql.NullString `db:"cur_prev"`
+		CurActor    sql.NullString `db:"cur_actor"`
+		CurService  sql.NullString `db:"cur_service"`
+		CurContext  sql.NullString `db:"cur_context"`
+		CurFirst    sql.NullTime   `db:"cur_first"`
+		CurUpdated  sql.NullTime   `db:"cur_updated"`
+		CurStarted  sql.NullTime   `db:"cur_started"`
+		CurFinished sql.NullTime   `db:"cur_finished"`
 	}
 	lock := ""
 	if s.db.Dialect == sqldb.Postgres {
@@ -263,8 +275,12 @@ func (s *Store) lockForStep(ctx context.Context, tx *sqlx.Tx, id, principalID st
  t.created_at, t.updated_at, t.completed_at,
  COALESCE((SELECT a.step_name FROM thread_activities a WHERE a.thread_id = t.id AND a.seq = t.step_count), '') AS last_step,
  (SELECT x.access_level FROM thread_access x WHERE x.thread_id = t.id AND x.principal_id = ?) AS access_level,
- (SELECT x.role FROM thread_access x WHERE x.thread_id = t.id AND x.principal_id = ?) AS access_role
- FROM threads t WHERE t.id = ?` + lock), principalID, principalID, id)
+ (SELECT x.role FROM thread_access x WHERE x.thread_id = t.id AND x.principal_id = ?) AS access_role,
+ s.status AS cur_status, s.retry_count AS cur_retry, s.latest_step_id AS cur_step_id, s.previous_step AS cur_prev,
+ s.actor AS cur_actor, s.actor_service AS cur_service, CAST(s.latest_context AS TEXT) AS cur_context,
+ s.first_seen_at AS cur_first, s.last_updated_at AS cur_updated, s.started_at AS cur_started, s.finished_at AS cur_finished
+ FROM threads t LEFT JOIN thread_step_states s ON s.thread_id = t.id AND s.step_name = ? AND s.idempotency_key = ?
+ WHERE t.id = ?` + lock), principalID, principalID, stepName, key, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ports.StepTx{}, callerError{domain.NotFound("thread")}
 	}
@@ -274,6 +290,14 @@ func (s *Store) lockForStep(ctx context.Context, tx *sqlx.Tx, id, principalID st
 	v := ports.StepTx{Thread: r.threadRow.record(), LastStepName: r.LastStep}
 	if r.AccessLevel.Valid {
 		v.Access = &ports.ThreadAccess{ThreadID: id, PrincipalID: principalID, AccessLevel: r.AccessLevel.String, Role: r.AccessRole.String}
+	}
+	if r.CurStatus.Valid {
+		st := ports.StepState{StepName: stepName, IdempotencyKey: key, Status: r.CurStatus.String,
+			RetryCount: int(r.CurRetry.Int64), LatestStepID: r.CurStepID.String, PreviousStep: r.CurPrev.String,
+			Actor: r.CurActor.String, ActorService: r.CurService.String, FirstSeenAt: r.CurFirst.Time.UTC(),
+			LastUpdatedAt: r.CurUpdated.Time.UTC(), StartedAt: fromNull(r.CurStarted), FinishedAt: fromNull(r.CurFinished)}
+		_ = json.Unmarshal([]byte(r.CurContext.String), &st.LatestContext)
+		v.Current = &st
 	}
 	return v, nil
 }
@@ -311,7 +335,7 @@ func (s *Store) AppendStep(ctx context.Context, threadID, principalID, stepName,
 	plan func(ports.StepTx) (ports.StepPlan, error)) (ports.StepPlan, error) {
 	var out ports.StepPlan
 	err := s.tx(ctx, func(tx *sqlx.Tx) error {
-		view, err := s.lockForStep(ctx, tx, threadID, principalID)
+		view, err := s.lockForStep(ctx, tx, threadID, principalID, stepName, key)
 		if err != nil {
 			return err
 		}
@@ -326,14 +350,6 @@ func (s *Store) AppendStep(ctx context.Context, threadID, principalID, stepName,
 			}
 			if n := len(view.States); n > 0 {
 				view.LastStepName = view.States[n-1].StepName
-			}
-		} else {
-			cur, err := s.states(ctx, tx, threadID, stepName, key)
-			if err != nil {
-				return err
-			}
-			if len(cur) == 1 {
-				view.Current = &cur[0]
 			}
 		}
 		p, err := plan(view)
