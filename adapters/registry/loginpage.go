@@ -38,12 +38,17 @@ var loginMessages = map[string]string{
 type loginView struct {
 	Error string
 	Nonce string
+	// Next is where to go after signing in: a same-site path (see
+	// safeNext) or "" for the UI's home.
+	Next string
 }
 
 // LoginPage serves /login: continue with email or SSO (the registry), or
-// exchange an API key for a browser session.
+// exchange an API key for a browser session. Its URLs are relative to the
+// page, so it works unchanged behind a proxy that serves the engine under a
+// path prefix; ?next= (set by the UI) is honoured only for same-site paths.
 func LoginPage(c echo.Context) error {
-	v := loginView{}
+	v := loginView{Next: safeNext(c.QueryParam("next"))}
 	if code := c.QueryParam("error"); code != "" {
 		msg, ok := loginMessages[code]
 		if !ok {
@@ -59,8 +64,10 @@ func LoginPage(c echo.Context) error {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'nonce-"+v.Nonce+"'; style-src 'nonce-"+v.Nonce+
-		"'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	// The shared UI stylesheet and icon are same-origin files; the only
+	// inline script and style carry this response's nonce.
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'nonce-"+v.Nonce+"'; style-src 'self' 'nonce-"+v.Nonce+
+		"'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	c.Response().WriteHeader(http.StatusOK)
 	return loginTmpl.Execute(c.Response(), v)
 }

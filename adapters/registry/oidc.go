@@ -125,6 +125,9 @@ type loginState struct {
 	Verifier string `json:"v"`
 	Nonce    string `json:"n"`
 	Expires  int64  `json:"e"`
+	// Next is the checked ?next= of /auth/login: where the callback sends
+	// the browser once signed in.
+	Next string `json:"x,omitempty"`
 }
 
 func (o *OIDC) loginCookieName() string {
@@ -154,17 +157,18 @@ func randomString() (string, error) {
 
 func (o *OIDC) start(c echo.Context) error {
 	ctx := c.Request().Context()
+	next := safeNext(c.QueryParam("next"))
 	if err := o.signIn.Available(ctx); err != nil {
-		return o.fail(c, err)
+		return o.failNext(c, err, next)
 	}
 	r, err := o.relyingParty(ctx)
 	if err != nil {
-		return o.fail(c, err)
+		return o.failNext(c, err, next)
 	}
-	var st loginState
+	st := loginState{Next: next}
 	for _, p := range []*string{&st.State, &st.Verifier, &st.Nonce} {
 		if *p, err = randomString(); err != nil {
-			return o.fail(c, domain.Internal(err, "could not start sign-in"))
+			return o.failNext(c, domain.Internal(err, "could not start sign-in"), next)
 		}
 	}
 	st.Expires = time.Now().Add(loginCookieTTL).Unix()
@@ -209,18 +213,18 @@ func (o *OIDC) callback(c echo.Context) error {
 	if q.Get("error") != "" {
 		e := domain.E(domain.KindForbidden, CodeRegistryDenied, "the identity registry did not sign you in")
 		e.Err = errors.New(q.Get("error") + ": " + q.Get("error_description"))
-		return o.fail(c, e)
+		return o.failNext(c, e, st.Next)
 	}
 	r, err := o.relyingParty(ctx)
 	if err != nil {
-		return o.fail(c, err)
+		return o.failNext(c, err, st.Next)
 	}
 	tokens, err := rp.CodeExchange[*oidc.IDTokenClaims](context.WithValue(ctx, nonceKey{}, st.Nonce), q.Get("code"), r,
 		rp.WithCodeVerifier(st.Verifier))
 	if err != nil {
 		e := domain.E(domain.KindUnauthenticated, CodeSignInFailed, "the identity registry's answer could not be verified; start again")
 		e.Err = err
-		return o.fail(c, e)
+		return o.failNext(c, e, st.Next)
 	}
 	claims := tokens.IDTokenClaims
 	id := app.RegistryIdentity{
@@ -237,20 +241,32 @@ func (o *OIDC) callback(c echo.Context) error {
 	} else if id.Email == "" {
 		e := domain.E(domain.KindUnavailable, CodeRegistryUnavailable, "the identity registry did not return your email; try again later")
 		e.Err = err
-		return o.fail(c, e)
+		return o.failNext(c, e, st.Next)
 	}
 	res, err := o.signIn.Complete(ctx, id, tokens.IDToken)
 	if err != nil {
-		return o.fail(c, err)
+		return o.failNext(c, err, st.Next)
 	}
 	o.auth.SetSessionCookie(c, res.Token, res.Session.ExpiresAt)
 	c.Response().Header().Set("Cache-Control", "no-store")
-	return c.Redirect(http.StatusFound, o.cfg.AfterLoginURL)
+	// The cookie is ours and HttpOnly, but next is checked again so a
+	// cookie set by anything else on the site cannot redirect off it.
+	target := o.cfg.AfterLoginURL
+	if next := safeNext(st.Next); next != "" {
+		target = next
+	}
+	return c.Redirect(http.StatusFound, target)
 }
 
 // fail answers a refused or failed sign-in: JSON clients get a problem
 // document, browsers go back to /login with the error code to display.
 func (o *OIDC) fail(c echo.Context, err error) error {
+	return o.failNext(c, err, "")
+}
+
+// failNext is fail that keeps next on the /login link, so signing in from
+// there (say with an API key) still ends where the person was going.
+func (o *OIDC) failNext(c echo.Context, err error, next string) error {
 	de := domain.AsError(err)
 	if de.Kind == domain.KindInternal || de.Kind == domain.KindUnavailable {
 		o.cfg.Log.Warn("browser sign-in failed", "code", de.Code, "err", err)
@@ -259,7 +275,11 @@ func (o *OIDC) fail(c echo.Context, err error) error {
 		return httpapi.WriteProblem(c, err)
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")
-	return c.Redirect(http.StatusSeeOther, "/login?error="+url.QueryEscape(string(de.Code)))
+	target := "/login?error=" + url.QueryEscape(string(de.Code))
+	if next = safeNext(next); next != "" {
+		target += "&next=" + url.QueryEscape(next)
+	}
+	return c.Redirect(http.StatusSeeOther, target)
 }
 
 func wantsJSON(r *http.Request) bool {
