@@ -9,6 +9,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"hash/fnv"
 	"sort"
 	"sync"
 	"time"
@@ -32,6 +33,9 @@ type Store struct {
 	stmtMu  sync.Mutex
 	stmts   map[string]*sqlx.Stmt
 	pending map[string]bool
+
+	batchOnce sync.Once
+	shards    []chan *appendJob // group-commit queues, by hash of thread id
 }
 
 var _ ports.ThreadStore = (*Store)(nil)
@@ -331,38 +335,150 @@ type stateRow struct {
 }
 
 // AppendStep: see ports.ThreadStore.
+//
+// Appends are group-committed: concurrent appends (from any connection) are
+// queued to a committer per shard of threads, which runs whatever is waiting
+// in one transaction; every caller gets its result only after that commit.
+// Under no load a batch is a single append, so nothing waits for a timer.
 func (s *Store) AppendStep(ctx context.Context, threadID, principalID, stepName, key string, withStates bool,
 	plan func(ports.StepTx) (ports.StepPlan, error)) (ports.StepPlan, error) {
-	var out ports.StepPlan
-	err := s.tx(ctx, func(tx *sqlx.Tx) error {
-		view, err := s.lockForStep(ctx, tx, threadID, principalID, stepName, key)
-		if err != nil {
-			return err
-		}
-		if withStates {
-			if view.States, err = s.states(ctx, tx, threadID, "", ""); err != nil {
-				return err
+	j := &appendJob{ctx: ctx, threadID: threadID, principalID: principalID, stepName: stepName, key: key,
+		withStates: withStates, plan: plan, done: make(chan struct{})}
+	s.batchOnce.Do(s.startCommitters)
+	h := fnv.New32a()
+	h.Write([]byte(threadID))
+	select {
+	case s.shards[int(h.Sum32())%len(s.shards)] <- j:
+	case <-ctx.Done():
+		return ports.StepPlan{}, sqldb.TranslateError(ctx.Err())
+	}
+	// Once queued, the job may be committed: wait for the outcome whatever
+	// happens to ctx, so success is never reported for an uncommitted step
+	// nor an error for a committed one.
+	<-j.done
+	return j.out, j.err
+}
+
+type appendJob struct {
+	ctx                                  context.Context
+	threadID, principalID, stepName, key string
+	withStates                           bool
+	plan                                 func(ports.StepTx) (ports.StepPlan, error)
+	out                                  ports.StepPlan
+	err                                  error
+	done                                 chan struct{}
+}
+
+// maxBatch bounds one group commit (and so the latency it adds to its first job).
+const maxBatch = 32
+
+func (s *Store) startCommitters() {
+	n := 1 // SQLite has one writer connection
+	if s.db.Dialect == sqldb.Postgres {
+		n = 8 // each holds one pooled connection while committing
+	}
+	s.shards = make([]chan *appendJob, n)
+	for i := range s.shards {
+		s.shards[i] = make(chan *appendJob, 4*maxBatch)
+		go s.committer(s.shards[i])
+	}
+}
+
+func (s *Store) committer(ch chan *appendJob) {
+	for j := range ch {
+		batch := []*appendJob{j}
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case j2 := <-ch:
+				batch = append(batch, j2)
+			default:
+				break drain
 			}
-			for i := range view.States {
-				if view.States[i].StepName == stepName && view.States[i].IdempotencyKey == key {
-					view.Current = &view.States[i]
+		}
+		s.runBatch(batch)
+	}
+}
+
+func (s *Store) runBatch(batch []*appendJob) {
+	defer func() {
+		for _, j := range batch {
+			close(j.done)
+		}
+	}()
+	if len(batch) > 1 {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		outs := make([]ports.StepPlan, len(batch))
+		errs := make([]error, len(batch))
+		err := s.db.Tx(ctx, func(tx *sqlx.Tx) error {
+			for i, j := range batch {
+				p, err := s.appendInTx(j.ctx, tx, j)
+				var ce callerError
+				if errors.As(err, &ce) {
+					errs[i] = ce.err // refused by the caller's rules: nothing of it was written
+					continue
 				}
+				if err != nil {
+					return err
+				}
+				outs[i] = p
 			}
-			if n := len(view.States); n > 0 {
-				view.LastStepName = view.States[n-1].StepName
-			}
-		}
-		p, err := plan(view)
-		if err != nil {
-			return callerError{err}
-		}
-		out = p
-		if p.Duplicate {
 			return nil
+		})
+		cancel()
+		s.preparePending(context.Background())
+		if err == nil {
+			for i, j := range batch {
+				j.out, j.err = outs[i], errs[i]
+			}
+			return
 		}
-		return s.writePlan(ctx, tx, threadID, p)
+		// The batch rolled back (a conflict, a cancelled caller, a failing
+		// statement): redo each append alone so one failure stays its own.
+	}
+	for _, j := range batch {
+		j.out, j.err = s.appendOne(j)
+	}
+}
+
+func (s *Store) appendOne(j *appendJob) (ports.StepPlan, error) {
+	var out ports.StepPlan
+	err := s.tx(j.ctx, func(tx *sqlx.Tx) error {
+		p, err := s.appendInTx(j.ctx, tx, j)
+		out = p
+		return err
 	})
 	return out, err
+}
+
+// appendInTx is one append inside a transaction; errors from the caller's
+// plan come back as callerError, with nothing written.
+func (s *Store) appendInTx(ctx context.Context, tx *sqlx.Tx, j *appendJob) (ports.StepPlan, error) {
+	view, err := s.lockForStep(ctx, tx, j.threadID, j.principalID, j.stepName, j.key)
+	if err != nil {
+		return ports.StepPlan{}, err
+	}
+	if j.withStates {
+		if view.States, err = s.states(ctx, tx, j.threadID, "", ""); err != nil {
+			return ports.StepPlan{}, err
+		}
+		for i := range view.States {
+			if view.States[i].StepName == j.stepName && view.States[i].IdempotencyKey == j.key {
+				view.Current = &view.States[i]
+			}
+		}
+		if n := len(view.States); n > 0 {
+			view.LastStepName = view.States[n-1].StepName
+		}
+	}
+	p, err := j.plan(view)
+	if err != nil {
+		return ports.StepPlan{}, callerError{err}
+	}
+	if p.Duplicate {
+		return p, nil
+	}
+	return p, s.writePlan(ctx, tx, j.threadID, p)
 }
 
 // states loads the thread's step states by latest attempt; with a step name

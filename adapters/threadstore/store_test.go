@@ -102,3 +102,59 @@ func BenchmarkRecordStep(b *testing.B) {
 		})
 	}
 }
+
+// Group commit: a write refused inside a batch (closed thread) fails alone,
+// and the same step sent twice at once is appended once.
+func TestBatchedAppendsFailAlone(t *testing.T) {
+	for _, d := range sqldbtest.Dialects(t) {
+		t.Run(string(d), func(t *testing.T) {
+			threads, db, ctx := setup(t, d)
+			open, _ := threads.StartThread(ctx, app.StartThreadInput{Label: "open"})
+			closed, _ := threads.StartThread(ctx, app.StartThreadInput{Label: "closed"})
+			if _, err := threads.EndThread(ctx, closed.ID, "cancelled", "x"); err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			var ok, refused, dup atomic.Int64
+			for w := 0; w < 16; w++ {
+				wg.Add(1)
+				go func(w int) {
+					defer wg.Done()
+					for i := 0; i < 10; i++ {
+						tid, key := open.ID, fmt.Sprint(w, "-", i)
+						if w%2 == 1 {
+							tid = closed.ID
+						}
+						if w%4 == 2 {
+							key = fmt.Sprint("same-", i) // workers 2, 6, 10, 14 collide
+						}
+						r, err := threads.RecordStep(ctx, app.RecordStepInput{ThreadID: tid, StepName: "s", Status: "success",
+							IdempotencyKey: key, Context: map[string]string{}})
+						switch {
+						case err == nil && r.Duplicate:
+							dup.Add(1)
+						case err == nil:
+							ok.Add(1)
+						case domain.CodeOf(err) == domain.CodeThreadClosed:
+							refused.Add(1)
+						default:
+							t.Error(err)
+						}
+					}
+				}(w)
+			}
+			wg.Wait()
+			// 4 workers with unique keys (0,4,8,12) + 10 distinct colliding keys.
+			if ok.Load() != 50 || dup.Load() != 30 || refused.Load() != 80 {
+				t.Fatalf("ok %d dup %d refused %d; want 50, 30, 80", ok.Load(), dup.Load(), refused.Load())
+			}
+			var n int
+			if err := db.Get(&n, db.Rebind(`SELECT COUNT(*) FROM thread_activities WHERE thread_id = ?`), open.ID); err != nil || n != 50 {
+				t.Fatalf("activities %d (%v)", n, err)
+			}
+			if st, err := threads.VerifyIntegrity(ctx, open.ID); err != nil || !st.Verified {
+				t.Fatalf("chain %+v %v", st, err)
+			}
+		})
+	}
+}
