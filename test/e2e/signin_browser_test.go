@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,20 +120,39 @@ func TestSignInHeadlessChromium(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS("#api-key"), "td_not-a-real-key"), chromedp.Click(chromedp.CSS("#apikey-submit")),
 		chromedp.WaitVisible(chromedp.CSS("#error")))
 	shot("4-api-key-refused")
-	step("API key sign-in", chromedp.Navigate(e.URL+"/login"), chromedp.WaitVisible(chromedp.CSS("#api-key")), chromedp.SendKeys(chromedp.CSS("#api-key"), key),
-		chromedp.Click(chromedp.CSS("#apikey-submit")))
-	deadline = time.Now().Add(15 * time.Second)
-	for {
-		loc, _ = chromedp.Run(ctx, chromedp.Location())
-		if loc == e.URL+"/" {
-			break
-		}
-		if time.Now().After(deadline) {
-			shot("FAILED-api-key")
-			t.Fatalf("API-key sign-in did not go to /; at %s", loc)
-		}
-		time.Sleep(100 * time.Millisecond)
+	// The page is styled by the UI's shared stylesheet (the CSP allows it).
+	radius, err := chromedp.Run(ctx, chromedp.Evaluate[string](
+		`[...document.styleSheets].some(s => (s.href || "").endsWith("/ui/assets/app.css")) + " " + getComputedStyle(document.querySelector(".auth-card")).borderTopLeftRadius`))
+	if err != nil || radius != "true 12px" {
+		t.Fatalf("/login is not styled by /ui/assets/app.css: %q %v", radius, err)
 	}
+	// waitAt waits until the browser is at want.
+	waitAt := func(what, want string) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			loc, _ = chromedp.Run(ctx, chromedp.Location())
+			if loc == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				shot("FAILED-" + what)
+				t.Fatalf("%s: at %s, want %s", what, loc, want)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	// An off-site next is ignored: the key signs in and the browser stays
+	// on the engine, at its home page.
+	step("API key sign-in, off-site next", chromedp.Navigate(e.URL+"/login?next="+url.QueryEscape("//evil.example/x")),
+		chromedp.WaitVisible(chromedp.CSS("#api-key")), chromedp.SendKeys(chromedp.CSS("#api-key"), key),
+		chromedp.Click(chromedp.CSS("#apikey-submit")))
+	waitAt("off-site-next", e.URL+"/")
+	// The UI's ?next= is where the browser goes after signing in.
+	step("API key sign-in with next", chromedp.Navigate(e.URL+"/login?next="+url.QueryEscape("/ui/api-keys?x=1")),
+		chromedp.WaitVisible(chromedp.CSS("#api-key")), chromedp.SendKeys(chromedp.CSS("#api-key"), key),
+		chromedp.Click(chromedp.CSS("#apikey-submit")))
+	waitAt("next", e.URL+"/ui/api-keys?x=1")
 	got, err = chromedp.Run(ctx, chromedp.Evaluate[string](
 		`fetch("/auth/session").then(r => r.json()).then(j => j.authenticated + " " + (j.user ? j.user.email : ""))`,
 		chromedp.EvalAwaitPromise))

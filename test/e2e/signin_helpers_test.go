@@ -114,7 +114,13 @@ var authRequestIDRe = regexp.MustCompile(`name="authRequestID" value="([^"]+)"`)
 // registry (license rules) there is no form and the /login URL is returned.
 func (b *browser) signIn(e *enginetest.Engine, email, password string) *url.URL {
 	b.t.Helper()
-	resp, body := b.get(e.URL + "/auth/login")
+	return b.signInAt(e, "/auth/login", email, password)
+}
+
+// signInAt is signIn starting from start (say "/auth/login?next=...").
+func (b *browser) signInAt(e *enginetest.Engine, start, email, password string) *url.URL {
+	b.t.Helper()
+	resp, body := b.get(e.URL + start)
 	if strings.HasPrefix(resp.Request.URL.String(), e.URL) {
 		return resp.Request.URL
 	}

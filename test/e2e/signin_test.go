@@ -160,6 +160,43 @@ func TestSignInRefusals(t *testing.T) {
 	})
 }
 
+// TestSignInNext shows /auth/login?next= carried through the registry round
+// trip (in the login cookie) to the page the person was going to, and that
+// anything but a same-site path lands on the home page instead.
+func TestSignInNext(t *testing.T) {
+	reg := startRegistry(t)
+	e := startSignInEngine(t, sqldb.SQLite, reg, "lic-good", 0)
+	e.InviteUser(t, "invitee@example.com", domain.RoleMember)
+
+	b := newBrowser(t)
+	final := b.signInAt(e, "/auth/login?next="+url.QueryEscape("/ui/threads?ref=ORD-1"), "invitee@example.com", regPassword)
+	wantSignedIn(t, b, e, final, "invitee@example.com")
+	if final.Path != "/ui/threads" || final.RawQuery != "ref=ORD-1" {
+		t.Fatalf("after sign-in with next: %s, want /ui/threads?ref=ORD-1", final)
+	}
+
+	for _, next := range []string{"//evil.example/x", `/\evil.example`, "https://evil.example/", "/\t/evil.example"} {
+		b := newBrowser(t)
+		final := b.signInAt(e, "/auth/login?next="+url.QueryEscape(next), "invitee@example.com", regPassword)
+		wantSignedIn(t, b, e, final, "invitee@example.com")
+		if final.String() != e.URL+"/" {
+			t.Fatalf("next=%q ended at %s, want %s/", next, final, e.URL)
+		}
+	}
+
+	// A refusal keeps next on the /login link, so another way of signing
+	// in from there still ends at the same page.
+	b = newBrowser(t)
+	final = b.signInAt(e, "/auth/login?next=%2Fui%2Fusers", "stranger@example.com", regPassword)
+	if final.Path != "/login" || final.Query().Get("error") != "not_invited" || final.Query().Get("next") != "/ui/users" {
+		t.Fatalf("refused sign-in ended at %s", final)
+	}
+	_, page := b.get(final.String())
+	if !strings.Contains(page, `data-next="/ui/users"`) {
+		t.Fatal("the /login page dropped next after a refusal")
+	}
+}
+
 // TestSignInLicenseRules covers the license rules: each refusal happens before
 // anyone is sent to the registry, is explained on /login (or as JSON), and
 // leaves no session.
