@@ -228,8 +228,11 @@ func TestWebUI(t *testing.T) {
 		var loc string
 		do(t, ctx, "open app", chromedp.Navigate(base+"/ui/threads"), chromedp.WaitVisible(css(`#api-key`)))
 		loc = location(t, ctx)
-		if !strings.Contains(loc, "/login") {
-			t.Fatalf("unauthenticated visit landed on %s, want /login", loc)
+		if loc != base+"/login?next=%2Fui%2Fthreads" {
+			t.Fatalf("unauthenticated visit landed on %s, want /login?next=%%2Fui%%2Fthreads", loc)
+		}
+		if n := get(t, ctx, "login card", chromedp.Evaluate[int](`document.querySelectorAll('main.auth-page .auth-card #apikey-form').length`)); n != 1 {
+			t.Fatal("/login does not use the UI's auth-page layout")
 		}
 		shot(t, ctx, "01-login")
 		do(t, ctx, "sign in",

@@ -116,6 +116,28 @@ func TestWebUIBehindProxyPrefix(t *testing.T) {
 		t.Fatalf("after reset: %q", src)
 	}
 
+	// Signed out, the UI sends the browser to /engine/login?next=...; the
+	// page's stylesheet, API-key exchange and redirect all stay under the
+	// prefix, and the browser returns to the page it asked for.
+	do(t, ctx, "sign out", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, network.ClearBrowserCookies, cdp.Empty{})
+		return err
+	}), chromedp.Navigate(proxyOrigin+"/engine/ui/api-keys"), chromedp.WaitVisible(css(`#api-key`)))
+	if loc := location(t, ctx); loc != proxyOrigin+"/engine/login?next=%2Fengine%2Fui%2Fapi-keys" {
+		t.Fatalf("signed-out visit went to %s", loc)
+	}
+	if r := get(t, ctx, "login style", chromedp.Evaluate[string](`getComputedStyle(document.querySelector('.auth-card')).borderTopLeftRadius`)); r != "12px" {
+		t.Fatalf("/engine/login is not styled by app.css (radius %q)", r)
+	}
+	shot(t, ctx, "14-proxy-prefix-login")
+	do(t, ctx, "sign in under the prefix",
+		chromedp.SendKeys(css(`#api-key`), eng.AdminKey),
+		chromedp.Click(css(`#apikey-submit`)),
+		chromedp.WaitVisible(css(`#key-form`)))
+	if loc := location(t, ctx); loc != proxyOrigin+"/engine/ui/api-keys" {
+		t.Fatalf("after sign-in at %s, want %s/engine/ui/api-keys", loc, proxyOrigin)
+	}
+
 	mu.Lock()
 	defer mu.Unlock()
 	// The only request outside the prefix is the probe of the wrong URL.
@@ -124,7 +146,7 @@ func TestWebUIBehindProxyPrefix(t *testing.T) {
 			t.Fatalf("requests escaped the prefix: %v", outside)
 		}
 	}
-	for _, want := range []string{"GET /ui/assets/app.css", "GET /ui/assets/app.js", "POST /graphql", "GET /v1/engine/settings", "PUT /v1/engine/settings", "DELETE /v1/engine/settings"} {
+	for _, want := range []string{"GET /ui/assets/app.css", "GET /ui/assets/app.js", "GET /login", "POST /auth/api-key/exchange", "POST /graphql", "GET /v1/engine/settings", "PUT /v1/engine/settings", "DELETE /v1/engine/settings"} {
 		if !seen[want] {
 			t.Errorf("no %s through the prefix (saw %v)", want, seen)
 		}
