@@ -76,6 +76,7 @@ type session struct {
 	apiKey      string
 	serviceName string
 	threads     []string // started or joined here, in order (inviteParty default)
+	requestID   string   // the request being answered; echoed when the client sent one
 	hub         *app.HubSession
 
 	closeOnce sync.Once
@@ -195,6 +196,9 @@ func (s *session) pingLoop() {
 // send queues a reply; it blocks (backpressure on this connection's reads)
 // while the socket is slow.
 func (s *session) send(v map[string]any) {
+	if s.requestID != "" {
+		v["requestId"] = s.requestID
+	}
 	frame, err := json.Marshal(v)
 	if err != nil {
 		s.log.Error("ws: encode reply", "err", err)
@@ -264,6 +268,8 @@ func (s *session) handle(data []byte) bool {
 		s.send(errorReply("error", err.Error()))
 		return false
 	}
+	s.requestID = m.Str("requestId")
+	defer func() { s.requestID = "" }()
 	if m.Action == "connect" {
 		return s.connect(m)
 	}

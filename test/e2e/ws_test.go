@@ -45,7 +45,9 @@ func TestWSProtocolScenario(t *testing.T) {
 			t.Fatalf("malformed JSON reply %v", r)
 		}
 		c.fails(map[string]any{"action": "teleport"}, "Unknown action: teleport")
-		c.ok(map[string]any{"action": "heartbeat"})
+		if r := c.ok(map[string]any{"action": "heartbeat", "requestId": "r-1"}); r["requestId"] != "r-1" {
+			t.Fatalf("requestId not echoed: %v", r)
+		}
 
 		c.ok(map[string]any{"action": "subscribe", "stepName": "ship", "eventTypes": []string{"step.success"}})
 		c.fails(map[string]any{"action": "subscribe", "stepName": "", "eventTypes": []string{"step.success"}}, "Step name is required")
