@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -248,5 +249,35 @@ func TestWSNotificationRedelivery(t *testing.T) {
 			t.Fatalf("thread notification %v", n)
 		}
 		c.ok(map[string]any{"action": "ack_notification", "ackToken": n["ackToken"]})
+	})
+}
+
+// At most maxInFlight pushes are unacknowledged per session; acks release the rest.
+func TestWSMaxInFlight(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
+		_, key := e.NewUser(t, domain.RoleMember)
+		c := dialWS(t, e)
+		c.ok(map[string]any{"action": "connect", "apiKey": key, "maxInFlight": 2})
+		c.ok(map[string]any{"action": "subscribe", "stepName": "ship", "eventTypes": []string{"step.*"}})
+		tid := c.ok(map[string]any{"action": "startThread", "refs": map[string]any{}})["threadId"].(string)
+		for i := 0; i < 5; i++ {
+			c.ok(step(tid, "ship", "success", fmt.Sprint("k", i), nil))
+		}
+		first := []map[string]any{c.push(3 * time.Second), c.push(3 * time.Second)}
+		c.noPush(500 * time.Millisecond)
+		seen := map[any]bool{}
+		for _, n := range first {
+			seen[n["notification"].(map[string]any)["idempotencyKey"]] = true
+			c.ok(map[string]any{"action": "ack_notification", "ackToken": n["ackToken"]})
+		}
+		for i := 0; i < 3; i++ {
+			n := c.push(3 * time.Second)
+			seen[n["notification"].(map[string]any)["idempotencyKey"]] = true
+			c.ok(map[string]any{"action": "ack_notification", "ackToken": n["ackToken"]})
+		}
+		if len(seen) != 5 {
+			t.Fatalf("delivered %v, want all 5 steps", seen)
+		}
+		c.noPush(500 * time.Millisecond)
 	})
 }
