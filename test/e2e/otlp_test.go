@@ -164,3 +164,35 @@ func TestOTLPIngestion(t *testing.T) {
 		}
 	})
 }
+
+// Bearer auth works, and spans a thread refuses come back as partial success.
+func TestOTLPBearerAndPartialSuccess(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
+		_, key := e.NewUser(t, domain.RoleMember)
+		c := connectWS(t, e, key)
+		tid := c.ok(map[string]any{"action": "startThread", "refs": map[string]any{}})["threadId"].(string)
+		c.ok(map[string]any{"action": "threadEnd", "threadId": tid, "status": "cancelled"})
+		js := `{"resourceSpans":[{"resource":{"attributes":[{"key":"threadify.thread_id","value":{"stringValue":"` + tid + `"}}]},
+ "scopeSpans":[{"spans":[{"traceId":"` + strings.Repeat("ef", 16) + `","spanId":"0404040404040404","name":"late"}]}]}]}`
+		req, _ := http.NewRequest(http.MethodPost, e.URL+"/v1/traces", strings.NewReader(js))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body struct {
+			PartialSuccess struct {
+				RejectedSpans string `json:"rejectedSpans"`
+				ErrorMessage  string `json:"errorMessage"`
+			} `json:"partialSuccess"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("status %d %v", resp.StatusCode, err)
+		}
+		if body.PartialSuccess.RejectedSpans != "1" || !strings.Contains(body.PartialSuccess.ErrorMessage, "cancelled") {
+			t.Fatalf("partial success %+v", body.PartialSuccess)
+		}
+	})
+}
