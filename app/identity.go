@@ -45,13 +45,18 @@ type IdentityDeps struct {
 	// LicenseOwner, when set, names (creating if needed) the license owner's
 	// user on an installation that has no owner yet (see SignIn.EnsureLicenseOwner).
 	LicenseOwner func(ctx context.Context) (string, error)
-	Log        *slog.Logger
+	// AuthCacheTTL is auth.cache_ttl: how long a successful API key or
+	// session authentication is reused without reading the database. Zero
+	// disables the cache. See authCache for what stays exact.
+	AuthCacheTTL time.Duration
+	Log          *slog.Logger
 }
 
 // Identity holds the user, API key and session use cases. It is also the
 // Authenticator every transport uses.
 type Identity struct {
-	d IdentityDeps
+	d     IdentityDeps
+	cache *authCache // nil when disabled
 }
 
 var _ Authenticator = (*Identity)(nil)
@@ -59,7 +64,9 @@ var _ Authenticator = (*Identity)(nil)
 // SetLicenseOwner sets IdentityDeps.LicenseOwner after construction: the
 // sign-in use case that resolves the owner is built on top of Identity.
 // Call it before serving requests.
-func (s *Identity) SetLicenseOwner(fn func(ctx context.Context) (string, error)) { s.d.LicenseOwner = fn }
+func (s *Identity) SetLicenseOwner(fn func(ctx context.Context) (string, error)) {
+	s.d.LicenseOwner = fn
+}
 
 // NewIdentity builds the identity use cases. It panics on missing required
 // dependencies: that is a wiring bug, not a runtime condition.
@@ -74,7 +81,13 @@ func NewIdentity(d IdentityDeps) *Identity {
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}
-	return &Identity{d: d}
+	s := &Identity{d: d, cache: newAuthCache(d.AuthCacheTTL)}
+	inv := s.Invalidate
+	s.d.Users = invalidatingUsers{Users: d.Users, inv: inv}
+	s.d.ServiceAccounts = invalidatingServiceAccounts{ServiceAccounts: d.ServiceAccounts, inv: inv}
+	s.d.APIKeys = invalidatingAPIKeys{APIKeys: d.APIKeys, inv: inv}
+	s.d.Sessions = invalidatingSessions{Sessions: d.Sessions, inv: inv}
+	return s
 }
 
 func (s *Identity) now() time.Time { return s.d.Clock.Now().UTC() }
@@ -90,24 +103,46 @@ func (s *Identity) AuthenticateAPIKey(ctx context.Context, secret string) (domai
 	if !domain.LooksLikeAPIKey(secret) {
 		return domain.Principal{}, errBadCredential
 	}
-	k, err := s.d.APIKeys.GetAPIKeyByHash(ctx, domain.HashSecret(secret))
-	if err != nil {
-		return domain.Principal{}, notFoundAs(err, errBadCredential)
+	hash := domain.HashSecret(secret)
+	e := s.cache.key(hash)
+	if e == nil {
+		gen := s.cache.generation()
+		k, err := s.d.APIKeys.GetAPIKeyByHash(ctx, hash)
+		if err != nil {
+			return domain.Principal{}, notFoundAs(err, errBadCredential)
+		}
+		if err := k.CheckUsable(s.now()); err != nil {
+			return domain.Principal{}, err
+		}
+		subj, kind, err := s.keySubject(ctx, k)
+		if err != nil {
+			return domain.Principal{}, err
+		}
+		if err := domain.CheckPrincipalActive(kind, subj); err != nil {
+			return domain.Principal{}, err
+		}
+		e = s.cache.putKey(hash, gen, k, subj, kind)
+		if e == nil { // cache disabled
+			e = &keyEntry{key: k, subj: subj, kind: kind}
+			if k.LastUsedAt != nil {
+				e.lastUsed.Store(k.LastUsedAt.UnixNano())
+			}
+		}
 	}
+	k, subj := e.key, e.subj
+	// Checked again on a cache hit: expiry is against the current clock.
 	now := s.now()
 	if err := k.CheckUsable(now); err != nil {
 		return domain.Principal{}, err
 	}
-	subj, kind, err := s.keySubject(ctx, k)
-	if err != nil {
-		return domain.Principal{}, err
-	}
-	if err := domain.CheckPrincipalActive(kind, subj); err != nil {
+	if err := domain.CheckPrincipalActive(e.kind, subj); err != nil {
 		return domain.Principal{}, err
 	}
 	// last_used_at is informational: skip the write (which on SQLite takes
-	// the database write lock) while the stored value is recent.
-	if k.LastUsedAt == nil || now.Sub(*k.LastUsedAt) >= touchInterval {
+	// the database write lock) while the stored value is recent. The
+	// compare-and-swap lets one of several concurrent hits do the write.
+	last := e.lastUsed.Load()
+	if (last == 0 || now.Sub(time.Unix(0, last)) >= touchInterval) && e.lastUsed.CompareAndSwap(last, now.UnixNano()) {
 		if err := s.d.APIKeys.TouchAPIKey(ctx, k.ID, now); err != nil {
 			s.d.Log.Debug("touch api key", "key_id", k.ID, "err", err)
 		}
@@ -147,7 +182,12 @@ func (s *Identity) authenticateSession(ctx context.Context, token string) (domai
 	if !domain.LooksLikeSessionToken(token) {
 		return domain.Principal{}, domain.Session{}, errBadCredential
 	}
-	sess, err := s.d.Sessions.GetSessionByTokenHash(ctx, domain.HashSecret(token))
+	hash := domain.HashSecret(token)
+	if e := s.cache.session(hash); e != nil {
+		return s.sessionPrincipal(e.sess, e.subj)
+	}
+	gen := s.cache.generation()
+	sess, err := s.d.Sessions.GetSessionByTokenHash(ctx, hash)
 	if err != nil {
 		return domain.Principal{}, domain.Session{}, notFoundAs(err, domain.ErrSessionRevoked)
 	}
@@ -179,6 +219,16 @@ func (s *Identity) authenticateSession(ctx context.Context, token string) (domai
 			subj.SourceKey = &k
 		}
 	}
+	p, sess, err := s.sessionPrincipal(sess, subj)
+	if err == nil {
+		s.cache.putSession(hash, gen, sess, subj)
+	}
+	return p, sess, err
+}
+
+// sessionPrincipal applies domain.CheckSession at the current time, for
+// freshly read and for cached rows alike.
+func (s *Identity) sessionPrincipal(sess domain.Session, subj domain.SessionSubject) (domain.Principal, domain.Session, error) {
 	if err := domain.CheckSession(sess, subj, s.now()); err != nil {
 		return domain.Principal{}, sess, err
 	}

@@ -261,6 +261,7 @@ func (s *SignIn) bind(ctx context.Context, id RegistryIdentity, u domain.User) e
 // activate records a verified sign-in: invited becomes active; suspended and
 // archived users are refused by the domain rule.
 func (s *SignIn) activate(ctx context.Context, userID string) (domain.User, error) {
+	defer s.invalidateAuth()
 	now := s.now()
 	var before domain.User
 	u, err := s.d.Users.UpdateUser(ctx, userID, func(u *domain.User, _ []string) error {
@@ -280,6 +281,7 @@ func (s *SignIn) activate(ctx context.Context, userID string) (domain.User, erro
 // sign-in, otherwise promoted and (re)activated. The registry's word on who
 // owns the license outranks local status, except archival, which is final.
 func (s *SignIn) ensureOwner(ctx context.Context, existing *domain.User, email, name string) (domain.User, error) {
+	defer s.invalidateAuth()
 	now := s.now()
 	var u domain.User
 	if existing == nil {
@@ -320,6 +322,15 @@ func (s *SignIn) ensureOwner(ctx context.Context, existing *domain.User, email, 
 		}
 	}
 	return u, nil
+}
+
+// invalidateAuth drops Identity's cached authentications after SignIn has
+// changed users through ports.Users directly (a role or status change must
+// apply on the next request).
+func (s *SignIn) invalidateAuth() {
+	if inv, ok := s.d.Sessions.(interface{ Invalidate() }); ok {
+		inv.Invalidate()
+	}
 }
 
 func (s *SignIn) audit(ctx context.Context, userID, action string, details map[string]any) {

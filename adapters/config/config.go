@@ -62,6 +62,11 @@ type Registry struct {
 // Auth configures sessions.
 type Auth struct {
 	SessionTTL time.Duration `koanf:"session_ttl"`
+	// CacheTTL is how long a successful API key or session authentication
+	// is reused without reading the database (0 disables). Changes made
+	// through this process invalidate it at once; another engine process
+	// sharing the database sees them after at most CacheTTL.
+	CacheTTL time.Duration `koanf:"cache_ttl"`
 }
 
 // Security holds installation secrets.
@@ -82,7 +87,7 @@ func Defaults() Config {
 	return Config{
 		Server:   Server{Listen: "127.0.0.1:8081", ShutdownTimeout: 30 * time.Second},
 		Registry: Registry{Product: "threadengine", CheckInterval: 15 * time.Minute},
-		Auth:     Auth{SessionTTL: 8 * time.Hour},
+		Auth:     Auth{SessionTTL: 8 * time.Hour, CacheTTL: 5 * time.Second},
 		Log:      Log{Level: "info", Format: "text"},
 	}
 }
@@ -98,6 +103,7 @@ func Load(path string, environ []string) (Config, error) {
 		"registry.product":        d.Registry.Product,
 		"registry.check_interval": d.Registry.CheckInterval.String(),
 		"auth.session_ttl":        d.Auth.SessionTTL.String(),
+		"auth.cache_ttl":          d.Auth.CacheTTL.String(),
 		"log.level":               d.Log.Level,
 		"log.format":              d.Log.Format,
 	}, "."), nil); err != nil {
@@ -146,7 +152,7 @@ var knownKeys = map[string]bool{
 	"database.url": true,
 	"registry.url": true, "registry.license_key": true, "registry.browser_origin": true,
 	"registry.client_id": true, "registry.client_secret": true, "registry.product": true, "registry.check_interval": true,
-	"auth.session_ttl":           true,
+	"auth.session_ttl": true, "auth.cache_ttl": true,
 	"security.hash_chain_secret": true,
 	"log.level":                  true, "log.format": true,
 }
@@ -191,6 +197,11 @@ func (c *Config) Validate() error {
 	}
 	if c.Auth.SessionTTL <= 0 {
 		return fmt.Errorf("config: auth.session_ttl must be positive")
+	}
+	// Bounded so a multi-replica installation never trusts a stale
+	// authentication for long.
+	if c.Auth.CacheTTL < 0 || c.Auth.CacheTTL > time.Minute {
+		return fmt.Errorf("config: auth.cache_ttl must be between 0 (disabled) and 1m")
 	}
 	if c.Server.ShutdownTimeout <= 0 {
 		return fmt.Errorf("config: server.shutdown_timeout must be positive")

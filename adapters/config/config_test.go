@@ -13,7 +13,7 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Server.Listen != "127.0.0.1:8081" || c.Database.URL != "" || c.Auth.SessionTTL != 8*time.Hour {
+	if c.Server.Listen != "127.0.0.1:8081" || c.Database.URL != "" || c.Auth.SessionTTL != 8*time.Hour || c.Auth.CacheTTL != 5*time.Second {
 		t.Fatalf("unexpected defaults: %+v", c)
 	}
 }
@@ -42,6 +42,8 @@ func TestInvalidValuesNameTheKey(t *testing.T) {
 		"THREADENGINE_SERVER__PUBLIC_URL=ftp://x":                  "server.public_url",
 		"THREADENGINE_AUTH__SESSION_TTL=-1h":                       "auth.session_ttl",
 		"THREADENGINE_AUTH__SESSION_TTL=soon":                      "session_ttl",
+		"THREADENGINE_AUTH__CACHE_TTL=-1s":                         "auth.cache_ttl",
+		"THREADENGINE_AUTH__CACHE_TTL=2m":                          "auth.cache_ttl",
 		"THREADENGINE_REGISTRY__BROWSER_ORIGIN=http://example.com": "registry.browser_origin",
 		"THREADENGINE_REGISTRY__BROWSER_ORIGIN=https://x.io/path":  "registry.browser_origin",
 		"THREADENGINE_LOG__LEVEL=loud":                             "log.level",
@@ -53,6 +55,16 @@ func TestInvalidValuesNameTheKey(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("%s: error %v does not name %s", env, err, key)
 		}
+	}
+}
+
+func TestAuthCacheTTLZeroDisables(t *testing.T) {
+	c, err := Load("", []string{"THREADENGINE_AUTH__CACHE_TTL=0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Auth.CacheTTL != 0 {
+		t.Fatalf("cache_ttl = %v, want 0", c.Auth.CacheTTL)
 	}
 }
 

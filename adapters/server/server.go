@@ -140,6 +140,7 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 		Users: s.Store, ServiceAccounts: s.Store, APIKeys: s.Store, Sessions: s.Store, Audit: s.Store, Settings: s.Store,
 		Clock: s.Clock, Random: rand.Reader, NewID: func() string { return uuid.NewString() },
 		SessionTTL: s.Config.Auth.SessionTTL, LicenseKey: s.Config.Registry.LicenseKey, Log: s.Log,
+		AuthCacheTTL: s.Config.Auth.CacheTTL,
 	})
 	// Without server.public_url the engine advertises its listen address
 	// (127.0.0.1:8081 by default); browsers must then use exactly that host.
