@@ -76,6 +76,7 @@ func runJSON(t *testing.T, cmd *exec.Cmd) map[string]any {
 	if jerr := json.Unmarshal([]byte(lines[len(lines)-1]), &out); jerr != nil || err != nil || out["error"] != nil {
 		t.Fatalf("scenario failed: %v\nresult: %v\nstdout:\n%s\nstderr:\n%s", err, out["error"], stdout.String(), stderr.String())
 	}
+	t.Logf("scenario result: %s", lines[len(lines)-1])
 	return out
 }
 
@@ -138,11 +139,12 @@ func TestNodeSDK(t *testing.T) {
 				t.Fatalf("upload contract: %d %s", resp.StatusCode, body)
 			}
 			_, key := e.NewUser(t, domain.RoleMember)
+			_, key2 := e.NewUser(t, domain.RoleMember)
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, node, script)
 			cmd.Env = append(os.Environ(), nodeSDKEnv+"="+dir, "ENGINE_WS_URL="+wsURL(e), "ENGINE_API_KEY="+key,
-				"ENGINE_CONTRACT=sdk_flow")
+				"ENGINE_API_KEY_2="+key2, "ENGINE_CONTRACT=sdk_flow")
 			start := time.Now()
 			out := runJSON(t, cmd)
 			t.Logf("node scenario ran in %v", time.Since(start).Round(time.Millisecond))
@@ -229,6 +231,17 @@ func TestNodeSDK(t *testing.T) {
 				t.Errorf("OTel span event sub-step = %v", dig(out, "otel", "subSteps"))
 			}
 			verifyChain(t, e, dig(out, "otel", "threadId").(string), 2)
+
+			if dig(out, "privateContext", "private_secret") != "s3" || dig(out, "errorStatusFilter", 0) != "b" ||
+				out["pagedHistory"] != float64(1) || dig(out, "completeFiltered", 0) != "a:1" {
+				t.Errorf("extras: private %v, status filter %v, paged history %v, filtered complete data %v",
+					out["privateContext"], out["errorStatusFilter"], out["pagedHistory"], out["completeFiltered"])
+			}
+			inv := out["invite"]
+			if dig(inv, "guestSeesSteps", 0) != "deliver" || dig(inv, "cancel") != "cancelled" ||
+				!strings.HasPrefix(dig(inv, "cancelError").(string), "test over") {
+				t.Errorf("invitation flow = %v", inv)
+			}
 		})
 	}
 }
@@ -266,10 +279,11 @@ func TestGoSDK(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			e := enginetest.Start(t, d)
 			_, key := e.NewUser(t, domain.RoleMember)
+			_, key2 := e.NewUser(t, domain.RoleMember)
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, bin)
-			cmd.Env = append(os.Environ(), "ENGINE_WS_URL="+wsURL(e), "ENGINE_API_KEY="+key)
+			cmd.Env = append(os.Environ(), "ENGINE_WS_URL="+wsURL(e), "ENGINE_API_KEY="+key, "ENGINE_API_KEY_2="+key2)
 			out := runJSON(t, cmd)
 			tid, _ := out["threadId"].(string)
 
@@ -320,6 +334,19 @@ func TestGoSDK(t *testing.T) {
 				t.Errorf("a step on a completed thread: %v", out["lateStepError"])
 			}
 			verifyChain(t, e, tid, 4)
+
+			inv := out["invite"]
+			if dig(inv, "joined", "threadId") != true || dig(inv, "joined", "role") != "supplier" ||
+				dig(inv, "joined", "accessLevel") != "participant" {
+				t.Errorf("join = %v", dig(inv, "joined"))
+			}
+			if dig(inv, "waitFor", "stepStatus") != "failed" || dig(inv, "waitFor", "notificationType") != "execution.failed" {
+				t.Errorf("WaitFor = %v", dig(inv, "waitFor"))
+			}
+			if dig(inv, "cancel", "status") != "cancelled" || dig(inv, "guestView", "status") != "cancelled" ||
+				dig(inv, "guestView", "error") != "supplier failed" {
+				t.Errorf("cancel = %v, guest view %v", dig(inv, "cancel"), dig(inv, "guestView"))
+			}
 		})
 	}
 }

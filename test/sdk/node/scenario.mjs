@@ -187,6 +187,75 @@ async function main() {
   check(ot.status === 'completed', 'root span completes the thread', ot.status);
   check(out.otel.steps.join(',') === 'charge,root', 'OTel steps', out.otel.steps);
 
+  // Beyond §9: concurrent steps on one thread (replies matched by stepName),
+  // error/custom statuses, private context, step filters and pagination.
+  const apiKey2 = process.env.ENGINE_API_KEY_2;
+  const x = await conn.start('Extras', { refs: { orderId: 'X-1' } });
+  const conc = await Promise.all([
+    x.step('a').addContext({ n: 1 }).success(),
+    x.step('b').addContext({ secret: 's3' }, true).error('boom'),
+    x.step('c').stop('skipped', { note: 'not needed' }),
+  ]);
+  out.concurrent = conc.map((r) => r.stepName + ':' + r.status);
+  check(out.concurrent.join(',') === 'a:success,b:error,c:skipped', 'concurrent steps', out.concurrent);
+  const xt = await conn.getThread(x.threadId);
+  const bstep = (await xt.steps('b:' + conc[1].idempotencyKey))[0];
+  check(bstep && bstep.status === 'error', 'steps("name:key")', bstep);
+  out.privateContext = JSON.parse(bstep.lastExecution.context);
+  out.errorStatusFilter = (await xt.steps(null, { status: 'error' })).map((s) => s.stepName);
+  const pagedHistory = await bstep.history({ limit: 1, offset: 0, startAt: '2000-01-01T00:00:00Z', actor: null });
+  out.pagedHistory = pagedHistory.length;
+  out.validationResultsDefault = (await xt.validationResults()).length;
+  const limited = await xt.getCompleteData({ stepHistoryLimit: 1, validationLimit: 1, stepName: 'a' });
+  out.completeFiltered = limited.steps.map((s) => s.stepName + ':' + s.history.length);
+  const filteredByRef = await conn.getThreadsByRef({ refKey: 'orderId', refValue: 'X-1', status: 'active',
+    startedAfter: '2000-01-01T00:00:00Z', limit: 5, offset: 0 });
+  out.byRefActive = filteredByRef.map((r) => r.id);
+  check(out.byRefActive.length === 1 && out.byRefActive[0] === x.threadId, 'threadsByRef with filters', out.byRefActive);
+
+  // Direct join (no role, no token) from another connection of the same
+  // user, and an OTel span carrying threadify.thread_id (exporter joins).
+  const other = await Threadify.connect(apiKey, 'checkout-service', { url: wsUrl });
+  const dj = await other.join(x.threadId);
+  await dj.step('d').success();
+  const exp2 = new ThreadifySpanExporter(other);
+  const r4 = await new Promise((resolve) => exp2.export([span('from-otel', '00f067aa0ba902b9', 'bbbbbbbbbbbbbbbb',
+    { 'threadify.thread_id': x.threadId, 'k': 'v' }, { code: 2, message: 'span failed' })], resolve));
+  check(r4.code === 0, 'export to a joined thread', r4);
+  const xsteps = (await (await conn.getThread(x.threadId)).steps()).map((s) => s.stepName + ':' + s.status);
+  out.directJoin = { accessLevel: dj.accessLevel, steps: xsteps };
+  check(xsteps.includes('d:success') && xsteps.includes('from-otel:failed'), 'steps via direct join', xsteps);
+  await other.close();
+
+  // Invitation by token to a second user on another connection. Node's
+  // inviteParty sends no threadId: the engine uses the connection's first
+  // thread, so the inviting connection starts its thread first.
+  if (apiKey2) {
+    const inviter = await Threadify.connect(apiKey, 'merchant-service', { url: wsUrl });
+    const it = await inviter.start('Invited');
+    const inv = await it.inviteParty({ role: 'supplier', accessLevel: Threadify.FOR_PARTICIPANT, expiresIn: '2h' });
+    check(typeof inv.token === 'string' && inv.token.split('.').length === 3, 'invitation token is a JWT', inv);
+    const guest = await Threadify.connect(apiKey2, 'supplier-service', { url: wsUrl });
+    const joined = await guest.join(inv.token);
+    check(joined.threadId === it.threadId && joined.accessLevel === 'participant' && joined.role === 'supplier',
+      'token join', { threadId: joined.threadId, role: joined.role, accessLevel: joined.accessLevel });
+    await joined.step('deliver').addContext({ box: 1 }).success();
+    const obs = await it.inviteParty({ role: 'auditor', accessLevel: Threadify.FOR_OBSERVER });
+    const auditor = await Threadify.connect(apiKey2, 'audit-service', { url: wsUrl });
+    const ro = await auditor.join(obs.token);
+    const refused = await ro.step('tamper').success().then(() => 'accepted', (e) => 'refused: ' + e.message);
+    out.invite = { accessLevel: inv.accessLevel, role: inv.role, expiresAtType: typeof inv.expiresAt,
+      joinedAccessLevel: joined.accessLevel, observerStep: refused };
+    check(refused.startsWith('refused'), 'observer cannot record steps', refused);
+    const guestView = await guest.getThread(it.threadId);
+    out.invite.guestSeesSteps = (await guestView.steps()).map((s) => s.stepName);
+    const endI = await it.cancel({ reason: 'test over', by: 'scenario' });
+    out.invite.cancel = endI.status;
+    const it2 = await inviter.getThread(it.threadId);
+    out.invite.cancelError = it2.error;
+    await Promise.all([inviter.close(), guest.close(), auditor.close()]);
+  }
+
   // 9. close: the engine replies then closes the socket.
   await withTimeout(conn.close(), 5000, 'close');
   out.closed = !conn.isConnected;
