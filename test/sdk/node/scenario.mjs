@@ -256,6 +256,26 @@ async function main() {
     await Promise.all([inviter.close(), guest.close(), auditor.close()]);
   }
 
+  // Refusals must come back as error replies with the request's action, so
+  // the SDK's promises reject with the engine's message instead of hanging.
+  const rejected = (p) => withTimeout(p.then(() => 'resolved', (e) => 'rejected: ' + e.message), 5000, 'refusal');
+  out.refusals = {
+    badKey: await rejected(Threadify.connect('tk_not-a-key', 'x-service', { url: wsUrl })),
+    stepOnClosed: await rejected(t.step('late').success()),
+    endClosed: await rejected(t.cancel('again')),
+  };
+  if (contract) {
+    const rogue = await Threadify.connect(apiKey, 'pirate-service', { url: wsUrl });
+    out.refusals.notAParty = await rejected(rogue.start('R', contract));
+    await rogue.close();
+    const c2 = await conn.start('C2', contract);
+    await c2.step('validate').addContext({ items: 1 }).success();
+    out.refusals.earlyComplete = await rejected(c2.complete());
+  }
+  for (const [k, v] of Object.entries(out.refusals)) {
+    check(v.startsWith('rejected: '), 'refusal ' + k, v);
+  }
+
   // 9. close: the engine replies then closes the socket.
   await withTimeout(conn.close(), 5000, 'close');
   out.closed = !conn.isConnected;
