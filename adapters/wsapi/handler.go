@@ -631,9 +631,27 @@ func (s *session) subscribe(m Message) {
 			return
 		}
 	}
-	s.hub.Subscribe(name, evs)
+	s.hub.Subscribe(name, routedEventTypes(name, evs))
 	s.send(map[string]any{"action": m.Action, "status": "success", "message": "Subscribed to " + name,
 		"stepName": name, "eventTypes": evs})
+}
+
+// routedEventTypes widens a thread-level subscription: both SDKs expand "*"
+// (and Node "step.*") to step and rule types only, and the reference engine
+// treats eventTypes as advisory, so SDK code relies on conn.subscribe('*', h)
+// to hear thread.completed/cancelled. On the "global" key a list naming no
+// thread type therefore also admits thread events; one that names thread
+// types is honoured as given.
+func routedEventTypes(key string, evs []string) []string {
+	if key != "global" || len(evs) == 0 {
+		return evs
+	}
+	for _, e := range evs {
+		if e == "*" || strings.HasPrefix(e, "thread.") {
+			return evs
+		}
+	}
+	return append(append(make([]string, 0, len(evs)+1), evs...), "thread.*")
 }
 
 func (s *session) unsubscribe(m Message) {

@@ -84,3 +84,23 @@ func TestRevokedKeyClosesOpenSocket(t *testing.T) {
 		t.Fatal("socket still open 3s after the key was revoked")
 	}
 }
+
+func TestRoutedEventTypes(t *testing.T) {
+	for _, c := range []struct {
+		key  string
+		evs  []string
+		want string
+	}{
+		{"global", []string{"step.success", "step.failed", "rule.passed", "rule.violated"}, "step.success,step.failed,rule.passed,rule.violated,thread.*"},
+		{"global", []string{"step.success", "step.failed"}, "step.success,step.failed,thread.*"},
+		{"global", []string{"thread.completed"}, "thread.completed"},
+		{"global", []string{"execution.success", "thread.cancelled"}, "execution.success,thread.cancelled"},
+		{"global", []string{"*"}, "*"},
+		{"global", nil, ""},
+		{"ship", []string{"step.success"}, "step.success"},
+	} {
+		if got := strings.Join(routedEventTypes(c.key, c.evs), ","); got != c.want {
+			t.Errorf("routedEventTypes(%q, %v) = %q, want %q", c.key, c.evs, got, c.want)
+		}
+	}
+}

@@ -196,6 +196,9 @@ func TestNodeSDK(t *testing.T) {
 			if ships != 1 {
 				t.Errorf("notifications = %v, want one for %s (the duplicate re-send publishes nothing)", out["notifications"], tid)
 			}
+			if g := out["globalNotification"]; dig(g, "stepName") != "global" || dig(g, "hasAckToken") != true {
+				t.Errorf("thread-level notification = %v", g)
+			}
 			if out["closed"] != true {
 				t.Errorf("connection not closed after close()")
 			}
@@ -293,6 +296,10 @@ func TestGoSDK(t *testing.T) {
 			if n := out["notification"]; dig(n, "source") != "execution" || dig(n, "notificationType") != "execution.success" ||
 				dig(n, "stepName") != "ship" || dig(n, "acked") != true {
 				t.Errorf("notification = %v", n)
+			}
+			if te := out["threadEvent"]; dig(te, "stepName") != "global" || dig(te, "source") != "thread" ||
+				dig(te, "notificationType") != "thread.completed" {
+				t.Errorf("thread event = %v", te)
 			}
 			if dig(out, "end", "status") != "completed" || dig(out, "end", "endedAt") == "" {
 				t.Errorf("end = %v", out["end"])

@@ -77,8 +77,22 @@ async function main() {
   const dup = await t.step('ship').idempotencyKey('ship-1').success();
   out.duplicateResolved = dup.idempotencyKey === 'ship-1';
 
+  // Thread-level events: Node's '*' expands to step/rule event types only and
+  // its dispatcher sees every push as step.success, so a global '*' handler is
+  // the SDK's only way to hear thread.completed.
+  let resolveGlobal;
+  const globalNotified = new Promise((r) => { resolveGlobal = r; });
+  conn.subscribe('*', (gn) => {
+    if (gn.threadId === t.threadId) {
+      out.globalNotification = { stepName: gn.stepName, message: gn.message, hasAckToken: !!gn.ackToken };
+      gn.ack();
+      resolveGlobal(gn);
+    }
+  });
+
   // 7. complete.
   const end = await t.complete('done');
+  await withTimeout(globalNotified, 10000, "thread.completed on conn.subscribe('*', handler)");
   check(end.status === 'completed' && !!end.endedAt, 'complete', end);
   out.end = { status: end.status, endedAt: end.endedAt };
 
