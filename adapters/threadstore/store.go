@@ -12,6 +12,7 @@ import (
 	"hash/fnv"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -36,6 +37,10 @@ type Store struct {
 
 	batchOnce sync.Once
 	shards    []chan *appendJob // group-commit queues, by hash of thread id
+
+	// Counters for tests: batches of several appends committed together,
+	// and batches that rolled back and were redone one append at a time.
+	groupCommits, groupFallbacks atomic.Int64
 }
 
 var _ ports.ThreadStore = (*Store)(nil)
@@ -45,12 +50,16 @@ func New(db *sqldb.DB) *Store {
 	return &Store{db: db, stmts: map[string]*sqlx.Stmt{}, pending: map[string]bool{}}
 }
 
+// maxPrepared bounds the statement cache: multi-row statements differ by row
+// count, so their texts are many.
+const maxPrepared = 512
+
 // prepared returns the statement for query inside tx, or nil (and marks the
 // query for preparation after the transaction).
 func (s *Store) prepared(ctx context.Context, tx *sqlx.Tx, query string) *sqlx.Stmt {
 	s.stmtMu.Lock()
 	st := s.stmts[query]
-	if st == nil {
+	if st == nil && len(s.stmts)+len(s.pending) < maxPrepared {
 		s.pending[query] = true
 	}
 	s.stmtMu.Unlock()
@@ -249,63 +258,6 @@ func (s *Store) GetThread(ctx context.Context, id string) (ports.ThreadRecord, e
 	return r.record(), nil
 }
 
-// lockForStep locks the thread row and, in the same round trip, reads the
-// latest attempt's step name, the writer's access row and the current state
-// of the step identity being written.
-func (s *Store) lockForStep(ctx context.Context, tx *sqlx.Tx, id, principalID, stepName, key string) (ports.StepTx, error) {
-	var r struct {
-		threadRow
-		LastStep    string         `db:"last_step"`
-		AccessLevel sql.NullString `db:"access_level"`
-		AccessRole  sql.NullString `db:"access_role"`
-		CurStatus   sql.NullString `db:"cur_status"`
-		CurRetry    sql.NullInt64  `db:"cur_retry"`
-		CurStepID   sql.NullString `db:"cur_step_id"`
-		CurPrev     sql.NullString `db:"cur_prev"`
-		CurActor    sql.NullString `db:"cur_actor"`
-		CurService  sql.NullString `db:"cur_service"`
-		CurContext  sql.NullString `db:"cur_context"`
-		CurFirst    sql.NullTime   `db:"cur_first"`
-		CurUpdated  sql.NullTime   `db:"cur_updated"`
-		CurStarted  sql.NullTime   `db:"cur_started"`
-		CurFinished sql.NullTime   `db:"cur_finished"`
-	}
-	lock := ""
-	if s.db.Dialect == sqldb.Postgres {
-		lock = " FOR UPDATE OF t"
-	}
-	err := s.get(ctx, tx, &r, (`SELECT t.id, t.contract_id, t.contract_name, t.contract_version, t.label,
- t.owner_kind, t.owner_id, t.service_name, t.status, t.error, t.last_hash, t.step_count, CAST(t.tags AS TEXT) AS tags,
- t.created_at, t.updated_at, t.completed_at,
- COALESCE((SELECT a.step_name FROM thread_activities a WHERE a.thread_id = t.id AND a.seq = t.step_count), '') AS last_step,
- (SELECT x.access_level FROM thread_access x WHERE x.thread_id = t.id AND x.principal_id = ?) AS access_level,
- (SELECT x.role FROM thread_access x WHERE x.thread_id = t.id AND x.principal_id = ?) AS access_role,
- s.status AS cur_status, s.retry_count AS cur_retry, s.latest_step_id AS cur_step_id, s.previous_step AS cur_prev,
- s.actor AS cur_actor, s.actor_service AS cur_service, CAST(s.latest_context AS TEXT) AS cur_context,
- s.first_seen_at AS cur_first, s.last_updated_at AS cur_updated, s.started_at AS cur_started, s.finished_at AS cur_finished
- FROM threads t LEFT JOIN thread_step_states s ON s.thread_id = t.id AND s.step_name = ? AND s.idempotency_key = ?
- WHERE t.id = ?` + lock), principalID, principalID, stepName, key, id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return ports.StepTx{}, callerError{domain.NotFound("thread")}
-	}
-	if err != nil {
-		return ports.StepTx{}, err
-	}
-	v := ports.StepTx{Thread: r.threadRow.record(), LastStepName: r.LastStep}
-	if r.AccessLevel.Valid {
-		v.Access = &ports.ThreadAccess{ThreadID: id, PrincipalID: principalID, AccessLevel: r.AccessLevel.String, Role: r.AccessRole.String}
-	}
-	if r.CurStatus.Valid {
-		st := ports.StepState{StepName: stepName, IdempotencyKey: key, Status: r.CurStatus.String,
-			RetryCount: int(r.CurRetry.Int64), LatestStepID: r.CurStepID.String, PreviousStep: r.CurPrev.String,
-			Actor: r.CurActor.String, ActorService: r.CurService.String, FirstSeenAt: r.CurFirst.Time.UTC(),
-			LastUpdatedAt: r.CurUpdated.Time.UTC(), StartedAt: fromNull(r.CurStarted), FinishedAt: fromNull(r.CurFinished)}
-		_ = json.Unmarshal([]byte(r.CurContext.String), &st.LatestContext)
-		v.Current = &st
-	}
-	return v, nil
-}
-
 func (s *Store) lockThread(ctx context.Context, tx *sqlx.Tx, id string) (ports.ThreadRecord, error) {
 	var r threadRow
 	// CAST in the select list is not allowed with FOR UPDATE on some planners;
@@ -400,87 +352,6 @@ func (s *Store) committer(ch chan *appendJob) {
 	}
 }
 
-func (s *Store) runBatch(batch []*appendJob) {
-	defer func() {
-		for _, j := range batch {
-			close(j.done)
-		}
-	}()
-	if len(batch) > 1 {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		outs := make([]ports.StepPlan, len(batch))
-		errs := make([]error, len(batch))
-		err := s.db.Tx(ctx, func(tx *sqlx.Tx) error {
-			for i, j := range batch {
-				p, err := s.appendInTx(j.ctx, tx, j)
-				var ce callerError
-				if errors.As(err, &ce) {
-					errs[i] = ce.err // refused by the caller's rules: nothing of it was written
-					continue
-				}
-				if err != nil {
-					return err
-				}
-				outs[i] = p
-			}
-			return nil
-		})
-		cancel()
-		s.preparePending(context.Background())
-		if err == nil {
-			for i, j := range batch {
-				j.out, j.err = outs[i], errs[i]
-			}
-			return
-		}
-		// The batch rolled back (a conflict, a cancelled caller, a failing
-		// statement): redo each append alone so one failure stays its own.
-	}
-	for _, j := range batch {
-		j.out, j.err = s.appendOne(j)
-	}
-}
-
-func (s *Store) appendOne(j *appendJob) (ports.StepPlan, error) {
-	var out ports.StepPlan
-	err := s.tx(j.ctx, func(tx *sqlx.Tx) error {
-		p, err := s.appendInTx(j.ctx, tx, j)
-		out = p
-		return err
-	})
-	return out, err
-}
-
-// appendInTx is one append inside a transaction; errors from the caller's
-// plan come back as callerError, with nothing written.
-func (s *Store) appendInTx(ctx context.Context, tx *sqlx.Tx, j *appendJob) (ports.StepPlan, error) {
-	view, err := s.lockForStep(ctx, tx, j.threadID, j.principalID, j.stepName, j.key)
-	if err != nil {
-		return ports.StepPlan{}, err
-	}
-	if j.withStates {
-		if view.States, err = s.states(ctx, tx, j.threadID, "", ""); err != nil {
-			return ports.StepPlan{}, err
-		}
-		for i := range view.States {
-			if view.States[i].StepName == j.stepName && view.States[i].IdempotencyKey == j.key {
-				view.Current = &view.States[i]
-			}
-		}
-		if n := len(view.States); n > 0 {
-			view.LastStepName = view.States[n-1].StepName
-		}
-	}
-	p, err := j.plan(view)
-	if err != nil {
-		return ports.StepPlan{}, callerError{err}
-	}
-	if p.Duplicate {
-		return p, nil
-	}
-	return p, s.writePlan(ctx, tx, j.threadID, p)
-}
-
 // states loads the thread's step states by latest attempt; with a step name
 // only that identity's.
 func (s *Store) states(ctx context.Context, q sqlx.QueryerContext, threadID, stepName, key string) ([]ports.StepState, error) {
@@ -521,78 +392,53 @@ func (s *Store) ListStepStates(ctx context.Context, threadID string) ([]ports.St
 	return st, sqldb.TranslateError(err)
 }
 
-func (s *Store) writePlan(ctx context.Context, tx *sqlx.Tx, threadID string, p ports.StepPlan) error {
-	a := p.Activity
-	if err := s.exec(ctx, tx, (`INSERT INTO thread_activities (id, thread_id, seq, activity_type, step_name,
- idempotency_key, status, attempt, actor, actor_service, context, metadata, started_at, finished_at, recorded_at,
- content_hash, hash, prev_hash) VALUES (?,?,?,'step_recorded',?,?,?,?,?,?,?,?,?,?,?,?,?,?)`),
-		a.ID, threadID, a.Seq, a.StepName, a.IdempotencyKey, a.Status, a.Attempt, a.Actor, a.ActorService,
-		jsonText(a.Context), jsonText(a.Metadata), tsPtr(a.StartedAt), tsPtr(a.FinishedAt), ts(a.RecordedAt),
-		a.ContentHash, a.Hash, a.PrevHash); err != nil {
-		return err
-	}
-	for _, ss := range p.SubSteps {
-		if err := s.exec(ctx, tx, (`INSERT INTO step_substeps (id, thread_id, step_id, name, status, payload,
- recorded_at, created_at) VALUES (?,?,?,?,?,?,?,?)`), ss.ID, threadID, a.ID, ss.Name, ss.Status, jsonText(ss.Payload),
-			ts(ss.RecordedAt), ts(a.RecordedAt)); err != nil {
-			return err
-		}
-	}
-	st := p.State
-	if err := s.exec(ctx, tx, (`INSERT INTO thread_step_states (thread_id, step_name, idempotency_key, status,
- retry_count, latest_step_id, previous_step, actor, actor_service, latest_context, first_seen_at, last_updated_at,
- started_at, finished_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)
- ON CONFLICT (thread_id, step_name, idempotency_key) DO UPDATE SET status = excluded.status,
- retry_count = excluded.retry_count, latest_step_id = excluded.latest_step_id, actor = excluded.actor,
- actor_service = excluded.actor_service, latest_context = excluded.latest_context,
- last_updated_at = excluded.last_updated_at, started_at = excluded.started_at, finished_at = excluded.finished_at`),
-		threadID, st.StepName, st.IdempotencyKey, st.Status, st.RetryCount, st.LatestStepID, nullStr(st.PreviousStep),
-		st.Actor, st.ActorService, jsonText(st.LatestContext), ts(st.FirstSeenAt), ts(st.LastUpdatedAt),
-		tsPtr(st.StartedAt), tsPtr(st.FinishedAt)); err != nil {
-		return err
-	}
-	if v := p.Validation; v != nil {
-		issues := v.Issues
-		if issues == nil {
-			issues = []any{}
-		}
-		if err := s.exec(ctx, tx, (`INSERT INTO thread_validations (id, thread_id, step_id, step_name,
- idempotency_key, overall_status, issues, critical_count, warning_count, minor_count, info_count, created_at)
- VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`), v.ID, threadID, v.StepID, v.StepName, v.IdempotencyKey, v.OverallStatus,
-			jsonText(issues), v.CriticalCount, v.WarningCount, v.MinorCount, v.InfoCount, ts(v.CreatedAt)); err != nil {
-			return err
-		}
-	}
-	if err := s.insertNotifications(ctx, tx, p.Notifications); err != nil {
-		return err
-	}
-	return s.writeThread(ctx, tx, p.Thread)
+func (s *Store) writeThread(ctx context.Context, tx *sqlx.Tx, t ports.ThreadRecord) error {
+	p := threadPart(t)
+	return s.exec(ctx, tx, p.q, p.args...)
 }
 
-func (s *Store) writeThread(ctx context.Context, tx *sqlx.Tx, t ports.ThreadRecord) error {
-	return s.exec(ctx, tx, (`UPDATE threads SET status = ?, error = ?, last_hash = ?, step_count = ?,
- updated_at = ?, completed_at = ? WHERE id = ?`), t.Status, nullStr(t.Error), t.LastHash, t.StepCount,
-		ts(t.UpdatedAt), tsPtr(t.CompletedAt), t.ID)
+func threadPart(t ports.ThreadRecord) part {
+	return part{`UPDATE threads SET status = ?, error = ?, last_hash = ?, step_count = ?,
+ updated_at = ?, completed_at = ? WHERE id = ?`, []any{t.Status, nullStr(t.Error), t.LastHash, t.StepCount,
+		ts(t.UpdatedAt), tsPtr(t.CompletedAt), t.ID}}
 }
 
 func (s *Store) insertNotifications(ctx context.Context, tx *sqlx.Tx, ns []ports.NotificationRecord) error {
-	for _, n := range ns {
-		// PostgreSQL numbers seq itself (BIGSERIAL); SQLite's column is a plain
-		// unique integer, and the IMMEDIATE transaction makes MAX+1 safe.
-		seqExpr := "DEFAULT"
-		if s.db.Dialect == sqldb.SQLite {
-			seqExpr = "(SELECT COALESCE(MAX(seq),0)+1 FROM thread_notifications)"
-		}
-		if err := s.exec(ctx, tx, (`INSERT INTO thread_notifications (id, seq, thread_id, step_id, step_name,
- idempotency_key, contract_name, owner_id, source, notification_type, step_status, validation_status, violation_type,
- severity, message, details, created_at) VALUES (?,` + seqExpr + `,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`),
-			n.ID, n.ThreadID, n.StepID, n.StepName, n.IdempotencyKey, n.ContractName, n.OwnerID, n.Source,
-			n.NotificationType, n.StepStatus, n.ValidationStatus, n.ViolationType, n.Severity, n.Message,
-			jsonText(n.Details), ts(n.CreatedAt)); err != nil {
-			return err
+	parts, err := s.notificationParts(ctx, tx, ns)
+	if err != nil {
+		return err
+	}
+	return s.execParts(ctx, tx, parts)
+}
+
+func (s *Store) notificationParts(ctx context.Context, tx *sqlx.Tx, ns []ports.NotificationRecord) ([]part, error) {
+	if len(ns) == 0 {
+		return nil, nil
+	}
+	// PostgreSQL numbers seq itself (BIGSERIAL); SQLite's column is a plain
+	// unique integer, and the IMMEDIATE transaction makes MAX+1 safe.
+	row, cols, next := `(?,DEFAULT,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`, 16, int64(0)
+	if s.db.Dialect == sqldb.SQLite {
+		row, cols = `(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`, 17
+		if err := s.get(ctx, tx, &next, `SELECT COALESCE(MAX(seq),0) FROM thread_notifications`); err != nil {
+			return nil, err
 		}
 	}
-	return nil
+	rows := make([][]any, 0, len(ns))
+	for _, n := range ns {
+		r := make([]any, 0, cols)
+		r = append(r, n.ID)
+		if cols == 17 {
+			next++
+			r = append(r, next)
+		}
+		rows = append(rows, append(r, n.ThreadID, n.StepID, n.StepName, n.IdempotencyKey, n.ContractName, n.OwnerID,
+			n.Source, n.NotificationType, n.StepStatus, n.ValidationStatus, n.ViolationType, n.Severity, n.Message,
+			jsonText(n.Details), ts(n.CreatedAt)))
+	}
+	return rowsParts(`INSERT INTO thread_notifications (id, seq, thread_id, step_id, step_name,
+ idempotency_key, contract_name, owner_id, source, notification_type, step_status, validation_status, violation_type,
+ severity, message, details, created_at) VALUES `, row, "", cols, rows), nil
 }
 
 // UpdateThread: see ports.ThreadStore.

@@ -1,0 +1,6 @@
+package threadstore
+
+// GroupCounters exposes the group-commit counters to tests.
+func (s *Store) GroupCounters() (commits, fallbacks int64) {
+	return s.groupCommits.Load(), s.groupFallbacks.Load()
+}
