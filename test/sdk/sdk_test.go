@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -121,6 +122,14 @@ func dig(v any, path ...any) any {
 	return v
 }
 
+func uploadContract(t *testing.T, e *enginetest.Engine) {
+	t.Helper()
+	resp, body := e.Do(t, http.MethodPost, "/v1/contracts", e.AdminKey, map[string]string{"source": contractYAML})
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("upload contract: %d %s", resp.StatusCode, body)
+	}
+}
+
 func TestNodeSDK(t *testing.T) {
 	dir := os.Getenv(nodeSDKEnv)
 	if dir == "" {
@@ -134,10 +143,7 @@ func TestNodeSDK(t *testing.T) {
 	for _, d := range sqldbtest.Dialects(t) {
 		t.Run(string(d), func(t *testing.T) {
 			e := enginetest.Start(t, d)
-			resp, body := e.Do(t, http.MethodPost, "/v1/contracts", e.AdminKey, map[string]string{"source": contractYAML})
-			if resp.StatusCode != http.StatusCreated {
-				t.Fatalf("upload contract: %d %s", resp.StatusCode, body)
-			}
+			uploadContract(t, e)
 			_, key := e.NewUser(t, domain.RoleMember)
 			_, key2 := e.NewUser(t, domain.RoleMember)
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -281,12 +287,14 @@ func TestGoSDK(t *testing.T) {
 	for _, d := range sqldbtest.Dialects(t) {
 		t.Run(string(d), func(t *testing.T) {
 			e := enginetest.Start(t, d)
+			uploadContract(t, e)
 			_, key := e.NewUser(t, domain.RoleMember)
 			_, key2 := e.NewUser(t, domain.RoleMember)
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, bin)
-			cmd.Env = append(os.Environ(), "ENGINE_WS_URL="+wsURL(e), "ENGINE_API_KEY="+key, "ENGINE_API_KEY_2="+key2)
+			cmd.Env = append(os.Environ(), "ENGINE_WS_URL="+wsURL(e), "ENGINE_API_KEY="+key, "ENGINE_API_KEY_2="+key2,
+				"ENGINE_CONTRACT=sdk_flow")
 			out := runJSON(t, cmd)
 			tid, _ := out["threadId"].(string)
 
@@ -342,6 +350,13 @@ func TestGoSDK(t *testing.T) {
 			}
 			verifyChain(t, e, tid, 4)
 
+			if out["badKeyError"] != "Invalid API key" {
+				t.Errorf("bad key: %v", out["badKeyError"])
+			}
+			if c := out["contract"]; dig(c, "status") != "completed" || dig(c, "contractName") != "sdk_flow" ||
+				strings.Join(toStrings(dig(c, "validations")), ",") != "pay:passed,ship:passed,validate:passed" {
+				t.Errorf("contract thread = %v", c)
+			}
 			inv := out["invite"]
 			if dig(inv, "joined", "threadId") != true || dig(inv, "joined", "role") != "supplier" ||
 				dig(inv, "joined", "accessLevel") != "participant" {
@@ -356,4 +371,16 @@ func TestGoSDK(t *testing.T) {
 			}
 		})
 	}
+}
+
+func toStrings(v any) []string {
+	var out []string
+	l, _ := v.([]any)
+	for _, x := range l {
+		s, _ := x.(string)
+		out = append(out, s)
+	}
+	// Rows recorded at the same (fake-clock) instant have no defined order.
+	sort.Strings(out)
+	return out
 }

@@ -158,6 +158,12 @@ async function main() {
     const cship = await ct.step('ship').success();
     const cat = await conn.getThread(ct.threadId);
     const vals = await cat.validationResults({ limit: 5 });
+    // No options: the SDK sends options: {} (defaults apply).
+    const valsDefault = await cat.validationResults();
+    check(valsDefault.length === 3, 'validationResults() with {}', valsDefault.length);
+    const cfull = await cat.getCompleteData();
+    check(cfull.validationResults.length === 3 && cfull.validationResults.every((v) => v.minorCount === 0 &&
+      v.hasCriticalViolation === false), 'getCompleteData validations', cfull.validationResults);
     out.contract = { threadId: ct.threadId, status: cat.status, contractName: cat.contractName,
       contractVersion: cat.contractVersion, shipStatus: cship.status,
       validations: vals.map((v) => ({ stepName: v.stepName, overallStatus: v.overallStatus,
@@ -291,7 +297,12 @@ async function main() {
   }
 
   // 9. close: the engine replies then closes the socket.
+  const closedAt = Date.now();
+  const socketClosed = new Promise((r) => (conn.ws.readyState === 3 ? r() : conn.ws.once('close', r)));
   await withTimeout(conn.close(), 5000, 'close');
+  // The close handshake must finish promptly, or ws keeps the process alive.
+  await withTimeout(socketClosed, 5000, 'socket closed after close()');
+  out.closeMs = Date.now() - closedAt;
   out.closed = !conn.isConnected;
   return out;
 }
