@@ -292,6 +292,24 @@ async function main() {
     await c2.step('validate').addContext({ items: 1 }).success();
     out.refusals.earlyComplete = await rejected(c2.complete());
   }
+  // Unknown ids read as "not found" / empty, never as GraphQL errors.
+  out.refusals.unknownThread = await rejected(conn.getThread('00000000-0000-4000-8000-000000000000'));
+  out.refusals.malformedThreadId = await rejected(conn.getThread('not-a-uuid'));
+  check(out.refusals.unknownThread.includes('Thread not found') && out.refusals.malformedThreadId.includes('Thread not found'),
+    'unknown thread ids are not found', out.refusals);
+  out.emptyReads = {
+    byRef: (await conn.getThreadsByRef({ refKey: 'orderId', refValue: 'no-such-order' })).length,
+    oneByRef: await conn.getThreadByRef({ refValue: 'no-such-order' }),
+    chain: (await conn.getThreadChain('00000000-0000-4000-8000-000000000000')).length,
+  };
+  check(out.emptyReads.byRef === 0 && out.emptyReads.oneByRef === null && out.emptyReads.chain === 0, 'empty reads', out.emptyReads);
+  // A connection without a serviceName sends null for it (connect, refs, steps).
+  const anon = await Threadify.connect(apiKey, null, { url: wsUrl });
+  const at2 = await anon.start('Anonymous');
+  await at2.step('only').success();
+  await at2.complete();
+  out.anonymous = (await anon.getThread(at2.threadId)).refs;
+  await anon.close();
   for (const [k, v] of Object.entries(out.refusals)) {
     check(v.startsWith('rejected: '), 'refusal ' + k, v);
   }
