@@ -143,6 +143,7 @@ func TestNodeSDK(t *testing.T) {
 	for _, d := range sqldbtest.Dialects(t) {
 		t.Run(string(d), func(t *testing.T) {
 			e := enginetest.Start(t, d)
+			e.Server.Threads.Hub().SetRedeliverAfter(300 * time.Millisecond)
 			uploadContract(t, e)
 			_, key := e.NewUser(t, domain.RoleMember)
 			_, key2 := e.NewUser(t, domain.RoleMember)
@@ -150,7 +151,7 @@ func TestNodeSDK(t *testing.T) {
 			defer cancel()
 			cmd := exec.CommandContext(ctx, node, script)
 			cmd.Env = append(os.Environ(), nodeSDKEnv+"="+dir, "ENGINE_WS_URL="+wsURL(e), "ENGINE_API_KEY="+key,
-				"ENGINE_API_KEY_2="+key2, "ENGINE_CONTRACT=sdk_flow")
+				"ENGINE_API_KEY_2="+key2, "ENGINE_CONTRACT=sdk_flow", "ENGINE_REDELIVERY=1")
 			start := time.Now()
 			out := runJSON(t, cmd)
 			t.Logf("node scenario ran in %v", time.Since(start).Round(time.Millisecond))
@@ -201,6 +202,9 @@ func TestNodeSDK(t *testing.T) {
 			}
 			if ships != 1 {
 				t.Errorf("notifications = %v, want one for %s (the duplicate re-send publishes nothing)", out["notifications"], tid)
+			}
+			if r := out["redelivery"]; dig(r, "deliveries") != float64(2) || dig(r, "distinct") != float64(1) || dig(r, "handlerCalls") != float64(1) {
+				t.Errorf("redelivery = %v, want 2 deliveries of 1 notification (the SDK acks the duplicate), 1 handler call", r)
 			}
 			if g := out["globalNotification"]; dig(g, "stepName") != "global" || dig(g, "hasAckToken") != true {
 				t.Errorf("thread-level notification = %v", g)

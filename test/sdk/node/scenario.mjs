@@ -52,6 +52,24 @@ async function main() {
     resolveShip(n);
   });
 
+  // At-least-once delivery: a push the handler does not ack is redelivered
+  // (the test shortens the engine's 30 s), and the SDK acks the duplicate by
+  // itself with the new token; so exactly 2 deliveries, 1 handler call.
+  if (process.env.ENGINE_REDELIVERY === '1') {
+    const seen = [];
+    conn.ws.on('message', (d) => {
+      const m = JSON.parse(d.toString());
+      if (m.action === 'notification' && m.notification.stepName === 'slow') seen.push(m.notification.notificationId);
+    });
+    let handlerCalls = 0;
+    conn.subscribe('step.success', 'slow', () => { handlerCalls++; });
+    const st = await conn.start('Slow');
+    await st.step('slow').success();
+    await new Promise((r) => setTimeout(r, 2000));
+    out.redelivery = { deliveries: seen.length, distinct: new Set(seen).size, handlerCalls };
+    conn.unsubscribe('step.success', 'slow');
+  }
+
   // 3. start with refs and tags.
   const t = await conn.start('Order-1', { refs: { orderId: 'O-1' }, tags: ['e2e'] });
   check(UUID.test(t.threadId), 'threadId is a UUID', t.threadId);
