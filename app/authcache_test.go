@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"crypto/rand"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -251,5 +252,39 @@ func TestAuthCacheLastUsedStillTouched(t *testing.T) {
 	}
 	if k.LastUsedAt == nil || !k.LastUsedAt.Equal(f.clock.Now()) {
 		t.Fatalf("last_used_at %v, want %v", k.LastUsedAt, f.clock.Now())
+	}
+}
+
+// TestAuthCacheConcurrentHits runs hits in parallel (meant for -race) and
+// checks a revocation made meanwhile holds for every later request.
+func TestAuthCacheConcurrentHits(t *testing.T) {
+	f := newCachedFixture(t, sqldb.SQLite, time.Minute)
+	ctx := context.Background()
+	p := f.authTwice(t, f.key)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				f.clock.Advance(time.Second) // crosses the touch interval now and then
+				if _, err := f.id.AuthenticateAPIKey(ctx, f.key); err != nil && !isCode(err, domain.CodeAPIKeyRevoked) {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	if _, err := f.id.RevokeAPIKey(f.admin, p.KeyID); err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		if _, err := f.id.AuthenticateAPIKey(ctx, f.key); !isCode(err, domain.CodeAPIKeyRevoked) {
+			t.Fatalf("after revocation: %v", err)
+		}
+	}
+	wg.Wait()
+	if _, err := f.id.AuthenticateAPIKey(ctx, f.key); !isCode(err, domain.CodeAPIKeyRevoked) {
+		t.Fatalf("after revocation: %v", err)
 	}
 }
