@@ -170,10 +170,17 @@ async function main() {
 
   // Contract thread: role derived from serviceName ("checkout").
   if (contract) {
+    // Contract-scoped subscription key "contract@step".
+    let resolveScoped;
+    const scoped = new Promise((r) => { resolveScoped = r; });
+    conn.subscribe('step.success', contract + '@ship', (sn) => { sn.ack(); resolveScoped(sn); });
     const ct = await conn.start('Contract-1', contract, { refs: { orderId: 'C-1' } });
     await ct.step('validate').addContext({ items: 2 }).success();
     await ct.step('pay').success();
     const cship = await ct.step('ship').success();
+    const sn = await withTimeout(scoped, 10000, 'notification on ' + contract + '@ship');
+    check(sn.threadId === ct.threadId && sn.contractName === contract && sn.status === 'passed', 'contract-scoped notification',
+      { threadId: sn.threadId, contractName: sn.contractName, status: sn.status });
     const cat = await conn.getThread(ct.threadId);
     const vals = await cat.validationResults({ limit: 5 });
     // No options: the SDK sends options: {} (defaults apply).
