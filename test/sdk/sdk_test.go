@@ -361,6 +361,10 @@ func TestGoSDK(t *testing.T) {
 				strings.Join(toStrings(dig(c, "validations")), ",") != "pay:passed,ship:passed,validate:passed" {
 				t.Errorf("contract thread = %v", c)
 			}
+			if v := out["violation"]; dig(v, "violationType") != "missing_required_field" || dig(v, "isViolated") != true ||
+				dig(v, "notificationType") != "validation.violated" || dig(v, "contractName") != "sdk_flow" || dig(v, "threadOk") != true {
+				t.Errorf("violation notification = %v", v)
+			}
 			inv := out["invite"]
 			if dig(inv, "joined", "threadId") != true || dig(inv, "joined", "role") != "supplier" ||
 				dig(inv, "joined", "accessLevel") != "participant" {
