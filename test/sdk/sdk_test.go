@@ -143,7 +143,7 @@ func TestNodeSDK(t *testing.T) {
 	for _, d := range sqldbtest.Dialects(t) {
 		t.Run(string(d), func(t *testing.T) {
 			e := enginetest.Start(t, d)
-			e.Server.Threads.Hub().SetRedeliverAfter(300 * time.Millisecond)
+			e.Server.Threads.Hub().SetRedeliverAfter(500 * time.Millisecond)
 			uploadContract(t, e)
 			_, key := e.NewUser(t, domain.RoleMember)
 			_, key2 := e.NewUser(t, domain.RoleMember)
