@@ -5,6 +5,7 @@
 package threadquery
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -534,11 +535,21 @@ func (s *Store) Steps(ctx context.Context, threadIDs []string, f ports.StepFilte
 	return out, nil
 }
 
+// orJSON returns a stored JSON document in compact form, or def when empty.
+// PostgreSQL renders JSONB with a space after ':' and ','; SQLite returns the
+// text as written. Compacting makes both dialects answer byte for byte alike.
 func orJSON(s, def string) string {
 	if s == "" {
 		return def
 	}
-	return s
+	if !strings.ContainsAny(s, " \t\n\r") {
+		return s
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, []byte(s)); err != nil {
+		return s
+	}
+	return b.String()
 }
 
 type activityRow struct {
