@@ -33,7 +33,7 @@ func (r apiKeyRow) key() domain.APIKey {
 	return domain.APIKey{
 		ID: r.ID, Name: r.Name, Prefix: r.Prefix, Hash: r.Hash,
 		UserID: r.UserID.String, ServiceAccountID: r.ServiceAccountID.String, CreatedBy: r.CreatedBy,
-		CreatedAt: r.CreatedAt.UTC(), LastUsedAt: nullTime(r.LastUsedAt), ExpiresAt: nullTime(r.ExpiresAt), RevokedAt: nullTime(r.RevokedAt),
+		CreatedAt: r.CreatedAt.UTC(), LastUsedAt: sqldb.FromNullTime(r.LastUsedAt), ExpiresAt: sqldb.FromNullTime(r.ExpiresAt), RevokedAt: sqldb.FromNullTime(r.RevokedAt),
 	}
 }
 
@@ -42,7 +42,7 @@ var errKeyNotFound = domain.NotFound("API key")
 func (s *Store) CreateAPIKey(ctx context.Context, k domain.APIKey) error {
 	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO api_keys (`+apiKeyColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?)`),
 		k.ID, k.Name, k.Prefix, k.Hash, nullString(k.UserID), nullString(k.ServiceAccountID), k.CreatedBy,
-		ts(k.CreatedAt), tsPtr(k.LastUsedAt), tsPtr(k.ExpiresAt), tsPtr(k.RevokedAt))
+		sqldb.Time(k.CreatedAt), sqldb.TimePtr(k.LastUsedAt), sqldb.TimePtr(k.ExpiresAt), sqldb.TimePtr(k.RevokedAt))
 	if isForeignKeyViolation(err) {
 		if k.UserID != "" {
 			return domain.NotFound("user")
@@ -101,7 +101,7 @@ func (s *Store) ListAPIKeys(ctx context.Context, f ports.APIKeyFilter) ([]domain
 // revocation time is kept; sessions are revoked again regardless, which is
 // harmless and heals any session created in a race with the revocation.
 func (s *Store) RevokeAPIKey(ctx context.Context, id string, now time.Time) (domain.APIKey, error) {
-	now = ts(now)
+	now = sqldb.Time(now)
 	var k domain.APIKey
 	err := s.tx(ctx, func(tx *sqlx.Tx) error {
 		var err error
@@ -131,7 +131,7 @@ const touchInterval = time.Minute
 // TouchAPIKey records use of the key. A missing key is not an error: the
 // touch is advisory and the key may have been deleted meanwhile.
 func (s *Store) TouchAPIKey(ctx context.Context, id string, now time.Time) error {
-	now = ts(now)
+	now = sqldb.Time(now)
 	_, err := s.db.ExecContext(ctx, s.q(`UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)`),
 		now, id, now.Add(-touchInterval))
 	return sqldb.TranslateError(err)
@@ -156,7 +156,7 @@ type sessionRow struct {
 func (s *Store) CreateSession(ctx context.Context, se domain.Session) error {
 	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO sessions (`+sessionColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?)`),
 		se.ID, se.TokenHash, string(se.PrincipalKind), se.PrincipalID, string(se.Source), nullString(se.SourceKeyID),
-		se.Identity, se.IDTokenHint, ts(se.CreatedAt), ts(se.ExpiresAt), tsPtr(se.RevokedAt))
+		se.Identity, se.IDTokenHint, sqldb.Time(se.CreatedAt), sqldb.Time(se.ExpiresAt), sqldb.TimePtr(se.RevokedAt))
 	if isForeignKeyViolation(err) {
 		return errKeyNotFound
 	}
@@ -175,14 +175,14 @@ func (s *Store) GetSessionByTokenHash(ctx context.Context, hash string) (domain.
 	return domain.Session{
 		ID: r.ID, TokenHash: r.TokenHash, PrincipalKind: domain.PrincipalKind(r.PrincipalKind), PrincipalID: r.PrincipalID,
 		Source: domain.SessionSource(r.Source), SourceKeyID: r.SourceKeyID.String, Identity: r.Identity, IDTokenHint: r.IDTokenHint,
-		CreatedAt: r.CreatedAt.UTC(), ExpiresAt: r.ExpiresAt.UTC(), RevokedAt: nullTime(r.RevokedAt),
+		CreatedAt: r.CreatedAt.UTC(), ExpiresAt: r.ExpiresAt.UTC(), RevokedAt: sqldb.FromNullTime(r.RevokedAt),
 	}, nil
 }
 
 // RevokeSession ends a session, keeping the first revocation time. A missing
 // session (e.g. already purged after expiry) is NotFound.
 func (s *Store) RevokeSession(ctx context.Context, id string, now time.Time) error {
-	res, err := s.db.ExecContext(ctx, s.q(`UPDATE sessions SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?`), ts(now), id)
+	res, err := s.db.ExecContext(ctx, s.q(`UPDATE sessions SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?`), sqldb.Time(now), id)
 	if err != nil {
 		return sqldb.TranslateError(err)
 	}
@@ -197,7 +197,7 @@ func (s *Store) RevokeSession(ctx context.Context, id string, now time.Time) err
 }
 
 func (s *Store) DeleteExpiredSessions(ctx context.Context, cutoff time.Time) (int, error) {
-	res, err := s.db.ExecContext(ctx, s.q(`DELETE FROM sessions WHERE expires_at < ?`), ts(cutoff))
+	res, err := s.db.ExecContext(ctx, s.q(`DELETE FROM sessions WHERE expires_at < ?`), sqldb.Time(cutoff))
 	if err != nil {
 		return 0, sqldb.TranslateError(err)
 	}

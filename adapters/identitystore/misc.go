@@ -56,7 +56,7 @@ func (s *Store) getBinding(ctx context.Context, query string, args ...any) (port
 // one identity; either clash is a conflict naming which side is taken.
 func (s *Store) CreateBinding(ctx context.Context, b ports.IdentityBinding) error {
 	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO identity_bindings (`+bindingColumns+`) VALUES (?,?,?,?,?,?)`),
-		b.Issuer, b.Subject, b.UserID, b.Email, b.Active, ts(b.CreatedAt))
+		b.Issuer, b.Subject, b.UserID, b.Email, b.Active, sqldb.Time(b.CreatedAt))
 	switch {
 	case sqldb.IsUniqueViolation(err):
 		if _, gerr := s.GetBinding(ctx, b.Issuer, b.Subject); gerr == nil {
@@ -82,7 +82,7 @@ func (s *Store) RecordAudit(ctx context.Context, e ports.AuditEntry) error {
 		}
 	}
 	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO audit_log (id, at, actor_kind, actor_id, action, target, details) VALUES (?,?,?,?,?,?,?)`),
-		e.ID, ts(e.At), string(e.ActorKind), e.ActorID, e.Action, e.Target, string(details))
+		e.ID, sqldb.Time(e.At), string(e.ActorKind), e.ActorID, e.Action, e.Target, string(details))
 	return sqldb.TranslateError(err)
 }
 
@@ -101,7 +101,7 @@ func (s *Store) GetSetting(ctx context.Context, key string) (string, bool, error
 func (s *Store) PutSetting(ctx context.Context, key, value, updatedBy string, now time.Time) error {
 	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO settings (key, value, updated_at, updated_by) VALUES (?,?,?,?)
 		ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at, updated_by = excluded.updated_by`),
-		key, value, ts(now), updatedBy)
+		key, value, sqldb.Time(now), updatedBy)
 	return sqldb.TranslateError(err)
 }
 
@@ -114,7 +114,7 @@ func (s *Store) DeleteSetting(ctx context.Context, key string) error {
 // InstallationID stores newID on first call; the singleton constraint makes
 // concurrent first starts agree on one id.
 func (s *Store) InstallationID(ctx context.Context, newID string, now time.Time) (string, error) {
-	if _, err := s.db.ExecContext(ctx, s.q(`INSERT INTO installation (id, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING`), newID, ts(now)); err != nil {
+	if _, err := s.db.ExecContext(ctx, s.q(`INSERT INTO installation (id, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING`), newID, sqldb.Time(now)); err != nil {
 		return "", sqldb.TranslateError(err)
 	}
 	var id string

@@ -36,7 +36,7 @@ func (r userRow) user() domain.User {
 		ID: r.ID, Email: r.Email, FullName: r.FullName,
 		Role: domain.Role(r.Role), Status: domain.Status(r.Status), EmailVerified: r.EmailVerified,
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
-		ActivatedAt: nullTime(r.ActivatedAt), LastLoginAt: nullTime(r.LastLoginAt),
+		ActivatedAt: sqldb.FromNullTime(r.ActivatedAt), LastLoginAt: sqldb.FromNullTime(r.LastLoginAt),
 	}
 }
 
@@ -45,7 +45,7 @@ func (r userRow) user() domain.User {
 func (s *Store) CreateUser(ctx context.Context, u domain.User) error {
 	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO users (`+userColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?)`),
 		u.ID, strings.ToLower(u.Email), u.FullName, string(u.Role), string(u.Status), u.EmailVerified,
-		ts(u.CreatedAt), ts(u.UpdatedAt), tsPtr(u.ActivatedAt), tsPtr(u.LastLoginAt))
+		sqldb.Time(u.CreatedAt), sqldb.Time(u.UpdatedAt), sqldb.TimePtr(u.ActivatedAt), sqldb.TimePtr(u.LastLoginAt))
 	// Ids are random, so a unique violation means the email is taken; the
 	// lookup only guards against reporting an id collision as one.
 	if sqldb.IsUniqueViolation(err) {
@@ -117,7 +117,7 @@ func (s *Store) UpdateUser(ctx context.Context, id string, fn ports.UserUpdateFn
 		}
 		after = before
 		if err := fn(&after, admins); err != nil {
-			return callerError{err}
+			return sqldb.CallerError(err)
 		}
 		after.ID = before.ID
 		after.CreatedAt = before.CreatedAt
@@ -125,7 +125,7 @@ func (s *Store) UpdateUser(ctx context.Context, id string, fn ports.UserUpdateFn
 		_, err = tx.ExecContext(ctx, s.q(`UPDATE users SET email = ?, full_name = ?, role = ?, status = ?, email_verified = ?,
 			updated_at = ?, activated_at = ?, last_login_at = ? WHERE id = ?`),
 			after.Email, after.FullName, string(after.Role), string(after.Status), after.EmailVerified,
-			ts(after.UpdatedAt), tsPtr(after.ActivatedAt), tsPtr(after.LastLoginAt), id)
+			sqldb.Time(after.UpdatedAt), sqldb.TimePtr(after.ActivatedAt), sqldb.TimePtr(after.LastLoginAt), id)
 		if sqldb.IsUniqueViolation(err) {
 			return errEmailTaken
 		}
@@ -137,7 +137,7 @@ func (s *Store) UpdateUser(ctx context.Context, id string, fn ports.UserUpdateFn
 	if err != nil {
 		return domain.User{}, err
 	}
-	after.UpdatedAt = ts(after.UpdatedAt)
+	after.UpdatedAt = sqldb.Time(after.UpdatedAt)
 	after.ActivatedAt = roundPtr(after.ActivatedAt)
 	after.LastLoginAt = roundPtr(after.LastLoginAt)
 	return after, nil
@@ -150,7 +150,7 @@ func (s *Store) applyEffects(ctx context.Context, tx *sqlx.Tx, userID string, fx
 	if now.IsZero() {
 		now = time.Now()
 	}
-	now = ts(now)
+	now = sqldb.Time(now)
 	if fx.RevokePersonalKeys {
 		if _, err := tx.ExecContext(ctx, s.q(`UPDATE sessions SET revoked_at = ? WHERE revoked_at IS NULL
 			AND source_key_id IN (SELECT id FROM api_keys WHERE user_id = ?)`), now, userID); err != nil {
@@ -173,7 +173,7 @@ func roundPtr(t *time.Time) *time.Time {
 	if t == nil {
 		return nil
 	}
-	u := ts(*t)
+	u := sqldb.Time(*t)
 	return &u
 }
 
@@ -194,7 +194,7 @@ func (r serviceAccountRow) serviceAccount() domain.ServiceAccount {
 
 func (s *Store) CreateServiceAccount(ctx context.Context, sa domain.ServiceAccount) error {
 	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO service_accounts (`+serviceAccountColumns+`) VALUES (?,?,?,?,?,?)`),
-		sa.ID, sa.Name, string(sa.Role), sa.Active, sa.CreatedBy, ts(sa.CreatedAt))
+		sa.ID, sa.Name, string(sa.Role), sa.Active, sa.CreatedBy, sqldb.Time(sa.CreatedAt))
 	return sqldb.TranslateError(err)
 }
 

@@ -1,0 +1,80 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/threadengine/engine/domain"
+)
+
+// maxTxAttempts bounds retries of a transaction that lost a Postgres deadlock
+// or serialization race; the losers of such races normally succeed on the
+// second attempt, so a handful is plenty.
+const maxTxAttempts = 5
+
+// callerError marks an error produced by a caller's rule (not the driver), so
+// TxRetry returns it unchanged instead of translating it as a database error.
+type callerError struct{ err error }
+
+func (e callerError) Error() string { return e.err.Error() }
+func (e callerError) Unwrap() error { return e.err }
+
+// CallerError wraps err, returned from inside a TxRetry closure, so that it
+// comes back to the caller as is (e.g. a domain rule's refusal).
+func CallerError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return callerError{err}
+}
+
+// TxRetry runs fn in a transaction (see Tx) and re-runs it when the database
+// reports a retryable concurrency failure (deadlock, serialization, busy).
+// Errors wrapped with CallerError come back unchanged; driver errors are
+// translated; a transaction still contended after every attempt is reported
+// as unavailable so the client may retry later.
+func (d *DB) TxRetry(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
+	var err error
+	for attempt := 1; attempt <= maxTxAttempts; attempt++ {
+		err = d.Tx(ctx, fn)
+		var ce callerError
+		if errors.As(err, &ce) {
+			return ce.err
+		}
+		if err == nil || !IsSerializationFailure(err) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(time.Duration(attempt*attempt) * 5 * time.Millisecond)
+	}
+	if IsSerializationFailure(err) {
+		return &domain.Error{Kind: domain.KindUnavailable, Code: domain.CodeUnavailable, Message: "the database is busy; try again", Err: err}
+	}
+	return TranslateError(err)
+}
+
+// Time is how every time is written: UTC with microsecond precision, the
+// finest PostgreSQL keeps, so both dialects return identical values (the hash
+// chain hashes them). SQLite stores UTC times as fixed-zone text, which
+// therefore also compares in time order.
+func Time(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// TimePtr is Time for optional columns (nil stays NULL).
+func TimePtr(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return Time(*t)
+}
+
+// FromNullTime reads an optional time column as UTC.
+func FromNullTime(nt sql.NullTime) *time.Time {
+	if !nt.Valid {
+		return nil
+	}
+	t := nt.Time.UTC()
+	return &t
+}
