@@ -39,7 +39,7 @@ func (s *Store) PutContractVersion(ctx context.Context, c domain.Contract, sourc
 	if err != nil {
 		return domain.Internal(err, "encode contract")
 	}
-	now = now.UTC().Truncate(time.Microsecond)
+	now = sqldb.Time(now)
 	err = s.db.Tx(ctx, func(tx *sqlx.Tx) error {
 		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO contracts (id, name, created_at) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING`),
 			uuid.NewString(), c.Name, now); err != nil {
