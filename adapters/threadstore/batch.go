@@ -272,12 +272,21 @@ func (s *Store) execParts(ctx context.Context, tx *sqlx.Tx, parts []part) error 
 		}
 	}
 	for _, p := range parts {
-		if err := s.exec(ctx, tx, p.q, p.args...); err != nil {
+		var err error
+		if len(p.args) <= maxPreparedArgs {
+			err = s.exec(ctx, tx, p.q, p.args...)
+		} else { // rare (many sub-steps): not worth a cached statement
+			_, err = tx.ExecContext(ctx, s.q(p.q), p.args...)
+		}
+		if err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// maxPreparedArgs: larger statements are not kept prepared.
+const maxPreparedArgs = 4096
 
 // writePlans writes the plans of one round (distinct threads) with one
 // statement per table (on PostgreSQL, one statement in all).
@@ -349,12 +358,8 @@ func (s *Store) threadParts(plans []ports.StepPlan) []part {
 		t := p.Thread
 		rows = append(rows, []any{t.ID, t.Status, nullStr(t.Error), t.LastHash, t.StepCount, ts(t.UpdatedAt), tsPtr(t.CompletedAt)})
 	}
-	var out []part
-	for _, p := range rowsParts(`UPDATE threads AS t SET status = v.status, error = v.error, last_hash = v.last_hash,
+	return rowsParts(`UPDATE threads AS t SET status = v.status, error = v.error, last_hash = v.last_hash,
  step_count = v.step_count, updated_at = v.updated_at, completed_at = v.completed_at FROM (VALUES `,
 		`(?,?,CAST(? AS TEXT),?,CAST(? AS INTEGER),CAST(? AS TIMESTAMPTZ),CAST(? AS TIMESTAMPTZ))`,
-		`) AS v(id, status, error, last_hash, step_count, updated_at, completed_at) WHERE t.id = v.id`, 7, rows) {
-		out = append(out, p)
-	}
-	return out
+		`) AS v(id, status, error, last_hash, step_count, updated_at, completed_at) WHERE t.id = v.id`, 7, rows)
 }

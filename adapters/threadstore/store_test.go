@@ -6,12 +6,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/adapters/threadstore"
 	"github.com/threadengine/engine/app"
 	"github.com/threadengine/engine/domain"
+	"github.com/threadengine/engine/ports"
 )
 
 func setup(t testing.TB, d sqldb.Dialect) (*app.Threads, *sqldb.DB, context.Context) {
@@ -258,6 +260,52 @@ func TestGroupCommitRoundsKeepChainsAndRows(t *testing.T) {
 				t.Fatalf("group commits %d, fallbacks %d; want some and none", commits, fallbacks)
 			}
 			t.Logf("group commits %d", commits)
+		})
+	}
+}
+
+// More sub-steps than one statement's parameter budget (a full batch of
+// steps at the 256 sub-step limit) are split into several multi-row
+// statements, all in the same transaction.
+func TestManySubStepsSplitAcrossStatements(t *testing.T) {
+	for _, d := range sqldbtest.Dialects(t) {
+		t.Run(string(d), func(t *testing.T) {
+			db := sqldbtest.Open(t, d)
+			store := threadstore.New(db)
+			threads := app.NewThreads(store, nil, nil, []byte("secret"), nil)
+			ctx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u1", Role: domain.RoleMember})
+			th, err := threads.StartThread(ctx, app.StartThreadInput{Label: "subs"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = store.AppendStep(ctx, th.ID, "u1", "big", "k", false, func(v ports.StepTx) (ports.StepPlan, error) {
+				now := time.Now().UTC()
+				a := ports.Activity{ID: "act-1", ThreadID: th.ID, Seq: v.Thread.StepCount + 1, StepName: "big",
+					IdempotencyKey: "k", Status: "success", Attempt: 1, RecordedAt: now, Hash: "h", PrevHash: v.Thread.LastHash}
+				p := ports.StepPlan{Activity: a, Thread: v.Thread,
+					State: ports.StepState{StepName: "big", IdempotencyKey: "k", Status: "success", LatestStepID: a.ID,
+						FirstSeenAt: now, LastUpdatedAt: now}}
+				for i := 0; i < 2100; i++ { // 2100 × 8 parameters > one chunk
+					p.SubSteps = append(p.SubSteps, ports.SubStep{ID: fmt.Sprint("sub-", i), Name: fmt.Sprint("sub-", i),
+						Status: "success", RecordedAt: now})
+				}
+				p.Thread.StepCount, p.Thread.LastHash, p.Thread.UpdatedAt = a.Seq, a.Hash, now
+				return p, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var n, distinct int
+			if err := db.QueryRow(db.Rebind(`SELECT COUNT(*), COUNT(DISTINCT name) FROM step_substeps WHERE step_id = ?`), "act-1").Scan(&n, &distinct); err != nil {
+				t.Fatal(err)
+			}
+			if n != 2100 || distinct != 2100 {
+				t.Fatalf("sub-steps %d (distinct %d), want 2100", n, distinct)
+			}
+			got, err := store.GetThread(ctx, th.ID)
+			if err != nil || got.StepCount != 1 || got.LastHash != "h" {
+				t.Fatalf("thread %+v %v", got, err)
+			}
 		})
 	}
 }
