@@ -61,7 +61,7 @@ func (s *Store) appendOne(j *appendJob) (ports.StepPlan, error) {
 			return err
 		}
 		if errs[0] != nil {
-			return callerError{errs[0]} // nothing of it was written; roll back
+			return sqldb.CallerError(errs[0]) // nothing of it was written; roll back
 		}
 		out = outs[0]
 		return nil
@@ -198,7 +198,7 @@ func (s *Store) lockForSteps(ctx context.Context, tx *sqlx.Tx, jobs []*appendJob
 			st := ports.StepState{StepName: r.StepName, IdempotencyKey: r.Key, Status: r.CurStatus.String,
 				RetryCount: int(r.CurRetry.Int64), LatestStepID: r.CurStepID.String, PreviousStep: r.CurPrev.String,
 				Actor: r.CurActor.String, ActorService: r.CurService.String, FirstSeenAt: r.CurFirst.Time.UTC(),
-				LastUpdatedAt: r.CurUpdated.Time.UTC(), StartedAt: fromNull(r.CurStarted), FinishedAt: fromNull(r.CurFinished)}
+				LastUpdatedAt: r.CurUpdated.Time.UTC(), StartedAt: sqldb.FromNullTime(r.CurStarted), FinishedAt: sqldb.FromNullTime(r.CurFinished)}
 			_ = json.Unmarshal([]byte(r.CurContext.String), &st.LatestContext)
 			v.Current = &st
 		}
@@ -300,22 +300,22 @@ func (s *Store) writePlans(ctx context.Context, tx *sqlx.Tx, plans []ports.StepP
 		a := p.Activity
 		tid := p.Thread.ID
 		acts = append(acts, []any{a.ID, tid, a.Seq, a.StepName, a.IdempotencyKey, a.Status, a.Attempt, a.Actor,
-			a.ActorService, jsonText(a.Context), jsonText(a.Metadata), tsPtr(a.StartedAt), tsPtr(a.FinishedAt),
-			ts(a.RecordedAt), a.ContentHash, a.Hash, a.PrevHash})
+			a.ActorService, jsonText(a.Context), jsonText(a.Metadata), sqldb.TimePtr(a.StartedAt), sqldb.TimePtr(a.FinishedAt),
+			sqldb.Time(a.RecordedAt), a.ContentHash, a.Hash, a.PrevHash})
 		for _, ss := range p.SubSteps {
-			subs = append(subs, []any{ss.ID, tid, a.ID, ss.Name, ss.Status, jsonText(ss.Payload), ts(ss.RecordedAt), ts(a.RecordedAt)})
+			subs = append(subs, []any{ss.ID, tid, a.ID, ss.Name, ss.Status, jsonText(ss.Payload), sqldb.Time(ss.RecordedAt), sqldb.Time(a.RecordedAt)})
 		}
 		st := p.State
 		states = append(states, []any{tid, st.StepName, st.IdempotencyKey, st.Status, st.RetryCount, st.LatestStepID,
-			nullStr(st.PreviousStep), st.Actor, st.ActorService, jsonText(st.LatestContext), ts(st.FirstSeenAt),
-			ts(st.LastUpdatedAt), tsPtr(st.StartedAt), tsPtr(st.FinishedAt)})
+			nullStr(st.PreviousStep), st.Actor, st.ActorService, jsonText(st.LatestContext), sqldb.Time(st.FirstSeenAt),
+			sqldb.Time(st.LastUpdatedAt), sqldb.TimePtr(st.StartedAt), sqldb.TimePtr(st.FinishedAt)})
 		if v := p.Validation; v != nil {
 			issues := v.Issues
 			if issues == nil {
 				issues = []any{}
 			}
 			vals = append(vals, []any{v.ID, tid, v.StepID, v.StepName, v.IdempotencyKey, v.OverallStatus,
-				jsonText(issues), v.CriticalCount, v.WarningCount, v.MinorCount, v.InfoCount, ts(v.CreatedAt)})
+				jsonText(issues), v.CriticalCount, v.WarningCount, v.MinorCount, v.InfoCount, sqldb.Time(v.CreatedAt)})
 		}
 		notes = append(notes, p.Notifications...)
 	}
@@ -356,7 +356,7 @@ func (s *Store) threadParts(plans []ports.StepPlan) []part {
 	rows := make([][]any, 0, len(plans))
 	for _, p := range plans {
 		t := p.Thread
-		rows = append(rows, []any{t.ID, t.Status, nullStr(t.Error), t.LastHash, t.StepCount, ts(t.UpdatedAt), tsPtr(t.CompletedAt)})
+		rows = append(rows, []any{t.ID, t.Status, nullStr(t.Error), t.LastHash, t.StepCount, sqldb.Time(t.UpdatedAt), sqldb.TimePtr(t.CompletedAt)})
 	}
 	return rowsParts(`UPDATE threads AS t SET status = v.status, error = v.error, last_hash = v.last_hash,
  step_count = v.step_count, updated_at = v.updated_at, completed_at = v.completed_at FROM (VALUES `,

@@ -121,52 +121,17 @@ func (s *Store) selectTx(ctx context.Context, tx *sqlx.Tx, dest any, query strin
 	return tx.SelectContext(ctx, dest, query, args...)
 }
 
-const maxTxAttempts = 5
-
-// callerError carries an error from a caller's closure through db.Tx
-// unchanged (it must not be translated as a driver error).
-type callerError struct{ err error }
-
-func (e callerError) Error() string { return e.err.Error() }
-func (e callerError) Unwrap() error { return e.err }
-
+// tx runs fn in one transaction, retried on concurrency failures
+// (sqldb.TxRetry); a rule's refusal wrapped with sqldb.CallerError comes back
+// unchanged. Statements first seen inside the transaction are prepared
+// afterwards, outside it.
 func (s *Store) tx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
-	var err error
-	for attempt := 1; attempt <= maxTxAttempts; attempt++ {
-		err = s.db.Tx(ctx, fn)
-		s.preparePending(ctx)
-		var ce callerError
-		if errors.As(err, &ce) {
-			return ce.err
-		}
-		if err == nil || !sqldb.IsSerializationFailure(err) || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(time.Duration(attempt*attempt) * 5 * time.Millisecond)
-	}
-	return sqldb.TranslateError(err)
+	err := s.db.TxRetry(ctx, fn)
+	s.preparePending(ctx)
+	return err
 }
 
 func (s *Store) q(query string) string { return s.db.Rebind(query) }
-
-// ts: UTC, microseconds (PostgreSQL's precision) so both dialects return the
-// same value — the hash chain hashes these times.
-func ts(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
-
-func tsPtr(t *time.Time) any {
-	if t == nil {
-		return nil
-	}
-	return ts(*t)
-}
-
-func fromNull(nt sql.NullTime) *time.Time {
-	if !nt.Valid {
-		return nil
-	}
-	t := nt.Time.UTC()
-	return &t
-}
 
 func nullStr(s string) any {
 	if s == "" {
@@ -214,7 +179,7 @@ func (r threadRow) record() ports.ThreadRecord {
 		ContractVersion: int(r.ContractVersion.Int64), Label: r.Label.String, OwnerKind: r.OwnerKind,
 		OwnerID: r.OwnerID, ServiceName: r.ServiceName.String, Status: r.Status, Error: r.Error.String,
 		LastHash: r.LastHash, StepCount: r.StepCount, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
-		CompletedAt: fromNull(r.CompletedAt),
+		CompletedAt: sqldb.FromNullTime(r.CompletedAt),
 	}
 	_ = json.Unmarshal([]byte(r.Tags), &t.Tags)
 	return t
@@ -235,7 +200,7 @@ func (s *Store) CreateThread(ctx context.Context, t ports.ThreadRecord, refs map
  owner_kind, owner_id, service_name, status, last_hash, step_count, tags, created_at, updated_at)
  VALUES (?,?,?,?,?,?,?,?,?,'',0,?,?,?)`),
 			t.ID, nullStr(t.ContractID), nullStr(t.ContractName), cv, nullStr(t.Label), t.OwnerKind, t.OwnerID,
-			nullStr(t.ServiceName), t.Status, jsonText(tags), ts(t.CreatedAt), ts(t.CreatedAt)); err != nil {
+			nullStr(t.ServiceName), t.Status, jsonText(tags), sqldb.Time(t.CreatedAt), sqldb.Time(t.CreatedAt)); err != nil {
 			return err
 		}
 		if err := s.upsertRefs(ctx, tx, t.ID, refs); err != nil {
@@ -264,7 +229,7 @@ func (s *Store) lockThread(ctx context.Context, tx *sqlx.Tx, id string) (ports.T
 	// it is on PostgreSQL, which is what matters here.
 	err := tx.GetContext(ctx, &r, s.q(`SELECT `+threadCols+` FROM threads WHERE id = ?`+s.db.ForUpdate()), id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return ports.ThreadRecord{}, callerError{domain.NotFound("thread")}
+		return ports.ThreadRecord{}, sqldb.CallerError(domain.NotFound("thread"))
 	}
 	return r.record(), err
 }
@@ -378,8 +343,8 @@ func (s *Store) states(ctx context.Context, q sqlx.QueryerContext, threadID, ste
 	for _, r := range rows {
 		st := ports.StepState{StepName: r.StepName, IdempotencyKey: r.Key, Status: r.Status, RetryCount: r.RetryCount,
 			LatestStepID: r.LatestStepID, LatestSeq: r.LatestSeq, PreviousStep: r.PreviousStep.String, Actor: r.Actor, ActorService: r.ActorService,
-			FirstSeenAt: r.FirstSeenAt.UTC(), LastUpdatedAt: r.LastUpdatedAt.UTC(), StartedAt: fromNull(r.StartedAt),
-			FinishedAt: fromNull(r.FinishedAt)}
+			FirstSeenAt: r.FirstSeenAt.UTC(), LastUpdatedAt: r.LastUpdatedAt.UTC(), StartedAt: sqldb.FromNullTime(r.StartedAt),
+			FinishedAt: sqldb.FromNullTime(r.FinishedAt)}
 		_ = json.Unmarshal([]byte(r.LatestContext), &st.LatestContext)
 		out = append(out, st)
 	}
@@ -400,7 +365,7 @@ func (s *Store) writeThread(ctx context.Context, tx *sqlx.Tx, t ports.ThreadReco
 func threadPart(t ports.ThreadRecord) part {
 	return part{`UPDATE threads SET status = ?, error = ?, last_hash = ?, step_count = ?,
  updated_at = ?, completed_at = ? WHERE id = ?`, []any{t.Status, nullStr(t.Error), t.LastHash, t.StepCount,
-		ts(t.UpdatedAt), tsPtr(t.CompletedAt), t.ID}}
+		sqldb.Time(t.UpdatedAt), sqldb.TimePtr(t.CompletedAt), t.ID}}
 }
 
 func (s *Store) insertNotifications(ctx context.Context, tx *sqlx.Tx, ns []ports.NotificationRecord) error {
@@ -434,7 +399,7 @@ func (s *Store) notificationParts(ctx context.Context, tx *sqlx.Tx, ns []ports.N
 		}
 		rows = append(rows, append(r, n.ThreadID, n.StepID, n.StepName, n.IdempotencyKey, n.ContractName, n.OwnerID,
 			n.Source, n.NotificationType, n.StepStatus, n.ValidationStatus, n.ViolationType, n.Severity, n.Message,
-			jsonText(n.Details), ts(n.CreatedAt)))
+			jsonText(n.Details), sqldb.Time(n.CreatedAt)))
 	}
 	return rowsParts(`INSERT INTO thread_notifications (id, seq, thread_id, step_id, step_name,
  idempotency_key, contract_name, owner_id, source, notification_type, step_status, validation_status, violation_type,
@@ -451,7 +416,7 @@ func (s *Store) UpdateThread(ctx context.Context, threadID string, fn ports.Thre
 		}
 		ns, err := fn(&th)
 		if err != nil {
-			return callerError{err}
+			return sqldb.CallerError(err)
 		}
 		if err := s.writeThread(ctx, tx, th); err != nil {
 			return err
@@ -468,7 +433,7 @@ func (s *Store) UpsertRefs(ctx context.Context, threadID string, refs map[string
 		var one int
 		if err := tx.GetContext(ctx, &one, s.q(`SELECT 1 FROM threads WHERE id = ?`), threadID); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
-				return callerError{domain.NotFound("thread")}
+				return sqldb.CallerError(domain.NotFound("thread"))
 			}
 			return err
 		}
@@ -513,7 +478,7 @@ func (s *Store) grant(ctx context.Context, tx *sqlx.Tx, a ports.ThreadAccess) er
  ON CONFLICT (thread_id, principal_id) DO UPDATE SET principal_kind = excluded.principal_kind, role = excluded.role,
  access_level = excluded.access_level, granted_by = excluded.granted_by, granted_at = excluded.granted_at,
  expires_at = excluded.expires_at`), a.ThreadID, a.PrincipalKind, a.PrincipalID, a.Role, a.AccessLevel, a.GrantedBy,
-		ts(a.GrantedAt), tsPtr(a.ExpiresAt))
+		sqldb.Time(a.GrantedAt), sqldb.TimePtr(a.ExpiresAt))
 	return err
 }
 
@@ -544,7 +509,7 @@ func (s *Store) access(ctx context.Context, q sqlx.QueryerContext, threadID, pri
 	}
 	return ports.ThreadAccess{ThreadID: r.ThreadID, PrincipalKind: r.PrincipalKind, PrincipalID: r.PrincipalID,
 		Role: r.Role, AccessLevel: r.AccessLevel, GrantedBy: r.GrantedBy, GrantedAt: r.GrantedAt.UTC(),
-		ExpiresAt: fromNull(r.ExpiresAt)}, nil
+		ExpiresAt: sqldb.FromNullTime(r.ExpiresAt)}, nil
 }
 
 // ListActivities returns the thread's activities in chain order.
@@ -576,7 +541,7 @@ func (s *Store) ListActivities(ctx context.Context, threadID string) ([]ports.Ac
 	for _, r := range rows {
 		a := ports.Activity{ID: r.ID, ThreadID: threadID, Seq: r.Seq, StepName: r.StepName, IdempotencyKey: r.Key,
 			Status: r.Status, Attempt: r.Attempt, Actor: r.Actor, ActorService: r.ActorService,
-			StartedAt: fromNull(r.StartedAt), FinishedAt: fromNull(r.FinishedAt), RecordedAt: r.RecordedAt.UTC(),
+			StartedAt: sqldb.FromNullTime(r.StartedAt), FinishedAt: sqldb.FromNullTime(r.FinishedAt), RecordedAt: r.RecordedAt.UTC(),
 			ContentHash: r.ContentHash, Hash: r.Hash, PrevHash: r.PrevHash}
 		_ = json.Unmarshal([]byte(r.Context), &a.Context)
 		_ = json.Unmarshal([]byte(r.Metadata), &a.Metadata)
