@@ -170,7 +170,7 @@ func seedThreads(t *testing.T, eng *enginetest.Engine) (okID, failedID, contract
 
 	// A contract thread: validate misses a required field (a recorded
 	// violation), pay fails once then succeeds, ship is not reached yet.
-	resp, body := eng.Do(t, http.MethodPost, "/v1/contracts", eng.AdminKey, map[string]string{"source": orderFlowYAML})
+	resp, body := eng.Do(t, http.MethodPost, "/v1/contracts", eng.AdminKey, map[string]string{"source": enginetest.OrderFlowYAML})
 	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
 		t.Fatalf("upload contract: %d %s", resp.StatusCode, body)
 	}
@@ -194,29 +194,6 @@ func seedThreads(t *testing.T, eng *enginetest.Engine) (okID, failedID, contract
 	}
 	return okID, failedID, contractID
 }
-
-const orderFlowYAML = `
-contract_name: order_flow
-version: 1
-entry_points: [validate]
-parties: [checkout, warehouse]
-steps:
-  - id: validate
-    owner: checkout
-    business_context:
-      required: [items]
-  - id: pay
-    owner: checkout
-  - id: ship
-    owner: warehouse
-transitions:
-  - from: validate
-    to: pay
-  - from: pay
-    to: ship
-    max_retries: 1
-terminal_steps: [ship]
-`
 
 func TestWebUI(t *testing.T) {
 	ctx := browser(t)

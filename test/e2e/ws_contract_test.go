@@ -11,29 +11,6 @@ import (
 	"github.com/threadengine/engine/test/enginetest"
 )
 
-const orderFlowYAML = `
-contract_name: order_flow
-version: 1
-entry_points: [validate]
-parties: [checkout, warehouse]
-steps:
-  - id: validate
-    owner: checkout
-    business_context:
-      required: [items]
-  - id: pay
-    owner: checkout
-  - id: ship
-    owner: warehouse
-transitions:
-  - from: validate
-    to: pay
-  - from: pay
-    to: ship
-    max_retries: 1
-terminal_steps: [ship]
-`
-
 func putContract(t *testing.T, e *enginetest.Engine, src string) {
 	t.Helper()
 	c, err := domain.ParseContract([]byte(src))
@@ -47,7 +24,7 @@ func putContract(t *testing.T, e *enginetest.Engine, src string) {
 
 func TestWSContractThreads(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
-		putContract(t, e, orderFlowYAML)
+		putContract(t, e, enginetest.OrderFlowYAML)
 		_, key := e.NewUser(t, domain.RoleMember)
 		c := connectWS(t, e, key)
 		c.ok(map[string]any{"action": "subscribe", "stepName": "order_flow@validate", "eventTypes": []string{"rule.violated"}})
