@@ -84,7 +84,7 @@ type CostModel struct {
 	Flat map[string]bool
 }
 
-// QueryCostModel is the engine's published cost model (docs/readme/graphql.md).
+// QueryCostModel is the engine's published cost model (README, "GraphQL query API").
 var QueryCostModel = CostModel{
 	Limit:           MaxQueryComplexity,
 	DefaultListSize: 10,

@@ -1,7 +1,7 @@
 // Package wsapi serves the Threadify SDK WebSocket protocol on GET /threads:
 // one JSON object per text frame, replies echo the request's action and are
 // sent in request order per connection; notifications are pushed with an ack
-// token. See docs/readme/ingestion.md for the supported actions.
+// token. See the README section "Thread ingestion" for the supported actions.
 package wsapi
 
 import (
