@@ -166,11 +166,8 @@ func (s *Store) CreateSession(ctx context.Context, se domain.Session) error {
 func (s *Store) GetSessionByTokenHash(ctx context.Context, hash string) (domain.Session, error) {
 	var r sessionRow
 	err := s.db.GetContext(ctx, &r, s.q(`SELECT `+sessionColumns+` FROM sessions WHERE token_hash = ?`), hash)
-	if errors.Is(err, sql.ErrNoRows) {
-		return domain.Session{}, domain.NotFound("session")
-	}
 	if err != nil {
-		return domain.Session{}, sqldb.TranslateError(err)
+		return domain.Session{}, sqldb.NotFoundAs(err, "session")
 	}
 	return domain.Session{
 		ID: r.ID, TokenHash: r.TokenHash, PrincipalKind: domain.PrincipalKind(r.PrincipalKind), PrincipalID: r.PrincipalID,

@@ -43,11 +43,8 @@ func (s *Store) GetBindingByUser(ctx context.Context, userID string) (ports.Iden
 func (s *Store) getBinding(ctx context.Context, query string, args ...any) (ports.IdentityBinding, error) {
 	var r bindingRow
 	err := s.db.GetContext(ctx, &r, s.q(query), args...)
-	if errors.Is(err, sql.ErrNoRows) {
-		return ports.IdentityBinding{}, domain.NotFound("identity binding")
-	}
 	if err != nil {
-		return ports.IdentityBinding{}, sqldb.TranslateError(err)
+		return ports.IdentityBinding{}, sqldb.NotFoundAs(err, "identity binding")
 	}
 	return ports.IdentityBinding{Issuer: r.Issuer, Subject: r.Subject, UserID: r.UserID, Email: r.Email, Active: r.Active, CreatedAt: r.CreatedAt.UTC()}, nil
 }

@@ -201,11 +201,8 @@ func (s *Store) CreateServiceAccount(ctx context.Context, sa domain.ServiceAccou
 func (s *Store) GetServiceAccount(ctx context.Context, id string) (domain.ServiceAccount, error) {
 	var r serviceAccountRow
 	err := s.db.GetContext(ctx, &r, s.q(`SELECT `+serviceAccountColumns+` FROM service_accounts WHERE id = ?`), id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return domain.ServiceAccount{}, domain.NotFound("service account")
-	}
 	if err != nil {
-		return domain.ServiceAccount{}, sqldb.TranslateError(err)
+		return domain.ServiceAccount{}, sqldb.NotFoundAs(err, "service account")
 	}
 	return r.serviceAccount(), nil
 }

@@ -202,6 +202,15 @@ func IsSerializationFailure(err error) bool {
 	return false
 }
 
+// NotFoundAs is TranslateError for single-row reads: no row becomes a
+// not-found error naming what was looked for.
+func NotFoundAs(err error, what string) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return domain.NotFound(what)
+	}
+	return TranslateError(err)
+}
+
 // TranslateError turns driver errors into domain errors: sql.ErrNoRows into
 // not found, connection failures into unavailable, the rest into internal.
 // Raw driver messages never reach clients.

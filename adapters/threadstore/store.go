@@ -214,11 +214,8 @@ func (s *Store) CreateThread(ctx context.Context, t ports.ThreadRecord, refs map
 func (s *Store) GetThread(ctx context.Context, id string) (ports.ThreadRecord, error) {
 	var r threadRow
 	err := s.db.GetContext(ctx, &r, s.q(`SELECT `+threadCols+` FROM threads WHERE id = ?`), id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return ports.ThreadRecord{}, domain.NotFound("thread")
-	}
 	if err != nil {
-		return ports.ThreadRecord{}, sqldb.TranslateError(err)
+		return ports.ThreadRecord{}, sqldb.NotFoundAs(err, "thread")
 	}
 	return r.record(), nil
 }
