@@ -44,7 +44,8 @@ type StepState struct {
 	Status         string
 	RetryCount     int
 	LatestStepID   string
-	LatestSeq      int // chain position of the latest attempt: orders states reliably
+	LatestSeq      int    // chain position of the latest attempt: orders states reliably
+	InvocationID   string // the client's id of the latest attempt ("" if none was sent)
 	PreviousStep   string
 	Actor          string
 	ActorService   string

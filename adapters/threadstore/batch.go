@@ -153,6 +153,7 @@ func (s *Store) lockForSteps(ctx context.Context, tx *sqlx.Tx, jobs []*appendJob
 		CurStatus   sql.NullString `db:"cur_status"`
 		CurRetry    sql.NullInt64  `db:"cur_retry"`
 		CurStepID   sql.NullString `db:"cur_step_id"`
+		CurInvoc    sql.NullString `db:"cur_invocation"`
 		CurPrev     sql.NullString `db:"cur_prev"`
 		CurActor    sql.NullString `db:"cur_actor"`
 		CurService  sql.NullString `db:"cur_service"`
@@ -179,7 +180,8 @@ func (s *Store) lockForSteps(ctx context.Context, tx *sqlx.Tx, jobs []*appendJob
  COALESCE((SELECT a.step_name FROM thread_activities a WHERE a.thread_id = t.id AND a.seq = t.step_count), '') AS last_step,
  (SELECT x.access_level FROM thread_access x WHERE x.thread_id = t.id AND x.principal_id = v.pid) AS access_level,
  (SELECT x.role FROM thread_access x WHERE x.thread_id = t.id AND x.principal_id = v.pid) AS access_role,
- s.status AS cur_status, s.retry_count AS cur_retry, s.latest_step_id AS cur_step_id, s.previous_step AS cur_prev,
+ s.status AS cur_status, s.retry_count AS cur_retry, s.latest_step_id AS cur_step_id,
+ s.invocation_id AS cur_invocation, s.previous_step AS cur_prev,
  s.actor AS cur_actor, s.actor_service AS cur_service, CAST(s.latest_context AS TEXT) AS cur_context,
  s.first_seen_at AS cur_first, s.last_updated_at AS cur_updated, s.started_at AS cur_started, s.finished_at AS cur_finished
  FROM v JOIN threads t ON t.id = v.tid
@@ -196,8 +198,9 @@ func (s *Store) lockForSteps(ctx context.Context, tx *sqlx.Tx, jobs []*appendJob
 		}
 		if r.CurStatus.Valid {
 			st := ports.StepState{StepName: r.StepName, IdempotencyKey: r.Key, Status: r.CurStatus.String,
-				RetryCount: int(r.CurRetry.Int64), LatestStepID: r.CurStepID.String, PreviousStep: r.CurPrev.String,
-				Actor: r.CurActor.String, ActorService: r.CurService.String, FirstSeenAt: r.CurFirst.Time.UTC(),
+				RetryCount: int(r.CurRetry.Int64), LatestStepID: r.CurStepID.String, InvocationID: r.CurInvoc.String,
+				PreviousStep: r.CurPrev.String,
+				Actor:        r.CurActor.String, ActorService: r.CurService.String, FirstSeenAt: r.CurFirst.Time.UTC(),
 				LastUpdatedAt: r.CurUpdated.Time.UTC(), StartedAt: sqldb.FromNullTime(r.CurStarted), FinishedAt: sqldb.FromNullTime(r.CurFinished)}
 			_ = json.Unmarshal([]byte(r.CurContext.String), &st.LatestContext)
 			v.Current = &st
@@ -307,8 +310,8 @@ func (s *Store) writePlans(ctx context.Context, tx *sqlx.Tx, plans []ports.StepP
 		}
 		st := p.State
 		states = append(states, []any{tid, st.StepName, st.IdempotencyKey, st.Status, st.RetryCount, st.LatestStepID,
-			nullStr(st.PreviousStep), st.Actor, st.ActorService, jsonText(st.LatestContext), sqldb.Time(st.FirstSeenAt),
-			sqldb.Time(st.LastUpdatedAt), sqldb.TimePtr(st.StartedAt), sqldb.TimePtr(st.FinishedAt)})
+			nullStr(st.InvocationID), nullStr(st.PreviousStep), st.Actor, st.ActorService, jsonText(st.LatestContext),
+			sqldb.Time(st.FirstSeenAt), sqldb.Time(st.LastUpdatedAt), sqldb.TimePtr(st.StartedAt), sqldb.TimePtr(st.FinishedAt)})
 		if v := p.Validation; v != nil {
 			issues := v.Issues
 			if issues == nil {
@@ -327,12 +330,13 @@ func (s *Store) writePlans(ctx context.Context, tx *sqlx.Tx, plans []ports.StepP
 	// Rows are on distinct threads, so no two rows of this upsert hit the
 	// same key (PostgreSQL refuses that in one statement).
 	parts = append(parts, rowsParts(`INSERT INTO thread_step_states (thread_id, step_name, idempotency_key, status,
- retry_count, latest_step_id, previous_step, actor, actor_service, latest_context, first_seen_at, last_updated_at,
- started_at, finished_at) VALUES `, `(?,?,?,?,?,?,?,?,?,?,?,?,?,?)`, `
+ retry_count, latest_step_id, invocation_id, previous_step, actor, actor_service, latest_context, first_seen_at,
+ last_updated_at, started_at, finished_at) VALUES `, `(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`, `
  ON CONFLICT (thread_id, step_name, idempotency_key) DO UPDATE SET status = excluded.status,
- retry_count = excluded.retry_count, latest_step_id = excluded.latest_step_id, actor = excluded.actor,
+ retry_count = excluded.retry_count, latest_step_id = excluded.latest_step_id,
+ invocation_id = excluded.invocation_id, actor = excluded.actor,
  actor_service = excluded.actor_service, latest_context = excluded.latest_context,
- last_updated_at = excluded.last_updated_at, started_at = excluded.started_at, finished_at = excluded.finished_at`, 14, states)...)
+ last_updated_at = excluded.last_updated_at, started_at = excluded.started_at, finished_at = excluded.finished_at`, 15, states)...)
 	parts = append(parts, rowsParts(`INSERT INTO thread_validations (id, thread_id, step_id, step_name,
  idempotency_key, overall_status, issues, critical_count, warning_count, minor_count, info_count, created_at)
  VALUES `, `(?,?,?,?,?,?,?,?,?,?,?,?)`, "", 12, vals)...)

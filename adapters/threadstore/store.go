@@ -238,6 +238,7 @@ type stateRow struct {
 	RetryCount    int            `db:"retry_count"`
 	LatestStepID  string         `db:"latest_step_id"`
 	LatestSeq     int            `db:"latest_seq"`
+	InvocationID  sql.NullString `db:"invocation_id"`
 	PreviousStep  sql.NullString `db:"previous_step"`
 	Actor         string         `db:"actor"`
 	ActorService  string         `db:"actor_service"`
@@ -319,7 +320,7 @@ func (s *Store) committer(ch chan *appendJob) {
 func (s *Store) states(ctx context.Context, q sqlx.QueryerContext, threadID, stepName, key string) ([]ports.StepState, error) {
 	var rows []stateRow
 	query := `SELECT s.step_name, s.idempotency_key, s.status, s.retry_count,
- s.latest_step_id, a.seq AS latest_seq, s.previous_step, s.actor, s.actor_service,
+ s.latest_step_id, a.seq AS latest_seq, s.invocation_id, s.previous_step, s.actor, s.actor_service,
  CAST(s.latest_context AS TEXT) AS latest_context, s.first_seen_at, s.last_updated_at, s.started_at, s.finished_at
  FROM thread_step_states s JOIN thread_activities a ON a.id = s.latest_step_id WHERE s.thread_id = ?`
 	args := []any{threadID}
@@ -339,7 +340,7 @@ func (s *Store) states(ctx context.Context, q sqlx.QueryerContext, threadID, ste
 	out := make([]ports.StepState, 0, len(rows))
 	for _, r := range rows {
 		st := ports.StepState{StepName: r.StepName, IdempotencyKey: r.Key, Status: r.Status, RetryCount: r.RetryCount,
-			LatestStepID: r.LatestStepID, LatestSeq: r.LatestSeq, PreviousStep: r.PreviousStep.String, Actor: r.Actor, ActorService: r.ActorService,
+			LatestStepID: r.LatestStepID, LatestSeq: r.LatestSeq, InvocationID: r.InvocationID.String, PreviousStep: r.PreviousStep.String, Actor: r.Actor, ActorService: r.ActorService,
 			FirstSeenAt: r.FirstSeenAt.UTC(), LastUpdatedAt: r.LastUpdatedAt.UTC(), StartedAt: sqldb.FromNullTime(r.StartedAt),
 			FinishedAt: sqldb.FromNullTime(r.FinishedAt)}
 		_ = json.Unmarshal([]byte(r.LatestContext), &st.LatestContext)

@@ -309,3 +309,62 @@ func TestManySubStepsSplitAcrossStatements(t *testing.T) {
 		})
 	}
 }
+
+// The invocation id of a step identity's latest attempt round-trips through
+// every read of step state: the locking read (StepTx.Current, with and
+// without all states) and ListStepStates; a later attempt without one clears it.
+func TestStepInvocationIDRoundTrips(t *testing.T) {
+	for _, d := range sqldbtest.Dialects(t) {
+		t.Run(string(d), func(t *testing.T) {
+			db := sqldbtest.Open(t, d)
+			store := threadstore.New(db)
+			threads := app.NewThreads(store, nil, nil, []byte("secret"), nil)
+			ctx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u1", Role: domain.RoleMember})
+			th, err := threads.StartThread(ctx, app.StartThreadInput{Label: "inv"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			write := func(inv string) {
+				t.Helper()
+				_, err := store.AppendStep(ctx, th.ID, "u1", "pay", "k", false, func(v ports.StepTx) (ports.StepPlan, error) {
+					now := time.Now().UTC()
+					a := ports.Activity{ID: fmt.Sprint("act-", v.Thread.StepCount+1), ThreadID: th.ID, Seq: v.Thread.StepCount + 1,
+						StepName: "pay", IdempotencyKey: "k", Status: "failed", Attempt: 1, RecordedAt: now, Hash: "h", PrevHash: v.Thread.LastHash}
+					p := ports.StepPlan{Activity: a, Thread: v.Thread,
+						State: ports.StepState{StepName: "pay", IdempotencyKey: "k", Status: "failed", LatestStepID: a.ID,
+							InvocationID: inv, FirstSeenAt: now, LastUpdatedAt: now}}
+					p.Thread.StepCount, p.Thread.LastHash, p.Thread.UpdatedAt = a.Seq, a.Hash, now
+					return p, nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			check := func(want string) {
+				t.Helper()
+				for _, withStates := range []bool{false, true} {
+					var got *ports.StepState
+					if _, err := store.AppendStep(ctx, th.ID, "u1", "pay", "k", withStates, func(v ports.StepTx) (ports.StepPlan, error) {
+						got = v.Current
+						return ports.StepPlan{Duplicate: true}, nil
+					}); err != nil {
+						t.Fatal(err)
+					}
+					if got == nil || got.InvocationID != want {
+						t.Fatalf("StepTx.Current (withStates %v) = %+v, want invocation id %q", withStates, got, want)
+					}
+				}
+				states, err := store.ListStepStates(ctx, th.ID)
+				if err != nil || len(states) != 1 || states[0].InvocationID != want {
+					t.Fatalf("ListStepStates = %+v (%v), want invocation id %q", states, err, want)
+				}
+			}
+			write("inv-1")
+			check("inv-1")
+			write("inv-2") // the upsert replaces it
+			check("inv-2")
+			write("")
+			check("")
+		})
+	}
+}
