@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -38,6 +39,8 @@ const (
 	MaxTags        = 32
 	MaxStepNameLen = 256
 	MaxSubSteps    = 256
+	// MaxInvocationIDLen is in characters: SDKs generate the id, typically a UUID.
+	MaxInvocationIDLen = 128
 )
 
 // hashVersion names the current hash-chain secret. Secrets are kept by version
@@ -184,6 +187,9 @@ type RecordStepInput struct {
 	StartedAt      *time.Time
 	FinishedAt     *time.Time
 	SubSteps       []SubStepInput
+	// InvocationID identifies this one attempt (optional): a client re-sends
+	// the same attempt with the same id when it never saw the reply.
+	InvocationID string
 }
 
 // StepResult is what recording a step did.
@@ -195,13 +201,17 @@ type StepResult struct {
 	Attempt        int
 	RetryCount     int
 	Duplicate      bool
+	// SameInvocation: the duplicate is a re-sent attempt (same invocation id),
+	// not a step that already succeeded.
+	SameInvocation bool
 	ThreadStatus   string
 	Validation     *domain.ValidationResult
 }
 
 // RecordStep appends one attempt, idempotently: for the same (thread, step
-// name, idempotency key) a latest success makes this a duplicate (nothing is
-// written); a latest failure makes it a retry (appended, retryCount+1).
+// name, idempotency key) a latest attempt with the same non-empty invocation
+// id, or a latest success, makes this a duplicate (nothing is written); any
+// other latest attempt makes it a retry (appended, retryCount+1).
 // The reply may be sent once this returns: the transaction has committed.
 func (t *Threads) RecordStep(ctx context.Context, in RecordStepInput) (StepResult, error) {
 	p, err := Require(ctx, domain.PermThreadsWrite)
@@ -230,8 +240,12 @@ func (t *Threads) RecordStep(ctx context.Context, in RecordStepInput) (StepResul
 	plan, err := t.store.AppendStep(ctx, in.ThreadID, p.ID, in.StepName, in.IdempotencyKey, c != nil, func(v ports.StepTx) (ports.StepPlan, error) {
 		res = StepResult{StepName: in.StepName, IdempotencyKey: in.IdempotencyKey, Status: in.Status, ThreadStatus: v.Thread.Status}
 		prev := v.Current
-		if prev != nil && domain.StepSucceeded(prev.Status) {
+		// The invocation id is checked first: a re-sent failed attempt must not
+		// count as a retry, and a re-sent success is reported as what it is.
+		sameInvocation := prev != nil && in.InvocationID != "" && prev.InvocationID == in.InvocationID
+		if sameInvocation || prev != nil && domain.StepSucceeded(prev.Status) {
 			res.Duplicate, res.StepID, res.RetryCount, res.Status = true, prev.LatestStepID, prev.RetryCount, prev.Status
+			res.SameInvocation = sameInvocation
 			res.Attempt = prev.RetryCount + 1
 			return ports.StepPlan{Duplicate: true}, nil
 		}
@@ -256,8 +270,8 @@ func (t *Threads) planStep(v ports.StepTx, c *domain.Contract, p domain.Principa
 	prev *ports.StepState, now time.Time, res *StepResult) (ports.StepPlan, error) {
 	th := v.Thread
 	state := ports.StepState{StepName: in.StepName, IdempotencyKey: in.IdempotencyKey, Status: in.Status,
-		Actor: p.ID, ActorService: in.ServiceName, LatestContext: in.Context, FirstSeenAt: now, LastUpdatedAt: now,
-		StartedAt: in.StartedAt, FinishedAt: in.FinishedAt}
+		InvocationID: in.InvocationID, Actor: p.ID, ActorService: in.ServiceName, LatestContext: in.Context,
+		FirstSeenAt: now, LastUpdatedAt: now, StartedAt: in.StartedAt, FinishedAt: in.FinishedAt}
 	if prev != nil {
 		state.RetryCount = prev.RetryCount + 1
 		state.FirstSeenAt = prev.FirstSeenAt
@@ -401,9 +415,11 @@ func threadEvent(th ports.ThreadRecord, status, msg string, now time.Time) ports
 		ValidationStatus: "none", Severity: "info", Message: msg, CreatedAt: now}
 }
 
-// EndThread closes an active thread as completed or cancelled. A contract
-// thread completes only through a succeeded terminal step; once it has, a
-// manual "completed" is accepted as a no-op.
+// EndThread closes an active thread as completed or cancelled. Ending a thread
+// again with the status it already has is a no-op that succeeds (a client
+// retrying after a lost reply, or a manual "completed" after a contract
+// thread's terminal step): the thread is left as it is and nothing is published. A contract thread
+// completes only through a succeeded terminal step.
 func (t *Threads) EndThread(ctx context.Context, threadID, status, reason string) (ports.ThreadRecord, error) {
 	p, err := Require(ctx, domain.PermThreadsWrite)
 	if err != nil {
@@ -421,7 +437,7 @@ func (t *Threads) EndThread(ctx context.Context, threadID, status, reason string
 	var events []ports.NotificationRecord
 	th, err := t.store.UpdateThread(ctx, threadID, func(th *ports.ThreadRecord) ([]ports.NotificationRecord, error) {
 		events = nil
-		if th.Status == status && status == ThreadCompleted {
+		if th.Status == status {
 			return nil, nil
 		}
 		if th.Status != ThreadActive {
@@ -555,6 +571,8 @@ func checkStepInput(in RecordStepInput) error {
 		return domain.Invalid("idempotencyKey", "Missing required field: idempotencyKey")
 	case in.Context == nil:
 		return domain.Invalid("context", "Missing required field: context")
+	case utf8.RuneCountInString(in.InvocationID) > MaxInvocationIDLen:
+		return domain.Invalid("invocationId", "invocationId must be at most %d characters", MaxInvocationIDLen)
 	case len(in.SubSteps) > MaxSubSteps:
 		return domain.Invalid("subSteps", "at most %d sub-steps", MaxSubSteps)
 	}

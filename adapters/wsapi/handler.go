@@ -233,14 +233,18 @@ func (s *session) readLoop() {
 			return
 		}
 		if len(data) > MaxMessageBytes {
-			if _, err := io.Copy(io.Discard, r); err != nil {
+			var f frameSniffer
+			_, _ = f.Write(data)
+			if _, err := io.Copy(&f, r); err != nil {
 				return
 			}
-			action := sniffAction(data[:min(len(data), 4096)])
+			action := f.action()
 			if action == "" {
 				action = "error"
 			}
+			s.requestID = f.requestID()
 			s.send(errorReply(action, fmt.Sprintf("Message too large: frames are limited to %d bytes", MaxMessageBytes)))
+			s.requestID = ""
 			continue
 		}
 		if typ != websocket.MessageText && typ != websocket.MessageBinary {
@@ -484,7 +488,8 @@ func (s *session) recordStep(ctx context.Context, m Message) {
 		svc = s.serviceName
 	}
 	in := app.RecordStepInput{ThreadID: m.Str("threadId"), StepName: stepName, Status: m.Str("status"),
-		IdempotencyKey: key, Context: sctx, Metadata: meta, ServiceName: svc, StartedAt: started, FinishedAt: finished}
+		IdempotencyKey: key, InvocationID: m.Str("invocationId"), Context: sctx, Metadata: meta, ServiceName: svc,
+		StartedAt: started, FinishedAt: finished}
 	for _, ss := range subs {
 		si := app.SubStepInput{Name: ss.Name, Status: ss.Status, Payload: ss.Payload}
 		if ss.RecordedAt != nil {
@@ -508,6 +513,9 @@ func (s *session) recordStep(ctx context.Context, m Message) {
 	if res.Duplicate {
 		reply["isDuplicate"] = true
 		reply["message"] = "Step already completed (duplicate)"
+		if res.SameInvocation {
+			reply["message"] = "Step attempt already recorded (duplicate)"
+		}
 	}
 	if v := res.Validation; v != nil {
 		reply["validation"] = map[string]any{"overallStatus": v.OverallStatus, "issues": v.Issues,

@@ -265,26 +265,89 @@ func AutoIdempotencyKey(stepName string, ctx map[string]string) string {
 	return strings.Repeat("0", 8-len(s)) + s
 }
 
-// sniffAction finds the action of a frame too large to decode, so the error
-// reply can still match the client's pending request.
-func sniffAction(prefix []byte) string {
-	i := bytes.Index(prefix, []byte(`"action"`))
-	if i < 0 {
+// frameSniffer finds the top-level string members "action" and "requestId"
+// of a JSON object streamed through Write, without decoding or keeping it: a
+// frame too large to decode still gets a reply that names its action and
+// request. The whole frame is scanned because a client may add requestId
+// after the payload (the JS SDK does); only top-level members count, so a
+// "requestId" inside context is never echoed.
+type frameSniffer struct {
+	found map[string]string
+
+	depth          int
+	inStr, esc     bool
+	wantKey, isKey bool   // the next / current depth-1 string is a member name
+	member         string // wanted member whose value comes next
+	buf            []byte // the current depth-1 string, up to sniffMaxLen
+	skip           bool   // it has escapes or is too long: not echoed
+}
+
+// sniffMaxLen bounds a sniffed value; longer ones are ignored.
+const sniffMaxLen = 256
+
+func (f *frameSniffer) Write(p []byte) (int, error) {
+	for _, c := range p {
+		if f.inStr {
+			switch {
+			case f.esc:
+				f.esc = false
+			case c == '\\':
+				f.esc, f.skip = true, true
+			case c == '"':
+				f.inStr = false
+				if f.depth == 1 {
+					f.endString()
+				}
+			case f.depth == 1 && len(f.buf) < sniffMaxLen:
+				f.buf = append(f.buf, c)
+			case f.depth == 1:
+				f.skip = true
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			f.inStr, f.buf, f.skip, f.isKey = true, f.buf[:0], false, f.wantKey
+		case '{', '[':
+			f.depth++
+			f.member = ""
+			if f.depth == 1 {
+				f.wantKey = c == '{'
+			}
+		case '}', ']':
+			f.depth--
+		case ',':
+			if f.depth == 1 {
+				f.wantKey, f.member = true, ""
+			}
+		}
+	}
+	return len(p), nil
+}
+
+func (f *frameSniffer) endString() {
+	s := string(f.buf)
+	switch {
+	case f.isKey:
+		f.wantKey, f.member = false, ""
+		if !f.skip && (s == "action" || s == "requestId") {
+			f.member = s
+		}
+	case f.member != "" && !f.skip:
+		if f.found == nil {
+			f.found = map[string]string{}
+		}
+		f.found[f.member] = s
+		f.member = ""
+	}
+}
+
+// action is the sniffed action if it looks like one, else "".
+func (f *frameSniffer) action() string {
+	a := f.found["action"]
+	if len(a) > 64 {
 		return ""
 	}
-	rest := bytes.TrimLeft(prefix[i+len(`"action"`):], " \t\r\n")
-	if len(rest) == 0 || rest[0] != ':' {
-		return ""
-	}
-	rest = bytes.TrimLeft(rest[1:], " \t\r\n")
-	if len(rest) == 0 || rest[0] != '"' {
-		return ""
-	}
-	end := bytes.IndexByte(rest[1:], '"')
-	if end < 0 || end > 64 {
-		return ""
-	}
-	a := string(rest[1 : 1+end])
 	for _, r := range a {
 		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
 			return ""
@@ -292,3 +355,5 @@ func sniffAction(prefix []byte) string {
 	}
 	return a
 }
+
+func (f *frameSniffer) requestID() string { return f.found["requestId"] }

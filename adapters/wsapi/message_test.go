@@ -2,6 +2,7 @@ package wsapi
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -72,15 +73,27 @@ func TestAutoIdempotencyKeyMatchesSDK(t *testing.T) {
 	}
 }
 
-func TestSniffAction(t *testing.T) {
-	for in, want := range map[string]string{
-		`{"action":"recordThreadEvent","x":"`: "recordThreadEvent",
-		`{ "action" : "addRefs"`:              "addRefs",
-		`{"x":"y"`:                            "",
-		`{"action":"bad action"}`:             "",
+func TestFrameSniffer(t *testing.T) {
+	big := strings.Repeat("a", 5000)
+	for _, c := range []struct{ in, action, requestID string }{
+		{`{"action":"recordThreadEvent","x":"`, "recordThreadEvent", ""},
+		{`{ "action" : "addRefs"`, "addRefs", ""},
+		{`{"x":"y"`, "", ""},
+		{`{"action":"bad action"}`, "", ""},
+		{`{"requestId":"r-1","action":"heartbeat","context":{"x":"` + big + `"}}`, "heartbeat", "r-1"},
+		// The JS SDK adds requestId last, after the payload.
+		{`{"action":"recordThreadEvent","context":{"x":"` + big + `"},"requestId":"r7"}`, "recordThreadEvent", "r7"},
+		// Only top-level members count, whatever the nesting or escaping around them.
+		{`{"context":{"requestId":"inner","action":"no"},"s":"\"requestId\":\"esc\"","requestId":"outer"}`, "", "outer"},
+		{`{"action":"x","requestId":"a\"b"}`, "x", ""},
+		{`{"requestId":5,"y":"z"}`, "", ""},
+		{`{"requestId":"` + big + `"}`, "", ""},
+		{`["action","requestId","r"]`, "", ""},
 	} {
-		if got := sniffAction([]byte(in)); got != want {
-			t.Errorf("sniffAction(%s) = %q, want %q", in, got, want)
+		var f frameSniffer
+		_, _ = f.Write([]byte(c.in))
+		if a, r := f.action(), f.requestID(); a != c.action || r != c.requestID {
+			t.Errorf("sniff(%.80s) = %q, %q; want %q, %q", c.in, a, r, c.action, c.requestID)
 		}
 	}
 }
@@ -118,7 +131,9 @@ func FuzzDecode(f *testing.F) {
 		m.Time("startedAt")
 		m.SubSteps()
 		m.Extras("action")
-		sniffAction(data)
+		var sn frameSniffer
+		_, _ = sn.Write(data)
+		sn.action()
 		if k := AutoIdempotencyKey(m.Str("stepName"), map[string]string{"x": m.Str("x")}); len(k) != 8 {
 			t.Fatalf("key %q", k)
 		}

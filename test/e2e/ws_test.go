@@ -102,10 +102,14 @@ func TestWSProtocolScenario(t *testing.T) {
 
 		c.ok(map[string]any{"action": "addRefs", "threadId": tid, "refs": map[string]any{"tracking": "TR1"}})
 
-		// An oversize frame is answered (with its action) and the socket stays usable.
-		big := `{"action":"recordThreadEvent","stepName":"big","context":{"x":"` + strings.Repeat("a", 1<<20) + `"}}`
+		// An oversize frame is answered (with its action and requestId, even
+		// one sent last as the JS SDK does, never a nested one) and the socket
+		// stays usable.
+		big := `{"action":"recordThreadEvent","stepName":"big","context":{"requestId":"nested","x":"` +
+			strings.Repeat("a", 1<<20) + `"},"requestId":"r-big"}`
 		c.sendRaw([]byte(big))
-		if r := c.reply(); r["action"] != "recordThreadEvent" || r["status"] != "error" || !strings.Contains(r["message"].(string), "too large") {
+		if r := c.reply(); r["action"] != "recordThreadEvent" || r["status"] != "error" || r["requestId"] != "r-big" ||
+			!strings.Contains(r["message"].(string), "too large") {
 			t.Fatalf("oversize reply %v", r)
 		}
 		r = c.ok(map[string]any{"action": "startThread", "contractName": nil, "refs": map[string]any{"label": "other"}})
@@ -115,6 +119,14 @@ func TestWSProtocolScenario(t *testing.T) {
 		r = c.ok(map[string]any{"action": "threadEnd", "threadId": tid, "status": "completed", "reason": "done"})
 		if r["threadStatus"] != "completed" || r["completedAt"] == "" {
 			t.Fatalf("threadEnd %v", r)
+		}
+		// Ending it again the same way succeeds and changes nothing (counted
+		// below: one thread.completed); the other way is refused.
+		if again := c.ok(map[string]any{"action": "threadEnd", "threadId": tid, "status": "completed"}); again["completedAt"] != r["completedAt"] {
+			t.Fatalf("repeated threadEnd %v, first %v", again, r)
+		}
+		if f := c.fails(map[string]any{"action": "threadEnd", "threadId": tid, "status": "cancelled"}, "already completed"); f["code"] != "thread_closed" {
+			t.Fatalf("cancel after complete %v", f)
 		}
 		c.fails(step(tid, "late", "success", "late-1", nil), "thread is completed")
 		c.fails(map[string]any{"action": "threadEnd", "threadId": tid, "status": "paused"}, "Failed to end thread")
@@ -208,8 +220,27 @@ func TestWSPermissionsAndParties(t *testing.T) {
 		}
 		p2.ok(step(tid, "pack", "success", "p1", nil))
 
-		o.ok(map[string]any{"action": "threadEnd", "threadId": tid, "status": "cancelled", "reason": "x", "by": "me"})
+		r = o.ok(map[string]any{"action": "threadEnd", "threadId": tid, "status": "cancelled", "reason": "x", "by": "me"})
 		p2.fails(step(tid, "pack2", "success", "p2", nil), "cancelled")
+		// A repeated cancel (a client retrying after a lost reply) succeeds
+		// with the first cancel's time and publishes nothing new; complete is
+		// refused.
+		again := o.ok(map[string]any{"action": "threadEnd", "threadId": tid, "status": "cancelled", "reason": "retry"})
+		if again["threadStatus"] != "cancelled" || again["cancelledAt"] == "" || again["cancelledAt"] != r["cancelledAt"] {
+			t.Fatalf("repeated cancel %v, first %v", again, r)
+		}
+		if f := o.fails(map[string]any{"action": "threadEnd", "threadId": tid, "status": "completed"}, "already cancelled"); f["code"] != "thread_closed" {
+			t.Fatalf("complete after cancel %v", f)
+		}
+		db := e.Server.DB
+		var n int
+		var reason string
+		if err := db.Get(&n, db.Rebind(`SELECT COUNT(*) FROM thread_notifications WHERE thread_id = ? AND notification_type = 'thread.cancelled'`), tid); err != nil || n != 1 {
+			t.Fatalf("thread.cancelled notifications = %d (%v), want 1", n, err)
+		}
+		if err := db.Get(&reason, db.Rebind(`SELECT error FROM threads WHERE id = ?`), tid); err != nil || !strings.HasPrefix(reason, "x") {
+			t.Fatalf("cancel reason %q (%v), want the first one kept", reason, err)
+		}
 	})
 }
 
@@ -279,5 +310,72 @@ func TestWSMaxInFlight(t *testing.T) {
 			t.Fatalf("delivered %v, want all 5 steps", seen)
 		}
 		c.noPush(500 * time.Millisecond)
+	})
+}
+
+// invocationId identifies one attempt: a frame re-sent after a lost reply
+// (same invocationId) is a duplicate of that attempt even when it failed, so
+// it is not counted as a retry; a new attempt (new invocationId) is.
+func TestWSInvocationIDDedupe(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
+		_, key := e.NewUser(t, domain.RoleMember)
+		c := connectWS(t, e, key)
+		c.ok(map[string]any{"action": "subscribe", "stepName": "pay", "eventTypes": []string{"*"}})
+		tid := c.ok(map[string]any{"action": "startThread", "refs": map[string]any{}})["threadId"].(string)
+		attempt := func(status, inv string) map[string]any {
+			m := step(tid, "pay", status, "pay-1", map[string]any{"amount": "5"})
+			m["invocationId"] = inv
+			return m
+		}
+		attempts := func() []any {
+			t.Helper()
+			q := fmt.Sprintf(`{ stepHistory(threadId: %q, stepName: "pay", idempotencyKey: "pay-1") { attempt status } }`, tid)
+			status, r, body := gqlPost(t, e, e.AdminKey, q, nil)
+			if status != 200 || len(r.Errors) > 0 {
+				t.Fatalf("stepHistory: %d %s", status, body)
+			}
+			return r.Data["stepHistory"].([]any)
+		}
+
+		first := c.ok(attempt("failed", "inv-X"))
+		if first["retryCount"] != float64(0) || first["attempt"] != float64(1) || first["isDuplicate"] != nil {
+			t.Fatalf("first attempt %v", first)
+		}
+		c.push(5 * time.Second)
+		again := c.ok(attempt("failed", "inv-X"))
+		if again["isDuplicate"] != true || again["message"] != "Step attempt already recorded (duplicate)" ||
+			again["stepId"] != first["stepId"] || again["retryCount"] != float64(0) || again["attempt"] != float64(1) {
+			t.Fatalf("re-sent failed attempt %v, first %v", again, first)
+		}
+		c.noPush(500 * time.Millisecond)
+		if h := attempts(); len(h) != 1 {
+			t.Fatalf("history after a re-sent attempt: %v, want one attempt", h)
+		}
+
+		retry := c.ok(attempt("success", "inv-Y"))
+		if retry["isDuplicate"] != nil || retry["retryCount"] != float64(1) || retry["attempt"] != float64(2) || retry["stepId"] == first["stepId"] {
+			t.Fatalf("new attempt %v", retry)
+		}
+		c.push(5 * time.Second)
+		dup := c.ok(attempt("success", "inv-Y"))
+		if dup["isDuplicate"] != true || dup["message"] != "Step attempt already recorded (duplicate)" ||
+			dup["stepId"] != retry["stepId"] || dup["retryCount"] != float64(1) {
+			t.Fatalf("re-sent success %v", dup)
+		}
+		// Without the same invocationId a succeeded step is still a duplicate.
+		if r := c.ok(attempt("success", "")); r["isDuplicate"] != true || r["message"] != "Step already completed (duplicate)" {
+			t.Fatalf("success without invocationId %v", r)
+		}
+		c.noPush(500 * time.Millisecond)
+		if h := attempts(); len(h) != 2 {
+			t.Fatalf("history %v, want two attempts", h)
+		}
+		c.fails(attempt("failed", strings.Repeat("i", 129)), "invocationId must be at most 128 characters")
+
+		// Without invocationId a re-sent failed attempt is a retry, as before.
+		c.ok(step(tid, "ship", "failed", "ship-1", nil))
+		if r := c.ok(step(tid, "ship", "failed", "ship-1", nil)); r["isDuplicate"] != nil || r["retryCount"] != float64(1) {
+			t.Fatalf("failed twice without invocationId %v", r)
+		}
 	})
 }
