@@ -58,7 +58,7 @@ func LoginPage(c echo.Context) error {
 	}
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
-	v.Nonce = base64.StdEncoding.EncodeToString(b)
+	v.Nonce = base64.RawURLEncoding.EncodeToString(b) // no "+": html/template would write it as &#43; in the attribute
 	h := c.Response().Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
