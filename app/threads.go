@@ -346,6 +346,13 @@ func (t *Threads) planStep(v ports.StepTx, c *domain.Contract, p domain.Principa
 			viol.Message = worst.Message
 			viol.Details = map[string]any{"issues": vr.Issues}
 			plan.Notifications = append(plan.Notifications, viol)
+		} else {
+			// Both SDK vocabularies have rule.passed / validation.passed;
+			// subscribers that did not ask for it never receive it.
+			pass := base
+			pass.ID, pass.Source, pass.NotificationType = uuid.NewString(), "validation", "validation.passed"
+			pass.ValidationStatus, pass.Message = vr.OverallStatus, "Step '"+in.StepName+"' passed validation"
+			plan.Notifications = append(plan.Notifications, pass)
 		}
 		switch {
 		case vr.CompletesThread(*c, si):
