@@ -1,0 +1,230 @@
+import { ThreadengineError, ErrorCode, invalidArgument } from './errors.js';
+
+const THREAD = 'id label contractId contractName contractVersion ownerId companyId status lastHash refs startedAt completedAt error';
+const STEP = 'threadId stepName idempotencyKey status retryCount firstSeenAt lastUpdatedAt startedAt finishedAt latestStepID previousStep actor actorService latestContext verified verificationError';
+const HISTORY = 'attempt timestamp status context error duration startedAt finishedAt metadata actor actorService';
+const SUBSTEP = 'id threadId stepId name status payload recordedAt';
+const VALIDATION = 'validationId threadId stepId stepName idempotencyKey timestamp validations { type message field expected actual rule severity } overallStatus hasCriticalViolation criticalCount warningCount minorCount infoCount totalValidations';
+const DEFAULT_HISTORY_LIMIT = 50;
+const INTEGRITY = 'verified lastVerifiedAt totalEvents brokenAt error';
+
+/** POSTs GraphQL to the engine and turns every failure into a ThreadengineError. */
+export class GraphQLClient {
+  constructor(url, apiKey, fetchImpl) {
+    this.url = url;
+    this.apiKey = apiKey;
+    this.fetch = fetchImpl;
+  }
+
+  /** @returns {Promise<{ data: any, extensions: Record<string, unknown> }>} */
+  async request(query, variables = {}) {
+    if (typeof query !== 'string' || query.trim() === '') throw invalidArgument('query must be a GraphQL document');
+    let res;
+    try {
+      res = await this.fetch(this.url, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', Accept: 'application/json', 'X-API-Key': this.apiKey },
+        body: JSON.stringify({ query, variables }),
+      });
+    } catch (cause) {
+      const why = cause?.cause?.code ?? cause?.cause?.message ?? cause?.message ?? 'request failed';
+      throw new ThreadengineError(ErrorCode.ENGINE_UNREACHABLE, `cannot reach the engine at ${this.url}: ${why}`, { cause });
+    }
+    const text = await res.text();
+    let body = null;
+    try { body = JSON.parse(text); } catch { /* reported below */ }
+    const errors = Array.isArray(body?.errors) ? body.errors : [];
+    if (errors.length > 0) {
+      const first = errors[0] ?? {};
+      const ext = first.extensions ?? {};
+      // Credentials problems get the SDK's code whatever the engine calls them.
+      const code = res.status === 401 ? ErrorCode.INVALID_API_KEY : ext.code ?? ErrorCode.GRAPHQL_ERROR;
+      throw new ThreadengineError(code, first.message ?? 'GraphQL error', {
+        status: res.status, errors, data: body.data ?? null, complexity: ext.complexity, limit: ext.limit,
+        engineCode: ext.code,
+      });
+    }
+    if (!res.ok) {
+      const byStatus = { 401: ErrorCode.INVALID_API_KEY, 403: ErrorCode.FORBIDDEN, 503: ErrorCode.ENGINE_UNAVAILABLE };
+      const detail = body?.detail ?? body?.error ?? body?.title ?? text.slice(0, 200);
+      throw new ThreadengineError(byStatus[res.status] ?? body?.code ?? ErrorCode.ENGINE_ERROR,
+        `${this.url} answered HTTP ${res.status}: ${detail}`, { status: res.status, engineCode: body?.code });
+    }
+    if (body === null || typeof body !== 'object' || !('data' in body)) {
+      throw new ThreadengineError(ErrorCode.ENGINE_ERROR, `${this.url} did not answer with a GraphQL response (is engineUrl right?)`,
+        { status: res.status });
+    }
+    return { data: body.data, extensions: body.extensions ?? {} };
+  }
+}
+
+function parseJSON(v) {
+  if (typeof v !== 'string') return v ?? null;
+  try { return JSON.parse(v); } catch { return v; }
+}
+
+function history(h) {
+  return { ...h, context: parseJSON(h.context) ?? {}, metadata: parseJSON(h.metadata) };
+}
+
+function stepFilter(filter) {
+  if (filter === undefined || filter === null) return {};
+  if (typeof filter === 'string') {
+    const i = filter.indexOf(':');
+    return i < 0 ? { stepName: filter } : { stepName: filter.slice(0, i), idempotencyKey: filter.slice(i + 1) };
+  }
+  if (typeof filter !== 'object') throw invalidArgument('step filter must be "name", "name:idempotencyKey" or { stepName, idempotencyKey, status }');
+  return filter;
+}
+
+function required(v, name) {
+  if (typeof v !== 'string' || v === '') throw invalidArgument(`${name} is required`);
+  return v;
+}
+
+/** The read API over GraphQL; Connection's read methods delegate here. */
+export class Reader {
+  constructor(client) {
+    this.client = client;
+  }
+
+  async #data(query, variables) {
+    return (await this.client.request(query, variables)).data;
+  }
+
+  async getThread(threadId) {
+    required(threadId, 'threadId');
+    const d = await this.#data(`query GetThread($id: ID!) { thread(id: $id) { ${THREAD} } }`, { id: threadId });
+    if (!d.thread) {
+      throw new ThreadengineError(ErrorCode.NOT_FOUND, `thread ${threadId} does not exist or this API key cannot see it`);
+    }
+    return new ThreadView(this, d.thread);
+  }
+
+  async threads(filter = {}) {
+    const d = await this.#data(`query Threads($actor: String, $contractName: String, $contractVersion: Int, $status: String,
+      $startedAfter: String, $startedBefore: String, $completedAfter: String, $completedBefore: String, $limit: Int, $offset: Int) {
+      threads(actor: $actor, contractName: $contractName, contractVersion: $contractVersion, status: $status,
+        startedAfter: $startedAfter, startedBefore: $startedBefore, completedAfter: $completedAfter,
+        completedBefore: $completedBefore, limit: $limit, offset: $offset) { totalCount threads { ${THREAD} } } }`, filter);
+    return { totalCount: d.threads.totalCount, threads: d.threads.threads.map((t) => new ThreadView(this, t)) };
+  }
+
+  async threadsByRef(filter = {}) {
+    required(filter.refValue, 'refValue');
+    const d = await this.#data(`query ThreadsByRef($refKey: String, $refValue: String!, $status: String, $startedAfter: String,
+      $startedBefore: String, $limit: Int, $offset: Int) {
+      threadsByRef(refKey: $refKey, refValue: $refValue, status: $status, startedAfter: $startedAfter,
+        startedBefore: $startedBefore, limit: $limit, offset: $offset) { totalCount threads { ${THREAD} } } }`, filter);
+    return { totalCount: d.threadsByRef.totalCount, threads: d.threadsByRef.threads.map((t) => new ThreadView(this, t)) };
+  }
+
+  async getThreadByRef(filter = {}) {
+    const c = await this.threadsByRef({ refKey: filter.refKey, refValue: filter.refValue, limit: 1 });
+    return c.threads[0] ?? null;
+  }
+
+  async threadChain(rootId, maxDepth = 3) {
+    required(rootId, 'rootId');
+    const d = await this.#data(`query ThreadChain($rootId: ID!, $maxDepth: Int) { threadChain(rootId: $rootId, maxDepth: $maxDepth) { ${THREAD} } }`,
+      { rootId, maxDepth });
+    return d.threadChain.map((t) => new ThreadView(this, t));
+  }
+
+  async steps(threadId, filter) {
+    required(threadId, 'threadId');
+    const f = stepFilter(filter);
+    const d = await this.#data(`query Steps($id: ID!, $stepName: String, $idempotencyKey: String, $status: String) {
+      thread(id: $id) { steps(stepName: $stepName, idempotencyKey: $idempotencyKey, status: $status) { ${STEP} history(limit: 1) { ${HISTORY} } } } }`,
+    { id: threadId, stepName: f.stepName, idempotencyKey: f.idempotencyKey, status: f.status });
+    if (!d.thread) throw new ThreadengineError(ErrorCode.NOT_FOUND, `thread ${threadId} does not exist or this API key cannot see it`);
+    return d.thread.steps.map((s) => new StepView(this, s));
+  }
+
+  /**
+   * Attempts of one step (every key unless idempotencyKey is given), newest
+   * first; limit defaults to 50 (the engine's 100 with every field selected
+   * would exceed its 1000-point cost limit).
+   */
+  async stepHistory(filter = {}) {
+    required(filter.threadId, 'threadId');
+    required(filter.stepName, 'stepName');
+    filter = { ...filter, limit: filter.limit ?? DEFAULT_HISTORY_LIMIT };
+    const d = await this.#data(`query StepHistory($threadId: String!, $stepName: String!, $idempotencyKey: String, $limit: Int, $offset: Int,
+      $startAt: String, $endAt: String, $activityType: String, $actor: String) {
+      stepHistory(threadId: $threadId, stepName: $stepName, idempotencyKey: $idempotencyKey, limit: $limit, offset: $offset,
+        startAt: $startAt, endAt: $endAt, activityType: $activityType, actor: $actor) { ${HISTORY} } }`, filter);
+    return d.stepHistory.map(history);
+  }
+
+  async subSteps(threadId, stepName, idempotencyKey) {
+    const d = await this.#data(`query SubSteps($id: ID!, $stepName: String, $idempotencyKey: String) {
+      thread(id: $id) { steps(stepName: $stepName, idempotencyKey: $idempotencyKey) { subSteps { ${SUBSTEP} } } } }`,
+    { id: threadId, stepName, idempotencyKey });
+    return (d.thread?.steps ?? []).flatMap((s) => s.subSteps.map((x) => ({ ...x, payload: parseJSON(x.payload) })));
+  }
+
+  /**
+   * Validation results of a thread, newest first. options: stepName,
+   * idempotencyKey, stepId, validationType, limit (default 10, max 100), offset.
+   */
+  async validationResults(threadId, options = {}) {
+    required(threadId, 'threadId');
+    if (options === null || typeof options !== 'object') throw invalidArgument('options must be an object');
+    const d = await this.#data(`query Validations($id: ID!, $options: ValidationQueryOptions) {
+      thread(id: $id) { validationResults(options: $options) { ${VALIDATION} } } }`, { id: threadId, options });
+    if (!d.thread) throw new ThreadengineError(ErrorCode.NOT_FOUND, `thread ${threadId} does not exist or this API key cannot see it`);
+    return d.thread.validationResults;
+  }
+
+  /** Recomputes the thread's hash chain: { verified, totalEvents, brokenAt, error, lastVerifiedAt }. */
+  async verifyIntegrity(threadId) {
+    required(threadId, 'threadId');
+    const d = await this.#data(`query Verify($id: String!) { verifyThreadIntegrity(threadId: $id) { ${INTEGRITY} } }`, { id: threadId });
+    return d.verifyThreadIntegrity;
+  }
+}
+
+/** A thread as the engine stored it, with methods to read more of it. */
+export class ThreadView {
+  #r;
+
+  constructor(reader, t) {
+    this.#r = reader;
+    Object.assign(this, t);
+    this.refs = parseJSON(t.refs) ?? {};
+  }
+
+  get threadId() { return this.id; }
+
+  /** Step states; filter "name", "name:idempotencyKey" or { stepName, idempotencyKey, status }. */
+  steps(filter) { return this.#r.steps(this.id, filter); }
+  /** Attempts of one step, newest first. */
+  history(stepName, options = {}) { return this.#r.stepHistory({ ...options, threadId: this.id, stepName }); }
+  validationResults(options) { return this.#r.validationResults(this.id, options); }
+  verifyIntegrity() { return this.#r.verifyIntegrity(this.id); }
+  chain(maxDepth) { return this.#r.threadChain(this.id, maxDepth); }
+  /** The thread as stored now. */
+  refresh() { return this.#r.getThread(this.id); }
+}
+
+/** One step identity (name + idempotency key) of a thread. */
+export class StepView {
+  #r;
+
+  constructor(reader, s) {
+    this.#r = reader;
+    const { history: latest, ...rest } = s;
+    Object.assign(this, rest);
+    this.latestContext = parseJSON(s.latestContext) ?? {};
+    /** The latest attempt. */
+    this.lastExecution = latest?.[0] ? history(latest[0]) : null;
+  }
+
+  /** Attempts of this step identity, newest first; options: limit, offset, startAt, endAt, actor. */
+  history(options = {}) {
+    return this.#r.stepHistory({ ...options, threadId: this.threadId, stepName: this.stepName, idempotencyKey: this.idempotencyKey });
+  }
+
+  subSteps() { return this.#r.subSteps(this.threadId, this.stepName, this.idempotencyKey); }
+}

@@ -1,0 +1,91 @@
+// Starts a real threadengine (built from this repository) on loopback with a
+// fresh SQLite database, and bootstraps an administrator whose API key the
+// tests use.
+import { spawn, execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { createInterface } from 'node:readline';
+
+const run = promisify(execFile);
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../../..');
+
+let built = null;
+
+/** The engine binary: THREADENGINE_BIN (set by the Go test), else built once per process with go build. */
+async function engineBinary() {
+  if (process.env.THREADENGINE_BIN) return process.env.THREADENGINE_BIN;
+  built ??= (async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'threadengine-bin-'));
+    const bin = join(dir, 'threadengine');
+    await run('go', ['build', '-o', bin, './cmd/threadengine'], { cwd: repoRoot, maxBuffer: 1 << 24 });
+    return bin;
+  })();
+  return built;
+}
+
+/**
+ * @returns {Promise<{ url: string, apiKey: string, dir: string, admin(path: string, init?: RequestInit): Promise<any>, stop(): Promise<void> }>}
+ */
+export async function startEngine() {
+  const bin = await engineBinary();
+  const dir = await mkdtemp(join(tmpdir(), 'threadengine-sdk-'));
+  const env = {
+    ...process.env,
+    THREADENGINE_DATABASE__URL: `sqlite://${join(dir, 'threadengine.db')}`,
+    THREADENGINE_SERVER__LISTEN: '127.0.0.1:0',
+    THREADENGINE_SECURITY__HASH_CHAIN_SECRET: 'sdk-tests-hash-chain-secret-0123456789abcdef',
+    THREADENGINE_LOG__FORMAT: 'json',
+    THREADENGINE_LOG__LEVEL: 'info',
+  };
+  const boot = await run(bin, ['bootstrap-owner', '--email', 'owner@example.com', '--name', 'Owner'], { cwd: dir, env });
+  const apiKey = boot.stdout.trim().split('\n').pop();
+
+  const proc = spawn(bin, ['serve'], { cwd: dir, env, stdio: ['ignore', 'ignore', 'pipe'] });
+  const logs = [];
+  const addr = await new Promise((resolveAddr, reject) => {
+    const lines = createInterface({ input: proc.stderr });
+    lines.on('line', (line) => {
+      logs.push(line);
+      if (logs.length > 200) logs.shift();
+      try {
+        const rec = JSON.parse(line);
+        if (rec.msg === 'threadengine listening') resolveAddr(rec.addr);
+      } catch { /* not JSON */ }
+    });
+    proc.once('exit', (code) => reject(new Error(`engine exited with ${code} before listening:\n${logs.join('\n')}`)));
+  });
+  const url = `http://${addr}`;
+  const stop = async () => {
+    if (proc.exitCode === null) {
+      const exited = new Promise((r) => proc.once('exit', r));
+      proc.kill('SIGTERM');
+      await exited;
+    }
+    await rm(dir, { recursive: true, force: true });
+  };
+  /** Calls the engine's REST API as the administrator. */
+  const admin = async (path, init = {}) => {
+    const res = await fetch(url + path, {
+      ...init,
+      headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json', ...(init.headers ?? {}) },
+    });
+    const body = res.status === 204 ? null : await res.json();
+    if (!res.ok) throw new Error(`${init.method ?? 'GET'} ${path}: HTTP ${res.status} ${JSON.stringify(body)}`);
+    return body;
+  };
+  return { url, apiKey, dir, admin, stop, logs };
+}
+
+/** Uploads a contract (YAML) as the administrator. */
+export async function applyContract(engine, yaml) {
+  const res = await fetch(`${engine.url}/v1/contracts`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${engine.apiKey}`, 'Content-Type': 'application/yaml' },
+    body: yaml,
+  });
+  if (!res.ok) throw new Error(`contract upload: HTTP ${res.status} ${await res.text()}`);
+  return res.json();
+}

@@ -1,0 +1,142 @@
+// Reconnection through a TCP proxy that cuts connections at chosen moments.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { connect } from '../src/index.js';
+import { startEngine } from './helpers/engine.js';
+import { startTCPProxy } from './helpers/proxy.js';
+import { waitFor, nextEvent, UUID } from './helpers/util.js';
+
+let engine;
+let proxy;
+let reader;
+const open = [];
+
+before(async () => {
+  engine = await startEngine();
+  proxy = await startTCPProxy(engine.url.replace('http://', ''));
+  // Reads go straight to the engine, so they work while the proxy misbehaves.
+  reader = await connect({ engineUrl: engine.url, apiKey: engine.apiKey });
+  open.push(reader);
+});
+
+after(async () => {
+  await Promise.all(open.map((c) => c.close()));
+  await proxy?.stop();
+  await engine?.stop();
+});
+
+async function dialProxy(options = {}) {
+  const c = await connect({
+    engineUrl: `http://${proxy.addr}`, apiKey: engine.apiKey, serviceName: 'flaky-service',
+    reconnect: { initialDelayMs: 20, maxDelayMs: 200 }, ...options,
+  });
+  open.push(c);
+  return c;
+}
+
+async function attempts(threadId, stepName) {
+  return reader.stepHistory({ threadId, stepName });
+}
+
+test('after a drop the connection comes back and keeps its subscriptions', async () => {
+  const conn = await dialProxy();
+  const seen = [];
+  await conn.subscribe('step.success', 'after-drop', (n) => { seen.push(n.stepName); n.ack(); });
+  const t = await conn.start('drop-1');
+  await t.step('before-drop').success();
+
+  const back = nextEvent(conn, 'reconnected');
+  proxy.dropAll();
+  await back;
+  assert.equal(conn.state, 'open');
+
+  const r = await t.step('after-drop').success();
+  assert.equal(r.duplicate, false);
+  await waitFor(() => seen.length === 1, 'the notification for a step recorded after the reconnect');
+  assert.equal((await reader.getThread(t.threadId)).id, t.threadId);
+});
+
+for (const status of ['failed', 'success']) {
+  test(`a ${status} step whose reply was lost is recorded once`, async () => {
+    const conn = await dialProxy();
+    const t = await conn.start(`lost-reply-${status}`);
+    proxy.refuse(true);
+    proxy.dropAfterNextRequest();
+    const pending = t.step('pay').addContext({ amount: 7 }).stop(status, 'first try');
+    // The engine got and committed the step; its reply never arrived.
+    await waitFor(async () => (await attempts(t.threadId, 'pay')).length === 1, 'the engine to commit the step');
+    proxy.refuse(false);
+    const r = await pending;
+    assert.equal(r.duplicate, true, 're-sent after the reconnect, recognised as the same attempt');
+    assert.equal(r.retryCount, 0);
+    const h = await attempts(t.threadId, 'pay');
+    assert.equal(h.length, 1, 'one attempt, not two');
+    const [state] = await (await reader.getThread(t.threadId)).steps('pay');
+    assert.equal(state.retryCount, 0);
+
+    if (status === 'failed') {
+      // A genuine retry is still a retry.
+      const retry = await t.step('pay').addContext({ amount: 7 }).success();
+      assert.equal(retry.duplicate, false);
+      assert.equal(retry.retryCount, 1);
+      assert.equal((await attempts(t.threadId, 'pay')).length, 2);
+    }
+  });
+}
+
+test('requests made while disconnected are sent, in order, once the engine is back', async () => {
+  const conn = await dialProxy();
+  const t = await conn.start('queued');
+  proxy.refuse(true);
+  const gone = nextEvent(conn, 'disconnected');
+  proxy.dropAll();
+  await gone;
+  assert.equal(conn.state, 'reconnecting');
+  const steps = [t.step('q1').success(), t.step('q2').success(), t.step('q3').success()];
+  const started = conn.start('started while disconnected');
+  await new Promise((r) => setTimeout(r, 100));
+  proxy.refuse(false);
+  const results = await Promise.all(steps);
+  assert.deepEqual(results.map((r) => r.duplicate), [false, false, false]);
+  assert.match((await started).threadId, UUID);
+  const states = await (await reader.getThread(t.threadId)).steps();
+  assert.deepEqual(states.map((s) => s.stepName), ['q1', 'q2', 'q3']);
+});
+
+test('startThread in flight when the connection drops fails with connection_lost', async () => {
+  const conn = await dialProxy();
+  proxy.dropAfterNextRequest();
+  await assert.rejects(conn.start('maybe started'), (err) => {
+    assert.equal(err.code, 'connection_lost');
+    assert.match(err.message, /may or may not have been started/);
+    return true;
+  });
+  await nextEvent(conn, 'reconnected');
+  assert.match((await conn.start('after')).threadId, UUID);
+});
+
+test('a revoked key stops reconnecting and fails what is pending', async () => {
+  const created = await engine.admin('/v1/api-keys', { method: 'POST', body: JSON.stringify({ name: 'sdk-reconnect' }) });
+  const conn = await dialProxy({ apiKey: created.key });
+  const t = await conn.start('revoked');
+  await engine.admin(`/v1/api-keys/${created.api_key.id}`, { method: 'DELETE' });
+  proxy.refuse(true);
+  const closed = nextEvent(conn, 'closed');
+  proxy.dropAll();
+  await nextEvent(conn, 'disconnected');
+  const pending = t.step('never').success();
+  proxy.refuse(false);
+  const err = await closed;
+  assert.equal(err.code, 'invalid_api_key');
+  await assert.rejects(pending, { code: 'invalid_api_key' });
+  assert.equal(conn.state, 'closed');
+});
+
+test('with reconnect: false a drop fails pending requests and closes', async () => {
+  const conn = await dialProxy({ reconnect: false });
+  const t = await conn.start('no-reconnect');
+  proxy.dropAfterNextRequest();
+  await assert.rejects(t.step('lost').success(), { code: 'connection_lost' });
+  assert.equal(conn.state, 'closed');
+  await assert.rejects(t.step('later').success(), { code: 'connection_lost' });
+});

@@ -1,0 +1,252 @@
+// The SDK against a real engine started on loopback.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { connect, ThreadengineError } from '../src/index.js';
+import { GraphQLClient } from '../src/reader.js';
+import { startEngine, applyContract } from './helpers/engine.js';
+import { startPrefixProxy } from './helpers/proxy.js';
+import { waitFor, closedPort, UUID, ORDER_FLOW } from './helpers/util.js';
+
+let engine;
+const open = [];
+
+before(async () => {
+  engine = await startEngine();
+  await applyContract(engine, ORDER_FLOW);
+});
+
+after(async () => {
+  await Promise.all(open.map((c) => c.close()));
+  await engine?.stop();
+});
+
+async function dial(options = {}) {
+  const c = await connect({ engineUrl: engine.url, apiKey: engine.apiKey, serviceName: 'checkout-service', ...options });
+  open.push(c);
+  return c;
+}
+
+test('write a thread, then read it back', async () => {
+  const conn = await dial();
+  assert.equal(conn.wsUrl, engine.url.replace('http://', 'ws://') + '/threads');
+  assert.equal(conn.graphqlUrl, engine.url + '/graphql');
+  assert.ok(conn.ownerId);
+
+  const t = await conn.start('Order-1', { refs: { orderId: 'O-1' }, tags: ['e2e'] });
+  assert.match(t.threadId, UUID);
+
+  const v1 = await t.step('validate').addContext({ items: 3 }).subStep('inner', { x: 1 }).success('ok');
+  assert.equal(v1.status, 'success');
+  assert.equal(v1.duplicate, false);
+  assert.match(v1.stepId, UUID);
+
+  const p1 = await t.step('pay').addContext({ amount: 5 }).failed({ error: 'gateway timeout' });
+  const p2 = await t.step('pay').addContext({ amount: 5 }).success();
+  assert.equal(p1.idempotencyKey, p2.idempotencyKey, 'same context, same automatic key');
+  assert.equal(p2.retryCount, 1);
+  const again = await t.step('pay').addContext({ amount: 5 }).success();
+  assert.equal(again.duplicate, true, 'a completed step is not recorded twice');
+
+  const ship = await t.step('ship').idempotencyKey('ship-1').success();
+  assert.equal(ship.idempotencyKey, 'ship-1');
+  await t.addRefs({ tracking: 'TR-1' });
+  const end = await t.complete('done');
+  assert.equal(end.status, 'completed');
+  assert.ok(end.endedAt);
+
+  const view = await conn.getThread(t.threadId);
+  assert.equal(view.status, 'completed');
+  assert.equal(view.refs.orderId, 'O-1');
+  assert.equal(view.refs.label, 'Order-1');
+  assert.equal(view.refs.tracking, 'TR-1');
+
+  const steps = await view.steps();
+  assert.deepEqual(steps.map((s) => s.stepName), ['validate', 'pay', 'ship']);
+  const [pay] = await view.steps('pay');
+  assert.equal(pay.retryCount, 1);
+  assert.equal(pay.lastExecution.status, 'success');
+  const history = await pay.history();
+  assert.deepEqual(history.map((h) => h.status), ['success', 'failed'], 'newest first');
+  assert.equal(history[1].error, 'gateway timeout');
+  assert.equal(history[1].context.amount, '5');
+
+  const [validate] = await view.steps({ stepName: 'validate' });
+  const subs = await validate.subSteps();
+  assert.equal(subs.length, 1);
+  assert.equal(subs[0].name, 'inner');
+  assert.deepEqual(subs[0].payload, { x: 1 });
+
+  const shipped = await view.steps('ship:ship-1');
+  assert.equal(shipped.length, 1);
+
+  const byRef = await conn.threadsByRef({ refKey: 'orderId', refValue: 'O-1' });
+  assert.equal(byRef.totalCount, 1);
+  assert.equal(byRef.threads[0].id, t.threadId);
+  assert.equal((await conn.getThreadByRef({ refKey: 'orderId', refValue: 'O-1' })).id, t.threadId);
+  assert.equal((await conn.getThreadsByRef({ refKey: 'orderId', refValue: 'O-1' })).length, 1);
+  assert.equal(await conn.getThreadByRef({ refKey: 'orderId', refValue: 'no-such-order' }), null);
+
+  const integrity = await conn.verifyIntegrity(t.threadId);
+  assert.equal(integrity.verified, true);
+  assert.equal(integrity.totalEvents, 4, 'validate, pay twice, ship');
+  const { lastVerifiedAt, ...fromView } = await view.verifyIntegrity();
+  assert.ok(lastVerifiedAt);
+  assert.deepEqual(fromView, { verified: true, totalEvents: 4, brokenAt: null, error: null });
+
+  const attempts = await conn.stepHistory({ threadId: t.threadId, stepName: 'pay' });
+  assert.equal(attempts.length, 2);
+});
+
+test('linked threads form a chain', async () => {
+  const conn = await dial();
+  const parent = await conn.start('parent');
+  const child = await conn.start('child');
+  await child.linkThread(parent.threadId);
+  const chain = await conn.getThreadChain(child.threadId);
+  assert.deepEqual(chain.map((x) => x.id), [child.threadId, parent.threadId]);
+  assert.deepEqual((await (await conn.getThread(child.threadId)).chain(1)).map((x) => x.id), [child.threadId], 'maxDepth 1 is the root alone');
+});
+
+test('notifications reach the handler of their own event type', async () => {
+  const conn = await dial();
+  const got = { success: [], failed: [], violated: [], passed: [], completed: [], cancelled: [], any: [] };
+  await conn.subscribe('step.success', 'pay', (n) => { got.success.push(n); n.ack(); });
+  await conn.subscribe('step.failed', 'pay', (n) => { got.failed.push(n); n.ack(); });
+  await conn.subscribe('rule.violated', 'pay', (n) => { got.violated.push(n); n.ack(); });
+  await conn.subscribe('rule.passed', 'validate', (n) => { got.passed.push(n); n.ack(); });
+  await conn.subscribe('thread.completed', (n) => { got.completed.push(n); n.ack(); });
+  await conn.subscribe('thread.cancelled', (n) => { got.cancelled.push(n); n.ack(); });
+  await conn.subscribe('*', 'validate', (n) => { got.any.push(n); n.ack(); });
+
+  const bad = await conn.start('Order-N', { contract: 'order_flow' });
+  assert.equal(bad.contractName, 'order_flow');
+  // pay before validate: not an entry point, so the rule is violated.
+  await bad.step('pay').addContext({ amount: 1 }).failed('declined');
+  await waitFor(() => got.failed.length === 1 && got.violated.length === 1, 'step.failed and rule.violated for pay');
+  assert.equal(got.failed[0].event, 'step.failed');
+  assert.equal(got.failed[0].isFailed(), true);
+  assert.equal(got.violated[0].event, 'rule.violated');
+  assert.equal(got.violated[0].isViolated(), true);
+  assert.equal(got.success.length, 0, 'a failed step is not announced as step.success');
+
+  const good = await conn.start('Order-P', { contract: 'order_flow' });
+  await good.step('validate').addContext({ items: 2 }).success();
+  await waitFor(() => got.passed.length === 1 && got.any.length === 2, 'rule.passed and both events for validate');
+  assert.deepEqual(got.any.map((n) => n.event).sort(), ['rule.passed', 'step.success']);
+  assert.equal(got.passed[0].threadId, good.threadId);
+
+  const free = await conn.start('to-cancel');
+  await free.cancel('customer changed mind');
+  await waitFor(() => got.cancelled.length === 1, 'thread.cancelled');
+  assert.equal(got.cancelled[0].threadId, free.threadId);
+  assert.equal(got.completed.length, 0, 'a cancelled thread is not announced as completed');
+});
+
+test('validation results are readable from the connection and the thread', async () => {
+  const conn = await dial();
+  const t = await conn.start('Order-V', { contract: 'order_flow:1' });
+  assert.equal(t.role, 'checkout');
+  await t.step('validate').addContext({ items: 1 }).success();
+  await t.step('ship').success(); // skips pay: invalid transition
+  const all = await conn.getValidationResults(t.threadId);
+  assert.equal(all.length, 2);
+  const ship = await conn.getValidationResults(t.threadId, { stepName: 'ship' });
+  assert.equal(ship.length, 1);
+  assert.equal(ship[0].overallStatus, 'violated');
+  assert.ok(ship[0].validations.some((v) => v.type === 'invalid_transition'), JSON.stringify(ship[0].validations));
+  const viaView = await (await conn.getThread(t.threadId)).validationResults({ limit: 1 });
+  assert.equal(viaView.length, 1);
+});
+
+test('engine errors carry the engine\'s code', async () => {
+  const conn = await dial();
+  const t = await conn.start('Order-E', { contract: 'order_flow' });
+  await assert.rejects(t.complete(), (err) => err instanceof ThreadengineError && err.code === 'invalid_status_transition' && err.action === 'threadEnd');
+  const free = await conn.start('closed');
+  await free.cancel();
+  await assert.rejects(free.step('late').success(), { code: 'thread_closed' });
+  await assert.rejects(conn.getThread('00000000-0000-4000-8000-000000000000'), { code: 'not_found' });
+  await assert.rejects(conn.start({ contract: 'no_such_contract' }), (err) => err instanceof ThreadengineError && err.code !== undefined);
+  // The connection is still usable after errors.
+  const ok = await conn.start('after errors');
+  assert.match(ok.threadId, UUID);
+});
+
+test('a message over 1 MiB is refused before sending; the connection keeps working', async () => {
+  const conn = await dial();
+  const t = await conn.start('big');
+  const big = t.step('upload').addContext({ blob: 'x'.repeat(1_100_000) });
+  await assert.rejects(big.success(), { code: 'invalid_argument', message: /1048576 bytes/ });
+  const r = await t.step('small').success();
+  assert.equal(r.status, 'success');
+});
+
+test('the complexity limit surfaces the engine\'s code and numbers', async () => {
+  const conn = await dial();
+  const q = '{ threads(limit: 100) { threads { steps { history(limit: 1000) { attempt } } } } }';
+  await assert.rejects(conn.query(q), (err) => {
+    assert.equal(err.code, 'COMPLEXITY_LIMIT_EXCEEDED');
+    assert.equal(err.limit, 1000);
+    assert.ok(err.complexity > 1000, `complexity ${err.complexity}`);
+    assert.equal(err.status, 422);
+    assert.match(err.message, new RegExp(`complexity ${err.complexity}, which exceeds the limit of 1000`));
+    return true;
+  });
+  const ok = await conn.query('{ threads(limit: 1) { totalCount } }');
+  assert.ok(ok.extensions.cost > 0);
+  await assert.rejects(conn.query('{ nope }'), (err) => err.code !== undefined && err.code !== 'COMPLEXITY_LIMIT_EXCEEDED');
+});
+
+test('a bad API key is refused clearly, on both transports', async () => {
+  await assert.rejects(connect({ engineUrl: engine.url, apiKey: 'td_not-a-key' }), (err) => {
+    assert.equal(err.code, 'invalid_api_key');
+    assert.match(err.message, /refused the API key/);
+    return true;
+  });
+  const gql = new GraphQLClient(engine.url + '/graphql', 'td_not-a-key', fetch);
+  await assert.rejects(gql.request('{ threads { totalCount } }'), { code: 'invalid_api_key', status: 401 });
+});
+
+test('a revoked key fails GraphQL reads with invalid_api_key', async () => {
+  const created = await engine.admin('/v1/api-keys', { method: 'POST', body: JSON.stringify({ name: 'sdk-revoked' }) });
+  const conn = await dial({ apiKey: created.key });
+  await engine.admin(`/v1/api-keys/${created.api_key.id}`, { method: 'DELETE' });
+  await assert.rejects(conn.threads(), { code: 'invalid_api_key' });
+});
+
+test('an unreachable engine is reported as engine_unreachable', async () => {
+  const port = await closedPort();
+  await assert.rejects(connect({ engineUrl: `http://127.0.0.1:${port}`, apiKey: 'td_x', reconnect: false }), (err) => {
+    assert.equal(err.code, 'engine_unreachable');
+    assert.match(err.message, new RegExp(`127\\.0\\.0\\.1:${port}/threads`));
+    return true;
+  });
+  const gql = new GraphQLClient(`http://127.0.0.1:${port}/graphql`, 'td_x', fetch);
+  await assert.rejects(gql.request('{ threads { totalCount } }'), { code: 'engine_unreachable' });
+});
+
+test('engineUrl with a reverse-proxy prefix reaches the engine for writes and reads', async () => {
+  const proxy = await startPrefixProxy(engine.url.replace('http://', ''), '/engine');
+  try {
+    const conn = await connect({ engineUrl: proxy.url, apiKey: engine.apiKey, serviceName: 'proxied-service' });
+    assert.equal(conn.wsUrl, proxy.url.replace('http://', 'ws://') + '/threads');
+    const t = await conn.start('behind a proxy', { refs: { via: 'prefix' } });
+    await t.step('hop').success();
+    const view = await conn.getThread(t.threadId);
+    assert.equal(view.refs.via, 'prefix');
+    assert.equal((await view.steps()).length, 1);
+    await conn.close();
+    assert.equal(conn.state, 'closed');
+  } finally {
+    await proxy.stop();
+  }
+});
+
+test('close() settles everything and later calls fail with connection_closed', async () => {
+  const conn = await connect({ engineUrl: engine.url, apiKey: engine.apiKey });
+  const t = await conn.start('closing');
+  await conn.close();
+  assert.equal(conn.state, 'closed');
+  await assert.rejects(t.step('after').success(), { code: 'connection_closed' });
+  await conn.close(); // idempotent
+});
