@@ -1,4 +1,5 @@
 import net from 'node:net';
+import { readFileSync } from 'node:fs';
 
 /** Polls fn until it returns a truthy value (returned) or timeoutMs passes (throws). */
 export async function waitFor(fn, what, timeoutMs = 10_000) {
@@ -30,25 +31,5 @@ export async function closedPort() {
 
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-export const ORDER_FLOW = `
-contract_name: order_flow
-version: 1
-entry_points: [validate]
-parties: [checkout, warehouse]
-steps:
-  - id: validate
-    owner: checkout
-    business_context:
-      required: [items]
-  - id: pay
-    owner: checkout
-  - id: ship
-    owner: warehouse
-transitions:
-  - from: validate
-    to: pay
-  - from: pay
-    to: ship
-    max_retries: 1
-terminal_steps: [ship]
-`;
+// The order_flow contract the Go end-to-end tests use too.
+export const ORDER_FLOW = readFileSync(new URL('../../../../test/enginetest/order_flow.yaml', import.meta.url), 'utf8');
