@@ -264,21 +264,29 @@ func TestGroupCommitRoundsKeepChainsAndRows(t *testing.T) {
 	}
 }
 
+// storeWithThread opens a store of dialect d and starts one thread in it as
+// member u1.
+func storeWithThread(t *testing.T, d sqldb.Dialect, label string) (*sqldb.DB, *threadstore.Store, context.Context, ports.ThreadRecord) {
+	t.Helper()
+	db := sqldbtest.Open(t, d)
+	store := threadstore.New(db)
+	threads := app.NewThreads(store, nil, nil, []byte("secret"), nil)
+	ctx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u1", Role: domain.RoleMember})
+	th, err := threads.StartThread(ctx, app.StartThreadInput{Label: label})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, store, ctx, th
+}
+
 // More sub-steps than one statement's parameter budget (a full batch of
 // steps at the 256 sub-step limit) are split into several multi-row
 // statements, all in the same transaction.
 func TestManySubStepsSplitAcrossStatements(t *testing.T) {
 	for _, d := range sqldbtest.Dialects(t) {
 		t.Run(string(d), func(t *testing.T) {
-			db := sqldbtest.Open(t, d)
-			store := threadstore.New(db)
-			threads := app.NewThreads(store, nil, nil, []byte("secret"), nil)
-			ctx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u1", Role: domain.RoleMember})
-			th, err := threads.StartThread(ctx, app.StartThreadInput{Label: "subs"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = store.AppendStep(ctx, th.ID, "u1", "big", "k", false, func(v ports.StepTx) (ports.StepPlan, error) {
+			db, store, ctx, th := storeWithThread(t, d, "subs")
+			_, err := store.AppendStep(ctx, th.ID, "u1", "big", "k", false, func(v ports.StepTx) (ports.StepPlan, error) {
 				now := time.Now().UTC()
 				a := ports.Activity{ID: "act-1", ThreadID: th.ID, Seq: v.Thread.StepCount + 1, StepName: "big",
 					IdempotencyKey: "k", Status: "success", Attempt: 1, RecordedAt: now, Hash: "h", PrevHash: v.Thread.LastHash}
@@ -316,14 +324,7 @@ func TestManySubStepsSplitAcrossStatements(t *testing.T) {
 func TestStepInvocationIDRoundTrips(t *testing.T) {
 	for _, d := range sqldbtest.Dialects(t) {
 		t.Run(string(d), func(t *testing.T) {
-			db := sqldbtest.Open(t, d)
-			store := threadstore.New(db)
-			threads := app.NewThreads(store, nil, nil, []byte("secret"), nil)
-			ctx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u1", Role: domain.RoleMember})
-			th, err := threads.StartThread(ctx, app.StartThreadInput{Label: "inv"})
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, store, ctx, th := storeWithThread(t, d, "inv")
 			write := func(inv string) {
 				t.Helper()
 				_, err := store.AppendStep(ctx, th.ID, "u1", "pay", "k", false, func(v ports.StepTx) (ports.StepPlan, error) {
