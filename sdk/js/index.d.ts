@@ -20,7 +20,7 @@ export interface ConnectOptions {
   maxInFlight?: number;
   /** Default 10000. */
   connectTimeoutMs?: number;
-  /** How long to wait for the reply to a request sent on a live connection. Default 30000. */
+  /** How long to wait for a reply: to a WebSocket request once sent on a live connection, to a GraphQL request. Default 30000. */
   requestTimeoutMs?: number;
   /** Default 30000; the connection is treated as dead after two periods without any frame. */
   heartbeatIntervalMs?: number;

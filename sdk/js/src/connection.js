@@ -102,7 +102,7 @@ export class Connection {
     this.serviceName = o.serviceName;
     this.ownerId = null;
     this.companyId = null;
-    this.reader = new Reader(new GraphQLClient(o.graphqlUrl, o.apiKey, o.fetch));
+    this.reader = new Reader(new GraphQLClient(o.graphqlUrl, o.apiKey, o.fetch, o.requestTimeoutMs));
   }
 
   /** 'connecting' | 'open' | 'reconnecting' | 'closing' | 'closed' */

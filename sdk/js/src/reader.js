@@ -10,10 +10,11 @@ const INTEGRITY = 'verified lastVerifiedAt totalEvents brokenAt error';
 
 /** POSTs GraphQL to the engine and turns every failure into a ThreadengineError. */
 export class GraphQLClient {
-  constructor(url, apiKey, fetchImpl) {
+  constructor(url, apiKey, fetchImpl, timeoutMs = 30_000) {
     this.url = url;
     this.apiKey = apiKey;
     this.fetch = fetchImpl;
+    this.timeoutMs = timeoutMs;
   }
 
   /** @returns {Promise<{ data: any, extensions: Record<string, unknown> }>} */
@@ -25,12 +26,22 @@ export class GraphQLClient {
         method: 'POST',
         headers: { 'Content-Type': 'application/json', Accept: 'application/json', 'X-API-Key': this.apiKey },
         body: JSON.stringify({ query, variables }),
+        signal: AbortSignal.timeout(this.timeoutMs),
       });
     } catch (cause) {
+      if (cause?.name === 'TimeoutError') {
+        throw new ThreadengineError(ErrorCode.TIMEOUT, `no answer from ${this.url} within ${this.timeoutMs} ms`, { cause });
+      }
       const why = cause?.cause?.code ?? cause?.cause?.message ?? cause?.message ?? 'request failed';
       throw new ThreadengineError(ErrorCode.ENGINE_UNREACHABLE, `cannot reach the engine at ${this.url}: ${why}`, { cause });
     }
-    const text = await res.text();
+    let text;
+    try {
+      text = await res.text();
+    } catch (cause) {
+      const code = cause?.name === 'TimeoutError' ? ErrorCode.TIMEOUT : ErrorCode.ENGINE_UNREACHABLE;
+      throw new ThreadengineError(code, `reading the answer from ${this.url} failed: ${cause?.message}`, { cause });
+    }
     let body = null;
     try { body = JSON.parse(text); } catch { /* reported below */ }
     const errors = Array.isArray(body?.errors) ? body.errors : [];

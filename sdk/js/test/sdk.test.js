@@ -1,6 +1,7 @@
 // The SDK against a real engine started on loopback.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { connect, ThreadengineError } from '../src/index.js';
 import { GraphQLClient } from '../src/reader.js';
 import { startEngine, applyContract } from './helpers/engine.js';
@@ -223,6 +224,19 @@ test('an unreachable engine is reported as engine_unreachable', async () => {
   });
   const gql = new GraphQLClient(`http://127.0.0.1:${port}/graphql`, 'td_x', fetch);
   await assert.rejects(gql.request('{ threads { totalCount } }'), { code: 'engine_unreachable' });
+});
+
+test('a GraphQL request nobody answers times out with timeout', async () => {
+  const sockets = [];
+  const silent = net.createServer((s) => sockets.push(s)); // accepts, never answers
+  await new Promise((r) => silent.listen(0, '127.0.0.1', r));
+  try {
+    const gql = new GraphQLClient(`http://127.0.0.1:${silent.address().port}/graphql`, 'td_x', fetch, 200);
+    await assert.rejects(gql.request('{ threads { totalCount } }'), { code: 'timeout', message: /within 200 ms/ });
+  } finally {
+    for (const s of sockets) s.destroy();
+    await new Promise((r) => silent.close(r));
+  }
 });
 
 test('engineUrl with a reverse-proxy prefix reaches the engine for writes and reads', async () => {
