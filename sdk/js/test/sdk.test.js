@@ -143,6 +143,37 @@ test('notifications reach the handler of their own event type', async () => {
   assert.equal(got.completed.length, 0, 'a cancelled thread is not announced as completed');
 });
 
+test('invitations: another principal joins with the token, with the granted access level', async () => {
+  const owner = await dial();
+  const bot = await engine.admin('/v1/api-keys', {
+    method: 'POST', body: JSON.stringify({ name: 'partner', create_service_account: { name: 'partner-bot', role: 'member' } }),
+  });
+  const partner = await dial({ apiKey: bot.key, serviceName: 'partner-service' });
+  assert.notEqual(partner.ownerId, owner.ownerId);
+
+  const t = await owner.start('shared', { refs: { orderId: 'S-1' } });
+  await t.step('secret').addContext({ card: '4242' }, true).success();
+
+  const observe = await t.inviteParty({ role: 'auditor', accessLevel: 'observer', expiresIn: '1h' });
+  assert.equal(observe.accessLevel, 'observer');
+  assert.ok(observe.expiresAt > new Date());
+  const seen = await partner.join(observe.threadToken);
+  assert.equal(seen.threadId, t.threadId);
+  assert.equal(seen.accessLevel, 'observer');
+  // Reads are company-wide (one company per engine); writes follow access levels.
+  assert.equal((await partner.getThread(t.threadId)).refs.orderId, 'S-1');
+  await assert.rejects(seen.step('not allowed').success(), { code: 'forbidden' });
+
+  const [secret] = await (await owner.getThread(t.threadId)).steps('secret');
+  assert.deepEqual(secret.latestContext, { card: '4242', private_card: '4242' });
+
+  const work = await t.inviteParty({ role: 'warehouse', accessLevel: 'participant' });
+  const joined = await partner.join(work.threadToken);
+  assert.equal(joined.accessLevel, 'participant');
+  const r = await joined.step('picked').success();
+  assert.equal(r.duplicate, false);
+});
+
 test('validation results are readable from the connection and the thread', async () => {
   const conn = await dial();
   const t = await conn.start('Order-V', { contract: 'order_flow:1' });
