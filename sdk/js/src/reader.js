@@ -13,7 +13,9 @@ export class GraphQLClient {
   constructor(url, apiKey, fetchImpl, timeoutMs = 30_000) {
     this.url = url;
     this.apiKey = apiKey;
-    this.fetch = fetchImpl;
+    // Called unbound: browsers throw "Illegal invocation" when window.fetch
+    // runs with another `this`.
+    this.fetch = (input, init) => fetchImpl(input, init);
     this.timeoutMs = timeoutMs;
   }
 
