@@ -94,18 +94,18 @@ func TestJavaScriptSDK(t *testing.T) {
 	// and 20–21 can also be given the platform one with a flag, so both
 	// transports get tested there.
 	type pass struct {
-		name, nodeOptions, expect string
+		name, node, nodeOptions, expect string
 	}
 	var passes []pass
 	switch {
 	case major >= 22:
-		passes = []pass{{"platform WebSocket", "", "platform"}}
+		passes = []pass{{"platform WebSocket", "node", "", "platform"}}
 	case hasWS && major >= 20:
-		passes = []pass{{"ws package", "", "ws"}, {"platform WebSocket", "--experimental-websocket", "platform"}}
+		passes = []pass{{"ws package", "node", "", "ws"}, {"platform WebSocket", "node", "--experimental-websocket", "platform"}}
 	case hasWS:
-		passes = []pass{{"ws package", "", "ws"}}
+		passes = []pass{{"ws package", "node", "", "ws"}}
 	case major >= 20:
-		passes = []pass{{"platform WebSocket", "--experimental-websocket", "platform"}}
+		passes = []pass{{"platform WebSocket", "node", "--experimental-websocket", "platform"}}
 	default:
 		t.Skip("no WebSocket for the SDK: npm ci could not install ws and this Node.js has no built-in WebSocket")
 	}
@@ -113,9 +113,16 @@ func TestJavaScriptSDK(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no test files in %s/test: %v", dir, err)
 	}
+	// THREADENGINE_EXTRA_NODES lists other node binaries (colon-separated),
+	// e.g. a Node.js 18 from `npm install node@18`, to run the suite on too.
+	if extra := os.Getenv("THREADENGINE_EXTRA_NODES"); extra != "" && hasWS {
+		for _, b := range filepath.SplitList(extra) {
+			passes = append(passes, pass{"ws package, " + b, b, "", "ws"})
+		}
+	}
 	for _, p := range passes {
 		t.Run(p.name, func(t *testing.T) {
-			cmd := exec.CommandContext(ctx, "node", append([]string{"--test", "--test-reporter=spec"}, files...)...)
+			cmd := exec.CommandContext(ctx, p.node, append([]string{"--test", "--test-reporter=spec"}, files...)...)
 			cmd.Dir = dir
 			cmd.Env = append(os.Environ(), "THREADENGINE_BIN="+bin, "NODE_OPTIONS="+p.nodeOptions,
 				"THREADENGINE_EXPECT_WEBSOCKET="+p.expect)
