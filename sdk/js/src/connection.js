@@ -152,6 +152,10 @@ export class Connection {
         return;
       }
       ws.binaryType = 'arraybuffer';
+      // Kept for the socket's whole life: the ws package throws an 'error'
+      // event nobody listens to (closing a socket that is still connecting,
+      // for one), which would crash the process.
+      ws.addEventListener('error', () => {});
       let done = false;
       const finish = (err, value) => {
         if (done) return;
@@ -205,7 +209,6 @@ export class Connection {
     this.#lastFrameAt = Date.now();
     ws.addEventListener('message', (ev) => { if (ws === this.#ws) this.#onFrame(frameText(ev.data)); });
     ws.addEventListener('close', (ev) => this.#onSocketGone(ws, ev?.code, ev?.reason));
-    ws.addEventListener('error', () => { /* a close event follows */ });
     const every = this.#o.heartbeatIntervalMs;
     this.#heartbeat = setInterval(() => {
       if (Date.now() - this.#lastFrameAt > 2 * every + 1000) {

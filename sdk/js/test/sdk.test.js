@@ -257,6 +257,21 @@ test('an unreachable engine is reported as engine_unreachable', async () => {
   await assert.rejects(gql.request('{ threads { totalCount } }'), { code: 'engine_unreachable' });
 });
 
+test('an engine that accepts TCP but never answers the handshake times out without crashing', async () => {
+  const sockets = [];
+  const silent = net.createServer((s) => sockets.push(s));
+  await new Promise((r) => silent.listen(0, '127.0.0.1', r));
+  try {
+    await assert.rejects(connect({ engineUrl: `http://127.0.0.1:${silent.address().port}`, apiKey: 'td_x', connectTimeoutMs: 200 }),
+      { code: 'timeout', message: /did not answer connect within 200 ms/ });
+    // The ws package reports the abandoned handshake as an 'error' event a tick later.
+    await new Promise((r) => setTimeout(r, 100));
+  } finally {
+    for (const s of sockets) s.destroy();
+    await new Promise((r) => silent.close(r));
+  }
+});
+
 test('a GraphQL request nobody answers times out with timeout', async () => {
   const sockets = [];
   const silent = net.createServer((s) => sockets.push(s)); // accepts, never answers
