@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"hash/fnv"
+	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -290,7 +291,11 @@ const maxBatch = 32
 func (s *Store) startCommitters() {
 	n := 1 // SQLite has one writer connection
 	if s.db.Dialect == sqldb.Postgres {
-		n = 8 // each holds one pooled connection while committing
+		// Each committer holds one pooled connection while committing. Fewer
+		// committers make larger batches; on 2 cores, 2 of them acknowledged
+		// 25–35 % more steps than 8 did (and halved p99), so scale with the
+		// cores rather than fixing a number.
+		n = min(8, max(2, runtime.GOMAXPROCS(0)))
 	}
 	s.shards = make([]chan *appendJob, n)
 	for i := range s.shards {
