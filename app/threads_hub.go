@@ -31,7 +31,18 @@ type Hub struct {
 	maxDeliveries  int
 	rr             int
 	log            *slog.Logger
+	// A notification for a principal whose subscribed session went away less
+	// than holdFor ago waits here (at most maxHeld) for that principal to
+	// subscribe again, so an SDK that reconnects does not miss what happened
+	// in between. Kept in memory only.
+	held    []*delivery
+	holdFor time.Duration
+	leftAt  map[string]time.Time // principal → when its last subscribed session closed
+	now     func() time.Time
 }
+
+// maxHeld bounds the notifications held for reconnecting principals.
+const maxHeld = 10_000
 
 // HubSession is a subscriber's registration.
 type HubSession struct {
@@ -52,6 +63,7 @@ type delivery struct {
 	deliveries int
 	session    *HubSession
 	timer      *time.Timer
+	heldAt     time.Time
 }
 
 // NewHub returns a hub with the protocol's defaults (30 s, 3 deliveries).
@@ -60,7 +72,16 @@ func NewHub(log *slog.Logger) *Hub {
 		log = slog.Default()
 	}
 	return &Hub{sessions: map[*HubSession]struct{}{}, deliveries: map[string]*delivery{},
-		redeliverAfter: 30 * time.Second, maxDeliveries: 3, log: log}
+		redeliverAfter: 30 * time.Second, maxDeliveries: 3, log: log,
+		holdFor: time.Minute, leftAt: map[string]time.Time{}, now: time.Now}
+}
+
+// SetHoldFor changes how long notifications are held for a principal whose
+// subscribed session closed (tests shorten it; 0 disables holding).
+func (h *Hub) SetHoldFor(d time.Duration) {
+	h.mu.Lock()
+	h.holdFor = d
+	h.mu.Unlock()
 }
 
 // SetRedeliverAfter changes the acknowledgement timeout (tests shorten it).
@@ -92,8 +113,9 @@ func (s *HubSession) Subscribe(key string, eventTypes []string) {
 		set[NormalizeEventType(e)] = true
 	}
 	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
 	s.keys[key] = set
-	s.hub.mu.Unlock()
+	s.hub.release()
 }
 
 // NormalizeEventType maps the Node vocabulary onto the engine's.
@@ -126,8 +148,9 @@ func (s *HubSession) Unsubscribe(key string) {
 // when its principal does not own the thread (it joined it).
 func (s *HubSession) AddThread(id string) {
 	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
 	s.threads[id] = true
-	s.hub.mu.Unlock()
+	s.hub.release()
 }
 
 // Ack acknowledges a push by its token; unknown tokens are ignored (the push
@@ -162,6 +185,9 @@ func (s *HubSession) Close() {
 	}
 	s.closed = true
 	delete(h.sessions, s)
+	if len(s.keys) > 0 {
+		h.leftAt[s.principalID] = h.now()
+	}
 	pending := append([]*delivery{}, s.queue...)
 	for _, d := range s.inFlight {
 		if d.timer != nil {
@@ -200,9 +226,8 @@ func routingKeys(n ports.NotificationRecord) []string {
 	return keys
 }
 
-// route picks one matching session (round robin, preferring one with room)
-// and queues the delivery there. Caller holds h.mu.
-func (h *Hub) route(d *delivery) {
+// candidates are the live sessions a delivery may go to. Caller holds h.mu.
+func (h *Hub) candidates(d *delivery) []*HubSession {
 	keys := routingKeys(d.n)
 	var cands []*HubSession
 	for s := range h.sessions {
@@ -216,8 +241,17 @@ func (h *Hub) route(d *delivery) {
 			}
 		}
 	}
+	return cands
+}
+
+// route picks one matching session (round robin, preferring one with room)
+// and queues the delivery there; with none, it holds the delivery if its
+// owner may be reconnecting. Caller holds h.mu.
+func (h *Hub) route(d *delivery) {
+	cands := h.candidates(d)
 	if len(cands) == 0 {
-		return // persisted; nobody is listening now
+		h.hold(d)
+		return
 	}
 	h.rr++
 	var pick *HubSession
@@ -239,6 +273,53 @@ func (h *Hub) route(d *delivery) {
 	d.session = pick
 	pick.queue = append(pick.queue, d)
 	h.pump(pick)
+}
+
+// hold keeps a delivery nobody can take now when its owner's subscribed
+// session closed recently; otherwise it stays only in the database.
+// Caller holds h.mu.
+func (h *Hub) hold(d *delivery) {
+	left, ok := h.leftAt[d.n.OwnerID]
+	now := h.now()
+	if !ok || now.Sub(left) > h.holdFor {
+		return
+	}
+	if len(h.held) >= maxHeld {
+		h.log.Warn("notification not held: too many waiting for reconnects", "notification_id", d.n.ID)
+		return
+	}
+	d.heldAt = now
+	h.held = append(h.held, d)
+}
+
+// release routes held deliveries that a session can now take and forgets
+// expired ones. Caller holds h.mu.
+func (h *Hub) release() {
+	if len(h.held) == 0 {
+		return
+	}
+	now := h.now()
+	keep := h.held[:0]
+	var ready []*delivery
+	for _, d := range h.held {
+		switch {
+		case now.Sub(d.heldAt) > h.holdFor:
+		case len(h.candidates(d)) > 0:
+			ready = append(ready, d)
+		default:
+			keep = append(keep, d)
+		}
+	}
+	clear(h.held[len(keep):])
+	h.held = keep
+	for p, t := range h.leftAt {
+		if now.Sub(t) > h.holdFor {
+			delete(h.leftAt, p)
+		}
+	}
+	for _, d := range ready {
+		h.route(d)
+	}
 }
 
 // pump sends queued deliveries while the session has room. Caller holds h.mu.

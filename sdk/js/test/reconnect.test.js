@@ -56,6 +56,24 @@ test('after a drop the connection comes back and keeps its subscriptions', async
   assert.equal((await reader.getThread(t.threadId)).id, t.threadId);
 });
 
+test('a notification raised while disconnected arrives after the reconnect', async () => {
+  const conn = await dialProxy();
+  const heard = [];
+  await conn.subscribe('step.success', 'while-away', (n) => { heard.push(n.threadId); n.ack(); });
+  const t = await conn.start('away');
+  proxy.refuse(true);
+  const gone = nextEvent(conn, 'disconnected');
+  proxy.dropAll();
+  await gone;
+  // Another connection of the same principal (with no subscriptions) records the step meanwhile.
+  await reader.thread(t.threadId).step('while-away').success();
+  const back = nextEvent(conn, 'reconnected');
+  proxy.refuse(false);
+  await back;
+  await waitFor(() => heard.length === 1, 'the held notification');
+  assert.deepEqual(heard, [t.threadId]);
+});
+
 for (const status of ['failed', 'success']) {
   test(`a ${status} step whose reply was lost is recorded once`, async () => {
     const conn = await dialProxy();
