@@ -54,6 +54,48 @@ test('after a drop the connection comes back and keeps its subscriptions', async
   assert.equal(r.duplicate, false);
   await waitFor(() => seen.length === 1, 'the notification for a step recorded after the reconnect');
   assert.equal((await reader.getThread(t.threadId)).id, t.threadId);
+  const before = await attempts(t.threadId, 'before-drop');
+  assert.equal(before.length, 1, 'the step recorded before the drop has exactly one attempt');
+  assert.equal(before[0].status, 'success');
+  assert.equal(before[0].attempt, 1);
+  assert.equal((await attempts(t.threadId, 'after-drop')).length, 1);
+});
+
+test('reconnect delays grow while attempts keep failing, up to maxDelayMs, and start over after a success', async () => {
+  const initialDelayMs = 20;
+  const maxDelayMs = 160;
+  const conn = await dialProxy({ reconnect: { initialDelayMs, maxDelayMs } });
+  const events = [];
+  const off = conn.on('reconnecting', (e) => events.push(e));
+  proxy.refuse(true);
+  proxy.dropAll();
+  // Every attempt is refused by the proxy: attempts 1–4 double the window, 5–6 stay at the cap.
+  await waitFor(() => events.length >= 6, 'six reconnect attempts');
+  const back = nextEvent(conn, 'reconnected');
+  proxy.refuse(false);
+  await back;
+  off();
+  const delays = events.slice(0, 6).map((e) => e.delayMs);
+  assert.deepEqual(events.slice(0, 6).map((e) => e.attempt), [1, 2, 3, 4, 5, 6]);
+  events.slice(0, 6).forEach(({ attempt, delayMs }) => {
+    // Jitter picks a delay in [window/2, window]; the window doubles each attempt up to the cap.
+    const window = Math.min(maxDelayMs, initialDelayMs * 2 ** (attempt - 1));
+    assert.ok(delayMs >= window / 2 && delayMs <= window, `attempt ${attempt}: ${delayMs} ms outside [${window / 2}, ${window}] (${delays})`);
+  });
+  // Consecutive windows overlap only at their edges, so jitter cannot make a later delay shorter.
+  for (let i = 1; i < 4; i++) assert.ok(delays[i] >= delays[i - 1], `delays do not grow: ${delays}`);
+  assert.ok(delays[3] >= 4 * delays[0], `delays do not grow: ${delays}`);
+  assert.ok(delays.every((d) => d <= maxDelayMs), `a delay above maxDelayMs: ${delays}`);
+
+  // After a successful reconnect the next drop starts from the first window again.
+  const next = nextEvent(conn, 'reconnecting');
+  const again = nextEvent(conn, 'reconnected');
+  proxy.dropAll();
+  const first = await next;
+  assert.equal(first.attempt, 1);
+  assert.ok(first.delayMs <= initialDelayMs, `after a success the delay restarts: ${first.delayMs} ms`);
+  await again;
+  assert.equal(conn.state, 'open');
 });
 
 test('a notification raised while disconnected arrives after the reconnect', async () => {

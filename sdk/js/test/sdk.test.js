@@ -50,6 +50,14 @@ test('write a thread, then read it back', async () => {
 
   const ship = await t.step('ship').idempotencyKey('ship-1').success();
   assert.equal(ship.idempotencyKey, 'ship-1');
+  const n1 = await t.step('notify').addContext({ to: 'a@example.com' }).error({ error: 'mailer down' });
+  assert.equal(n1.status, 'error');
+  assert.equal(n1.duplicate, false);
+  // error() is a failure to the engine: the same step again is a retry, not a duplicate.
+  const n2 = await t.step('notify').addContext({ to: 'a@example.com' }).success();
+  assert.equal(n2.duplicate, false);
+  assert.equal(n2.retryCount, 1);
+  assert.equal(n2.idempotencyKey, n1.idempotencyKey);
   await t.addRefs({ tracking: 'TR-1' });
   const end = await t.complete('done');
   assert.equal(end.status, 'completed');
@@ -62,7 +70,7 @@ test('write a thread, then read it back', async () => {
   assert.equal(view.refs.tracking, 'TR-1');
 
   const steps = await view.steps();
-  assert.deepEqual(steps.map((s) => s.stepName), ['validate', 'pay', 'ship']);
+  assert.deepEqual(steps.map((s) => s.stepName), ['validate', 'pay', 'ship', 'notify']);
   const [pay] = await view.steps('pay');
   assert.equal(pay.retryCount, 1);
   assert.equal(pay.lastExecution.status, 'success');
@@ -70,6 +78,14 @@ test('write a thread, then read it back', async () => {
   assert.deepEqual(history.map((h) => h.status), ['success', 'failed'], 'newest first');
   assert.equal(history[1].error, 'gateway timeout');
   assert.equal(history[1].context.amount, '5');
+  const payByName = await view.history('pay');
+  assert.deepEqual(payByName.map((h) => [h.attempt, h.status]), [[2, 'success'], [1, 'failed']]);
+  assert.equal(payByName[1].error, 'gateway timeout');
+  const notify = await view.history('notify');
+  assert.deepEqual(notify.map((h) => h.status), ['success', 'error'], 'the error() attempt is stored with status error');
+  assert.equal(notify[1].error, 'mailer down');
+  assert.equal(notify[1].context.to, 'a@example.com');
+  assert.deepEqual(await view.history('no-such-step'), []);
 
   const [validate] = await view.steps({ stepName: 'validate' });
   const subs = await validate.subSteps();
@@ -89,10 +105,10 @@ test('write a thread, then read it back', async () => {
 
   const integrity = await conn.verifyIntegrity(t.threadId);
   assert.equal(integrity.verified, true);
-  assert.equal(integrity.totalEvents, 4, 'validate, pay twice, ship');
+  assert.equal(integrity.totalEvents, 6, 'validate, pay twice, ship, notify twice');
   const { lastVerifiedAt, ...fromView } = await view.verifyIntegrity();
   assert.ok(lastVerifiedAt);
-  assert.deepEqual(fromView, { verified: true, totalEvents: 4, brokenAt: null, error: null });
+  assert.deepEqual(fromView, { verified: true, totalEvents: 6, brokenAt: null, error: null });
 
   const attempts = await conn.stepHistory({ threadId: t.threadId, stepName: 'pay' });
   assert.equal(attempts.length, 2);
@@ -141,6 +157,54 @@ test('notifications reach the handler of their own event type', async () => {
   await waitFor(() => got.cancelled.length === 1, 'thread.cancelled');
   assert.equal(got.cancelled[0].threadId, free.threadId);
   assert.equal(got.completed.length, 0, 'a cancelled thread is not announced as completed');
+});
+
+test('a subscribed connection hears thread.completed for the thread it completes', async () => {
+  // A principal of its own: the hub gives each notification to one session of
+  // the thread's owner, so no other test's connection can take it.
+  const bot = await engine.admin('/v1/api-keys', {
+    method: 'POST', body: JSON.stringify({ name: 'completer', create_service_account: { name: 'completer-bot', role: 'member' } }),
+  });
+  const conn = await dial({ apiKey: bot.key, serviceName: 'completer-service' });
+  const completed = [];
+  const cancelled = [];
+  await conn.subscribe('thread.completed', (n) => { completed.push(n); n.ack(); });
+  await conn.subscribe('thread.cancelled', (n) => { cancelled.push(n); n.ack(); });
+  const other = await conn.start('left open');
+  const t = await conn.start('to-complete');
+  const end = await t.complete('all done');
+  assert.equal(end.status, 'completed');
+  await waitFor(() => completed.length === 1, 'thread.completed');
+  const [n] = completed;
+  assert.equal(n.event, 'thread.completed');
+  assert.equal(n.threadId, t.threadId);
+  assert.notEqual(n.threadId, other.threadId);
+  assert.equal(n.ownerId, conn.ownerId);
+  assert.equal(cancelled.length, 0, 'a completed thread is not announced as cancelled');
+});
+
+test('ack() reaches the engine: with maxInFlight 1 the next notification waits for it', async () => {
+  const conn = await dial({ maxInFlight: 1 });
+  const got = [];
+  await conn.subscribe('step.success', 'ack-gated', (n) => { got.push(n); }); // acked by hand below
+  const a = await conn.start('ack-a');
+  const b = await conn.start('ack-b');
+  await a.step('ack-gated').success();
+  await waitFor(() => got.length === 1, 'the first notification');
+  // The engine publishes before it replies, so the second notification is
+  // waiting in the engine once this resolves; unacknowledged, the first fills
+  // the only slot.
+  await b.step('ack-gated').success();
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal(got.length, 1, 'nothing more is pushed while the first notification is unacknowledged');
+  assert.equal(got[0].threadId, a.threadId);
+  got[0].ack();
+  assert.equal(got[0].acked, true);
+  // The engine redelivers only after 30 s, so arriving within waitFor's 10 s
+  // means the ack freed the slot.
+  await waitFor(() => got.length === 2, 'the second notification, released by the ack');
+  assert.equal(got[1].threadId, b.threadId);
+  got[1].ack();
 });
 
 test('invitations: another principal joins with the token, with the granted access level', async () => {
@@ -198,7 +262,13 @@ test('engine errors carry the engine\'s code', async () => {
   await free.cancel();
   await assert.rejects(free.step('late').success(), { code: 'thread_closed' });
   await assert.rejects(conn.getThread('00000000-0000-4000-8000-000000000000'), { code: 'not_found' });
-  await assert.rejects(conn.start({ contract: 'no_such_contract' }), (err) => err instanceof ThreadengineError && err.code !== undefined);
+  await assert.rejects(conn.start({ contract: 'no_such_contract' }), (err) => {
+    assert.ok(err instanceof ThreadengineError);
+    assert.equal(err.code, 'not_found');
+    assert.equal(err.action, 'startThread');
+    assert.match(err.message, /contract no_such_contract not found/);
+    return true;
+  });
   // The connection is still usable after errors.
   const ok = await conn.start('after errors');
   assert.match(ok.threadId, UUID);
@@ -226,7 +296,12 @@ test('the complexity limit surfaces the engine\'s code and numbers', async () =>
   });
   const ok = await conn.query('{ threads(limit: 1) { totalCount } }');
   assert.ok(ok.extensions.cost > 0);
-  await assert.rejects(conn.query('{ nope }'), (err) => err.code !== undefined && err.code !== 'COMPLEXITY_LIMIT_EXCEEDED');
+  await assert.rejects(conn.query('{ nope }'), (err) => {
+    assert.equal(err.code, 'GRAPHQL_VALIDATION_FAILED');
+    assert.equal(err.status, 422);
+    assert.match(err.message, /nope/);
+    return true;
+  });
 });
 
 test('a bad API key is refused clearly, on both transports', async () => {
