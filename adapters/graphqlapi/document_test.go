@@ -1,6 +1,8 @@
 package graphqlapi
 
 import (
+	"bytes"
+	"context"
 	"io"
 	"log/slog"
 	"strings"
@@ -8,8 +10,10 @@ import (
 
 	"github.com/threadengine/engine/adapters/graphqlapi/graphqltest"
 	"github.com/threadengine/engine/adapters/sqldb"
+	"github.com/threadengine/engine/adapters/threadquery"
 	"github.com/threadengine/engine/app"
 	"github.com/threadengine/engine/domain"
+	"github.com/threadengine/engine/ports"
 )
 
 func testHandler(t testing.TB) *Handler {
@@ -188,5 +192,54 @@ func BenchmarkThreadWith20Steps(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// snapshotQueries answers GetThreads and Steps from memory and everything
+// else from the real store it wraps.
+type snapshotQueries struct {
+	ports.ThreadQueries
+	threads []ports.ThreadView
+	steps   map[string][]ports.StepView
+}
+
+func (s snapshotQueries) GetThreads(context.Context, []string) ([]ports.ThreadView, error) {
+	return s.threads, nil
+}
+
+func (s snapshotQueries) Steps(context.Context, []string, ports.StepFilter, int) (map[string][]ports.StepView, error) {
+	return s.steps, nil
+}
+
+// BenchmarkThreadWith20StepsInMemory runs the thread(id) query of the load
+// test through Execute with its thread and 20 steps already in memory: what
+// cost analysis, graph-gophers' executor, the resolvers and JSON encoding
+// cost per request without SQL or HTTP, i.e. the engine's floor for it.
+func BenchmarkThreadWith20StepsInMemory(b *testing.B) {
+	f := newFixture(b, sqldb.SQLite)
+	s := f.seed(b, "bench", 20)
+	store := threadquery.New(f.db)
+	threads, err := store.GetThreads(f.ctx, []string{s.ID})
+	if err != nil || len(threads) != 1 {
+		b.Fatalf("thread: %v %d", err, len(threads))
+	}
+	steps, err := store.Steps(f.ctx, []string{s.ID}, ports.StepFilter{}, 100)
+	if err != nil || len(steps[s.ID]) != 20 {
+		b.Fatalf("steps: %v %d", err, len(steps[s.ID]))
+	}
+	q := app.NewQueries(app.QueriesDeps{Store: snapshotQueries{ThreadQueries: store, threads: threads, steps: steps},
+		ChainSecrets: app.ChainSecrets(testSecret)})
+	h, err := New(q, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	vars := map[string]any{"id": s.ID}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		res, status := h.Execute(f.ctx, Request{Query: ThreadWith20Steps, Variables: vars})
+		if status != 200 || len(res.Errors) > 0 || !bytes.Contains(res.Data, []byte(`"latestStepID"`)) {
+			b.Fatalf("%d %+v", status, res.Errors)
+		}
 	}
 }
