@@ -396,19 +396,25 @@ func (s *Identity) UpdateUser(ctx context.Context, id string, patch UserPatch) (
 // administrators (they cannot activate invitations); the OIDC sign-in and the
 // test harness call it after the person has proven their email.
 func (s *Identity) ActivateBySignIn(ctx context.Context, userID string) (domain.User, error) {
-	now := s.now()
-	var before domain.User
-	u, err := s.d.Users.UpdateUser(ctx, userID, func(u *domain.User, _ []string) error {
-		before = *u
-		return u.ActivateBySignIn(now)
-	})
+	u, changed, err := activateUser(ctx, s.d.Users, userID, s.now())
 	if err != nil {
 		return domain.User{}, err
 	}
-	if before.Status != u.Status {
+	if changed {
 		s.audit(ctx, domain.Principal{Kind: domain.PrincipalUser, ID: u.ID}, "user.activated", u.ID, map[string]any{"email": u.Email})
 	}
 	return u, nil
+}
+
+// activateUser applies the sign-in activation rule under the user's row lock
+// and reports whether the status changed (for the audit entry).
+func activateUser(ctx context.Context, users ports.Users, userID string, now time.Time) (domain.User, bool, error) {
+	var before domain.Status
+	u, err := users.UpdateUser(ctx, userID, func(u *domain.User, _ []string) error {
+		before = u.Status
+		return u.ActivateBySignIn(now)
+	})
+	return u, err == nil && before != u.Status, err
 }
 
 // errOwnerExists is returned by BootstrapOwner once an installation has an admin.

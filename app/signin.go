@@ -262,16 +262,11 @@ func (s *SignIn) bind(ctx context.Context, id RegistryIdentity, u domain.User) e
 // archived users are refused by the domain rule.
 func (s *SignIn) activate(ctx context.Context, userID string) (domain.User, error) {
 	defer s.invalidateAuth()
-	now := s.now()
-	var before domain.User
-	u, err := s.d.Users.UpdateUser(ctx, userID, func(u *domain.User, _ []string) error {
-		before = *u
-		return u.ActivateBySignIn(now)
-	})
+	u, changed, err := activateUser(ctx, s.d.Users, userID, s.now())
 	if err != nil {
 		return domain.User{}, err
 	}
-	if before.Status != u.Status {
+	if changed {
 		s.audit(ctx, u.ID, "user.activated", map[string]any{"email": u.Email, "via": "registry"})
 	}
 	return u, nil
