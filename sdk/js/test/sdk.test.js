@@ -27,6 +27,15 @@ async function dial(options = {}) {
   return c;
 }
 
+// dialAs connects as a new member service account: a principal of its own,
+// whose notifications no other test's connection can take.
+async function dialAs(name) {
+  const created = await engine.admin('/v1/api-keys', {
+    method: 'POST', body: JSON.stringify({ name, create_service_account: { name: `${name}-bot`, role: 'member' } }),
+  });
+  return dial({ apiKey: created.key, serviceName: `${name}-service` });
+}
+
 test('write a thread, then read it back', async () => {
   const conn = await dial();
   assert.equal(conn.wsUrl, engine.url.replace('http://', 'ws://') + '/threads');
@@ -162,10 +171,7 @@ test('notifications reach the handler of their own event type', async () => {
 test('a subscribed connection hears thread.completed for the thread it completes', async () => {
   // A principal of its own: the hub gives each notification to one session of
   // the thread's owner, so no other test's connection can take it.
-  const bot = await engine.admin('/v1/api-keys', {
-    method: 'POST', body: JSON.stringify({ name: 'completer', create_service_account: { name: 'completer-bot', role: 'member' } }),
-  });
-  const conn = await dial({ apiKey: bot.key, serviceName: 'completer-service' });
+  const conn = await dialAs('completer');
   const completed = [];
   const cancelled = [];
   await conn.subscribe('thread.completed', (n) => { completed.push(n); n.ack(); });
@@ -209,10 +215,7 @@ test('ack() reaches the engine: with maxInFlight 1 the next notification waits f
 
 test('invitations: another principal joins with the token, with the granted access level', async () => {
   const owner = await dial();
-  const bot = await engine.admin('/v1/api-keys', {
-    method: 'POST', body: JSON.stringify({ name: 'partner', create_service_account: { name: 'partner-bot', role: 'member' } }),
-  });
-  const partner = await dial({ apiKey: bot.key, serviceName: 'partner-service' });
+  const partner = await dialAs('partner');
   assert.notEqual(partner.ownerId, owner.ownerId);
 
   const t = await owner.start('shared', { refs: { orderId: 'S-1' } });
