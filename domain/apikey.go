@@ -101,8 +101,8 @@ func NewAPIKey(id, name, secret, userID, serviceAccountID, createdBy string, exp
 // Errors for unusable keys. They are distinct so clients can tell a rotated
 // key from an expired one.
 var (
-	ErrAPIKeyRevoked = E(KindUnauthenticated, CodeAPIKeyRevoked, "the API key has been revoked")
-	ErrAPIKeyExpired = E(KindUnauthenticated, CodeAPIKeyExpired, "the API key has expired")
+	ErrAPIKeyRevoked = NewBase(KindUnauthenticated, CodeAPIKeyRevoked, "the API key has been revoked")
+	ErrAPIKeyExpired = NewBase(KindUnauthenticated, CodeAPIKeyExpired, "the API key has expired")
 )
 
 // CheckUsable reports why k cannot be used at now, if it cannot.
@@ -124,18 +124,20 @@ func (k *APIKey) Revoke(now time.Time) {
 }
 
 // ServiceAccount is a non-human principal with its own lifecycle. Its role is
-// member or viewer: a service account is never an administrator.
+// member or viewer: a service account is never an administrator. Its scope,
+// fixed at creation, says which threads it reads (see ReadScope).
 type ServiceAccount struct {
 	ID        string
 	Name      string
 	Role      Role
+	Scope     ReadScope
 	Active    bool
 	CreatedBy string
 	CreatedAt time.Time
 }
 
 // NewServiceAccount validates a service account to be created.
-func NewServiceAccount(id, name string, role Role, createdBy string, now time.Time) (ServiceAccount, error) {
+func NewServiceAccount(id, name string, role Role, scope ReadScope, createdBy string, now time.Time) (ServiceAccount, error) {
 	name = strings.TrimSpace(name)
 	if name == "" {
 		return ServiceAccount{}, Invalid("name", "service account name is required")
@@ -150,5 +152,9 @@ func NewServiceAccount(id, name string, role Role, createdBy string, now time.Ti
 	default:
 		return ServiceAccount{}, Invalid("service_account_role", "unknown role %q: must be member or viewer", role)
 	}
-	return ServiceAccount{ID: id, Name: name, Role: role, Active: true, CreatedBy: createdBy, CreatedAt: now}, nil
+	scope, err := ParseReadScope(string(scope))
+	if err != nil {
+		return ServiceAccount{}, err
+	}
+	return ServiceAccount{ID: id, Name: name, Role: role, Scope: scope, Active: true, CreatedBy: createdBy, CreatedAt: now}, nil
 }

@@ -10,6 +10,7 @@ import (
 )
 
 func TestAPIKeySecret(t *testing.T) {
+	t.Parallel()
 	s, err := NewAPIKeySecret(rand.Reader)
 	if err != nil || !strings.HasPrefix(s, "td_") || !LooksLikeAPIKey(s) {
 		t.Fatalf("NewAPIKeySecret = %q, %v", s, err)
@@ -35,6 +36,7 @@ func TestAPIKeySecret(t *testing.T) {
 }
 
 func TestNewAPIKey(t *testing.T) {
+	t.Parallel()
 	future, past := idT0.Add(time.Hour), idT0.Add(-time.Hour)
 	cases := []struct {
 		name, keyName, user, sa string
@@ -65,6 +67,7 @@ func TestNewAPIKey(t *testing.T) {
 }
 
 func TestCheckUsableAndRevoke(t *testing.T) {
+	t.Parallel()
 	exp := idT0.Add(time.Hour)
 	k := APIKey{ID: "k", ExpiresAt: &exp}
 	if err := k.CheckUsable(idT0); err != nil {
@@ -87,18 +90,23 @@ func TestCheckUsableAndRevoke(t *testing.T) {
 }
 
 func TestNewServiceAccount(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
-		name  string
-		role  Role
-		field string
+		name      string
+		role      Role
+		scope     ReadScope
+		field     string
+		wantScope ReadScope
 	}{
-		{"bot", RoleMember, ""}, {"bot", RoleViewer, ""},
-		{"bot", RoleAdmin, "service_account_role"}, {"bot", Role("x"), "service_account_role"},
-		{" ", RoleMember, "name"},
+		{"bot", RoleMember, "", "", ScopeCompany}, {"bot", RoleViewer, ScopeParty, "", ScopeParty},
+		{"bot", RoleMember, ScopeCompany, "", ScopeCompany},
+		{"bot", RoleMember, ReadScope("own"), "scope", ""},
+		{"bot", RoleAdmin, "", "service_account_role", ""}, {"bot", Role("x"), "", "service_account_role", ""},
+		{" ", RoleMember, "", "name", ""},
 	} {
-		sa, err := NewServiceAccount("id", c.name, c.role, "u", idT0)
+		sa, err := NewServiceAccount("id", c.name, c.role, c.scope, "u", idT0)
 		if c.field == "" {
-			if err != nil || !sa.Active || sa.Role != c.role {
+			if err != nil || !sa.Active || sa.Role != c.role || sa.Scope != c.wantScope {
 				t.Errorf("%s/%s: %+v %v", c.name, c.role, sa, err)
 			}
 			continue

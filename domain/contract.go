@@ -24,10 +24,6 @@ const (
 	StepTypeHumanInLoop = "human_in_loop"
 )
 
-// CodeContractVersionConflict: the uploaded version exists already or is not
-// newer than the latest stored version of the contract.
-const CodeContractVersionConflict Code = "contract_version_conflict"
-
 // Limits on one contract. They keep parsing and validation cheap for any input
 // (the parser is fuzzed) and match the reference engine's 512-step bound.
 const (
@@ -87,6 +83,10 @@ type Transition struct {
 	To         []string `json:"to"`
 	MaxRetries int      `json:"max_retries,omitempty"`
 	CanRetry   bool     `json:"can_retry"`
+	// Timeout bounds the wait for the next step: one of To must be recorded
+	// within Timeout of From's success (step_timeout_exceeded, major, rule
+	// transition_timeout); 0 means unbounded.
+	Timeout time.Duration `json:"timeout,omitempty"`
 }
 
 // ContractProblem is one reason a contract source was rejected. Field is a
@@ -139,10 +139,31 @@ func (c Contract) AllowedNext(from string) []string {
 	return out
 }
 
+// Open reports whether the contract names no parties (none listed and no
+// step has an owner): then any role, or none, may start or join its threads,
+// and no owner check applies. Without this default no SDK could start a
+// thread on such a contract, although it uploads.
+func (c Contract) Open() bool { return len(c.Parties) == 0 }
+
+// checkParty refuses a role that is not one of the contract's parties.
+func (c Contract) checkParty(role string) error {
+	if c.Open() {
+		return nil
+	}
+	if role == "" {
+		return Invalid("role", "role is required for contract threads (one of %s)", strings.Join(c.Parties, ", "))
+	}
+	if !contains(c.Parties, role) {
+		return Invalid("role", "role %q is not a party of contract %s (parties: %s)", role, c.Ref(), strings.Join(c.Parties, ", "))
+	}
+	return nil
+}
+
 // Ref is "name:version", the form SDKs use to pin a contract version.
 func (c Contract) Ref() string { return c.Name + ":" + strconv.Itoa(c.Version) }
 
-// ParseContractRef splits "name" or "name:version" (version 0 means latest).
+// ParseContractRef splits "name", "name:N" or "name:vN" (the SDK docs'
+// spelling); version 0 means latest.
 func ParseContractRef(ref string) (name string, version int, err error) {
 	name, v, hasVersion := strings.Cut(strings.TrimSpace(ref), ":")
 	if !validContractName(name) {
@@ -151,7 +172,16 @@ func ParseContractRef(ref string) (name string, version int, err error) {
 	if !hasVersion {
 		return name, 0, nil
 	}
-	version, convErr := strconv.Atoi(v)
+	digits := v
+	if rest, ok := strings.CutPrefix(v, "v"); ok {
+		digits = rest
+	} else if rest, ok := strings.CutPrefix(v, "V"); ok {
+		digits = rest
+	}
+	version, convErr := strconv.Atoi(digits)
+	if digits == "" || digits[0] == '+' || digits[0] == '-' {
+		convErr = strconv.ErrSyntax
+	}
 	if convErr != nil || version < 1 {
 		return "", 0, Invalid("contractName", "invalid contract version %q: must be a positive integer", v)
 	}
@@ -176,9 +206,8 @@ func ParseContract(src []byte) (Contract, error) {
 		if n := len(p.problems); n > 1 {
 			msg = fmt.Sprintf("contract is invalid: %d problems, first: %s", n, p.problems[0].Message)
 		}
-		e := E(KindInvalid, CodeInvalidContract, "%s", msg)
-		e.Field = p.problems[0].Field
-		return Contract{}, e.WithDetail("problems", p.problems)
+		return Contract{}, E(KindInvalid, CodeInvalidContract, "%s", msg).
+			WithField(p.problems[0].Field).WithDetail("problems", p.problems)
 	}
 	return c, nil
 }
@@ -532,6 +561,8 @@ func (p *contractParser) transitions(n *yaml.Node, steps map[string]bool) []Tran
 				if t.MaxRetries < 0 {
 					p.add(field, "max_retries must not be negative")
 				}
+			case "timeout":
+				t.Timeout = p.duration(v, field)
 			case "retry_leads_to":
 				// Legacy v3 key: where a retry goes. Retries here always
 				// re-run From, so only check it names a real step.
@@ -601,9 +632,18 @@ func (p *contractParser) fields(n *yaml.Node, path string, handle func(key strin
 		}
 		seen[k.Value] = true
 		if !handle(k.Value, n.Content[i+1]) {
-			p.add(field, "unknown key %q", k.Value)
+			if hint := keyHints[field]; hint != "" {
+				p.add(field, "unknown key %q: %s", k.Value, hint)
+			} else {
+				p.add(field, "unknown key %q", k.Value)
+			}
 		}
 	}
+}
+
+// keyHints name the key meant for spellings other documents use.
+var keyHints = map[string]string{
+	"name": "the contract's name is contract_name",
 }
 
 func joinPath(path, key string) string {

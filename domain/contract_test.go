@@ -50,6 +50,7 @@ validation:
 `
 
 func TestParseContractValid(t *testing.T) {
+	t.Parallel()
 	c, err := ParseContract([]byte(validContractYAML))
 	if err != nil {
 		t.Fatalf("ParseContract: %v (problems %v)", err, ContractProblems(err))
@@ -78,6 +79,7 @@ func TestParseContractValid(t *testing.T) {
 }
 
 func TestParseContractDefaults(t *testing.T) {
+	t.Parallel()
 	c, err := ParseContract([]byte(`
 contract_name: mini
 version: 1
@@ -111,6 +113,7 @@ steps:
 // TestParseContractProblems checks each rule on its own and that the problem
 // carries the field path an author needs.
 func TestParseContractProblems(t *testing.T) {
+	t.Parallel()
 	base := func(extra string) string {
 		return "contract_name: c\nversion: 1\nentry_points: [a]\nsteps:\n  - id: a\n  - id: b\n" + extra
 	}
@@ -211,6 +214,7 @@ func manySteps(n int) string {
 }
 
 func TestParseContractReportsEveryProblem(t *testing.T) {
+	t.Parallel()
 	_, err := ParseContract([]byte(`
 contract_name: bad name
 version: 0
@@ -242,6 +246,7 @@ extra: 1
 }
 
 func TestParseContractProblemCap(t *testing.T) {
+	t.Parallel()
 	// 300 steps, each with an unknown key and an unknown owner, reached
 	// through an alias so the source stays small.
 	var b strings.Builder
@@ -282,6 +287,7 @@ func hasProblem(err error, field, msg string) bool {
 }
 
 func TestParseContractDocumentMarkers(t *testing.T) {
+	t.Parallel()
 	body := "contract_name: c\nversion: 1\nentry_points: [a]\nsteps: [{id: a}]\n"
 	for _, src := range []string{"---\n" + body, body + "---\n", body + "...\n", "# comment\n---\n" + body + "---\n# end\n"} {
 		if _, err := ParseContract([]byte(src)); err != nil {
@@ -291,6 +297,7 @@ func TestParseContractDocumentMarkers(t *testing.T) {
 }
 
 func TestParseContractTerminalWithOutgoingTransitionsIsFine(t *testing.T) {
+	t.Parallel()
 	_, err := ParseContract([]byte(`
 contract_name: loop
 version: 1
@@ -305,6 +312,7 @@ terminal_steps: [b]
 }
 
 func TestParseContractAliasesAndAnchors(t *testing.T) {
+	t.Parallel()
 	c, err := ParseContract([]byte(`
 contract_name: anchors
 version: 1
@@ -323,6 +331,7 @@ terminal_steps: *eps
 }
 
 func TestContractLookups(t *testing.T) {
+	t.Parallel()
 	c, err := ParseContract([]byte(validContractYAML))
 	if err != nil {
 		t.Fatal(err)
@@ -367,6 +376,7 @@ func TestContractLookups(t *testing.T) {
 }
 
 func TestParseContractRef(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in      string
 		name    string
@@ -390,6 +400,7 @@ func TestParseContractRef(t *testing.T) {
 }
 
 func TestParseContractDuration(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want time.Duration

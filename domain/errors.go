@@ -5,77 +5,68 @@ import (
 	"fmt"
 )
 
-// Kind classifies an error by what the caller can do about it. Adapters map a
-// Kind to a transport status exactly once (HTTP status, GraphQL code, WS reply).
-// Values are never reordered; new kinds go at the end.
+// Kind classifies an error by what the caller can do about it. Each kind has
+// one HTTP status (the kinds table below); every transport derives its own
+// mapping from that table. Values are never reordered; new kinds go at the
+// end.
 type Kind uint8
 
 const (
-	KindInternal        Kind = iota // a bug or an unexpected failure; details stay in logs
-	KindInvalid                     // the request is malformed or fails validation
-	KindNotFound                    // the addressed thing does not exist (or is not visible)
-	KindConflict                    // the request clashes with the current state
-	KindUnauthenticated             // no valid credential
-	KindForbidden                   // authenticated, but not allowed
-	KindUnavailable                 // a dependency is down; retrying later may work
-	KindTooLarge                    // a body, frame or query exceeds a size limit
-	KindUnprocessable               // well-formed but refused by a policy (e.g. complexity)
-	KindRateLimited                 // too many requests
+	KindInternal         Kind = iota // a bug or an unexpected failure; details stay in logs
+	KindInvalid                      // the request is malformed or fails validation
+	KindNotFound                     // the addressed thing does not exist (or is not visible)
+	KindConflict                     // the request clashes with the current state
+	KindUnauthenticated              // no valid credential
+	KindForbidden                    // authenticated, but not allowed
+	KindUnavailable                  // a dependency is down; retrying later may work
+	KindTooLarge                     // a body, frame or query exceeds a size limit
+	KindUnprocessable                // well-formed but refused by a policy (e.g. complexity)
+	KindRateLimited                  // too many requests
+	KindMethodNotAllowed             // the route exists, but not for this HTTP method
 )
 
-func (k Kind) String() string {
-	switch k {
-	case KindInvalid:
-		return "invalid"
-	case KindNotFound:
-		return "not_found"
-	case KindConflict:
-		return "conflict"
-	case KindUnauthenticated:
-		return "unauthenticated"
-	case KindForbidden:
-		return "forbidden"
-	case KindUnavailable:
-		return "unavailable"
-	case KindTooLarge:
-		return "too_large"
-	case KindUnprocessable:
-		return "unprocessable"
-	case KindRateLimited:
-		return "rate_limited"
-	default:
-		return "internal"
-	}
+// kinds is the one table from kind to name and HTTP status (the numbers of
+// net/http's Status constants: domain imports no transport).
+var kinds = [...]struct {
+	name   string
+	status int
+}{
+	KindInternal:         {"internal", 500},
+	KindInvalid:          {"invalid", 400},
+	KindNotFound:         {"not_found", 404},
+	KindConflict:         {"conflict", 409},
+	KindUnauthenticated:  {"unauthenticated", 401},
+	KindForbidden:        {"forbidden", 403},
+	KindUnavailable:      {"unavailable", 503},
+	KindTooLarge:         {"too_large", 413},
+	KindUnprocessable:    {"unprocessable", 422},
+	KindRateLimited:      {"rate_limited", 429},
+	KindMethodNotAllowed: {"method_not_allowed", 405},
 }
 
-// Code is a stable, machine-readable error identifier. Clients match on it,
-// so a published code never changes meaning.
-type Code string
+// Kinds lists every kind, in declaration order.
+func Kinds() []Kind {
+	out := make([]Kind, len(kinds))
+	for i := range kinds {
+		out[i] = Kind(i)
+	}
+	return out
+}
 
-const (
-	CodeInternal                 Code = "internal"
-	CodeValidationFailed         Code = "validation_failed"
-	CodeNotFound                 Code = "not_found"
-	CodeUnauthenticated          Code = "unauthenticated"
-	CodeForbidden                Code = "forbidden"
-	CodeEmailTaken               Code = "email_taken"
-	CodeLastActiveAdminRequired  Code = "last_active_admin_required"
-	CodeInvalidStatusTransition  Code = "invalid_status_transition"
-	CodeActivationRequiresSignIn Code = "activation_requires_sign_in"
-	CodeAPIKeyRevoked            Code = "api_key_revoked"
-	CodeAPIKeyExpired            Code = "api_key_expired"
-	CodeSessionExpired           Code = "session_expired"
-	CodeSessionRevoked           Code = "session_revoked"
-	CodeUserNotActive            Code = "user_not_active"
-	CodeOriginDenied             Code = "origin_denied"
-	CodeBodyTooLarge             Code = "body_too_large"
-	CodeUnavailable              Code = "unavailable"
-	CodeRateLimited              Code = "rate_limited"
-	CodeComplexityLimitExceeded  Code = "COMPLEXITY_LIMIT_EXCEEDED"
-	CodeInvalidTransition        Code = "invalid_transition"
-	CodeInvalidContract          Code = "invalid_contract"
-	CodeThreadClosed             Code = "thread_closed"
-)
+func (k Kind) String() string {
+	if int(k) < len(kinds) {
+		return kinds[k].name
+	}
+	return kinds[KindInternal].name
+}
+
+// HTTPStatus is the kind's HTTP status; an unknown kind is internal (500).
+func (k Kind) HTTPStatus() int {
+	if int(k) < len(kinds) {
+		return kinds[k].status
+	}
+	return kinds[KindInternal].status
+}
 
 // Error is the one error type that crosses layers. Message is safe to show to
 // the caller; Err (the cause) is for logs only.
@@ -88,6 +79,9 @@ type Error struct {
 	// Details carries structured, public extras (e.g. every contract problem).
 	Details map[string]any
 	Err     error
+
+	// base is the package-level Base this error was made from, for Is.
+	base *Base
 }
 
 func (e *Error) Error() string {
@@ -110,9 +104,7 @@ func E(kind Kind, code Code, msg string, args ...any) *Error {
 
 // Invalid is a validation failure tied to one input field.
 func Invalid(field, msg string, args ...any) *Error {
-	e := E(KindInvalid, CodeValidationFailed, msg, args...)
-	e.Field = field
-	return e
+	return E(KindInvalid, CodeValidationFailed, msg, args...).WithField(field)
 }
 
 // Internal wraps an unexpected failure; the cause is kept for logs only.
@@ -120,14 +112,126 @@ func Internal(err error, msg string) *Error {
 	return &Error{Kind: KindInternal, Code: CodeInternal, Message: msg, Err: err}
 }
 
-// WithDetail returns e with one more public detail.
-func (e *Error) WithDetail(key string, v any) *Error {
-	if e.Details == nil {
-		e.Details = map[string]any{}
-	}
-	e.Details[key] = v
-	return e
+// LimitExceeded is a refusal by the named limit (kind TooLarge for sizes and
+// counts, RateLimited for concurrency caps).
+func LimitExceeded(kind Kind, limit string, msg string, args ...any) *Error {
+	return E(kind, CodeLimitExceeded, msg, args...).WithDetail("limit", limit)
 }
+
+// The With methods return a changed copy and leave e alone: an error that is
+// shared (held in a variable, returned to several callers) can never be
+// changed by one of them.
+
+// clone copies e, with a Details map of its own.
+func (e *Error) clone() *Error {
+	c := *e
+	if e.Details != nil {
+		c.Details = make(map[string]any, len(e.Details)+1)
+		for k, v := range e.Details {
+			c.Details[k] = v
+		}
+	}
+	return &c
+}
+
+// WithDetail returns a copy of e with one more public detail.
+func (e *Error) WithDetail(key string, v any) *Error {
+	c := e.clone()
+	if c.Details == nil {
+		c.Details = map[string]any{}
+	}
+	c.Details[key] = v
+	return c
+}
+
+// WithField returns a copy of e naming the offending input field.
+func (e *Error) WithField(field string) *Error {
+	c := e.clone()
+	c.Field = field
+	return c
+}
+
+// WithMessage returns a copy of e with another public message (fmt verbs
+// with args).
+func (e *Error) WithMessage(msg string, args ...any) *Error {
+	c := e.clone()
+	if len(args) > 0 {
+		msg = fmt.Sprintf(msg, args...)
+	}
+	c.Message = msg
+	return c
+}
+
+// WithCause returns a copy of e that wraps cause (for logs only).
+func (e *Error) WithCause(cause error) *Error {
+	c := e.clone()
+	c.Err = cause
+	return c
+}
+
+// Is reports whether e was made from target when target is a *Base, so
+// errors.Is(err, domain.ErrNotFound) holds for every error made from that
+// base, whatever was changed with the With methods.
+func (e *Error) Is(target error) bool {
+	b, ok := target.(*Base)
+	return ok && e.base == b
+}
+
+// Base is a package-level error, after Grafana's errutil.Base: a kind, a
+// code and a message that no caller can change (its fields are unexported
+// and every method returns a new *Error). Return the base itself as an
+// error, or derive a detailed one with its With methods.
+type Base struct {
+	kind    Kind
+	code    Code
+	message string
+}
+
+// NewBase declares a package-level error. msg may use fmt verbs with args.
+func NewBase(kind Kind, code Code, msg string, args ...any) *Base {
+	if len(args) > 0 {
+		msg = fmt.Sprintf(msg, args...)
+	}
+	return &Base{kind: kind, code: code, message: msg}
+}
+
+// New returns a fresh *Error made from b.
+func (b *Base) New() *Error {
+	return &Error{Kind: b.kind, Code: b.code, Message: b.message, base: b}
+}
+
+func (b *Base) Error() string { return b.New().Error() }
+
+// As lets errors.As(err, &de) with de a *Error find a base too (as a fresh
+// *Error), so code that looks for *Error needs no second case.
+func (b *Base) As(target any) bool {
+	if p, ok := target.(**Error); ok {
+		*p = b.New()
+		return true
+	}
+	return false
+}
+
+// Kind of the errors made from b.
+func (b *Base) Kind() Kind { return b.kind }
+
+// Code of the errors made from b.
+func (b *Base) Code() Code { return b.code }
+
+// Message of the errors made from b.
+func (b *Base) Message() string { return b.message }
+
+// WithDetail returns a new *Error made from b with one public detail.
+func (b *Base) WithDetail(key string, v any) *Error { return b.New().WithDetail(key, v) }
+
+// WithField returns a new *Error made from b naming the input field.
+func (b *Base) WithField(field string) *Error { return b.New().WithField(field) }
+
+// WithMessage returns a new *Error made from b with another message.
+func (b *Base) WithMessage(msg string, args ...any) *Error { return b.New().WithMessage(msg, args...) }
+
+// WithCause returns a new *Error made from b that wraps cause.
+func (b *Base) WithCause(cause error) *Error { return b.New().WithCause(cause) }
 
 // AsError extracts a *Error from err, wrapping unknown errors as internal.
 func AsError(err error) *Error {
@@ -154,9 +258,9 @@ func CodeOf(err error) Code {
 
 // Common errors shared by several use cases.
 var (
-	ErrNotFound        = E(KindNotFound, CodeNotFound, "not found")
-	ErrUnauthenticated = E(KindUnauthenticated, CodeUnauthenticated, "authentication required")
-	ErrForbidden       = E(KindForbidden, CodeForbidden, "you do not have permission to do this")
+	ErrNotFound        = NewBase(KindNotFound, CodeNotFound, "not found")
+	ErrUnauthenticated = NewBase(KindUnauthenticated, CodeUnauthenticated, "authentication required")
+	ErrForbidden       = NewBase(KindForbidden, CodeForbidden, "you do not have permission to do this")
 )
 
 // NotFound names what was not found.

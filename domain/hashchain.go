@@ -86,8 +86,11 @@ type ChainStatus struct {
 	Verified     bool
 	TotalEvents  int
 	BrokenStepID string
-	BrokenAt     *time.Time
-	Error        string
+	// BrokenStepName and BrokenIdempotencyKey name the step identity of the
+	// first unverifiable attempt (set by the caller, which knows the keys).
+	BrokenStepName, BrokenIdempotencyKey string
+	BrokenAt                             *time.Time
+	Error                                string
 }
 
 // VerifyChain checks a thread's links. It walks from PrevHash "" following
@@ -155,4 +158,30 @@ func VerifyChain(secrets map[string][]byte, links []ChainLink) ChainStatus {
 	}
 	st.Verified = true
 	return st
+}
+
+// KeyFingerprint identifies a secret without revealing it: the first 16 bytes
+// of HMAC-SHA256(secret, "threadengine key fingerprint"), hex. Replicas
+// compare fingerprints to prove they hold the same key.
+func KeyFingerprint(secret []byte) string {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("threadengine key fingerprint"))
+	return hex.EncodeToString(m.Sum(nil)[:16])
+}
+
+// VerifyLink recomputes one link's hash; it returns "" when the link
+// verifies, otherwise the reason (the reference's step-integrity messages).
+func VerifyLink(secrets map[string][]byte, l ChainLink) string {
+	version, ok := HashVersion(l.Hash)
+	if !ok {
+		return "Unsupported hash format"
+	}
+	secret, ok := secrets[version]
+	if !ok {
+		return fmt.Sprintf("Unknown hash secret version %q", version)
+	}
+	if !hmac.Equal([]byte(ChainHash(secret, version, l)), []byte(l.Hash)) {
+		return "Hash mismatch - data tampering detected"
+	}
+	return ""
 }

@@ -10,6 +10,7 @@ import (
 )
 
 func TestContentHash(t *testing.T) {
+	t.Parallel()
 	// Known answer: sha256 of the canonical JSON, computed independently.
 	sum := sha256.Sum256([]byte(`{"context":{"a":"1","b":"true"},"metadata":{"code":504,"error":"gw timeout","nested":{"y":[1,"x"],"z":null}}}`))
 	want := hex.EncodeToString(sum[:])
@@ -40,6 +41,7 @@ func TestContentHash(t *testing.T) {
 }
 
 func TestChainHashKnownAnswer(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 3, 4, 5, 6, 7, 123456789, time.FixedZone("x", 3600))
 	l := ChainLink{ThreadID: "t1", StepID: "s1", StepName: "pay", ContentHash: "c0ffee", PrevHash: "hmac-sha256-v1:abc", RecordedAt: at}
 	msg := "hmac-sha256-v1:abc:t1:s1:pay:c0ffee:2026-03-04T04:06:07.123456Z"
@@ -62,6 +64,7 @@ func TestChainHashKnownAnswer(t *testing.T) {
 }
 
 func TestChainTime(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   time.Time
 		want string
@@ -80,6 +83,7 @@ func TestChainTime(t *testing.T) {
 }
 
 func TestHashVersion(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in, v string
 		ok    bool
@@ -131,6 +135,7 @@ func testSecrets() map[string][]byte {
 }
 
 func TestVerifyChain(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name     string

@@ -6,6 +6,9 @@ type PrincipalKind string
 const (
 	PrincipalUser           PrincipalKind = "user"
 	PrincipalServiceAccount PrincipalKind = "service_account"
+	// PrincipalSystem is the engine itself in the audit log (the retention
+	// sweeper); it never authenticates.
+	PrincipalSystem PrincipalKind = "system"
 )
 
 // CredentialKind is how a principal proved who it is on this request.
@@ -24,6 +27,7 @@ type Principal struct {
 	Email    string // users only
 	Name     string
 	Role     Role
+	Scope    ReadScope // service accounts: company or party; humans: company
 	Via      CredentialKind
 	KeyID    string // the API key used, or the key a session came from
 	Session  string // session id when Via is CredentialSession
@@ -46,9 +50,13 @@ const (
 	PermOwnKeys        Permission = "keys.own"    // create, list and revoke one's own personal keys
 	PermAllKeys        Permission = "keys.manage" // any key, and service accounts
 	PermSettingsManage Permission = "settings.manage"
+	// PermDataDelete erases threads (for erasure requests) and unused
+	// contract versions; PermAuditRead reads the audit log.
+	PermDataDelete Permission = "data.delete"
+	PermAuditRead  Permission = "audit.read"
 )
 
-// rolePermissions is the permission matrix (documented in README):
+// rolePermissions is the permission matrix (documented in docs/operators/users-and-access.md):
 //
 //	permission        admin member viewer
 //	threads.read        x     x      x
@@ -60,10 +68,13 @@ const (
 //	keys.own            x     x      x   (humans only: service accounts have no personal keys)
 //	keys.manage         x
 //	settings.manage     x
+//	data.delete         x
+//	audit.read          x
 var rolePermissions = map[Role]map[Permission]bool{
 	RoleAdmin: {
 		PermThreadsRead: true, PermThreadsWrite: true, PermContractsRead: true, PermContractsWrite: true,
 		PermUsersRead: true, PermUsersManage: true, PermOwnKeys: true, PermAllKeys: true, PermSettingsManage: true,
+		PermDataDelete: true, PermAuditRead: true,
 	},
 	RoleMember: {
 		PermThreadsRead: true, PermThreadsWrite: true, PermContractsRead: true, PermContractsWrite: true,

@@ -55,9 +55,9 @@ func LooksLikeSessionToken(s string) bool {
 }
 
 var (
-	ErrSessionExpired = E(KindUnauthenticated, CodeSessionExpired, "the session has expired; sign in again")
-	ErrSessionRevoked = E(KindUnauthenticated, CodeSessionRevoked, "the session has ended; sign in again")
-	ErrUserNotActive  = E(KindUnauthenticated, CodeUserNotActive, "the account is not active")
+	ErrSessionExpired = NewBase(KindUnauthenticated, CodeSessionExpired, "the session has expired; sign in again")
+	ErrSessionRevoked = NewBase(KindUnauthenticated, CodeSessionRevoked, "the session has ended; sign in again")
+	ErrUserNotActive  = NewBase(KindUnauthenticated, CodeUserNotActive, "the account is not active")
 )
 
 // SessionSubject is what a session's validity depends on besides the session
@@ -111,10 +111,16 @@ func CheckPrincipalActive(kind PrincipalKind, subj SessionSubject) error {
 // PrincipalOf builds the request principal from current rows.
 func PrincipalOf(subj SessionSubject) Principal {
 	if subj.User != nil {
-		return Principal{Kind: PrincipalUser, ID: subj.User.ID, Email: subj.User.Email, Name: subj.User.FullName, Role: subj.User.Role}
+		return Principal{Kind: PrincipalUser, ID: subj.User.ID, Email: subj.User.Email, Name: subj.User.FullName, Role: subj.User.Role,
+			Scope: ScopeCompany}
 	}
 	if subj.ServiceAccount != nil {
-		return Principal{Kind: PrincipalServiceAccount, ID: subj.ServiceAccount.ID, Name: subj.ServiceAccount.Name, Role: subj.ServiceAccount.Role}
+		sa := subj.ServiceAccount
+		scope := sa.Scope
+		if scope == "" {
+			scope = ScopeCompany
+		}
+		return Principal{Kind: PrincipalServiceAccount, ID: sa.ID, Name: sa.Name, Role: sa.Role, Scope: scope}
 	}
 	return Principal{}
 }

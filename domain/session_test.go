@@ -8,6 +8,7 @@ import (
 )
 
 func TestSessionToken(t *testing.T) {
+	t.Parallel()
 	tok, hash, err := NewSessionToken(rand.Reader)
 	if err != nil || !LooksLikeSessionToken(tok) || hash != HashSecret(tok) {
 		t.Fatalf("NewSessionToken = %q %q %v", tok, hash, err)
@@ -20,6 +21,7 @@ func TestSessionToken(t *testing.T) {
 }
 
 func TestCheckSession(t *testing.T) {
+	t.Parallel()
 	now := idT0.Add(time.Hour)
 	revokedAt := idT0
 	past := idT0
@@ -69,13 +71,22 @@ func TestCheckSession(t *testing.T) {
 }
 
 func TestPrincipalOfAndCan(t *testing.T) {
+	t.Parallel()
 	u := PrincipalOf(SessionSubject{User: &User{ID: "u", Email: "a@b.io", FullName: "A", Role: RoleAdmin}})
 	if u.Kind != PrincipalUser || u.Role != RoleAdmin || u.Email != "a@b.io" || !u.IsHuman() {
 		t.Fatalf("user principal %+v", u)
 	}
 	s := PrincipalOf(SessionSubject{ServiceAccount: &ServiceAccount{ID: "s", Name: "bot", Role: RoleMember}})
-	if s.Kind != PrincipalServiceAccount || s.IsHuman() {
+	if s.Kind != PrincipalServiceAccount || s.IsHuman() || s.Scope != ScopeCompany || s.PartyScoped() || u.PartyScoped() {
 		t.Fatalf("service principal %+v", s)
+	}
+	ps := PrincipalOf(SessionSubject{ServiceAccount: &ServiceAccount{ID: "s", Name: "bot", Role: RoleMember, Scope: ScopeParty}})
+	if ps.Scope != ScopeParty || !ps.PartyScoped() {
+		t.Fatalf("party-scoped service principal %+v", ps)
+	}
+	// A user is never party-scoped, whatever the field says.
+	if (Principal{Kind: PrincipalUser, Scope: ScopeParty}).PartyScoped() {
+		t.Fatal("a human principal is party-scoped")
 	}
 	matrix := map[Permission][3]bool{ // admin, member, viewer (humans)
 		PermThreadsRead: {true, true, true}, PermThreadsWrite: {true, true, false},

@@ -127,11 +127,11 @@ func NewInvitedUser(id, email, fullName string, role Role, now time.Time) (User,
 
 // Transition errors.
 var (
-	ErrActivationRequiresSignIn = E(KindConflict, CodeActivationRequiresSignIn,
+	ErrActivationRequiresSignIn = NewBase(KindConflict, CodeActivationRequiresSignIn,
 		"an invited user becomes active only by signing in with a verified email; an administrator cannot activate an invitation")
-	ErrUserArchived = E(KindConflict, CodeInvalidStatusTransition,
+	ErrUserArchived = NewBase(KindConflict, CodeInvalidStatusTransition,
 		"the user is archived; archival is permanent")
-	ErrLastActiveAdmin = E(KindConflict, CodeLastActiveAdminRequired,
+	ErrLastActiveAdmin = NewBase(KindConflict, CodeLastActiveAdminRequired,
 		"at least one active human administrator must remain")
 )
 

@@ -9,6 +9,7 @@ import (
 var idT0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 func TestParseRoleAndStatus(t *testing.T) {
+	t.Parallel()
 	for _, r := range []string{"admin", "member", "viewer"} {
 		if got, err := ParseRole(r); err != nil || string(got) != r {
 			t.Errorf("ParseRole(%q) = %q, %v", r, got, err)
@@ -32,6 +33,7 @@ func TestParseRoleAndStatus(t *testing.T) {
 }
 
 func TestNormalizeEmail(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		in, want string
 		ok       bool
@@ -57,6 +59,7 @@ func TestNormalizeEmail(t *testing.T) {
 }
 
 func TestNewInvitedUser(t *testing.T) {
+	t.Parallel()
 	u, err := NewInvitedUser("u1", "A@B.io", " Ann ", RoleMember, idT0)
 	if err != nil || u.Status != StatusInvited || u.Email != "a@b.io" || u.FullName != "Ann" || !u.CreatedAt.Equal(idT0) {
 		t.Fatalf("NewInvitedUser = %+v, %v", u, err)
@@ -74,6 +77,7 @@ func TestNewInvitedUser(t *testing.T) {
 
 // TestChangeStatusByAdmin covers every (from, to) pair of the status table.
 func TestChangeStatusByAdmin(t *testing.T) {
+	t.Parallel()
 	type want struct {
 		ok   bool
 		code Code
@@ -121,6 +125,7 @@ func TestChangeStatusByAdmin(t *testing.T) {
 }
 
 func TestActivateBySignIn(t *testing.T) {
+	t.Parallel()
 	now := idT0.Add(time.Hour)
 	for _, c := range []struct {
 		from Status
@@ -144,6 +149,7 @@ func TestActivateBySignIn(t *testing.T) {
 }
 
 func TestChangeRoleAndRename(t *testing.T) {
+	t.Parallel()
 	u := User{ID: "u", Role: RoleViewer, Status: StatusActive}
 	if err := u.ChangeRole(RoleAdmin, idT0); err != nil || u.Role != RoleAdmin {
 		t.Fatalf("ChangeRole: %v", err)
@@ -164,6 +170,7 @@ func TestChangeRoleAndRename(t *testing.T) {
 }
 
 func TestRequireActiveAdminRemains(t *testing.T) {
+	t.Parallel()
 	admin := func(id string, st Status) User { return User{ID: id, Role: RoleAdmin, Status: st} }
 	cases := []struct {
 		name   string
@@ -192,6 +199,7 @@ func TestRequireActiveAdminRemains(t *testing.T) {
 }
 
 func TestEffectsOf(t *testing.T) {
+	t.Parallel()
 	base := User{ID: "u", Role: RoleMember, Status: StatusActive}
 	with := func(f func(*User)) User { u := base; f(&u); return u }
 	cases := []struct {

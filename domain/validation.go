@@ -64,6 +64,7 @@ const (
 	RuleDocumentedContext = "business_context"
 	RuleMaxRetries        = "max_retries"
 	RuleTimeout           = "timeout"
+	RuleTransitionTimeout = "transition_timeout"
 	RuleMaxDuration       = "max_duration"
 	RuleTerminalSteps     = "terminal_steps"
 )
@@ -105,6 +106,9 @@ type ValidationResult struct {
 
 // RecordedStep is one attempt already recorded on the thread.
 type RecordedStep struct {
+	// ID is the recorded attempt's id (a waitFor grant consumes a success
+	// by it); "" when unknown.
+	ID         string
 	Name       string
 	Status     string
 	RecordedAt time.Time
@@ -187,7 +191,9 @@ func NewValidationResult(issues []ValidationIssue) ValidationResult {
 //   - attempt > 1 is a retry (retry_attempted, minor); over the transition's
 //     max_retries, or with can_retry false, it is retry_limit_exceeded (major);
 //   - finishedAt - startedAt over the step timeout: step_timeout_exceeded
-//     (major); now - thread start over max_duration: max_duration_exceeded
+//     (major); the step after a transition with a timeout recorded later than
+//     that after the transition's source succeeded: step_timeout_exceeded
+//     (major, rule transition_timeout); now - thread start over max_duration: max_duration_exceeded
 //     (major);
 //   - a terminal step succeeding after another terminal step already did:
 //     multiple_terminal_states with the contract's severity (default minor),
@@ -217,6 +223,15 @@ func ValidateStep(c Contract, t ThreadSnapshot, s StepInput, now time.Time) Vali
 	}
 
 	prev, hasPrev := lastSucceeded(t.Steps)
+	if tr, ok := c.Transition(prev); hasPrev && ok && tr.Timeout > 0 {
+		if at, ok := succeededAt(t.Steps, prev); ok && now.Sub(at) > tr.Timeout {
+			add(ValidationIssue{
+				Type: IssueStepTimeoutExceeded, Severity: SeverityMajor, Rule: RuleTransitionTimeout, Field: "stepName",
+				Message:  fmt.Sprintf("Step %q came %s after %q, longer than the transition's timeout of %s", s.Name, roundDur(now.Sub(at)), prev, tr.Timeout),
+				Expected: tr.Timeout.String(), Actual: roundDur(now.Sub(at)).String(),
+			})
+		}
+	}
 	switch {
 	case !hasPrev && !c.IsEntryPoint(s.Name):
 		add(ValidationIssue{
@@ -362,13 +377,29 @@ func severityRank(s Severity) int {
 	return len(Severities)
 }
 
-func lastSucceeded(steps []RecordedStep) (string, bool) {
+// succeededAt is when the latest success of step name was recorded.
+func succeededAt(steps []RecordedStep, name string) (time.Time, bool) {
 	for i := len(steps) - 1; i >= 0; i-- {
-		if StepSucceeded(steps[i].Status) {
-			return steps[i].Name, true
+		if steps[i].Name == name && StepSucceeded(steps[i].Status) {
+			return steps[i].RecordedAt, true
 		}
 	}
-	return "", false
+	return time.Time{}, false
+}
+
+func lastSucceeded(steps []RecordedStep) (string, bool) {
+	s, ok := lastSuccess(steps)
+	return s.Name, ok
+}
+
+// lastSuccess returns the latest succeeded attempt.
+func lastSuccess(steps []RecordedStep) (RecordedStep, bool) {
+	for i := len(steps) - 1; i >= 0; i-- {
+		if StepSucceeded(steps[i].Status) {
+			return steps[i], true
+		}
+	}
+	return RecordedStep{}, false
 }
 
 func documented(step ContractStep, key string) bool {

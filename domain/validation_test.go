@@ -18,6 +18,7 @@ func mustContract(t *testing.T, src string) Contract {
 }
 
 func TestValidateStep(t *testing.T) {
+	t.Parallel()
 	c := mustContract(t, validContractYAML)
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	ok := func(names ...string) []RecordedStep {
@@ -250,6 +251,7 @@ func withSeverity(c Contract, s Severity) Contract {
 }
 
 func TestValidateStepMessages(t *testing.T) {
+	t.Parallel()
 	c := mustContract(t, validContractYAML)
 	t0 := time.Now()
 	r := ValidateStep(c, ThreadSnapshot{StartedAt: t0, Steps: []RecordedStep{{Name: "validate", Status: "success"}}},
@@ -268,6 +270,7 @@ func TestValidateStepMessages(t *testing.T) {
 }
 
 func TestNewValidationResultCounts(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		sevs                           []Severity
 		status                         string
@@ -297,6 +300,7 @@ func TestNewValidationResultCounts(t *testing.T) {
 }
 
 func TestMostSevere(t *testing.T) {
+	t.Parallel()
 	r := NewValidationResult([]ValidationIssue{{Type: "a", Severity: SeverityInfo}, {Type: "b", Severity: SeverityMajor}, {Type: "c", Severity: SeverityCritical}, {Type: "d", Severity: SeverityCritical}})
 	if is, ok := r.MostSevere(); !ok || is.Type != "c" {
 		t.Errorf("MostSevere = %+v %v", is, ok)
@@ -307,6 +311,7 @@ func TestMostSevere(t *testing.T) {
 }
 
 func TestCompletesThread(t *testing.T) {
+	t.Parallel()
 	c := mustContract(t, validContractYAML)
 	clean := NewValidationResult(nil)
 	bad := NewValidationResult([]ValidationIssue{{Type: IssueMissingRequiredField, Severity: SeverityMajor}})
@@ -333,6 +338,7 @@ func TestCompletesThread(t *testing.T) {
 }
 
 func TestParseSeverity(t *testing.T) {
+	t.Parallel()
 	for _, s := range Severities {
 		if got, err := ParseSeverity(string(s)); err != nil || got != s {
 			t.Errorf("ParseSeverity(%q) = %q, %v", s, got, err)

@@ -36,3 +36,11 @@ type Contracts interface {
 	// first; an unknown name gives KindNotFound.
 	ListContractVersions(ctx context.Context, name string) ([]ContractSummary, error)
 }
+
+// ContractEraser deletes contract versions.
+type ContractEraser interface {
+	// DeleteContractVersion removes one version; KindNotFound when it does
+	// not exist, CodeContractVersionInUse (KindConflict) when a thread was
+	// started with it. The contract disappears with its last version.
+	DeleteContractVersion(ctx context.Context, name string, version int) error
+}

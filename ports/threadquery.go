@@ -3,6 +3,8 @@ package ports
 import (
 	"context"
 	"time"
+
+	"github.com/threadengine/engine/domain"
 )
 
 // The read side of threads. The query API reads rows written by the thread
@@ -22,14 +24,28 @@ type ThreadView struct {
 	ServiceName     *string
 	Status          string
 	Error           *string
-	LastHash        string
-	StepCount       int
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
-	CompletedAt     *time.Time
+	// EndReason is the reason given when the thread was cancelled.
+	EndReason   *string
+	LastHash    string
+	StepCount   int
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	CompletedAt *time.Time
 	// Refs are the thread's refs (key → value), read with the row.
 	Refs map[string]string
+	Tags []string
+	// Health and HealthStatus are kept on the row by the write side;
+	// DurationMs is to the thread's end, or to its latest activity while open.
+	Health       domain.ThreadHealth
+	HealthStatus domain.HealthStatus
+	DurationMs   int64
 }
+
+// Thread list orders.
+const (
+	OrderStartedAt = "STARTED_AT"
+	OrderDuration  = "DURATION"
+)
 
 // ThreadFilter narrows ListThreads. Empty fields mean "any".
 type ThreadFilter struct {
@@ -45,8 +61,35 @@ type ThreadFilter struct {
 	// Threads whose value matches exactly sort first.
 	RefKey   string
 	RefValue string
-	Limit    int
-	Offset   int
+	// Health keeps threads with any of these health statuses.
+	Health []domain.HealthStatus
+	// Tag keeps threads carrying this tag (exact).
+	Tag string
+	// IDPrefix keeps threads whose id starts with it (case-insensitive).
+	IDPrefix string
+	// OrderBy is OrderStartedAt (default) or OrderDuration; Ascending flips
+	// the default newest/longest first.
+	OrderBy   string
+	Ascending bool
+	// Party, when set, keeps only the threads that principal is a party of.
+	Party  *PartyOf
+	Limit  int
+	Offset int
+}
+
+// PartyOf names a principal whose reads are limited to its threads: those it
+// owns (started) and those it holds an access row on (joined) that has not
+// expired at Now.
+type PartyOf struct {
+	PrincipalID string
+	Now         time.Time
+}
+
+// ThreadCounts are the sizes of a thread's lists, so a page can say
+// "showing N of M".
+type ThreadCounts struct {
+	Steps       int // step identities
+	Validations int // validation results
 }
 
 // StepFilter narrows the step states of a thread. Statuses holds accepted
@@ -55,6 +98,7 @@ type StepFilter struct {
 	StepName       string
 	IdempotencyKey string
 	Statuses       []string
+	Offset         int // step states skipped per thread
 }
 
 // StepKey identifies a step: thread, step name and idempotency key.
@@ -115,6 +159,10 @@ type ActivityView struct {
 	ContentHash    string
 	Hash           string
 	PrevHash       string
+	// Validation is the overall status of the validation made for this
+	// attempt (passed, warning, violated), "" when none; filled by History,
+	// Histories and Attempts only.
+	Validation string
 }
 
 // SubStepView is one row of step_substeps, with the step it belongs to.
@@ -231,4 +279,15 @@ type ThreadQueries interface {
 	// Activities returns each thread's whole chain in seq order (for
 	// integrity verification).
 	Activities(ctx context.Context, threadIDs []string) (map[string][]ActivityView, error)
+	// PartyThreads returns those of ids that p is a party of, in any order.
+	PartyThreads(ctx context.Context, p PartyOf, ids []string) ([]string, error)
+	// Attempts returns a page of each thread's attempts in chain (seq) order.
+	Attempts(ctx context.Context, threadIDs []string, limit, offset int) (map[string][]ActivityView, error)
+	// LatestValidations returns the newest validation result of each step.
+	LatestValidations(ctx context.Context, steps []StepKey) (map[StepKey]ValidationView, error)
+	// Counts returns the sizes of each thread's step and validation lists.
+	Counts(ctx context.Context, threadIDs []string) (map[string]ThreadCounts, error)
+	// LinkedFrom returns, for each thread, the ids of the threads whose
+	// "linkedThread:*" refs point at it (at most limit per thread).
+	LinkedFrom(ctx context.Context, threadIDs []string, limit int) (map[string][]string, error)
 }

@@ -3,39 +3,9 @@ package ports
 import (
 	"context"
 	"time"
+
+	"github.com/threadengine/engine/domain"
 )
-
-// ThreadRecord is one row of threads as the write side sees it.
-type ThreadRecord struct {
-	ID              string
-	ContractID      string // "" for free-form threads
-	ContractName    string
-	ContractVersion int
-	Label           string
-	OwnerKind       string
-	OwnerID         string
-	ServiceName     string
-	Status          string // active | completed | failed | cancelled
-	Error           string
-	LastHash        string
-	StepCount       int
-	Tags            []string
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
-	CompletedAt     *time.Time
-}
-
-// ThreadAccess grants a principal a level of access to one thread.
-type ThreadAccess struct {
-	ThreadID      string
-	PrincipalKind string
-	PrincipalID   string
-	Role          string
-	AccessLevel   string // owner | participant | observer | external
-	GrantedBy     string
-	GrantedAt     time.Time
-	ExpiresAt     *time.Time
-}
 
 // StepState is the latest state of one step identity (thread, name, key).
 type StepState struct {
@@ -120,19 +90,29 @@ type NotificationRecord struct {
 	Message          string
 	Details          map[string]any
 	CreatedAt        time.Time
+	// Seq is the row's position in the notification log (set when read
+	// back); Deliveries counts its pushes so far, this one included.
+	Seq        int64
+	Deliveries int
 }
 
 // StepTx is what a step append sees inside its transaction, with the thread
-// row locked: the thread, the current state of the step identity being
-// written (nil if new), the step name of the latest attempt, the writer's
-// access row (nil when it has none) and, only when asked for, every step
-// state ordered by latest attempt (contract validation needs them).
+// row locked: the thread aggregate, the current state of the step identity
+// being written (nil if new), the step name of the latest attempt and, only
+// when asked for, every step state ordered by latest attempt (contract
+// validation needs them).
+//
+// Thread.Parties holds the writing principal's parties on the thread; only
+// the one it acts under (the role asked for, or its only party) is loaded in
+// full — the others carry their role alone, enough to list or count them.
 type StepTx struct {
-	Thread       ThreadRecord
+	Thread       domain.Thread
 	Current      *StepState
 	LastStepName string
 	States       []StepState
-	Access       *ThreadAccess
+	// Grant is the status of the grant AppendWriter.InvocationID names on
+	// the thread ("" when none).
+	Grant domain.GrantStatus
 }
 
 // StepPlan is what the caller decided to write. Duplicate writes nothing.
@@ -143,40 +123,95 @@ type StepPlan struct {
 	State         StepState
 	Validation    *ValidationRecord
 	Notifications []NotificationRecord
-	// Thread carries the updated thread row (last_hash, step_count, status…).
-	Thread ThreadRecord
+	// Thread carries the updated thread (last_hash, step_count, status…);
+	// its parties are not written by an append.
+	Thread domain.Thread
+	// Refs are merged (per key) into the thread's refs with the step.
+	Refs map[string]string
 }
 
-// ThreadUpdate mutates a locked thread inside the store's transaction; it
-// returns the notifications to persist with the change.
-type ThreadUpdate func(t *ThreadRecord) ([]NotificationRecord, error)
+// ThreadEffects is what a thread update writes besides the thread row and
+// its parties.
+type ThreadEffects struct {
+	Notifications []NotificationRecord
+	// Refs are merged (per key) into the thread's refs.
+	Refs map[string]string
+}
+
+// ThreadUpdate mutates a locked thread (loaded with all its parties) inside
+// the store's transaction. The store writes the thread row, every party that
+// is new or changed, and the effects.
+type ThreadUpdate func(t *domain.Thread) (ThreadEffects, error)
 
 // ThreadStore is the write side of thread storage. Every method is one
 // transaction; success means it committed.
 type ThreadStore interface {
-	// CreateThread inserts the thread, its refs and the owner's access row.
-	CreateThread(ctx context.Context, t ThreadRecord, refs map[string]string, owner ThreadAccess) error
-	GetThread(ctx context.Context, id string) (ThreadRecord, error)
-	// AppendStep locks the thread row, loads what StepTx holds, calls plan and
-	// writes what it returns (activity, sub-steps, state, validation,
-	// notifications, thread row) in the same transaction.
-	AppendStep(ctx context.Context, threadID, principalID, stepName, idempotencyKey string, withStates bool,
+	// CreateThread inserts the thread, its refs and its parties (the owner).
+	CreateThread(ctx context.Context, t domain.Thread, refs map[string]string) error
+	// GetThread returns the thread with all its parties.
+	GetThread(ctx context.Context, id string) (domain.Thread, error)
+	// AppendStep locks the thread row, loads what StepTx holds (the parties
+	// of principalID, the one acting as role in full), calls plan and writes
+	// what it returns (activity, sub-steps, state, validation, refs,
+	// notifications, thread row) in the same transaction. Appends are
+	// group-committed: plan runs inside a transaction that may hold other
+	// appends; an error from plan refuses only its own append.
+	AppendStep(ctx context.Context, threadID string, writer AppendWriter, stepName, idempotencyKey string, withStates bool,
 		plan func(StepTx) (StepPlan, error)) (StepPlan, error)
 	// ListStepStates returns the thread's current step states by latest attempt.
 	ListStepStates(ctx context.Context, threadID string) ([]StepState, error)
 	// UpdateThread locks the thread, applies fn and stores the result.
-	UpdateThread(ctx context.Context, threadID string, fn ThreadUpdate) (ThreadRecord, error)
-	// UpsertRefs merges refs (per key) into the thread's refs.
-	UpsertRefs(ctx context.Context, threadID string, refs map[string]string) error
+	UpdateThread(ctx context.Context, threadID string, fn ThreadUpdate) (domain.Thread, error)
 	// FindThreadByRef returns the id of the oldest thread with ref key=value.
 	FindThreadByRef(ctx context.Context, key, value string) (string, error)
-	// GrantAccess inserts or replaces a principal's access to a thread.
-	GrantAccess(ctx context.Context, a ThreadAccess) error
-	// GetAccess returns a principal's access row (not found if none).
-	GetAccess(ctx context.Context, threadID, principalID string) (ThreadAccess, error)
+	// CreateThreadWithKey creates the thread as CreateThread does, unless
+	// (namespace, key) already names a thread: then nothing is written and
+	// that thread is returned with created false. Idempotent across
+	// processes sharing the database.
+	CreateThreadWithKey(ctx context.Context, namespace, key string, t domain.Thread, refs map[string]string) (domain.Thread, bool, error)
+	// FindThreadByKey returns the thread (namespace, key) names, with all
+	// its parties.
+	FindThreadByKey(ctx context.Context, namespace, key string) (domain.Thread, error)
+	// ThreadKey returns the application key of a thread ("" if none).
+	ThreadKey(ctx context.Context, threadID string) (string, error)
+	// StepValidation returns the stored validation of one recorded step
+	// attempt (nil for a free-form thread's step); found is false while no
+	// attempt with that id exists on the thread.
+	StepValidation(ctx context.Context, threadID, stepID string) (v *ValidationRecord, found bool, err error)
+	// ListRefs returns a thread's refs.
+	ListRefs(ctx context.Context, threadID string) (map[string]string, error)
 	// ListActivities returns the thread's activities ordered by seq.
 	ListActivities(ctx context.Context, threadID string) ([]Activity, error)
 	// HasActivity reports whether any attempt of (thread, step, key) exists;
 	// OTLP uses it to drop spans it has already ingested.
 	HasActivity(ctx context.Context, threadID, stepName, idempotencyKey string) (bool, error)
+	// UpdateGrants locks the thread row, loads GrantTx, calls fn and stores
+	// the grant it returns (nil: nothing), replacing the one with the same
+	// invocation id, in the same transaction.
+	UpdateGrants(ctx context.Context, threadID string, fn func(GrantTx) (*domain.StepGrant, error)) error
+	// ReadGrants loads what UpdateGrants's fn sees, without locking or a
+	// write transaction: waits check it first and lock only to grant.
+	ReadGrants(ctx context.Context, threadID string) (GrantTx, error)
+	// ReleaseGrant deletes a grant whose answer never reached its waiter
+	// (the wait was cancelled as it was granted), under the thread's lock.
+	ReleaseGrant(ctx context.Context, threadID, invocationID string) error
+}
+
+// GrantTx is what a grant decision sees with the thread row locked: the
+// thread with all its parties, its step states by latest attempt, and its
+// grants.
+type GrantTx struct {
+	Thread domain.Thread
+	States []StepState
+	Grants []domain.StepGrant
+}
+
+// AppendWriter names who appends: the principal and the role it acts as
+// ("" when its connection declared none).
+type AppendWriter struct {
+	PrincipalID string
+	Role        string
+	// InvocationID is the attempt's invocation id: StepTx.Grant is the
+	// status of the waitFor grant it names.
+	InvocationID string
 }

@@ -1,0 +1,51 @@
+package ports
+
+import (
+	"context"
+	"time"
+)
+
+// PendingQuery selects notifications a replica could push now: unsettled,
+// not leased (or lease ended before Now), pushed fewer than MaxDeliveries
+// times, owned by one of Owners or on one of Threads, for one of StepNames,
+// with seq > AfterSeq; oldest first, at most Limit. With LeaseEnded only
+// rows whose lease ended before Now are selected, whatever their seq: pushes
+// nobody acknowledged in time, which lie behind the reader's cursor.
+type PendingQuery struct {
+	Owners    []string
+	Threads   []string
+	StepNames []string // subscribed step names ("global": thread events); none: any
+
+	AfterSeq      int64
+	LeaseEnded    bool
+	Now           time.Time
+	MaxDeliveries int
+	Limit         int
+}
+
+// NotificationLog is the durable side of notification delivery: the stored
+// notification rows, leased for one push at a time and settled by the
+// subscriber's ack, shared by every replica.
+type NotificationLog interface {
+	PendingNotifications(ctx context.Context, q PendingQuery) ([]NotificationRecord, error)
+	// ClaimNotifications leases ids until until for one more push (counting
+	// it) and returns the ids it leased: settled ones, and ones another
+	// replica leased until after now, are skipped.
+	ClaimNotifications(ctx context.Context, ids []string, now, until time.Time) ([]string, error)
+	// ReleaseNotifications ends leases early (the socket closed): the rows
+	// may be pushed again at once.
+	ReleaseNotifications(ctx context.Context, ids []string) error
+	// AckNotifications settles ids as acknowledged and returns those that
+	// were not settled yet.
+	AckNotifications(ctx context.Context, ids []string, now time.Time) ([]string, error)
+	// ExpireNotifications settles pending rows created before cutoff as
+	// expired, and rows pushed maxDeliveries times whose lease ended before
+	// now as dropped; it returns how many of each.
+	ExpireNotifications(ctx context.Context, cutoff, now time.Time, maxDeliveries int) (expired, dropped int, err error)
+}
+
+// NotificationPublisher is told about notifications that were just
+// committed, so subscribers on every replica are woken.
+type NotificationPublisher interface {
+	Published(ns []NotificationRecord)
+}
