@@ -43,6 +43,7 @@ func (s actorSAs) GetServiceAccount(_ context.Context, id string) (domain.Servic
 }
 
 func TestResolveActors(t *testing.T) {
+	t.Parallel()
 	users := actorUsers{byID: map[string]domain.User{
 		"u1": {ID: "u1", Email: "ada@example.com", FullName: "Ada Lovelace"},
 		"u2": {ID: "u2", Email: "noname@example.com"},

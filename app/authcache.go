@@ -26,9 +26,11 @@ const maxAuthCacheEntries = 10000
 //     value read before its rows were loaded. A read racing a mutation is
 //     therefore never served from the cache after the mutation returns.
 //
-// Another process sharing the database (a second replica, the
-// bootstrap-owner command) does not bump gen: its changes are seen after at
-// most ttl.
+// Changes that can take a credential away (a user updated, a key or session
+// revoked) are also broadcast to every replica (IdentityDeps.Broadcast), which
+// bumps its own gen on receipt; without a broadcast (or for a process that
+// does not publish, like the bootstrap-owner command) another process's
+// changes are seen after at most ttl.
 type authCache struct {
 	ttl  time.Duration
 	now  func() time.Time // monotonic wall clock for ttl; domain expiry uses Identity's clock
@@ -153,7 +155,8 @@ func (s *Identity) Invalidate() { s.cache.invalidate() }
 
 type invalidatingUsers struct {
 	ports.Users
-	inv func()
+	inv     func()
+	changed func(principalID string)
 }
 
 func (w invalidatingUsers) CreateUser(ctx context.Context, u domain.User) error {
@@ -162,7 +165,7 @@ func (w invalidatingUsers) CreateUser(ctx context.Context, u domain.User) error 
 }
 
 func (w invalidatingUsers) UpdateUser(ctx context.Context, id string, fn ports.UserUpdateFn) (domain.User, error) {
-	defer w.inv()
+	defer w.changed(id)
 	return w.Users.UpdateUser(ctx, id, fn)
 }
 
@@ -180,7 +183,8 @@ func (w invalidatingServiceAccounts) CreateServiceAccount(ctx context.Context, s
 // in authentication.
 type invalidatingAPIKeys struct {
 	ports.APIKeys
-	inv func()
+	inv     func()
+	changed func(principalID string)
 }
 
 func (w invalidatingAPIKeys) CreateAPIKey(ctx context.Context, k domain.APIKey) error {
@@ -189,13 +193,19 @@ func (w invalidatingAPIKeys) CreateAPIKey(ctx context.Context, k domain.APIKey) 
 }
 
 func (w invalidatingAPIKeys) RevokeAPIKey(ctx context.Context, id string, now time.Time) (domain.APIKey, error) {
-	defer w.inv()
-	return w.APIKeys.RevokeAPIKey(ctx, id, now)
+	k, err := w.APIKeys.RevokeAPIKey(ctx, id, now)
+	owner := k.UserID + k.ServiceAccountID
+	if owner == "" {
+		owner = AnyPrincipal // not known (the revoke failed): recheck every socket
+	}
+	w.changed(owner)
+	return k, err
 }
 
 type invalidatingSessions struct {
 	ports.Sessions
-	inv func()
+	inv     func()
+	changed func(principalID string)
 }
 
 func (w invalidatingSessions) CreateSession(ctx context.Context, sess domain.Session) error {
@@ -203,8 +213,10 @@ func (w invalidatingSessions) CreateSession(ctx context.Context, sess domain.Ses
 	return w.Sessions.CreateSession(ctx, sess)
 }
 
+// RevokeSession broadcasts without a principal: browser sessions hold no
+// socket, so other replicas only forget cached authentications.
 func (w invalidatingSessions) RevokeSession(ctx context.Context, id string, now time.Time) error {
-	defer w.inv()
+	defer w.changed("")
 	return w.Sessions.RevokeSession(ctx, id, now)
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/threadengine/engine/app"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
+	"github.com/threadengine/engine/ports/portstest"
 )
 
 // countingKeys counts the key lookups that reach the store.
@@ -46,9 +47,9 @@ type cachedFixture struct {
 	sess *countingSessions
 }
 
-func newCachedFixture(t *testing.T, d sqldb.Dialect, ttl time.Duration) *cachedFixture {
+func newCachedFixture(t *testing.T, ttl time.Duration) *cachedFixture {
 	t.Helper()
-	st := identitystore.New(sqldbtest.Open(t, d))
+	st := portstest.NewIdentity()
 	clock := &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	keys, sess := &countingKeys{APIKeys: st}, &countingSessions{Sessions: st}
 	id := app.NewIdentity(app.IdentityDeps{
@@ -63,15 +64,15 @@ func newCachedFixture(t *testing.T, d sqldb.Dialect, ttl time.Duration) *cachedF
 // member creates an active member with a personal key.
 func (f *cachedFixture) member(t *testing.T, email string, expiresInDays *int) (domain.User, string) {
 	t.Helper()
-	u, _, err := f.id.InviteUser(f.admin, email, "M", domain.RoleMember)
+	u, _, err := f.id.Application().Commands.InviteUser.Handle(f.admin, inviteReq(email, "M", domain.RoleMember))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u, err = f.id.ActivateBySignIn(context.Background(), u.ID); err != nil {
+	if u, err = f.id.Application().Commands.ActivateBySignIn.Handle(context.Background(), u.ID); err != nil {
 		t.Fatal(err)
 	}
 	p := domain.PrincipalOf(domain.SessionSubject{User: &u})
-	secret, _, err := f.id.CreateAPIKey(as(p), app.CreateAPIKeyInput{Name: "m", ExpiresInDays: expiresInDays})
+	secret, _, err := f.id.Application().Commands.CreateAPIKey.Handle(as(p), app.CreateAPIKeyInput{Name: "m", ExpiresInDays: expiresInDays})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,11 +82,11 @@ func (f *cachedFixture) member(t *testing.T, email string, expiresInDays *int) (
 // authTwice authenticates twice and checks the second use was a cache hit.
 func (f *cachedFixture) authTwice(t *testing.T, secret string) domain.Principal {
 	t.Helper()
-	if _, err := f.id.AuthenticateAPIKey(context.Background(), secret); err != nil {
+	if _, err := f.id.Application().Queries.AuthenticateAPIKey.Handle(context.Background(), secret); err != nil {
 		t.Fatal(err)
 	}
 	before := f.keys.byHash.Load()
-	p, err := f.id.AuthenticateAPIKey(context.Background(), secret)
+	p, err := f.id.Application().Queries.AuthenticateAPIKey.Handle(context.Background(), secret)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,113 +97,107 @@ func (f *cachedFixture) authTwice(t *testing.T, secret string) domain.Principal 
 }
 
 func TestAuthCacheAppliesMutationsAtOnce(t *testing.T) {
-	for _, d := range sqldbtest.Dialects(t) {
-		t.Run(string(d), func(t *testing.T) {
-			f := newCachedFixture(t, d, time.Minute)
-			ctx := context.Background()
-			u, secret := f.member(t, "m@example.com", nil)
+	t.Parallel()
+	f := newCachedFixture(t, time.Minute)
+	ctx := context.Background()
+	u, secret := f.member(t, "m@example.com", nil)
 
-			f.authTwice(t, secret)
-			suspended := string(domain.StatusSuspended)
-			if _, err := f.id.UpdateUser(f.admin, u.ID, app.UserPatch{Status: &suspended}); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := f.id.AuthenticateAPIKey(ctx, secret); !isCode(err, domain.CodeUserNotActive) {
-				t.Fatalf("suspended owner's cached key: %v", err)
-			}
+	f.authTwice(t, secret)
+	suspended := string(domain.StatusSuspended)
+	if _, err := f.id.Application().Commands.UpdateUser.Handle(f.admin, u.ID, app.UserPatch{Status: &suspended}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.id.Application().Queries.AuthenticateAPIKey.Handle(ctx, secret); !isCode(err, domain.CodeUserNotActive) {
+		t.Fatalf("suspended owner's cached key: %v", err)
+	}
 
-			active, viewer := string(domain.StatusActive), string(domain.RoleViewer)
-			if _, err := f.id.UpdateUser(f.admin, u.ID, app.UserPatch{Status: &active}); err != nil {
-				t.Fatal(err)
-			}
-			if p := f.authTwice(t, secret); p.Role != domain.RoleMember {
-				t.Fatalf("role %s", p.Role)
-			}
-			if _, err := f.id.UpdateUser(f.admin, u.ID, app.UserPatch{Role: &viewer}); err != nil {
-				t.Fatal(err)
-			}
-			if p, err := f.id.AuthenticateAPIKey(ctx, secret); err != nil || p.Role != domain.RoleViewer {
-				t.Fatalf("after role change: %+v %v", p, err)
-			}
+	active, viewer := string(domain.StatusActive), string(domain.RoleViewer)
+	if _, err := f.id.Application().Commands.UpdateUser.Handle(f.admin, u.ID, app.UserPatch{Status: &active}); err != nil {
+		t.Fatal(err)
+	}
+	if p := f.authTwice(t, secret); p.Role != domain.RoleMember {
+		t.Fatalf("role %s", p.Role)
+	}
+	if _, err := f.id.Application().Commands.UpdateUser.Handle(f.admin, u.ID, app.UserPatch{Role: &viewer}); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := f.id.Application().Queries.AuthenticateAPIKey.Handle(ctx, secret); err != nil || p.Role != domain.RoleViewer {
+		t.Fatalf("after role change: %+v %v", p, err)
+	}
 
-			p := f.authTwice(t, secret)
-			if _, err := f.id.RevokeAPIKey(f.admin, p.KeyID); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := f.id.AuthenticateAPIKey(ctx, secret); !isCode(err, domain.CodeAPIKeyRevoked) {
-				t.Fatalf("revoked cached key: %v", err)
-			}
+	p := f.authTwice(t, secret)
+	if _, err := f.id.Application().Commands.RevokeAPIKey.Handle(f.admin, p.KeyID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.id.Application().Queries.AuthenticateAPIKey.Handle(ctx, secret); !isCode(err, domain.CodeAPIKeyRevoked) {
+		t.Fatalf("revoked cached key: %v", err)
+	}
 
-			// Sessions: sign-out and the source key's revocation apply at once.
-			_, owner := f.member(t, "s@example.com", nil)
-			token, _, _, err := f.id.ExchangeAPIKeyForSession(ctx, owner)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := f.id.AuthenticateSession(ctx, token); err != nil {
-				t.Fatal(err)
-			}
-			before := f.sess.byHash.Load()
-			sp, err := f.id.AuthenticateSession(ctx, token)
-			if err != nil || f.sess.byHash.Load() != before {
-				t.Fatalf("session not served from the cache: %v (%d lookups)", err, f.sess.byHash.Load()-before)
-			}
-			if _, err := f.id.RevokeAPIKey(f.admin, sp.KeyID); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := f.id.AuthenticateSession(ctx, token); err == nil {
-				t.Fatal("session of a revoked key still valid")
-			}
-			_, other := f.member(t, "o@example.com", nil)
-			token, _, _, err = f.id.ExchangeAPIKeyForSession(ctx, other)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for range 2 {
-				if _, err := f.id.AuthenticateSession(ctx, token); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if _, err := f.id.SignOut(ctx, token); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := f.id.AuthenticateSession(ctx, token); !isCode(err, domain.CodeSessionRevoked) {
-				t.Fatalf("signed-out session: %v", err)
-			}
-		})
+	// Sessions: sign-out and the source key's revocation apply at once.
+	_, owner := f.member(t, "s@example.com", nil)
+	token, _, _, err := f.id.Application().Commands.ExchangeAPIKey.Handle(ctx, owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.id.Application().Queries.AuthenticateSession.Handle(ctx, token); err != nil {
+		t.Fatal(err)
+	}
+	before := f.sess.byHash.Load()
+	sp, err := f.id.Application().Queries.AuthenticateSession.Handle(ctx, token)
+	if err != nil || f.sess.byHash.Load() != before {
+		t.Fatalf("session not served from the cache: %v (%d lookups)", err, f.sess.byHash.Load()-before)
+	}
+	if _, err := f.id.Application().Commands.RevokeAPIKey.Handle(f.admin, sp.KeyID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.id.Application().Queries.AuthenticateSession.Handle(ctx, token); err == nil {
+		t.Fatal("session of a revoked key still valid")
+	}
+	_, other := f.member(t, "o@example.com", nil)
+	token, _, _, err = f.id.Application().Commands.ExchangeAPIKey.Handle(ctx, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := f.id.Application().Queries.AuthenticateSession.Handle(ctx, token); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.id.Application().Commands.SignOut.Handle(ctx, token); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.id.Application().Queries.AuthenticateSession.Handle(ctx, token); !isCode(err, domain.CodeSessionRevoked) {
+		t.Fatalf("signed-out session: %v", err)
 	}
 }
 
 func TestAuthCacheHitHonoursExpiry(t *testing.T) {
-	for _, d := range sqldbtest.Dialects(t) {
-		t.Run(string(d), func(t *testing.T) {
-			f := newCachedFixture(t, d, time.Minute)
-			ctx := context.Background()
-			one := 1
-			_, secret := f.member(t, "m@example.com", &one)
-			token, _, _, err := f.id.ExchangeAPIKeyForSession(ctx, f.key)
-			if err != nil {
-				t.Fatal(err)
-			}
-			f.authTwice(t, secret)
-			if _, err := f.id.AuthenticateSession(ctx, token); err != nil {
-				t.Fatal(err)
-			}
-			// Only the fake clock moves: the entries are still fresh, the
-			// credentials are not.
-			f.clock.Advance(9 * time.Hour)
-			if _, err := f.id.AuthenticateSession(ctx, token); !isCode(err, domain.CodeSessionExpired) {
-				t.Fatalf("expired session: %v", err)
-			}
-			f.clock.Advance(16 * time.Hour)
-			before := f.keys.byHash.Load()
-			if _, err := f.id.AuthenticateAPIKey(ctx, secret); !isCode(err, domain.CodeAPIKeyExpired) {
-				t.Fatalf("expired key: %v", err)
-			}
-			if f.keys.byHash.Load() != before {
-				t.Fatal("expiry was not decided on the cached entry")
-			}
-		})
+	t.Parallel()
+	f := newCachedFixture(t, time.Minute)
+	ctx := context.Background()
+	one := 1
+	_, secret := f.member(t, "m@example.com", &one)
+	token, _, _, err := f.id.Application().Commands.ExchangeAPIKey.Handle(ctx, f.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.authTwice(t, secret)
+	if _, err := f.id.Application().Queries.AuthenticateSession.Handle(ctx, token); err != nil {
+		t.Fatal(err)
+	}
+	// Only the fake clock moves: the entries are still fresh, the
+	// credentials are not.
+	f.clock.Advance(9 * time.Hour)
+	if _, err := f.id.Application().Queries.AuthenticateSession.Handle(ctx, token); !isCode(err, domain.CodeSessionExpired) {
+		t.Fatalf("expired session: %v", err)
+	}
+	f.clock.Advance(16 * time.Hour)
+	before := f.keys.byHash.Load()
+	if _, err := f.id.Application().Queries.AuthenticateAPIKey.Handle(ctx, secret); !isCode(err, domain.CodeAPIKeyExpired) {
+		t.Fatalf("expired key: %v", err)
+	}
+	if f.keys.byHash.Load() != before {
+		t.Fatal("expiry was not decided on the cached entry")
 	}
 }
 
@@ -210,24 +205,25 @@ func TestAuthCacheHitHonoursExpiry(t *testing.T) {
 // database by someone else (here the store directly) is seen once the entry
 // is older than the TTL, and the cache is off with a zero TTL.
 func TestAuthCacheTTL(t *testing.T) {
-	f := newCachedFixture(t, sqldb.SQLite, 200*time.Millisecond)
+	t.Parallel()
+	f := newCachedFixture(t, 200*time.Millisecond)
 	ctx := context.Background()
 	p := f.authTwice(t, f.key)
 	if _, err := f.store.RevokeAPIKey(ctx, p.KeyID, f.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.id.AuthenticateAPIKey(ctx, f.key); err != nil {
+	if _, err := f.id.Application().Queries.AuthenticateAPIKey.Handle(ctx, f.key); err != nil {
 		t.Fatalf("within the TTL the entry stands (documented): %v", err)
 	}
 	time.Sleep(300 * time.Millisecond)
-	if _, err := f.id.AuthenticateAPIKey(ctx, f.key); !isCode(err, domain.CodeAPIKeyRevoked) {
+	if _, err := f.id.Application().Queries.AuthenticateAPIKey.Handle(ctx, f.key); !isCode(err, domain.CodeAPIKeyRevoked) {
 		t.Fatalf("after the TTL: %v", err)
 	}
 
-	off := newCachedFixture(t, sqldb.SQLite, 0)
+	off := newCachedFixture(t, 0)
 	before := off.keys.byHash.Load()
 	for range 3 {
-		if _, err := off.id.AuthenticateAPIKey(ctx, off.key); err != nil {
+		if _, err := off.id.Application().Queries.AuthenticateAPIKey.Handle(ctx, off.key); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -239,11 +235,12 @@ func TestAuthCacheTTL(t *testing.T) {
 // TestAuthCacheLastUsedStillTouched checks hits keep last_used_at current
 // (throttled to once a minute of the engine clock).
 func TestAuthCacheLastUsedStillTouched(t *testing.T) {
-	f := newCachedFixture(t, sqldb.SQLite, time.Hour)
+	t.Parallel()
+	f := newCachedFixture(t, time.Hour)
 	ctx := context.Background()
 	p := f.authTwice(t, f.key)
 	f.clock.Advance(2 * time.Minute)
-	if _, err := f.id.AuthenticateAPIKey(ctx, f.key); err != nil {
+	if _, err := f.id.Application().Queries.AuthenticateAPIKey.Handle(ctx, f.key); err != nil {
 		t.Fatal(err)
 	}
 	k, err := f.store.GetAPIKey(ctx, p.KeyID)
@@ -258,7 +255,8 @@ func TestAuthCacheLastUsedStillTouched(t *testing.T) {
 // TestAuthCacheConcurrentHits runs hits in parallel (meant for -race) and
 // checks a revocation made meanwhile holds for every later request.
 func TestAuthCacheConcurrentHits(t *testing.T) {
-	f := newCachedFixture(t, sqldb.SQLite, time.Minute)
+	t.Parallel()
+	f := newCachedFixture(t, time.Minute)
 	ctx := context.Background()
 	p := f.authTwice(t, f.key)
 	var wg sync.WaitGroup
@@ -268,23 +266,23 @@ func TestAuthCacheConcurrentHits(t *testing.T) {
 			defer wg.Done()
 			for range 50 {
 				f.clock.Advance(time.Second) // crosses the touch interval now and then
-				if _, err := f.id.AuthenticateAPIKey(ctx, f.key); err != nil && !isCode(err, domain.CodeAPIKeyRevoked) {
+				if _, err := f.id.Application().Queries.AuthenticateAPIKey.Handle(ctx, f.key); err != nil && !isCode(err, domain.CodeAPIKeyRevoked) {
 					t.Error(err)
 					return
 				}
 			}
 		}()
 	}
-	if _, err := f.id.RevokeAPIKey(f.admin, p.KeyID); err != nil {
+	if _, err := f.id.Application().Commands.RevokeAPIKey.Handle(f.admin, p.KeyID); err != nil {
 		t.Fatal(err)
 	}
 	for range 20 {
-		if _, err := f.id.AuthenticateAPIKey(ctx, f.key); !isCode(err, domain.CodeAPIKeyRevoked) {
+		if _, err := f.id.Application().Queries.AuthenticateAPIKey.Handle(ctx, f.key); !isCode(err, domain.CodeAPIKeyRevoked) {
 			t.Fatalf("after revocation: %v", err)
 		}
 	}
 	wg.Wait()
-	if _, err := f.id.AuthenticateAPIKey(ctx, f.key); !isCode(err, domain.CodeAPIKeyRevoked) {
+	if _, err := f.id.Application().Queries.AuthenticateAPIKey.Handle(ctx, f.key); !isCode(err, domain.CodeAPIKeyRevoked) {
 		t.Fatalf("after revocation: %v", err)
 	}
 }
@@ -293,13 +291,14 @@ func TestAuthCacheConcurrentHits(t *testing.T) {
 // directly (not through Identity); promoting the license owner must still
 // apply to the next request made with the owner's cached key.
 func TestAuthCacheSignInInvalidates(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st := identitystore.New(sqldbtest.Open(t, sqldb.SQLite))
 	clock := ports.SystemClock{}
 	id := app.NewIdentity(app.IdentityDeps{Users: st, ServiceAccounts: st, APIKeys: st, Sessions: st, Audit: st, Settings: st,
 		Clock: clock, Random: rand.Reader, NewID: uuid.NewString, AuthCacheTTL: time.Minute})
 	lic := &fakeLicense{info: ports.LicenseInfo{Account: "acme", OwnerEmail: "boss@example.com", Products: []string{"threadengine"}, ManagedIdentity: true}}
-	si := app.NewSignIn(app.SignInDeps{Users: st, Bindings: st, Sessions: id, Product: "threadengine", Audit: st, Setting: st,
+	si := app.NewSignIn(app.SignInDeps{Users: st, Bindings: st, StartSession: id.Application().Commands.StartUserSession, Product: "threadengine", Audit: st, Setting: st,
 		License: app.NewLicenseMonitor(lic, clock, time.Hour, nil), Clock: clock, NewID: uuid.NewString})
 
 	u, err := domain.NewInvitedUser(uuid.NewString(), "boss@example.com", "", domain.RoleMember, time.Now().UTC())
@@ -312,12 +311,12 @@ func TestAuthCacheSignInInvalidates(t *testing.T) {
 	if err := st.CreateUser(ctx, u); err != nil {
 		t.Fatal(err)
 	}
-	secret, _, err := id.CreateAPIKey(as(domain.PrincipalOf(domain.SessionSubject{User: &u})), app.CreateAPIKeyInput{Name: "k"})
+	secret, _, err := id.Application().Commands.CreateAPIKey.Handle(as(domain.PrincipalOf(domain.SessionSubject{User: &u})), app.CreateAPIKeyInput{Name: "k"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
-		if p, err := id.AuthenticateAPIKey(ctx, secret); err != nil || p.Role != domain.RoleMember {
+		if p, err := id.Application().Queries.AuthenticateAPIKey.Handle(ctx, secret); err != nil || p.Role != domain.RoleMember {
 			t.Fatalf("before sign-in: %+v %v", p, err)
 		}
 	}
@@ -326,11 +325,11 @@ func TestAuthCacheSignInInvalidates(t *testing.T) {
 	if uid, err := si.EnsureLicenseOwner(ctx); err != nil || uid != u.ID {
 		t.Fatalf("ensure owner: %s %v", uid, err)
 	}
-	if p, err := id.AuthenticateAPIKey(ctx, secret); err != nil || p.Role != domain.RoleAdmin {
+	if p, err := id.Application().Queries.AuthenticateAPIKey.Handle(ctx, secret); err != nil || p.Role != domain.RoleAdmin {
 		t.Fatalf("after the owner's promotion by EnsureLicenseOwner: %+v %v", p, err)
 	}
 	for range 2 {
-		if _, err := id.AuthenticateAPIKey(ctx, secret); err != nil {
+		if _, err := id.Application().Queries.AuthenticateAPIKey.Handle(ctx, secret); err != nil {
 			t.Fatal(err)
 		}
 	}

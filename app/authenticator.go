@@ -17,3 +17,24 @@ type Authenticator interface {
 	// with domain.CheckSession, re-reading user, roles and source key.
 	AuthenticateSession(ctx context.Context, token string) (domain.Principal, error)
 }
+
+// Authenticator is the Authenticator the transports use: the two
+// authentication queries, with their cache and refusal counting.
+func (q IdentityQueries) Authenticator() Authenticator {
+	return queryAuthenticator{apiKey: q.AuthenticateAPIKey, session: q.AuthenticateSession}
+}
+
+// queryAuthenticator adapts the authentication query handlers to the
+// Authenticator interface the transports depend on.
+type queryAuthenticator struct {
+	apiKey  AuthenticateAPIKeyHandler
+	session AuthenticateSessionHandler
+}
+
+func (a queryAuthenticator) AuthenticateAPIKey(ctx context.Context, secret string) (domain.Principal, error) {
+	return a.apiKey.Handle(ctx, secret)
+}
+
+func (a queryAuthenticator) AuthenticateSession(ctx context.Context, token string) (domain.Principal, error) {
+	return a.session.Handle(ctx, token)
+}

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/threadengine/engine/domain"
@@ -13,10 +14,15 @@ import (
 // optional; with both set, every upload is recorded in the audit log.
 type ContractsDeps struct {
 	Store ports.Contracts
-	Clock ports.Clock
-	Audit ports.Audit
-	NewID func() string
-	Log   *slog.Logger
+	// Eraser deletes unused versions (optional: without it deletion is refused).
+	Eraser ports.ContractEraser
+	// Deleted is told about a deleted version so caches of immutable
+	// versions (app.Threads) drop it (optional).
+	Deleted func(name string, version int)
+	Clock   ports.Clock
+	Audit   ports.Audit
+	NewID   func() string
+	Log     *slog.Logger
 }
 
 // Contracts uploads and reads contract versions.
@@ -61,6 +67,42 @@ func (a *Contracts) UploadContract(ctx context.Context, src []byte) (domain.Cont
 	sum := ports.ContractSummary{Name: c.Name, Version: c.Version, Description: c.Description, StepCount: len(c.Steps),
 		CreatedBy: p.ID, CreatedAt: now.Truncate(time.Microsecond), LatestVersion: c.Version}
 	return c, sum, nil
+}
+
+// DeleteContractVersion deletes one version no thread was started with
+// (data.delete, administrators). Audited.
+func (a *Contracts) DeleteContractVersion(ctx context.Context, name string, version int) error {
+	p, err := Require(ctx, domain.PermDataDelete)
+	if err != nil {
+		return err
+	}
+	if version < 1 {
+		return domain.Invalid("version", "version must be a positive integer")
+	}
+	if a.d.Eraser == nil {
+		return domain.E(domain.KindUnavailable, domain.CodeUnavailable, "contract deletion is not available")
+	}
+	if err := a.d.Eraser.DeleteContractVersion(ctx, name, version); err != nil {
+		return err
+	}
+	if a.d.Deleted != nil {
+		a.d.Deleted(name, version)
+	}
+	ref := name + ":" + strconv.Itoa(version)
+	a.audit(ctx, p, "contract.delete", ref, map[string]any{"name": name, "version": version})
+	return nil
+}
+
+func (a *Contracts) audit(ctx context.Context, p domain.Principal, action, target string, details map[string]any) {
+	if a.d.Audit == nil || a.d.NewID == nil {
+		return
+	}
+	e := ports.AuditEntry{ID: a.d.NewID(), At: a.d.Clock.Now().UTC(), ActorKind: p.Kind, ActorID: p.ID, Action: action,
+		Target: target, Details: details}
+	if err := a.d.Audit.RecordAudit(ctx, e); err != nil {
+		// The change is made; losing its audit line must not fail it.
+		a.d.Log.Error("audit record failed", "action", e.Action, "target", e.Target, "err", err)
+	}
 }
 
 // CheckContract parses src without storing it (a preview for authors). It

@@ -35,6 +35,7 @@ func contractSrc(v int) []byte {
 }
 
 func TestContractsUseCases(t *testing.T) {
+	t.Parallel()
 	clock := &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC)}
 	audit := &auditLog{}
 	a := app.NewContracts(app.ContractsDeps{Store: contractstore.New(sqldbtest.Open(t, sqldb.SQLite)), Clock: clock,

@@ -11,15 +11,19 @@ import (
 )
 
 // Queries are the read use cases behind the GraphQL API (and the MCP tools
-// that reuse it). Every method requires threads.read.
+// that reuse it). Every method requires threads.read and reads through
+// q.reader, which limits what the caller sees.
 //
-// The engine holds one company: every principal allowed to read threads sees
-// all of them, as in the reference engine where every company member sees
-// the company's threads. Batch methods take many parents at once so a
-// transport can load a whole result level with one call.
+// The engine holds one company: humans and company-scoped service accounts
+// see every thread, as in the reference engine where every company member
+// sees the company's threads; a party-scoped service account sees only the
+// threads it is a party of, and the others answer as if they did not exist.
+// Batch methods take many parents at once so a transport can load a whole
+// result level with one call.
 type Queries struct {
 	store     ports.ThreadQueries
-	contracts ports.Contracts // nil: contractGraph answers not found
+	stats     ports.ThreadStats // nil: the aggregate queries answer not found
+	contracts ports.Contracts   // nil: contractGraph answers not found
 	secrets   map[string][]byte
 	clock     ports.Clock
 }
@@ -32,6 +36,8 @@ type QueriesDeps struct {
 	// signs with (see Threads); they are needed to verify chains.
 	ChainSecrets map[string][]byte
 	Clock        ports.Clock
+	// Stats answers the contracts and overview aggregates (optional).
+	Stats ports.ThreadStats
 }
 
 // NewQueries returns the read use cases.
@@ -39,18 +45,13 @@ func NewQueries(d QueriesDeps) *Queries {
 	if d.Clock == nil {
 		d.Clock = ports.SystemClock{}
 	}
-	return &Queries{store: d.Store, contracts: d.Contracts, secrets: d.ChainSecrets, clock: d.Clock}
+	return &Queries{store: d.Store, stats: d.Stats, contracts: d.Contracts, secrets: d.ChainSecrets, clock: d.Clock}
 }
 
 // ChainSecrets returns the secrets map Threads signs with, so the composition
 // root can hand the same secret to Queries.
 func ChainSecrets(secret []byte) map[string][]byte {
 	return map[string][]byte{hashVersion: secret}
-}
-
-func read(ctx context.Context) error {
-	_, err := Require(ctx, domain.PermThreadsRead)
-	return err
 }
 
 // ParseTimeArg parses an optional ISO-8601 time argument ("" means absent).
@@ -94,6 +95,11 @@ type ThreadSearch struct {
 	CompletedBefore string
 	RefKey          string
 	RefValue        string
+	Health          []domain.HealthStatus
+	Tag             string
+	IDPrefix        string
+	OrderBy         string // ports.OrderStartedAt (default) or ports.OrderDuration
+	Ascending       bool
 	Limit           *int // default 50, at most 100
 	Offset          *int
 }
@@ -118,10 +124,13 @@ func (q *Queries) Thread(ctx context.Context, id string) (*ports.ThreadView, err
 
 // Threads returns the threads with these ids that exist, in the order asked.
 func (q *Queries) Threads(ctx context.Context, ids []string) ([]ports.ThreadView, error) {
-	if err := read(ctx); err != nil {
+	st, err := q.reader(ctx)
+	if err != nil {
 		return nil, err
 	}
-	rows, err := q.store.GetThreads(ctx, ids)
+	// An id that cannot exist (NUL, invalid UTF-8…) is simply not found,
+	// on every store (PostgreSQL would refuse the query).
+	rows, err := st.GetThreads(ctx, domain.ValidIDs(ids))
 	if err != nil {
 		return nil, err
 	}
@@ -140,18 +149,25 @@ func (q *Queries) Threads(ctx context.Context, ids []string) ([]ports.ThreadView
 
 // SearchThreads returns one page of threads, newest first.
 func (q *Queries) SearchThreads(ctx context.Context, s ThreadSearch) (ThreadPage, error) {
-	if err := read(ctx); err != nil {
+	st, err := q.reader(ctx)
+	if err != nil {
 		return ThreadPage{}, err
 	}
 	f := ports.ThreadFilter{Actor: s.Actor, ContractName: s.ContractName, ContractVersion: s.ContractVersion,
-		Status: s.Status, RefKey: s.RefKey, RefValue: s.RefValue, Limit: domain.ThreadsPage.Effective(s.Limit)}
+		Status: s.Status, RefKey: s.RefKey, RefValue: s.RefValue, Health: s.Health, Tag: s.Tag,
+		IDPrefix: strings.TrimSpace(s.IDPrefix), OrderBy: s.OrderBy, Ascending: s.Ascending,
+		Limit: domain.ThreadsPage.Effective(s.Limit)}
+	switch f.OrderBy {
+	case "", ports.OrderStartedAt, ports.OrderDuration:
+	default:
+		return ThreadPage{}, domain.Invalid("orderBy", "orderBy must be STARTED_AT or DURATION, not %q", f.OrderBy)
+	}
 	if s.ContractName == "" {
 		f.ContractVersion = nil // reference: the version filters only together with a name
 	}
 	if s.Offset != nil && *s.Offset > 0 {
 		f.Offset = *s.Offset
 	}
-	var err error
 	for _, p := range []struct {
 		field, v string
 		dst      **time.Time
@@ -163,7 +179,7 @@ func (q *Queries) SearchThreads(ctx context.Context, s ThreadSearch) (ThreadPage
 			return ThreadPage{}, err
 		}
 	}
-	threads, total, err := q.store.ListThreads(ctx, f)
+	threads, total, err := st.ListThreads(ctx, f)
 	if err != nil {
 		return ThreadPage{}, err
 	}
@@ -172,10 +188,11 @@ func (q *Queries) SearchThreads(ctx context.Context, s ThreadSearch) (ThreadPage
 
 // Refs returns the refs of each thread.
 func (q *Queries) Refs(ctx context.Context, threadIDs []string) (map[string]map[string]string, error) {
-	if err := read(ctx); err != nil {
+	st, err := q.reader(ctx)
+	if err != nil {
 		return nil, err
 	}
-	return q.store.Refs(ctx, threadIDs)
+	return st.Refs(ctx, domain.ValidIDs(threadIDs))
 }
 
 // RefsJSON encodes refs the way the SDKs expect them: a JSON object in a
@@ -189,19 +206,144 @@ func RefsJSON(refs map[string]string) *string {
 	return &s
 }
 
-// StepSelection filters the steps of a thread.
+// StepSelection filters and pages the steps of a thread.
 type StepSelection struct {
 	StepName, IdempotencyKey, Status string
+	Limit, Offset                    *int // domain.StepsPage; offset default 0
 }
 
 // Steps returns the step states of each thread (at most
 // domain.MaxStepsPerThread per thread), in first-seen order.
 func (q *Queries) Steps(ctx context.Context, threadIDs []string, s StepSelection) (map[string][]ports.StepView, error) {
-	if err := read(ctx); err != nil {
+	st, err := q.reader(ctx)
+	if err != nil {
 		return nil, err
 	}
-	return q.store.Steps(ctx, threadIDs, ports.StepFilter{StepName: s.StepName, IdempotencyKey: s.IdempotencyKey,
-		Statuses: StepStatuses(s.Status)}, domain.MaxStepsPerThread)
+	f := ports.StepFilter{StepName: s.StepName, IdempotencyKey: s.IdempotencyKey, Statuses: StepStatuses(s.Status)}
+	if s.Offset != nil && *s.Offset > 0 {
+		f.Offset = *s.Offset
+	}
+	return st.Steps(ctx, domain.ValidIDs(threadIDs), f, domain.StepsPage.Effective(s.Limit))
+}
+
+// Attempts returns a page of each thread's attempts in the order they were
+// recorded (the waterfall of a thread page).
+func (q *Queries) Attempts(ctx context.Context, threadIDs []string, limit, offset *int) (map[string][]ports.ActivityView, error) {
+	st, err := q.reader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	off := 0
+	if offset != nil && *offset > 0 {
+		off = *offset
+	}
+	return st.Attempts(ctx, domain.ValidIDs(threadIDs), domain.AttemptsPage.Effective(limit), off)
+}
+
+// LatestValidations returns the newest validation result of each step.
+func (q *Queries) LatestValidations(ctx context.Context, steps []ports.StepKey) (map[ports.StepKey]ports.ValidationView, error) {
+	st, err := q.reader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return st.LatestValidations(ctx, steps)
+}
+
+// Counts returns the sizes of each thread's step and validation lists.
+func (q *Queries) Counts(ctx context.Context, threadIDs []string) (map[string]ports.ThreadCounts, error) {
+	st, err := q.reader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return st.Counts(ctx, domain.ValidIDs(threadIDs))
+}
+
+// LinkedFrom returns, for each thread, the threads that link to it through
+// a "linkedThread:*" ref (at most domain.MaxChainThreads each), oldest first.
+func (q *Queries) LinkedFrom(ctx context.Context, threadIDs []string) (map[string][]ports.ThreadView, error) {
+	st, err := q.reader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	links, err := st.LinkedFrom(ctx, domain.ValidIDs(threadIDs), domain.MaxChainThreads)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, l := range links {
+		ids = append(ids, l...)
+	}
+	threads, err := st.GetThreads(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]ports.ThreadView, len(threads))
+	for _, t := range threads {
+		byID[t.ID] = t
+	}
+	out := make(map[string][]ports.ThreadView, len(threadIDs))
+	for _, id := range threadIDs {
+		list := []ports.ThreadView{}
+		for _, src := range links[id] {
+			if t, ok := byID[src]; ok {
+				list = append(list, t)
+			}
+		}
+		out[id] = list
+	}
+	return out, nil
+}
+
+// StepIntegrity is the verification of one step identity's latest attempt.
+type StepIntegrity struct {
+	Verified       bool
+	Hash, PrevHash string
+	Error          string
+}
+
+// VerifyStep recomputes the hash of the newest attempt of (thread, step,
+// key) from its stored content, as the reference's verifyStepIntegrity does.
+func (q *Queries) VerifyStep(ctx context.Context, threadID, stepName, key string) (StepIntegrity, error) {
+	st, err := q.reader(ctx)
+	if err != nil {
+		return StepIntegrity{}, err
+	}
+	for f, v := range map[string]string{"threadId": threadID, "stepName": stepName, "idempotencyKey": key} {
+		if v == "" {
+			return StepIntegrity{}, domain.Invalid(f, "%s is required", f)
+		}
+	}
+	acts, err := st.History(ctx, ports.StepKey{ThreadID: threadID, StepName: stepName, IdempotencyKey: key},
+		ports.HistoryFilter{Limit: 1})
+	if err != nil {
+		return StepIntegrity{}, err
+	}
+	if len(acts) == 0 {
+		return StepIntegrity{Error: "Step not found in activity log"}, nil
+	}
+	a := acts[0]
+	out := StepIntegrity{Hash: a.Hash, PrevHash: a.PrevHash}
+	if reason := domain.VerifyLink(q.secrets, linkOf(a)); reason != "" {
+		out.Error = reason
+		return out, nil
+	}
+	out.Verified = true
+	return out, nil
+}
+
+// linkOf rebuilds a chain link from a stored activity, recomputing the
+// content hash (never trusting the stored column).
+func linkOf(a ports.ActivityView) domain.ChainLink {
+	var c map[string]string
+	var m map[string]any
+	cerr := json.Unmarshal([]byte(a.Context), &c)
+	merr := json.Unmarshal([]byte(a.Metadata), &m)
+	content := domain.ContentHash(c, m)
+	if cerr != nil || merr != nil {
+		content = "unreadable"
+	}
+	return domain.ChainLink{ThreadID: a.ThreadID, StepID: a.ID, StepName: a.StepName,
+		ContentHash: content, PrevHash: a.PrevHash, Hash: a.Hash, RecordedAt: a.RecordedAt}
 }
 
 // HistoryArgs page and filter step history. Times are ISO-8601 strings.
@@ -230,20 +372,22 @@ func (a HistoryArgs) filter() (ports.HistoryFilter, error) {
 
 // StepHistories returns each step's attempts, newest first.
 func (q *Queries) StepHistories(ctx context.Context, steps []ports.StepKey, a HistoryArgs) (map[ports.StepKey][]ports.ActivityView, error) {
-	if err := read(ctx); err != nil {
+	st, err := q.reader(ctx)
+	if err != nil {
 		return nil, err
 	}
 	f, err := a.filter()
 	if err != nil {
 		return nil, err
 	}
-	return q.store.StepHistories(ctx, steps, f)
+	return st.StepHistories(ctx, validStepKeys(steps), f)
 }
 
 // StepHistory returns the attempts of one step of a thread, newest first.
 // Without an idempotency key every key of the step name is included.
 func (q *Queries) StepHistory(ctx context.Context, a HistoryArgs) ([]ports.ActivityView, error) {
-	if err := read(ctx); err != nil {
+	st, err := q.reader(ctx)
+	if err != nil {
 		return nil, err
 	}
 	if a.ThreadID == "" {
@@ -252,11 +396,14 @@ func (q *Queries) StepHistory(ctx context.Context, a HistoryArgs) ([]ports.Activ
 	if a.StepName == "" {
 		return nil, domain.Invalid("stepName", "stepName is required")
 	}
+	if !domain.ValidID(a.ThreadID) {
+		return []ports.ActivityView{}, nil
+	}
 	f, err := a.filter()
 	if err != nil {
 		return nil, err
 	}
-	out, err := q.store.History(ctx, ports.StepKey{ThreadID: a.ThreadID, StepName: a.StepName, IdempotencyKey: a.IdempotencyKey}, f)
+	out, err := st.History(ctx, ports.StepKey{ThreadID: a.ThreadID, StepName: a.StepName, IdempotencyKey: a.IdempotencyKey}, f)
 	if out == nil && err == nil {
 		out = []ports.ActivityView{}
 	}
@@ -265,10 +412,11 @@ func (q *Queries) StepHistory(ctx context.Context, a HistoryArgs) ([]ports.Activ
 
 // SubSteps returns the sub-steps of each step, over all its attempts.
 func (q *Queries) SubSteps(ctx context.Context, steps []ports.StepKey) (map[ports.StepKey][]ports.SubStepView, error) {
-	if err := read(ctx); err != nil {
+	st, err := q.reader(ctx)
+	if err != nil {
 		return nil, err
 	}
-	return q.store.SubSteps(ctx, steps)
+	return st.SubSteps(ctx, validStepKeys(steps))
 }
 
 // ValidationArgs filter and page validation results.
@@ -288,18 +436,20 @@ func (a ValidationArgs) filter() ports.ValidationFilter {
 
 // Validations returns each thread's validation results, newest first.
 func (q *Queries) Validations(ctx context.Context, threadIDs []string, a ValidationArgs) (map[string][]ports.ValidationView, error) {
-	if err := read(ctx); err != nil {
+	st, err := q.reader(ctx)
+	if err != nil {
 		return nil, err
 	}
-	return q.store.Validations(ctx, threadIDs, a.filter())
+	return st.Validations(ctx, domain.ValidIDs(threadIDs), a.filter())
 }
 
 // ValidationResults returns the validation results of one step identity.
 func (q *Queries) ValidationResults(ctx context.Context, threadID string, a ValidationArgs) ([]ports.ValidationView, error) {
-	if err := read(ctx); err != nil {
+	st, err := q.reader(ctx)
+	if err != nil {
 		return nil, err
 	}
-	m, err := q.store.Validations(ctx, []string{threadID}, a.filter())
+	m, err := st.Validations(ctx, domain.ValidIDs([]string{threadID}), a.filter())
 	if err != nil {
 		return nil, err
 	}
@@ -319,7 +469,8 @@ type NotificationArgs struct {
 
 // Notifications returns each thread's notifications, newest first.
 func (q *Queries) Notifications(ctx context.Context, threadIDs []string, a NotificationArgs) (map[string][]ports.NotificationView, error) {
-	if err := read(ctx); err != nil {
+	st, err := q.reader(ctx)
+	if err != nil {
 		return nil, err
 	}
 	f := ports.NotificationFilter{StepID: a.StepID, StepName: a.StepName, Source: a.Source,
@@ -327,22 +478,24 @@ func (q *Queries) Notifications(ctx context.Context, threadIDs []string, a Notif
 	if a.Offset != nil && *a.Offset > 0 {
 		f.Offset = *a.Offset
 	}
-	return q.store.Notifications(ctx, threadIDs, f)
+	return st.Notifications(ctx, domain.ValidIDs(threadIDs), f)
 }
 
 // NotificationCounts aggregates each thread's notifications.
 func (q *Queries) NotificationCounts(ctx context.Context, threadIDs []string) (map[string]ports.NotificationCounts, error) {
-	if err := read(ctx); err != nil {
+	st, err := q.reader(ctx)
+	if err != nil {
 		return nil, err
 	}
-	return q.store.NotificationCounts(ctx, threadIDs)
+	return st.NotificationCounts(ctx, domain.ValidIDs(threadIDs))
 }
 
 // ThreadChains returns, for each root, the root and the threads linked
 // from it ("linkedThread:*" refs), breadth first. maxDepth nil means 3; it
 // must be 1..10. At most domain.MaxChainThreads threads per root.
 func (q *Queries) ThreadChains(ctx context.Context, rootIDs []string, maxDepth *int) (map[string][]ports.ThreadView, error) {
-	if err := read(ctx); err != nil {
+	st, err := q.reader(ctx)
+	if err != nil {
 		return nil, err
 	}
 	depth := domain.DefaultChainDepth
@@ -352,7 +505,7 @@ func (q *Queries) ThreadChains(ctx context.Context, rootIDs []string, maxDepth *
 	if depth < 1 || depth > domain.MaxChainDepth {
 		return nil, domain.Invalid("maxDepth", "maxDepth must be between 1 and %d", domain.MaxChainDepth)
 	}
-	links, err := q.store.Chains(ctx, rootIDs, depth, domain.MaxChainThreads)
+	links, err := st.Chains(ctx, domain.ValidIDs(rootIDs), depth, domain.MaxChainThreads)
 	if err != nil {
 		return nil, err
 	}
@@ -366,7 +519,7 @@ func (q *Queries) ThreadChains(ctx context.Context, rootIDs []string, maxDepth *
 			}
 		}
 	}
-	threads, err := q.store.GetThreads(ctx, ids)
+	threads, err := st.GetThreads(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -391,11 +544,12 @@ func (q *Queries) ThreadChains(ctx context.Context, rootIDs []string, maxDepth *
 // activities (content hashes recomputed from context and metadata, never
 // copied from the stored column).
 func (q *Queries) VerifyThreads(ctx context.Context, threadIDs []string) (map[string]domain.ChainStatus, error) {
-	if err := read(ctx); err != nil {
+	st, err := q.reader(ctx)
+	if err != nil {
 		return nil, err
 	}
 	out := make(map[string]domain.ChainStatus, len(threadIDs))
-	acts, err := q.store.Activities(ctx, threadIDs)
+	acts, err := st.Activities(ctx, domain.ValidIDs(threadIDs))
 	if err != nil {
 		return nil, err
 	}
@@ -403,18 +557,15 @@ func (q *Queries) VerifyThreads(ctx context.Context, threadIDs []string) (map[st
 		list := acts[id]
 		links := make([]domain.ChainLink, len(list))
 		for i, a := range list {
-			var c map[string]string
-			var m map[string]any
-			cerr := json.Unmarshal([]byte(a.Context), &c)
-			merr := json.Unmarshal([]byte(a.Metadata), &m)
-			content := domain.ContentHash(c, m)
-			if cerr != nil || merr != nil {
-				content = "unreadable"
-			}
-			links[i] = domain.ChainLink{ThreadID: a.ThreadID, StepID: a.ID, StepName: a.StepName,
-				ContentHash: content, PrevHash: a.PrevHash, Hash: a.Hash, RecordedAt: a.RecordedAt}
+			links[i] = linkOf(a)
 		}
-		out[id] = domain.VerifyChain(q.secrets, links)
+		st := domain.VerifyChain(q.secrets, links)
+		for _, a := range list {
+			if st.BrokenStepID != "" && a.ID == st.BrokenStepID {
+				st.BrokenStepName, st.BrokenIdempotencyKey = a.StepName, a.IdempotencyKey
+			}
+		}
+		out[id] = st
 	}
 	return out, nil
 }
@@ -448,3 +599,14 @@ func (q *Queries) Contract(ctx context.Context, name string, version int) (domai
 
 // Now is the query clock (HashChainStatus.lastVerifiedAt).
 func (q *Queries) Now() time.Time { return q.clock.Now().UTC() }
+
+// validStepKeys drops keys whose thread id cannot exist (see ValidIDs).
+func validStepKeys(keys []ports.StepKey) []ports.StepKey {
+	out := keys[:0:0]
+	for _, k := range keys {
+		if domain.ValidID(k.ThreadID) {
+			out = append(out, k)
+		}
+	}
+	return out
+}

@@ -10,14 +10,6 @@ import (
 	"github.com/threadengine/engine/ports"
 )
 
-// Sign-in refusal codes about the person (see also the license codes).
-const (
-	CodeEmailNotVerified domain.Code = "email_not_verified"
-	CodeNotInvited       domain.Code = "not_invited"
-	CodeIdentityMismatch domain.Code = "identity_mismatch"
-	CodeBindingInactive  domain.Code = "binding_inactive"
-)
-
 // RegistryIdentity is what a verified OIDC sign-in proved about a person.
 type RegistryIdentity struct {
 	Issuer        string
@@ -27,18 +19,14 @@ type RegistryIdentity struct {
 	Name          string
 }
 
-// SessionStarter opens a browser session for an active user
-// (implemented by *Identity).
-type SessionStarter interface {
-	StartUserSession(ctx context.Context, userID string, source domain.SessionSource, identity, idTokenHint string) (string, domain.Session, error)
-}
-
 // SignInDeps are the ports SignIn needs.
 type SignInDeps struct {
 	Users    ports.Users
 	Bindings ports.IdentityBindings
-	Sessions SessionStarter
-	License  *LicenseMonitor
+	// StartSession opens the browser session of a user who signed in
+	// (Identity.Application().Commands.StartUserSession).
+	StartSession StartUserSessionHandler
+	License      *LicenseMonitor
 	// Product is registry.product: the license must include it.
 	Product string
 	Audit   ports.Audit    // optional
@@ -54,7 +42,7 @@ type SignIn struct{ d SignInDeps }
 // NewSignIn builds the sign-in use case; missing required ports panic (a
 // wiring bug).
 func NewSignIn(d SignInDeps) *SignIn {
-	if d.Users == nil || d.Bindings == nil || d.Sessions == nil || d.License == nil || d.Clock == nil || d.NewID == nil {
+	if d.Users == nil || d.Bindings == nil || d.StartSession == (StartUserSessionHandler{}) || d.License == nil || d.Clock == nil || d.NewID == nil {
 		panic("app.NewSignIn: missing dependency")
 	}
 	if d.Log == nil {
@@ -113,7 +101,7 @@ func (s *SignIn) Complete(ctx context.Context, id RegistryIdentity, idTokenHint 
 		s.d.Log.Info("registry sign-in refused", "issuer", id.Issuer, "subject", id.Subject, "code", domain.CodeOf(err))
 		return SignInResult{}, err
 	}
-	token, sess, err := s.d.Sessions.StartUserSession(ctx, u.ID, domain.SessionFromOIDC, id.Subject, idTokenHint)
+	token, sess, err := s.d.StartSession.Handle(ctx, u.ID, domain.SessionFromOIDC, id.Subject, idTokenHint)
 	if err != nil {
 		return SignInResult{}, err
 	}
@@ -134,7 +122,7 @@ func (s *SignIn) EnsureLicenseOwner(ctx context.Context) (string, error) {
 		return "", st.Err
 	}
 	if st.Info.Suspended {
-		return "", domain.E(domain.KindForbidden, CodeLicenseSuspended, "the registry license is suspended")
+		return "", domain.E(domain.KindForbidden, domain.CodeLicenseSuspended, "the registry license is suspended")
 	}
 	email, err := domain.NormalizeEmail(st.Info.OwnerEmail)
 	if err != nil {
@@ -156,7 +144,7 @@ func (s *SignIn) EnsureLicenseOwner(ctx context.Context) (string, error) {
 // viaBinding signs in a returning identity.
 func (s *SignIn) viaBinding(ctx context.Context, b ports.IdentityBinding, ownerEmail string) (domain.User, error) {
 	if !b.Active {
-		return domain.User{}, domain.E(domain.KindForbidden, CodeBindingInactive,
+		return domain.User{}, domain.E(domain.KindForbidden, domain.CodeBindingInactive,
 			"this sign-in identity has been disabled for this installation; ask an administrator")
 	}
 	u, err := s.d.Users.GetUser(ctx, b.UserID)
@@ -173,12 +161,12 @@ func (s *SignIn) viaBinding(ctx context.Context, b ports.IdentityBinding, ownerE
 // verified and match the owner or an engine-owned user.
 func (s *SignIn) viaEmail(ctx context.Context, id RegistryIdentity, ownerEmail string) (domain.User, error) {
 	if !id.EmailVerified {
-		return domain.User{}, domain.E(domain.KindForbidden, CodeEmailNotVerified,
+		return domain.User{}, domain.E(domain.KindForbidden, domain.CodeEmailNotVerified,
 			"the identity registry has not verified your email address; verify it there and sign in again")
 	}
 	email, err := domain.NormalizeEmail(id.Email)
 	if err != nil {
-		return domain.User{}, domain.E(domain.KindForbidden, CodeEmailNotVerified, "the identity registry did not provide a usable email address")
+		return domain.User{}, domain.E(domain.KindForbidden, domain.CodeEmailNotVerified, "the identity registry did not provide a usable email address")
 	}
 	existing, gerr := s.d.Users.GetUserByEmail(ctx, email)
 	found := gerr == nil
@@ -220,7 +208,7 @@ func (s *SignIn) viaEmail(ctx context.Context, id RegistryIdentity, ownerEmail s
 }
 
 func errNotInvited() error {
-	return domain.E(domain.KindForbidden, CodeNotInvited,
+	return domain.E(domain.KindForbidden, domain.CodeNotInvited,
 		"there is no invitation for this email address on this installation; ask an administrator to invite you")
 }
 
@@ -230,7 +218,7 @@ func (s *SignIn) checkUnbound(ctx context.Context, userID string) error {
 	_, err := s.d.Bindings.GetBindingByUser(ctx, userID)
 	switch {
 	case err == nil:
-		return domain.E(domain.KindForbidden, CodeIdentityMismatch,
+		return domain.E(domain.KindForbidden, domain.CodeIdentityMismatch,
 			"this account is linked to a different sign-in identity; sign in with that one")
 	case domain.KindOf(err) == domain.KindNotFound:
 		return nil
@@ -249,7 +237,7 @@ func (s *SignIn) bind(ctx context.Context, id RegistryIdentity, u domain.User) e
 			return nil
 		}
 		if domain.KindOf(err) == domain.KindConflict {
-			return domain.E(domain.KindForbidden, CodeIdentityMismatch,
+			return domain.E(domain.KindForbidden, domain.CodeIdentityMismatch,
 				"this account is linked to a different sign-in identity; sign in with that one")
 		}
 		return err
@@ -319,13 +307,11 @@ func (s *SignIn) ensureOwner(ctx context.Context, existing *domain.User, email, 
 	return u, nil
 }
 
-// invalidateAuth drops Identity's cached authentications after SignIn has
-// changed users through ports.Users directly (a role or status change must
-// apply on the next request).
+// invalidateAuth drops the cached authentications of the Identity that starts
+// SignIn's sessions after SignIn has changed users through ports.Users
+// directly (a role or status change must apply on the next request).
 func (s *SignIn) invalidateAuth() {
-	if inv, ok := s.d.Sessions.(interface{ Invalidate() }); ok {
-		inv.Invalidate()
-	}
+	s.d.StartSession.s.Invalidate()
 }
 
 func (s *SignIn) audit(ctx context.Context, userID, action string, details map[string]any) {

@@ -11,15 +11,6 @@ import (
 	"github.com/threadengine/engine/ports"
 )
 
-// Sign-in refusal codes shown on /login?error=<code> and in JSON errors.
-const (
-	CodeLicenseUnavailable      domain.Code = "license_unavailable"
-	CodeLicenseInvalid          domain.Code = "license_invalid"
-	CodeLicenseSuspended        domain.Code = "license_suspended"
-	CodeManagedIdentityDisabled domain.Code = "managed_identity_disabled"
-	CodeProductNotLicensed      domain.Code = "product_not_licensed"
-)
-
 // LicenseStatus is the result of the latest license check.
 type LicenseStatus struct {
 	Info      ports.LicenseInfo
@@ -102,24 +93,23 @@ func (m *LicenseMonitor) Run(ctx context.Context) {
 func CheckLicenseForSignIn(st LicenseStatus, product string) error {
 	if st.Err != nil {
 		if domain.KindOf(st.Err) == domain.KindForbidden {
-			return domain.E(domain.KindForbidden, CodeLicenseInvalid,
+			return domain.E(domain.KindForbidden, domain.CodeLicenseInvalid,
 				"browser sign-in is blocked: the identity registry does not accept this installation's license key")
 		}
-		e := domain.E(domain.KindUnavailable, CodeLicenseUnavailable,
+		e := domain.E(domain.KindUnavailable, domain.CodeLicenseUnavailable,
 			"browser sign-in is unavailable: the identity registry cannot be reached to check the license")
-		e.Err = st.Err
-		return e
+		return e.WithCause(st.Err)
 	}
 	if st.Info.Suspended {
-		return domain.E(domain.KindForbidden, CodeLicenseSuspended,
+		return domain.E(domain.KindForbidden, domain.CodeLicenseSuspended,
 			"browser sign-in is blocked: the license is suspended (your data is kept; contact the license owner)")
 	}
 	if !st.Info.ManagedIdentity {
-		return domain.E(domain.KindForbidden, CodeManagedIdentityDisabled,
+		return domain.E(domain.KindForbidden, domain.CodeManagedIdentityDisabled,
 			"browser sign-in with email or SSO is not enabled for this account on the identity registry")
 	}
 	if !slices.Contains(st.Info.Products, product) {
-		return domain.E(domain.KindForbidden, CodeProductNotLicensed,
+		return domain.E(domain.KindForbidden, domain.CodeProductNotLicensed,
 			"the license does not include %s; browser sign-in is not available", product)
 	}
 	return nil

@@ -10,15 +10,14 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/threadengine/engine/adapters/identitystore"
-	"github.com/threadengine/engine/adapters/sqldb"
-	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/app"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
+	"github.com/threadengine/engine/ports/portstest"
 )
 
 func TestCheckLicenseForSignIn(t *testing.T) {
+	t.Parallel()
 	ok := ports.LicenseInfo{Account: "acme", Products: []string{"other", "threadengine"}, ManagedIdentity: true}
 	with := func(fn func(*ports.LicenseInfo)) ports.LicenseInfo { l := ok; fn(&l); return l }
 	cases := []struct {
@@ -28,15 +27,15 @@ func TestCheckLicenseForSignIn(t *testing.T) {
 		kind domain.Kind
 	}{
 		{"usable", app.LicenseStatus{Info: ok}, "", 0},
-		{"registry unreachable", app.LicenseStatus{Err: domain.E(domain.KindUnavailable, domain.CodeUnavailable, "down")}, app.CodeLicenseUnavailable, domain.KindUnavailable},
-		{"foreign error", app.LicenseStatus{Err: errors.New("dial tcp: refused")}, app.CodeLicenseUnavailable, domain.KindUnavailable},
-		{"key refused", app.LicenseStatus{Err: domain.E(domain.KindForbidden, "license_invalid", "no")}, app.CodeLicenseInvalid, domain.KindForbidden},
-		{"suspended", app.LicenseStatus{Info: with(func(l *ports.LicenseInfo) { l.Suspended = true })}, app.CodeLicenseSuspended, domain.KindForbidden},
-		{"suspended wins over disabled identity", app.LicenseStatus{Info: with(func(l *ports.LicenseInfo) { l.Suspended, l.ManagedIdentity = true, false })}, app.CodeLicenseSuspended, domain.KindForbidden},
-		{"managed identity disabled", app.LicenseStatus{Info: with(func(l *ports.LicenseInfo) { l.ManagedIdentity = false })}, app.CodeManagedIdentityDisabled, domain.KindForbidden},
-		{"product missing", app.LicenseStatus{Info: with(func(l *ports.LicenseInfo) { l.Products = []string{"other"} })}, app.CodeProductNotLicensed, domain.KindForbidden},
-		{"no products", app.LicenseStatus{Info: with(func(l *ports.LicenseInfo) { l.Products = nil })}, app.CodeProductNotLicensed, domain.KindForbidden},
-		{"product match is exact", app.LicenseStatus{Info: with(func(l *ports.LicenseInfo) { l.Products = []string{"ThreadEngine"} })}, app.CodeProductNotLicensed, domain.KindForbidden},
+		{"registry unreachable", app.LicenseStatus{Err: domain.E(domain.KindUnavailable, domain.CodeUnavailable, "down")}, domain.CodeLicenseUnavailable, domain.KindUnavailable},
+		{"foreign error", app.LicenseStatus{Err: errors.New("dial tcp: refused")}, domain.CodeLicenseUnavailable, domain.KindUnavailable},
+		{"key refused", app.LicenseStatus{Err: domain.E(domain.KindForbidden, "license_invalid", "no")}, domain.CodeLicenseInvalid, domain.KindForbidden},
+		{"suspended", app.LicenseStatus{Info: with(func(l *ports.LicenseInfo) { l.Suspended = true })}, domain.CodeLicenseSuspended, domain.KindForbidden},
+		{"suspended wins over disabled identity", app.LicenseStatus{Info: with(func(l *ports.LicenseInfo) { l.Suspended, l.ManagedIdentity = true, false })}, domain.CodeLicenseSuspended, domain.KindForbidden},
+		{"managed identity disabled", app.LicenseStatus{Info: with(func(l *ports.LicenseInfo) { l.ManagedIdentity = false })}, domain.CodeManagedIdentityDisabled, domain.KindForbidden},
+		{"product missing", app.LicenseStatus{Info: with(func(l *ports.LicenseInfo) { l.Products = []string{"other"} })}, domain.CodeProductNotLicensed, domain.KindForbidden},
+		{"no products", app.LicenseStatus{Info: with(func(l *ports.LicenseInfo) { l.Products = nil })}, domain.CodeProductNotLicensed, domain.KindForbidden},
+		{"product match is exact", app.LicenseStatus{Info: with(func(l *ports.LicenseInfo) { l.Products = []string{"ThreadEngine"} })}, domain.CodeProductNotLicensed, domain.KindForbidden},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,10 +68,11 @@ func (f *fakeLicense) Check(context.Context) (ports.LicenseInfo, error) {
 func (f *fakeLicense) set(fn func(*fakeLicense)) { f.mu.Lock(); fn(f); f.mu.Unlock() }
 
 func TestLicenseMonitorRechecksOnlyWhenNotUsable(t *testing.T) {
+	t.Parallel()
 	lic := &fakeLicense{err: domain.E(domain.KindUnavailable, domain.CodeUnavailable, "down")}
 	m := app.NewLicenseMonitor(lic, ports.SystemClock{}, time.Hour, nil)
 	ctx := context.Background()
-	if err := app.CheckLicenseForSignIn(m.Current(ctx, "threadengine"), "threadengine"); domain.CodeOf(err) != app.CodeLicenseUnavailable {
+	if err := app.CheckLicenseForSignIn(m.Current(ctx, "threadengine"), "threadengine"); domain.CodeOf(err) != domain.CodeLicenseUnavailable {
 		t.Fatalf("first check: %v", err)
 	}
 	// A failed result is re-checked on demand, so a fixed registry works at once.
@@ -97,7 +97,7 @@ func TestLicenseMonitorRechecksOnlyWhenNotUsable(t *testing.T) {
 	defer cancel()
 	go m2.Run(runCtx)
 	deadline := time.Now().Add(5 * time.Second)
-	for domain.CodeOf(app.CheckLicenseForSignIn(m2.Current(ctx, "threadengine"), "threadengine")) != app.CodeLicenseSuspended {
+	for domain.CodeOf(app.CheckLicenseForSignIn(m2.Current(ctx, "threadengine"), "threadengine")) != domain.CodeLicenseSuspended {
 		if time.Now().After(deadline) {
 			t.Fatal("periodic check never saw the suspension")
 		}
@@ -106,7 +106,7 @@ func TestLicenseMonitorRechecksOnlyWhenNotUsable(t *testing.T) {
 }
 
 type signInFixture struct {
-	store  *identitystore.Store
+	store  *portstest.Identity
 	id     *app.Identity
 	lic    *fakeLicense
 	signIn *app.SignIn
@@ -114,14 +114,14 @@ type signInFixture struct {
 
 const testIssuer = "https://registry.example"
 
-func newSignInFixture(t *testing.T, d sqldb.Dialect) *signInFixture {
+func newSignInFixture(t *testing.T) *signInFixture {
 	t.Helper()
-	st := identitystore.New(sqldbtest.Open(t, d))
+	st := portstest.NewIdentity()
 	clock := ports.SystemClock{}
 	id := app.NewIdentity(app.IdentityDeps{Users: st, ServiceAccounts: st, APIKeys: st, Sessions: st, Audit: st, Settings: st,
 		Clock: clock, Random: rand.Reader, NewID: uuid.NewString})
 	lic := &fakeLicense{info: ports.LicenseInfo{Account: "acme", OwnerEmail: "Boss@Example.com", Products: []string{"threadengine"}, ManagedIdentity: true}}
-	si := app.NewSignIn(app.SignInDeps{Users: st, Bindings: st, Sessions: id, Product: "threadengine", Audit: st, Setting: st,
+	si := app.NewSignIn(app.SignInDeps{Users: st, Bindings: st, StartSession: id.Application().Commands.StartUserSession, Product: "threadengine", Audit: st, Setting: st,
 		License: app.NewLicenseMonitor(lic, clock, time.Hour, nil), Clock: clock, NewID: uuid.NewString})
 	return &signInFixture{store: st, id: id, lic: lic, signIn: si}
 }
@@ -143,101 +143,98 @@ func who(sub, email string, verified bool) app.RegistryIdentity {
 }
 
 func TestSignInRulesOnStore(t *testing.T) {
-	for _, d := range sqldbtest.Dialects(t) {
-		t.Run(string(d), func(t *testing.T) {
-			ctx := context.Background()
+	t.Parallel()
+	ctx := context.Background()
 
-			t.Run("owner needs a verified email", func(t *testing.T) {
-				f := newSignInFixture(t, d)
-				_, err := f.signIn.Complete(ctx, who("s-boss", "boss@example.com", false), "")
-				if domain.CodeOf(err) != app.CodeEmailNotVerified {
-					t.Fatalf("got %v", err)
-				}
-				if n, _ := f.store.CountUsers(ctx); n != 0 {
-					t.Fatalf("unverified owner created %d users", n)
-				}
-			})
+	t.Run("owner needs a verified email", func(t *testing.T) {
+		f := newSignInFixture(t)
+		_, err := f.signIn.Complete(ctx, who("s-boss", "boss@example.com", false), "")
+		if domain.CodeOf(err) != domain.CodeEmailNotVerified {
+			t.Fatalf("got %v", err)
+		}
+		if n, _ := f.store.CountUsers(ctx); n != 0 {
+			t.Fatalf("unverified owner created %d users", n)
+		}
+	})
 
-			t.Run("owner is created, recorded and can use the session", func(t *testing.T) {
-				f := newSignInFixture(t, d)
-				res, err := f.signIn.Complete(ctx, who("s-boss", "BOSS@example.com", true), "hint")
-				if err != nil {
-					t.Fatal(err)
-				}
-				if res.User.Role != domain.RoleAdmin || res.User.Status != domain.StatusActive || res.User.Email != "boss@example.com" {
-					t.Fatalf("owner %+v", res.User)
-				}
-				if res.Session.Source != domain.SessionFromOIDC || res.Session.IDTokenHint != "hint" || res.Session.Identity != "s-boss" {
-					t.Fatalf("session %+v", res.Session)
-				}
-				p, err := f.id.AuthenticateSession(ctx, res.Token)
-				if err != nil || p.ID != res.User.ID || p.Role != domain.RoleAdmin {
-					t.Fatalf("session principal %+v %v", p, err)
-				}
-				if v, ok, _ := f.store.GetSetting(ctx, app.OwnerSettingKey); !ok || v != res.User.ID {
-					t.Fatalf("owner setting %q %v", v, ok)
-				}
-			})
+	t.Run("owner is created, recorded and can use the session", func(t *testing.T) {
+		f := newSignInFixture(t)
+		res, err := f.signIn.Complete(ctx, who("s-boss", "BOSS@example.com", true), "hint")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.User.Role != domain.RoleAdmin || res.User.Status != domain.StatusActive || res.User.Email != "boss@example.com" {
+			t.Fatalf("owner %+v", res.User)
+		}
+		if res.Session.Source != domain.SessionFromOIDC || res.Session.IDTokenHint != "hint" || res.Session.Identity != "s-boss" {
+			t.Fatalf("session %+v", res.Session)
+		}
+		p, err := f.id.Application().Queries.AuthenticateSession.Handle(ctx, res.Token)
+		if err != nil || p.ID != res.User.ID || p.Role != domain.RoleAdmin {
+			t.Fatalf("session principal %+v %v", p, err)
+		}
+		if v, ok, _ := f.store.GetSetting(ctx, app.OwnerSettingKey); !ok || v != res.User.ID {
+			t.Fatalf("owner setting %q %v", v, ok)
+		}
+	})
 
-			t.Run("suspended member owner is reactivated as admin", func(t *testing.T) {
-				f := newSignInFixture(t, d)
-				u := f.invite(t, "boss@example.com", domain.RoleMember)
-				if _, err := f.store.UpdateUser(ctx, u.ID, func(u *domain.User, _ []string) error {
-					if err := u.ActivateBySignIn(time.Now()); err != nil {
-						return err
-					}
-					return u.ChangeStatusByAdmin(domain.StatusSuspended, time.Now())
-				}); err != nil {
-					t.Fatal(err)
-				}
-				res, err := f.signIn.Complete(ctx, who("s-boss", "boss@example.com", true), "")
-				if err != nil || res.User.ID != u.ID || res.User.Role != domain.RoleAdmin || res.User.Status != domain.StatusActive {
-					t.Fatalf("owner sign-in: %+v %v", res.User, err)
-				}
-			})
+	t.Run("suspended member owner is reactivated as admin", func(t *testing.T) {
+		f := newSignInFixture(t)
+		u := f.invite(t, "boss@example.com", domain.RoleMember)
+		if _, err := f.store.UpdateUser(ctx, u.ID, func(u *domain.User, _ []string) error {
+			if err := u.ActivateBySignIn(time.Now()); err != nil {
+				return err
+			}
+			return u.ChangeStatusByAdmin(domain.StatusSuspended, time.Now())
+		}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := f.signIn.Complete(ctx, who("s-boss", "boss@example.com", true), "")
+		if err != nil || res.User.ID != u.ID || res.User.Role != domain.RoleAdmin || res.User.Status != domain.StatusActive {
+			t.Fatalf("owner sign-in: %+v %v", res.User, err)
+		}
+	})
 
-			t.Run("inactive binding is refused", func(t *testing.T) {
-				f := newSignInFixture(t, d)
-				u := f.invite(t, "ivy@example.com", domain.RoleViewer)
-				if err := f.store.CreateBinding(ctx, ports.IdentityBinding{Issuer: testIssuer, Subject: "s-ivy", UserID: u.ID, Email: u.Email, Active: false, CreatedAt: time.Now().UTC()}); err != nil {
-					t.Fatal(err)
-				}
-				_, err := f.signIn.Complete(ctx, who("s-ivy", "ivy@example.com", true), "")
-				if domain.CodeOf(err) != app.CodeBindingInactive {
-					t.Fatalf("got %v", err)
-				}
-				if u, _ = f.store.GetUser(ctx, u.ID); u.Status != domain.StatusInvited {
-					t.Fatalf("refused sign-in changed the user: %+v", u)
-				}
-			})
+	t.Run("inactive binding is refused", func(t *testing.T) {
+		f := newSignInFixture(t)
+		u := f.invite(t, "ivy@example.com", domain.RoleViewer)
+		if err := f.store.CreateBinding(ctx, ports.IdentityBinding{Issuer: testIssuer, Subject: "s-ivy", UserID: u.ID, Email: u.Email, Active: false, CreatedAt: time.Now().UTC()}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := f.signIn.Complete(ctx, who("s-ivy", "ivy@example.com", true), "")
+		if domain.CodeOf(err) != domain.CodeBindingInactive {
+			t.Fatalf("got %v", err)
+		}
+		if u, _ = f.store.GetUser(ctx, u.ID); u.Status != domain.StatusInvited {
+			t.Fatalf("refused sign-in changed the user: %+v", u)
+		}
+	})
 
-			t.Run("a bound user cannot sign in with another identity", func(t *testing.T) {
-				f := newSignInFixture(t, d)
-				f.invite(t, "dan@example.com", domain.RoleMember)
-				if _, err := f.signIn.Complete(ctx, who("s-dan", "dan@example.com", true), ""); err != nil {
-					t.Fatal(err)
-				}
-				_, err := f.signIn.Complete(ctx, who("s-impostor", "DAN@example.com", true), "")
-				if domain.CodeOf(err) != app.CodeIdentityMismatch {
-					t.Fatalf("got %v", err)
-				}
-				// The binding, not the email, identifies a returning user:
-				// it still works after the registry email changes.
-				res, err := f.signIn.Complete(ctx, who("s-dan", "dan@new.example", false), "")
-				if err != nil || res.User.Email != "dan@example.com" {
-					t.Fatalf("returning user: %+v %v", res.User, err)
-				}
-			})
+	t.Run("a bound user cannot sign in with another identity", func(t *testing.T) {
+		f := newSignInFixture(t)
+		f.invite(t, "dan@example.com", domain.RoleMember)
+		if _, err := f.signIn.Complete(ctx, who("s-dan", "dan@example.com", true), ""); err != nil {
+			t.Fatal(err)
+		}
+		_, err := f.signIn.Complete(ctx, who("s-impostor", "DAN@example.com", true), "")
+		if domain.CodeOf(err) != domain.CodeIdentityMismatch {
+			t.Fatalf("got %v", err)
+		}
+		// The binding, not the email, identifies a returning user:
+		// it still works after the registry email changes.
+		res, err := f.signIn.Complete(ctx, who("s-dan", "dan@new.example", false), "")
+		if err != nil || res.User.Email != "dan@example.com" {
+			t.Fatalf("returning user: %+v %v", res.User, err)
+		}
+	})
 
-			t.Run("license is checked on completion too", func(t *testing.T) {
-				f := newSignInFixture(t, d)
-				f.invite(t, "eve@example.com", domain.RoleMember)
-				f.lic.set(func(l *fakeLicense) { l.info.ManagedIdentity = false })
-				_, err := f.signIn.Complete(ctx, who("s-eve", "eve@example.com", true), "")
-				if domain.CodeOf(err) != app.CodeManagedIdentityDisabled {
-					t.Fatalf("got %v", err)
-				}
-			})
-		})
-	}
+	t.Run("license is checked on completion too", func(t *testing.T) {
+		f := newSignInFixture(t)
+		f.invite(t, "eve@example.com", domain.RoleMember)
+		f.lic.set(func(l *fakeLicense) { l.info.ManagedIdentity = false })
+		_, err := f.signIn.Complete(ctx, who("s-eve", "eve@example.com", true), "")
+		if domain.CodeOf(err) != domain.CodeManagedIdentityDisabled {
+			t.Fatalf("got %v", err)
+		}
+	})
 }

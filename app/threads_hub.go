@@ -1,11 +1,13 @@
 package app
 
 import (
-	"crypto/rand"
-	"encoding/base64"
+	"context"
 	"log/slog"
+	"math"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/threadengine/engine/ports"
@@ -18,31 +20,87 @@ type Subscriber interface {
 	Deliver(ackToken string, n ports.NotificationRecord) bool
 }
 
-// Hub routes persisted notifications to live subscribers, at least once: each
-// push carries an ack token; a push not acknowledged within RedeliverAfter is
-// sent again (to any matching session), at most MaxDeliveries times. At most
-// maxInFlight unacknowledged pushes are outstanding per session; the rest
-// wait in that session's queue.
-type Hub struct {
-	mu             sync.Mutex
-	sessions       map[*HubSession]struct{}
-	deliveries     map[string]*delivery // by ack token
-	redeliverAfter time.Duration
-	maxDeliveries  int
-	rr             int
-	log            *slog.Logger
-	// A notification for a principal whose subscribed session went away less
-	// than holdFor ago waits here (at most maxHeld) for that principal to
-	// subscribe again, so an SDK that reconnects does not miss what happened
-	// in between. Kept in memory only.
-	held    []*delivery
-	holdFor time.Duration
-	leftAt  map[string]time.Time // principal → when its last subscribed session closed
-	now     func() time.Time
+// HubConfig tunes delivery; zero values take the defaults.
+type HubConfig struct {
+	// RedeliverAfter: a push not acknowledged within it is sent again (to
+	// any matching session, on any replica). Default 30 s.
+	RedeliverAfter time.Duration
+	// MaxDeliveries bounds the pushes of one notification (default 3);
+	// after the last one it is dropped (settled and counted).
+	MaxDeliveries int
+	// Retention: a notification nobody acknowledged within it is expired
+	// (settled and counted). Default 24 h.
+	Retention time.Duration
+	// PollEvery is how often the log is read without a wake-up (leases that
+	// ended, a missed wake-up). Default 1 s.
+	PollEvery time.Duration
 }
 
-// maxHeld bounds the notifications held for reconnecting principals.
-const maxHeld = 10_000
+func (c HubConfig) withDefaults() HubConfig {
+	if c.RedeliverAfter <= 0 {
+		c.RedeliverAfter = 30 * time.Second
+	}
+	if c.MaxDeliveries <= 0 {
+		c.MaxDeliveries = 3
+	}
+	if c.Retention <= 0 {
+		c.Retention = 24 * time.Hour
+	}
+	if c.PollEvery <= 0 {
+		c.PollEvery = time.Second
+	}
+	return c
+}
+
+// Hub delivers the notification log to live subscribers, at least once,
+// across reconnects, restarts and replicas. The stored rows are the log:
+// a replica with subscribed sessions reads the pending rows of their
+// principals (and of threads they joined) after its cursor, leases each one
+// it can push for RedeliverAfter, and the subscriber's ack settles it in the
+// database, so whichever replica the subscriber reconnects to carries on. A
+// push not acknowledged in time is leased and pushed again with the same
+// notification id. Replicas are woken by one broadcast per commit burst, and
+// poll every PollEvery anyway.
+//
+// At most maxInFlight unacknowledged pushes are outstanding per session.
+type Hub struct {
+	logStore  ports.NotificationLog // nil: nothing is delivered
+	bus       ports.Broadcast
+	clock     ports.Clock
+	log       *slog.Logger
+	cfgMu     sync.RWMutex
+	cfg       HubConfig
+	wake      chan struct{}
+	notify    chan struct{}
+	expired   atomic.Int64
+	dropped   atomic.Int64
+	delivered atomic.Int64
+	// metrics (set by Threads.SetMetrics before Run): pending counts this
+	// process's unacknowledged pushes; expired counts rows given up on
+	// (retention or max deliveries).
+	metrics ports.Metrics
+
+	chMu    sync.Mutex
+	changed chan struct{} // closed (and replaced) at every wake-up
+
+	mu       sync.Mutex
+	sessions map[*HubSession]struct{}
+	cursor   int64     // every pending row at or below it was examined (see poll)
+	pushed   []seenRow // rows this hub leased, oldest first, not yet behind the cursor
+	rr       int
+
+	ackMu     sync.Mutex
+	ackOpen   bool // the flusher runs (see threads_hub_acks.go)
+	ackQueue  []ackReq
+	ackSignal chan struct{}
+}
+
+// seenRow is a row the hub leased: once older than commitSlack the cursor
+// may move past it.
+type seenRow struct {
+	seq int64
+	at  time.Time
+}
 
 // HubSession is a subscriber's registration.
 type HubSession struct {
@@ -52,44 +110,177 @@ type HubSession struct {
 	maxInFlight int
 	keys        map[string]map[string]bool // routing key (step, contract@step, global) → event types (empty: all)
 	threads     map[string]bool            // threads started or joined on this session
-	inFlight    map[string]*delivery
-	queue       []*delivery
+	inFlight    map[string]time.Time       // notification id → lease end
 	closed      bool
 }
 
-type delivery struct {
-	token      string
-	n          ports.NotificationRecord
-	deliveries int
-	session    *HubSession
-	timer      *time.Timer
-	heldAt     time.Time
-}
-
-// NewHub returns a hub with the protocol's defaults (30 s, 3 deliveries).
-func NewHub(log *slog.Logger) *Hub {
+// NewHub returns a hub over the notification log (nil: a hub that delivers
+// nothing, for tests of other parts). Run starts delivery.
+func NewHub(store ports.NotificationLog, clock ports.Clock, log *slog.Logger) *Hub {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Hub{sessions: map[*HubSession]struct{}{}, deliveries: map[string]*delivery{},
-		redeliverAfter: 30 * time.Second, maxDeliveries: 3, log: log,
-		holdFor: time.Minute, leftAt: map[string]time.Time{}, now: time.Now}
+	if clock == nil {
+		clock = ports.SystemClock{}
+	}
+	return &Hub{logStore: store, clock: clock, log: log, cfg: HubConfig{}.withDefaults(),
+		wake: make(chan struct{}, 1), notify: make(chan struct{}, 1), sessions: map[*HubSession]struct{}{},
+		changed: make(chan struct{}), metrics: ports.NopMetrics{}, ackSignal: make(chan struct{}, 1)}
 }
 
-// SetHoldFor changes how long notifications are held for a principal whose
-// subscribed session closed (tests shorten it; 0 disables holding).
-func (h *Hub) SetHoldFor(d time.Duration) {
-	h.mu.Lock()
-	h.holdFor = d
-	h.mu.Unlock()
+// Configure replaces the delivery settings.
+func (h *Hub) Configure(c HubConfig) {
+	h.cfgMu.Lock()
+	h.cfg = c.withDefaults()
+	h.cfgMu.Unlock()
 }
 
 // SetRedeliverAfter changes the acknowledgement timeout (tests shorten it).
 func (h *Hub) SetRedeliverAfter(d time.Duration) {
-	h.mu.Lock()
-	h.redeliverAfter = d
-	h.mu.Unlock()
+	h.cfgMu.Lock()
+	h.cfg.RedeliverAfter = d
+	h.cfgMu.Unlock()
 }
+
+func (h *Hub) config() HubConfig {
+	h.cfgMu.RLock()
+	defer h.cfgMu.RUnlock()
+	return h.cfg
+}
+
+// Counts are the hub's delivery counters since start.
+type HubCounts struct{ Delivered, Expired, Dropped int64 }
+
+// Counts returns the delivery counters of this process.
+func (h *Hub) Counts() HubCounts {
+	return HubCounts{Delivered: h.delivered.Load(), Expired: h.expired.Load(), Dropped: h.dropped.Load()}
+}
+
+// Run delivers until ctx ends. bus (may be nil) wakes the other replicas
+// after a commit and wakes this one after theirs.
+func (h *Hub) Run(ctx context.Context, bus ports.Broadcast) {
+	h.bus = bus
+	if bus != nil {
+		bus.Listen(ports.ChannelNotifications, func(p string) {
+			if p == ports.Resync {
+				h.rescan()
+			}
+			h.Wake()
+		})
+		go h.notifier(ctx)
+	}
+	go h.janitor(ctx)
+	acked := make(chan struct{})
+	go func() { defer close(acked); h.acker(ctx) }()
+	defer func() { <-acked }()
+	t := time.NewTicker(h.config().PollEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.wake:
+		case <-t.C:
+			// Pushes whose lease ended lie behind the cursor; look for
+			// them once per interval, not at every wake-up.
+			for h.poll(ctx, true) && ctx.Err() == nil {
+			}
+		}
+		for h.poll(ctx, false) && ctx.Err() == nil {
+		}
+	}
+}
+
+// Changed returns a channel closed at the next wake-up: something was
+// committed here or on another replica (or a poll interval passed). Waits
+// re-read what they wait for then.
+func (h *Hub) Changed() <-chan struct{} {
+	h.chMu.Lock()
+	defer h.chMu.Unlock()
+	return h.changed
+}
+
+// Wake makes the hub read the log now.
+func (h *Hub) Wake() {
+	h.chMu.Lock()
+	close(h.changed)
+	h.changed = make(chan struct{})
+	h.chMu.Unlock()
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Published implements ports.NotificationPublisher: committed rows wake
+// this replica at once and, with one broadcast per burst of commits, the
+// others.
+func (h *Hub) Published(ns []ports.NotificationRecord) {
+	if len(ns) == 0 {
+		return
+	}
+	h.Wake()
+	select {
+	case h.notify <- struct{}{}:
+	default: // a broadcast is already due; it covers these rows too
+	}
+}
+
+// notifier sends one broadcast at a time: commits that land while one is
+// being sent share the next, so a burst of group commits costs one NOTIFY
+// per round trip, not one per step.
+func (h *Hub) notifier(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.notify:
+			if err := h.bus.Publish(ctx, ports.ChannelNotifications, ""); err != nil && ctx.Err() == nil {
+				h.log.Warn("notifications: wake-up not broadcast; other replicas poll within a second", "err", err)
+			}
+		}
+	}
+}
+
+func (h *Hub) janitor(ctx context.Context) {
+	t := time.NewTicker(30 * time.Second)
+	defer t.Stop()
+	for {
+		h.expire(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// expire settles what can no longer be delivered, and counts it.
+func (h *Hub) expire(ctx context.Context) {
+	if h.logStore == nil {
+		return
+	}
+	cfg, now := h.config(), h.clock.Now()
+	exp, drop, err := h.logStore.ExpireNotifications(ctx, now.Add(-cfg.Retention), now, cfg.MaxDeliveries)
+	if err != nil {
+		if ctx.Err() == nil {
+			h.log.Warn("notifications: expiry", "err", err)
+		}
+		return
+	}
+	h.expired.Add(int64(exp))
+	h.dropped.Add(int64(drop))
+	for range exp + drop {
+		h.metrics.NotificationExpired()
+	}
+	if exp > 0 || drop > 0 {
+		h.log.Warn("notifications settled undelivered", "expired", exp, "dropped_after_max_deliveries", drop,
+			"retention", cfg.Retention.String())
+	}
+}
+
+// ExpireNow runs the expiry at once (tests).
+func (h *Hub) ExpireNow(ctx context.Context) { h.expire(ctx) }
 
 // Register adds a live session for principalID.
 func (h *Hub) Register(sub Subscriber, principalID string, maxInFlight int) *HubSession {
@@ -97,11 +288,19 @@ func (h *Hub) Register(sub Subscriber, principalID string, maxInFlight int) *Hub
 		maxInFlight = 10
 	}
 	s := &HubSession{hub: h, sub: sub, principalID: principalID, maxInFlight: maxInFlight,
-		keys: map[string]map[string]bool{}, threads: map[string]bool{}, inFlight: map[string]*delivery{}}
+		keys: map[string]map[string]bool{}, threads: map[string]bool{}, inFlight: map[string]time.Time{}}
 	h.mu.Lock()
 	h.sessions[s] = struct{}{}
 	h.mu.Unlock()
 	return s
+}
+
+// rescan makes the next poll start from the beginning of the log: what a
+// new subscription wants may be older than the cursor.
+func (h *Hub) rescan() {
+	h.mu.Lock()
+	h.cursor = 0
+	h.mu.Unlock()
 }
 
 // Subscribe sets a routing key (step name, "contract@step" or "global") and
@@ -113,9 +312,10 @@ func (s *HubSession) Subscribe(key string, eventTypes []string) {
 		set[NormalizeEventType(e)] = true
 	}
 	s.hub.mu.Lock()
-	defer s.hub.mu.Unlock()
 	s.keys[key] = set
-	s.hub.release()
+	s.hub.cursor = 0
+	s.hub.mu.Unlock()
+	s.hub.Wake()
 }
 
 // NormalizeEventType maps the Node vocabulary onto the engine's.
@@ -148,70 +348,79 @@ func (s *HubSession) Unsubscribe(key string) {
 // when its principal does not own the thread (it joined it).
 func (s *HubSession) AddThread(id string) {
 	s.hub.mu.Lock()
-	defer s.hub.mu.Unlock()
 	s.threads[id] = true
-	s.hub.release()
+	s.hub.cursor = 0
+	s.hub.mu.Unlock()
+	s.hub.Wake()
 }
 
-// Ack acknowledges a push by its token; unknown tokens are ignored (the push
-// may have been acknowledged already or expired).
-func (s *HubSession) Ack(token string) bool {
+// ackToken names one push: the notification id and its delivery number, so
+// each redelivery carries a fresh token while any of them acknowledges the
+// notification, on any replica, also after a reconnect.
+func ackToken(n ports.NotificationRecord) string {
+	return n.ID + "." + strconv.Itoa(n.Deliveries)
+}
+
+// Ack acknowledges a push by its token (or a notification by its id) and
+// waits for it to be settled; it reports whether the notification was still
+// unacknowledged.
+func (s *HubSession) Ack(token string) bool { return s.ack(token, true) }
+
+// AckLater acknowledges like Ack without waiting for the settlement (the
+// SDKs send acks without a requestId and read no reply).
+func (s *HubSession) AckLater(token string) { s.ack(token, false) }
+
+func (s *HubSession) ack(token string, wait bool) bool {
+	id := token
+	if i := strings.LastIndexByte(token, '.'); i > 0 {
+		id = token[:i]
+	}
 	h := s.hub
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	d, ok := h.deliveries[token]
-	if !ok {
+	if _, ok := s.inFlight[id]; ok {
+		delete(s.inFlight, id)
+		h.metrics.NotificationsPending(-1)
+	}
+	h.mu.Unlock()
+	h.Wake() // the session has room again
+	if h.logStore == nil {
 		return false
 	}
-	delete(h.deliveries, token)
-	if d.timer != nil {
-		d.timer.Stop()
+	req := ackReq{id: id}
+	if wait {
+		req.done = make(chan bool, 1)
 	}
-	if d.session != nil {
-		delete(d.session.inFlight, token)
-		h.pump(d.session)
-	}
-	return true
+	h.queueAck(req)
+	return wait && <-req.done
 }
 
-// Close unregisters the session; its unacknowledged and queued pushes go to
-// other matching sessions.
+// Close unregisters the session; its unacknowledged pushes are released so
+// another session (here or on another replica) gets them at once.
 func (s *HubSession) Close() {
 	h := s.hub
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if s.closed {
+		h.mu.Unlock()
 		return
 	}
 	s.closed = true
 	delete(h.sessions, s)
-	if len(s.keys) > 0 {
-		h.leftAt[s.principalID] = h.now()
+	ids := make([]string, 0, len(s.inFlight))
+	for id := range s.inFlight {
+		ids = append(ids, id)
 	}
-	pending := append([]*delivery{}, s.queue...)
-	for _, d := range s.inFlight {
-		if d.timer != nil {
-			d.timer.Stop()
+	s.inFlight = nil
+	h.metrics.NotificationsPending(-len(ids))
+	h.mu.Unlock()
+	if len(ids) > 0 && h.logStore != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := h.logStore.ReleaseNotifications(ctx, ids); err != nil {
+			h.log.Warn("notifications: release on close; redelivered when the lease ends", "err", err)
 		}
-		pending = append(pending, d)
-	}
-	s.queue, s.inFlight = nil, nil
-	for _, d := range pending {
-		delete(h.deliveries, d.token)
-		d.session = nil
-		h.route(d)
-	}
-}
-
-// Publish routes committed notifications to live sessions.
-func (h *Hub) Publish(ns []ports.NotificationRecord) {
-	if len(ns) == 0 {
-		return
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, n := range ns {
-		h.route(&delivery{n: n})
+		h.rescan()
+		h.Wake()
+		h.Published(make([]ports.NotificationRecord, 1)) // wake the other replicas too
 	}
 }
 
@@ -226,161 +435,219 @@ func routingKeys(n ports.NotificationRecord) []string {
 	return keys
 }
 
-// candidates are the live sessions a delivery may go to. Caller holds h.mu.
-func (h *Hub) candidates(d *delivery) []*HubSession {
-	keys := routingKeys(d.n)
-	var cands []*HubSession
+// matches reports whether s wants n. Caller holds h.mu.
+func (s *HubSession) matches(n ports.NotificationRecord) bool {
+	if s.principalID != n.OwnerID && !s.threads[n.ThreadID] {
+		return false
+	}
+	for _, k := range routingKeys(n) {
+		if set, ok := s.keys[k]; ok && wants(set, n.NotificationType) {
+			return true
+		}
+	}
+	return false
+}
+
+// room is how many more pushes s may have outstanding. Caller holds h.mu.
+func (s *HubSession) room(now time.Time) int {
+	for id, until := range s.inFlight {
+		if !until.After(now) { // the lease ended: it may be pushed again anywhere
+			delete(s.inFlight, id)
+			s.hub.metrics.NotificationsPending(-1)
+		}
+	}
+	return s.maxInFlight - len(s.inFlight)
+}
+
+// pollLimit bounds the rows read per poll.
+const pollLimit = 500
+
+// maxPushed bounds the rows remembered for moving the cursor; forgetting one
+// only keeps the cursor back (the poll reads a little more), never skips.
+const maxPushed = 100_000
+
+// poll reads pending rows for the subscribed sessions, leases those a
+// session has room for and pushes them. It reports whether another poll
+// should follow at once (a full page). With leaseEnded it reads only pushes
+// whose lease ended (they lie behind the cursor) and leaves the cursor alone.
+//
+// The cursor only skips rows already examined, and never rows younger than
+// commitSlack, because a transaction that took a lower seq may commit after
+// one that took a higher seq. It moves past rows read and left to nobody
+// here, and past rows this hub leased (remembered in pushed): without the
+// latter it stayed where the subscription began, since a pushed row is
+// never read again, and every poll stepped over everything acknowledged
+// since. It stops before the first row a matching session had no room for.
+func (h *Hub) poll(ctx context.Context, leaseEnded bool) bool {
+	if h.logStore == nil {
+		return false
+	}
+	cfg := h.config()
+	now := h.clock.Now()
+	h.mu.Lock()
+	owners, threads, steps := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for s := range h.sessions {
-		if s.principalID != d.n.OwnerID && !s.threads[d.n.ThreadID] {
+		if len(s.keys) == 0 {
 			continue
 		}
-		for _, k := range keys {
-			if set, ok := s.keys[k]; ok && wants(set, d.n.NotificationType) {
+		for k := range s.keys {
+			if _, step, ok := strings.Cut(k, "@"); ok {
+				k = step
+			}
+			steps[k] = true // thread events are stored under "global"
+		}
+		owners[s.principalID] = true
+		for t := range s.threads {
+			threads[t] = true
+		}
+	}
+	after := h.cursor
+	h.mu.Unlock()
+	if len(owners) == 0 {
+		return false
+	}
+	// Only subscribed step names are read: rows nobody here subscribed to
+	// stay pending (for another replica, a later subscription or expiry)
+	// without being read at every poll.
+	rows, err := h.logStore.PendingNotifications(ctx, ports.PendingQuery{Owners: keys(owners), Threads: keys(threads),
+		StepNames: keys(steps), AfterSeq: after, LeaseEnded: leaseEnded,
+		Now: now, MaxDeliveries: cfg.MaxDeliveries, Limit: pollLimit})
+	if err != nil {
+		if ctx.Err() == nil {
+			h.log.Warn("notifications: read the log", "err", err)
+		}
+		return false
+	}
+	picks, advanced, blocked := h.pick(rows, after, now, leaseEnded)
+	if len(picks) == 0 {
+		return len(rows) == pollLimit && !blocked && advanced
+	}
+	ids := make([]string, len(picks))
+	for i, p := range picks {
+		ids[i] = p.n.ID
+	}
+	claimed, err := h.logStore.ClaimNotifications(ctx, ids, now, now.Add(cfg.RedeliverAfter))
+	if err != nil {
+		if ctx.Err() == nil {
+			h.log.Warn("notifications: lease", "err", err)
+		}
+		return false
+	}
+	got := make(map[string]bool, len(claimed))
+	for _, id := range claimed {
+		got[id] = true
+	}
+	var refused []string
+	h.mu.Lock()
+	for _, p := range picks {
+		if !got[p.n.ID] {
+			continue // another replica leased it first
+		}
+		p.n.Deliveries++
+		if p.s.closed || !p.s.sub.Deliver(ackToken(p.n), p.n) {
+			refused = append(refused, p.n.ID)
+			continue
+		}
+		if !leaseEnded && len(h.pushed) < maxPushed {
+			h.pushed = append(h.pushed, seenRow{seq: p.n.Seq, at: p.n.CreatedAt})
+		}
+		if _, again := p.s.inFlight[p.n.ID]; !again {
+			h.metrics.NotificationsPending(1)
+		}
+		p.s.inFlight[p.n.ID] = now.Add(cfg.RedeliverAfter)
+		h.delivered.Add(1)
+		if p.n.Deliveries > 1 {
+			h.metrics.NotificationRedelivered()
+		}
+	}
+	if len(refused) > 0 {
+		h.cursor = min(h.cursor, after)
+	}
+	h.mu.Unlock()
+	if len(refused) > 0 {
+		// The socket was saturated or gone: give the rows back; the next
+		// poll (at most PollEvery away) tries again.
+		if err := h.logStore.ReleaseNotifications(ctx, refused); err != nil && ctx.Err() == nil {
+			h.log.Warn("notifications: release", "err", err)
+		}
+		return false
+	}
+	return len(rows) == pollLimit
+}
+
+// pushPick is a row and the session chosen to receive it.
+type pushPick struct {
+	n ports.NotificationRecord
+	s *HubSession
+}
+
+// pick chooses a session with room for each row, in order, and moves the
+// cursor (unless leaseEnded) as poll describes. It reports whether the
+// cursor moved and whether a matching session was full.
+func (h *Hub) pick(rows []ports.NotificationRecord, after int64, now time.Time, leaseEnded bool) ([]pushPick, bool, bool) {
+	var picks []pushPick
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	cursor, blocked := after, false
+	// limit: the highest seq the cursor may reach. A full page examined the
+	// log only up to its last row; a blocked row must be read again.
+	limit := int64(math.MaxInt64)
+	if len(rows) == pollLimit {
+		limit = rows[len(rows)-1].Seq
+	}
+	rooms := map[*HubSession]int{}
+	for _, n := range rows {
+		var cands []*HubSession
+		for s := range h.sessions {
+			if s.matches(n) {
 				cands = append(cands, s)
+			}
+		}
+		var chosen *HubSession
+		h.rr++
+		for i := range cands {
+			s := cands[(h.rr+i)%len(cands)]
+			r, ok := rooms[s]
+			if !ok {
+				r = s.room(now)
+			}
+			if r > 0 {
+				chosen, rooms[s] = s, r-1
 				break
 			}
+			rooms[s] = r
 		}
-	}
-	return cands
-}
-
-// route picks one matching session (round robin, preferring one with room)
-// and queues the delivery there; with none, it holds the delivery if its
-// owner may be reconnecting. Caller holds h.mu.
-func (h *Hub) route(d *delivery) {
-	cands := h.candidates(d)
-	if len(cands) == 0 {
-		h.hold(d)
-		return
-	}
-	h.rr++
-	var pick *HubSession
-	for i := range cands {
-		s := cands[(h.rr+i)%len(cands)]
-		if len(s.inFlight) < s.maxInFlight {
-			pick = s
-			break
-		}
-	}
-	if pick == nil {
-		pick = cands[h.rr%len(cands)]
-		for _, s := range cands {
-			if len(s.queue) < len(pick.queue) {
-				pick = s
-			}
-		}
-	}
-	d.session = pick
-	pick.queue = append(pick.queue, d)
-	h.pump(pick)
-}
-
-// hold keeps a delivery nobody can take now when its owner's subscribed
-// session closed recently; otherwise it stays only in the database.
-// Caller holds h.mu.
-func (h *Hub) hold(d *delivery) {
-	left, ok := h.leftAt[d.n.OwnerID]
-	now := h.now()
-	if !ok || now.Sub(left) > h.holdFor {
-		return
-	}
-	if len(h.held) >= maxHeld {
-		h.log.Warn("notification not held: too many waiting for reconnects", "notification_id", d.n.ID)
-		return
-	}
-	d.heldAt = now
-	h.held = append(h.held, d)
-}
-
-// release routes held deliveries that a session can now take and forgets
-// expired ones. Caller holds h.mu.
-func (h *Hub) release() {
-	if len(h.held) == 0 {
-		return
-	}
-	now := h.now()
-	keep := h.held[:0]
-	var ready []*delivery
-	for _, d := range h.held {
 		switch {
-		case now.Sub(d.heldAt) > h.holdFor:
-		case len(h.candidates(d)) > 0:
-			ready = append(ready, d)
-		default:
-			keep = append(keep, d)
+		case chosen != nil:
+			picks = append(picks, pushPick{n, chosen})
+		case len(cands) > 0 && !blocked:
+			blocked = true // a matching session is full: come back after an ack
+			limit = min(limit, n.Seq-1)
+		}
+		if !blocked && now.Sub(n.CreatedAt) > commitSlack {
+			cursor = n.Seq
 		}
 	}
-	clear(h.held[len(keep):])
-	h.held = keep
-	for p, t := range h.leftAt {
-		if now.Sub(t) > h.holdFor {
-			delete(h.leftAt, p)
-		}
+	if leaseEnded || h.cursor != after { // a rescan was asked for meanwhile
+		return picks, false, blocked
 	}
-	for _, d := range ready {
-		h.route(d)
+	// Rows pushed earlier are not read again: move past those old enough.
+	for len(h.pushed) > 0 && now.Sub(h.pushed[0].at) > commitSlack && h.pushed[0].seq <= limit {
+		cursor = max(cursor, h.pushed[0].seq)
+		h.pushed = h.pushed[1:]
 	}
+	h.cursor = min(cursor, limit)
+	return picks, h.cursor > after, blocked
 }
 
-// pump sends queued deliveries while the session has room. Caller holds h.mu.
-func (h *Hub) pump(s *HubSession) {
-	for !s.closed && len(s.queue) > 0 && len(s.inFlight) < s.maxInFlight {
-		d := s.queue[0]
-		d.token = newAckToken()
-		if !s.sub.Deliver(d.token, d.n) {
-			// The connection is saturated; try again when the timer fires.
-			d.token = ""
-			h.armRetry(d)
-			return
-		}
-		s.queue = s.queue[1:]
-		d.deliveries++
-		s.inFlight[d.token] = d
-		h.deliveries[d.token] = d
-		h.armTimeout(d)
+// commitSlack is how long after its creation a row may still become visible
+// behind rows with higher seqs (the commit of a concurrent batch).
+const commitSlack = 5 * time.Second
+
+func keys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
 	}
-}
-
-func (h *Hub) armRetry(d *delivery) {
-	if d.timer != nil {
-		return
-	}
-	d.timer = time.AfterFunc(100*time.Millisecond, func() {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		d.timer = nil
-		if s := d.session; s != nil && !s.closed {
-			h.pump(s)
-		}
-	})
-}
-
-func (h *Hub) armTimeout(d *delivery) {
-	token := d.token
-	d.timer = time.AfterFunc(h.redeliverAfter, func() {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		if h.deliveries[token] != d {
-			return // acknowledged meanwhile
-		}
-		delete(h.deliveries, token)
-		d.timer = nil
-		if s := d.session; s != nil {
-			delete(s.inFlight, token)
-			defer h.pump(s)
-		}
-		d.session = nil
-		if d.deliveries >= h.maxDeliveries {
-			h.log.Warn("notification dropped after max deliveries", "notification_id", d.n.ID,
-				"thread_id", d.n.ThreadID, "deliveries", d.deliveries)
-			return
-		}
-		h.route(d)
-	})
-}
-
-func newAckToken() string {
-	b := make([]byte, 18)
-	_, _ = rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
+	return out
 }

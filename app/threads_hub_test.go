@@ -1,6 +1,8 @@
 package app_test
 
 import (
+	"context"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -11,14 +13,16 @@ import (
 
 // fakeSub records what the hub pushes to it.
 type fakeSub struct {
-	mu  sync.Mutex
-	got []string
+	mu     sync.Mutex
+	got    []string
+	tokens []string
 }
 
-func (f *fakeSub) Deliver(_ string, n ports.NotificationRecord) bool {
+func (f *fakeSub) Deliver(tok string, n ports.NotificationRecord) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.got = append(f.got, n.ID)
+	f.tokens = append(f.tokens, tok)
 	return true
 }
 
@@ -28,72 +32,315 @@ func (f *fakeSub) ids() []string {
 	return append([]string(nil), f.got...)
 }
 
-func note(id, owner, step string) ports.NotificationRecord {
+// memLog is an in-memory ports.NotificationLog.
+type memLog struct {
+	mu   sync.Mutex
+	rows []*memRow
+	// afterSeq is the cursor of the latest read of fresh rows.
+	afterSeq int64
+}
+
+type memRow struct {
+	n       ports.NotificationRecord
+	settled string
+	lease   time.Time
+}
+
+func (l *memLog) add(n ports.NotificationRecord) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n.Seq = int64(len(l.rows) + 1)
+	l.rows = append(l.rows, &memRow{n: n})
+}
+
+func (l *memLog) PendingNotifications(_ context.Context, q ports.PendingQuery) ([]ports.NotificationRecord, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !q.LeaseEnded {
+		l.afterSeq = q.AfterSeq
+	}
+	var out []ports.NotificationRecord
+	for _, r := range l.rows {
+		who := false
+		for _, o := range q.Owners {
+			who = who || o == r.n.OwnerID
+		}
+		for _, t := range q.Threads {
+			who = who || t == r.n.ThreadID
+		}
+		window := r.n.Seq > q.AfterSeq && !r.lease.After(q.Now)
+		if q.LeaseEnded {
+			window = !r.lease.IsZero() && r.lease.Before(q.Now)
+		}
+		if r.settled == "" && who && window && r.n.Deliveries < q.MaxDeliveries && len(out) < q.Limit {
+			out = append(out, r.n)
+		}
+	}
+	return out, nil
+}
+
+func (l *memLog) ClaimNotifications(_ context.Context, ids []string, now, until time.Time) ([]string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var got []string
+	for _, r := range l.rows {
+		for _, id := range ids {
+			if r.n.ID == id && r.settled == "" && !r.lease.After(now) {
+				r.lease, r.n.Deliveries = until, r.n.Deliveries+1
+				got = append(got, id)
+			}
+		}
+	}
+	return got, nil
+}
+
+func (l *memLog) ReleaseNotifications(_ context.Context, ids []string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range l.rows {
+		for _, id := range ids {
+			if r.n.ID == id {
+				r.lease = time.Time{}
+			}
+		}
+	}
+	return nil
+}
+
+func (l *memLog) AckNotifications(_ context.Context, ids []string, _ time.Time) ([]string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var got []string
+	for _, r := range l.rows {
+		for _, id := range ids {
+			if r.n.ID == id && r.settled == "" {
+				r.settled, r.lease = "acked", time.Time{}
+				got = append(got, id)
+			}
+		}
+	}
+	return got, nil
+}
+
+func (l *memLog) ExpireNotifications(_ context.Context, cutoff, now time.Time, max int) (int, int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	exp, drop := 0, 0
+	for _, r := range l.rows {
+		switch {
+		case r.settled != "":
+		case r.n.CreatedAt.Before(cutoff):
+			r.settled = "expired"
+			exp++
+		case r.n.Deliveries >= max && r.lease.Before(now):
+			r.settled = "dropped"
+			drop++
+		}
+	}
+	return exp, drop, nil
+}
+
+type stepClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *stepClock) Now() time.Time          { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *stepClock) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
+
+func note(id, owner, step string, at time.Time) ports.NotificationRecord {
 	return ports.NotificationRecord{ID: id, ThreadID: "t1", StepName: step, OwnerID: owner, Source: "execution",
-		NotificationType: "execution.success"}
+		NotificationType: "execution.success", CreatedAt: at}
 }
 
-func TestHubHoldsNotificationsForAReconnectingPrincipal(t *testing.T) {
-	cases := []struct {
-		name         string
-		hadSession   bool // u1 had a subscribed session that closed
-		holdFor      time.Duration
-		wait         time.Duration // between the publish and the new subscription
-		owner        string
-		resubscribe  string
-		wantReceived []string
-	}{
-		{"reconnect within the hold time gets it", true, time.Minute, 0, "u1", "ship", []string{"n1"}},
-		{"after the hold time it is gone", true, 20 * time.Millisecond, 60 * time.Millisecond, "u1", "ship", nil},
-		{"holding disabled", true, 0, 0, "u1", "ship", nil},
-		{"a principal that never subscribed is not held for", false, time.Minute, 0, "u1", "ship", nil},
-		{"another principal's notification is not delivered", true, time.Minute, 0, "u2", "ship", nil},
-		{"a different step is held until its subscriber comes", true, time.Minute, 0, "u1", "pack", nil},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			h := app.NewHub(nil)
-			h.SetHoldFor(tc.holdFor)
-			if tc.hadSession {
-				old := h.Register(&fakeSub{}, "u1", 10)
-				old.Subscribe("ship", nil)
-				old.Close()
-			}
-			h.Publish([]ports.NotificationRecord{note("n1", tc.owner, "ship")})
-			time.Sleep(tc.wait)
-			sub := &fakeSub{}
-			s := h.Register(sub, "u1", 10)
-			s.Subscribe(tc.resubscribe, nil)
-			got := sub.ids()
-			if len(got) != len(tc.wantReceived) || (len(got) > 0 && got[0] != tc.wantReceived[0]) {
-				t.Fatalf("received %v, want %v", got, tc.wantReceived)
-			}
-			if tc.resubscribe != "ship" {
-				s.Subscribe("ship", nil) // still held for this step's subscriber
-				if got := sub.ids(); len(got) != 1 || got[0] != "n1" {
-					t.Fatalf("after subscribing to ship: received %v, want [n1]", got)
-				}
-			}
-		})
+func runHub(t *testing.T, log *memLog, clock *stepClock) *app.Hub {
+	t.Helper()
+	h := app.NewHub(log, clock, nil)
+	h.Configure(app.HubConfig{RedeliverAfter: time.Minute, PollEvery: 10 * time.Millisecond, Retention: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); h.Run(ctx, nil) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return h
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
-// A push still unacknowledged when its session closes goes to the principal's
-// next session for that step.
-func TestHubHandsUnacknowledgedPushesToTheNextSession(t *testing.T) {
-	h := app.NewHub(nil)
-	first := &fakeSub{}
-	s1 := h.Register(first, "u1", 10)
-	s1.Subscribe("ship", []string{"step.success"})
-	h.Publish([]ports.NotificationRecord{note("n1", "u1", "ship"), note("n2", "u1", "ship")})
-	if got := first.ids(); len(got) != 2 {
-		t.Fatalf("first session got %v", got)
+// What was recorded while nobody was subscribed is delivered when the owner
+// subscribes (after a reconnect, a restart, on another replica: the log is
+// the database); another principal's and other steps' notifications are not.
+func TestHubDeliversTheLogToLateSubscribers(t *testing.T) {
+	t.Parallel()
+	clock := &stepClock{now: time.Now()}
+	log := &memLog{}
+	log.add(note("n1", "u1", "ship", clock.Now()))
+	log.add(note("n2", "u2", "ship", clock.Now()))
+	log.add(note("n3", "u1", "pack", clock.Now()))
+	h := runHub(t, log, clock)
+	sub := &fakeSub{}
+	s := h.Register(sub, "u1", 10)
+	s.Subscribe("ship", nil)
+	eventually(t, "n1", func() bool { return len(sub.ids()) == 1 })
+	if got := sub.ids(); got[0] != "n1" {
+		t.Fatalf("got %v", got)
 	}
-	s1.Close()
-	second := &fakeSub{}
-	s2 := h.Register(second, "u1", 10)
-	s2.Subscribe("ship", []string{"step.success"})
-	if got := second.ids(); len(got) != 2 || got[0] != "n1" || got[1] != "n2" {
-		t.Fatalf("second session got %v, want [n1 n2] in order", got)
+	s.Subscribe("pack", nil)
+	eventually(t, "n3", func() bool { return len(sub.ids()) == 2 })
+	time.Sleep(50 * time.Millisecond)
+	if got := sub.ids(); len(got) != 2 || got[1] != "n3" {
+		t.Fatalf("got %v, want n1 then n3 only", got)
+	}
+}
+
+// An unacknowledged push is pushed again (same id, new token) when its lease
+// ends on the injected clock, at most MaxDeliveries times; an ack by any
+// token settles it; a closed session's pushes go to another session at once.
+func TestHubRedeliversUntilAcked(t *testing.T) {
+	t.Parallel()
+	clock := &stepClock{now: time.Now()}
+	log := &memLog{}
+	h := runHub(t, log, clock)
+	sub := &fakeSub{}
+	s := h.Register(sub, "u1", 10)
+	s.Subscribe("ship", nil)
+	log.add(note("n1", "u1", "ship", clock.Now()))
+	h.Published([]ports.NotificationRecord{{}})
+	eventually(t, "first push", func() bool { return len(sub.ids()) == 1 })
+	time.Sleep(50 * time.Millisecond)
+	if len(sub.ids()) != 1 {
+		t.Fatal("pushed again before the lease ended")
+	}
+	clock.Advance(2 * time.Minute)
+	eventually(t, "redelivery", func() bool { return len(sub.ids()) == 2 })
+	sub.mu.Lock()
+	first, second := sub.tokens[0], sub.tokens[1]
+	sub.mu.Unlock()
+	if first == second {
+		t.Fatal("a redelivery reused the ack token")
+	}
+	if !s.Ack(first) { // an older token still names the notification
+		t.Fatal("ack refused")
+	}
+	clock.Advance(2 * time.Minute)
+	time.Sleep(50 * time.Millisecond)
+	if len(sub.ids()) != 2 {
+		t.Fatalf("acknowledged notification pushed again: %v", sub.ids())
+	}
+
+	log.add(note("n2", "u1", "ship", clock.Now()))
+	h.Wake()
+	eventually(t, "n2", func() bool { return len(sub.ids()) == 3 })
+	other := &fakeSub{}
+	o := h.Register(other, "u1", 10)
+	o.Subscribe("ship", nil)
+	s.Close()
+	eventually(t, "n2 on the other session", func() bool { return len(other.ids()) == 1 && other.ids()[0] == "n2" })
+}
+
+// maxInFlight holds further pushes until an ack; undelivered rows expire
+// after the retention and are counted.
+func TestHubFlowControlAndExpiry(t *testing.T) {
+	t.Parallel()
+	clock := &stepClock{now: time.Now()}
+	log := &memLog{}
+	for _, id := range []string{"a", "b", "c"} {
+		log.add(note(id, "u1", "ship", clock.Now()))
+	}
+	log.add(note("old", "u9", "ship", clock.Now()))
+	h := runHub(t, log, clock)
+	sub := &fakeSub{}
+	s := h.Register(sub, "u1", 1)
+	s.Subscribe("ship", nil)
+	eventually(t, "a", func() bool { return len(sub.ids()) == 1 })
+	time.Sleep(50 * time.Millisecond)
+	if len(sub.ids()) != 1 {
+		t.Fatalf("maxInFlight 1 exceeded: %v", sub.ids())
+	}
+	s.Ack(sub.tokens[0])
+	eventually(t, "b", func() bool { return len(sub.ids()) == 2 })
+	s.Ack(sub.tokens[1])
+	eventually(t, "c", func() bool { return len(sub.ids()) == 3 })
+	got := sub.ids()
+	if !sort.StringsAreSorted(got) {
+		t.Fatalf("out of order: %v", got)
+	}
+	clock.Advance(2 * time.Hour)
+	h.ExpireNow(context.Background())
+	if c := h.Counts(); c.Expired != 2 { // c (unacked) and old (never subscribed)
+		t.Fatalf("counts %+v", c)
+	}
+}
+
+func (l *memLog) cursor() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.afterSeq
+}
+
+func (l *memLog) settled(id string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range l.rows {
+		if r.n.ID == id {
+			return r.settled
+		}
+	}
+	return "missing"
+}
+
+// The cursor moves past pushed rows once they are older than the commit
+// slack, so a busy log is not re-read from where the subscription began; a
+// push left unacknowledged behind it is still pushed again when its lease
+// ends. Acks settle in the background (AckLater) or before returning (Ack).
+func TestHubCursorPassesPushedRowsAndLeasesStillEnd(t *testing.T) {
+	t.Parallel()
+	clock := &stepClock{now: time.Now()}
+	log := &memLog{}
+	h := runHub(t, log, clock)
+	sub := &fakeSub{}
+	s := h.Register(sub, "u1", 10)
+	s.Subscribe("ship", nil)
+	for _, id := range []string{"n1", "n2", "n3"} {
+		log.add(note(id, "u1", "ship", clock.Now()))
+	}
+	h.Wake()
+	eventually(t, "three pushes", func() bool { return len(sub.ids()) == 3 })
+	sub.mu.Lock()
+	tokens := append([]string(nil), sub.tokens...)
+	sub.mu.Unlock()
+	s.AckLater(tokens[1])
+	if !s.Ack(tokens[2]) || s.Ack(tokens[2]) {
+		t.Fatal("first ack must settle, the second must not")
+	}
+	eventually(t, "n2 settled in the background", func() bool { return log.settled("n2") == "acked" })
+	if log.cursor() != 0 {
+		t.Fatalf("cursor %d moved past rows younger than the commit slack", log.cursor())
+	}
+
+	clock.Advance(10 * time.Second) // past the commit slack, inside the lease
+	log.add(note("n4", "u1", "ship", clock.Now()))
+	h.Wake()
+	eventually(t, "n4", func() bool { return len(sub.ids()) == 4 })
+	h.Wake()
+	eventually(t, "cursor past n1–n3", func() bool { return log.cursor() >= 3 })
+	if got := sub.ids(); len(got) != 4 {
+		t.Fatalf("pushed again inside the lease: %v", got)
+	}
+
+	clock.Advance(2 * time.Minute) // n1 (behind the cursor) and n4 were never acknowledged
+	eventually(t, "n1 and n4 again", func() bool { return len(sub.ids()) == 6 })
+	again := sub.ids()[4:]
+	sort.Strings(again)
+	if again[0] != "n1" || again[1] != "n4" {
+		t.Fatalf("redelivered %v, want n1 and n4", again)
 	}
 }

@@ -1,0 +1,134 @@
+package app
+
+// The StartThreadWithKey command: starts or resumes the one thread of an
+// application key (WebSocket thread) or of an OpenTelemetry trace (OTLP).
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/threadengine/engine/domain"
+)
+
+// Key namespaces: one thread per application key (the thread action, OTLP's
+// threadify.thread_key) and one per OpenTelemetry trace.
+const (
+	KeyApp   = "key"
+	KeyTrace = "otel_trace"
+)
+
+// MaxThreadKeyLen is in bytes (the Python SDK's bound).
+const MaxThreadKeyLen = 1024
+
+// StartThreadWithKeyHandler starts or resumes the thread of a key; one of Threads' Commands.
+type StartThreadWithKeyHandler struct{ t *Threads }
+
+// Handle returns the thread key names, creating it from in when
+// there is none — exactly one thread per key, also under concurrent calls on
+// several replicas (the key's primary key decides). A known key resumes:
+// the stored thread is returned and in's options are ignored, except that a
+// different contract is refused and a thread that is no longer active is
+// refused (thread_closed). Writes on a resumed thread are judged by the
+// thread's party rules as any other.
+func (h StartThreadWithKeyHandler) Handle(ctx context.Context, namespace, key string, in StartThreadInput) (domain.Thread, bool, error) {
+	t := h.t
+	p, err := Require(ctx, domain.PermThreadsWrite)
+	if err != nil {
+		return domain.Thread{}, false, err
+	}
+	if namespace == KeyApp {
+		key = strings.TrimSpace(key)
+		if key == "" {
+			return domain.Thread{}, false, domain.Invalid("threadKey", "Missing required field: threadKey")
+		}
+		if len(key) > MaxThreadKeyLen {
+			return domain.Thread{}, false, domain.Invalid("threadKey", "threadKey is longer than %d bytes", MaxThreadKeyLen)
+		}
+	}
+	th, err := t.store.FindThreadByKey(ctx, namespace, key)
+	created := false
+	if err == nil {
+		if verr := checkVisible(p, &th, t.now()); verr != nil {
+			return t.startOutsideScope(ctx, p, namespace, key, in, verr)
+		}
+	}
+	switch {
+	case err == nil:
+	case domain.KindOf(err) != domain.KindNotFound:
+		return domain.Thread{}, false, err
+	default:
+		nt, err := t.newThread(ctx, p, in)
+		if err != nil {
+			return domain.Thread{}, false, err
+		}
+		if th, created, err = t.store.CreateThreadWithKey(ctx, namespace, key, nt, in.Refs); err != nil {
+			return domain.Thread{}, false, err
+		}
+	}
+	t.rememberThread(th.ID, contractRef{th.ContractName, th.ContractVersion})
+	if created {
+		t.metrics.ThreadStarted(th.ContractName)
+		return th, true, nil
+	}
+	return th, false, checkResume(th, in)
+}
+
+// checkResume refuses resuming a closed thread or with another contract.
+func checkResume(th domain.Thread, in StartThreadInput) error {
+	if th.Status.Closed() {
+		return domain.E(domain.KindConflict, domain.CodeThreadClosed, "thread is closed (%s)", th.Status)
+	}
+	if strings.TrimSpace(in.Contract) == "" {
+		return nil
+	}
+	name, version, err := domain.ParseContractRef(in.Contract)
+	if err != nil {
+		return err
+	}
+	if name != th.ContractName || version != 0 && version != th.ContractVersion {
+		return domain.E(domain.KindConflict, domain.CodeContractConflict, "contract conflicts with stored thread (%s)", storedContract(th))
+	}
+	return nil
+}
+
+func storedContract(th domain.Thread) string {
+	if th.ContractName == "" {
+		return "free-form"
+	}
+	return th.ContractName + ":" + strconv.Itoa(th.ContractVersion)
+}
+
+// startOutsideScope: the key names a thread a party-scoped caller may not
+// see. Its trace spans start (or resume) the caller's own thread for the
+// trace, found by ref, as before keys existed — not idempotent across
+// replicas for such callers; an application key is answered as the unknown
+// thread it is to the caller.
+func (t *Threads) startOutsideScope(ctx context.Context, p domain.Principal, namespace, key string, in StartThreadInput, notVisible error) (domain.Thread, bool, error) {
+	if namespace != KeyTrace {
+		return domain.Thread{}, false, notVisible
+	}
+	if id, err := (FindThreadByRefHandler{t}).Handle(ctx, "otel_trace_id", key); err == nil {
+		th, err := t.store.GetThread(ctx, id)
+		return th, false, err
+	} else if domain.KindOf(err) != domain.KindNotFound {
+		return domain.Thread{}, false, err
+	}
+	th, err := t.newThread(ctx, p, in)
+	if err != nil {
+		return domain.Thread{}, false, err
+	}
+	if in.Refs == nil || in.Refs["otel_trace_id"] == "" {
+		refs := map[string]string{"otel_trace_id": key}
+		for k, v := range in.Refs {
+			refs[k] = v
+		}
+		in.Refs = refs
+	}
+	if err := t.store.CreateThread(ctx, th, in.Refs); err != nil {
+		return domain.Thread{}, false, err
+	}
+	t.rememberThread(th.ID, contractRef{th.ContractName, th.ContractVersion})
+	t.metrics.ThreadStarted(th.ContractName)
+	return th, true, nil
+}

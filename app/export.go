@@ -1,0 +1,153 @@
+package app
+
+import (
+	"context"
+	"math"
+
+	"github.com/threadengine/engine/domain"
+	"github.com/threadengine/engine/ports"
+)
+
+// ExportBatch is how many threads a stream reads at a time: what an export
+// holds in memory, whatever the number of threads it writes.
+const ExportBatch = 50
+
+// allRows is the per-thread limit of an export's paged reads: everything.
+const allRows = math.MaxInt32
+
+// ThreadExport is everything stored about one thread.
+type ThreadExport struct {
+	Thread        ports.ThreadView
+	Steps         []ports.StepView
+	Attempts      []ports.ActivityView
+	SubSteps      []ports.SubStepView
+	Validations   []ports.ValidationView
+	Notifications []ports.NotificationView
+	Chain         domain.ChainStatus
+}
+
+// Exports reads whole threads for download (threads.read, the same access as
+// the query API).
+type Exports struct {
+	q      *Queries
+	lister ports.ThreadLister
+}
+
+// NewExports builds the export use cases over the read side.
+func NewExports(q *Queries, lister ports.ThreadLister) *Exports {
+	return &Exports{q: q, lister: lister}
+}
+
+// Thread exports one thread; an unknown one is not found.
+func (x *Exports) Thread(ctx context.Context, id string) (ThreadExport, error) {
+	out, err := x.batch(ctx, []string{id})
+	if err != nil {
+		return ThreadExport{}, err
+	}
+	if len(out) == 0 {
+		return ThreadExport{}, domain.NotFound("thread " + id)
+	}
+	return out[0], nil
+}
+
+// Stream exports every thread matching f, oldest first, calling emit for
+// each; it stops at the first error emit returns (the client went away).
+func (x *Exports) Stream(ctx context.Context, f ports.ExportFilter, emit func(ThreadExport) error) error {
+	if _, err := x.q.reader(ctx); err != nil {
+		return err
+	}
+	var after *ports.ThreadCursor
+	for {
+		page, err := x.lister.ListThreadIDs(ctx, f, after, ExportBatch)
+		if err != nil {
+			return err
+		}
+		if len(page) == 0 {
+			return nil
+		}
+		ids := make([]string, len(page))
+		for i, c := range page {
+			ids[i] = c.ID
+		}
+		batch, err := x.batch(ctx, ids)
+		if err != nil {
+			return err
+		}
+		for _, t := range batch {
+			if err := emit(t); err != nil {
+				return err
+			}
+		}
+		last := page[len(page)-1]
+		after = &last
+		if len(page) < ExportBatch {
+			return nil
+		}
+	}
+}
+
+// batch reads the threads with these ids (those that still exist, in
+// order) with one query per kind of row.
+func (x *Exports) batch(ctx context.Context, ids []string) ([]ThreadExport, error) {
+	// Through the caller's reader: a party-scoped service account exports
+	// only the threads it is a party of (the others are skipped).
+	st, err := x.q.reader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	threads, err := x.q.Threads(ctx, ids)
+	if err != nil || len(threads) == 0 {
+		return nil, err
+	}
+	ids = ids[:0:0]
+	for _, t := range threads {
+		ids = append(ids, t.ID)
+	}
+	steps, err := st.Steps(ctx, ids, ports.StepFilter{}, allRows)
+	if err != nil {
+		return nil, err
+	}
+	acts, err := st.Activities(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	var keys []ports.StepKey
+	for _, id := range ids {
+		for _, s := range steps[id] {
+			keys = append(keys, s.StepKey)
+		}
+	}
+	subs, err := st.SubSteps(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	vals, err := st.Validations(ctx, ids, ports.ValidationFilter{Limit: allRows})
+	if err != nil {
+		return nil, err
+	}
+	notes, err := st.Notifications(ctx, ids, ports.NotificationFilter{Limit: allRows})
+	if err != nil {
+		return nil, err
+	}
+	chains, err := x.q.VerifyThreads(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ThreadExport, len(threads))
+	for i, t := range threads {
+		e := ThreadExport{Thread: t, Steps: steps[t.ID], Attempts: acts[t.ID], Validations: vals[t.ID],
+			Notifications: notes[t.ID], Chain: chains[t.ID]}
+		for _, s := range e.Steps {
+			e.SubSteps = append(e.SubSteps, subs[s.StepKey]...)
+		}
+		out[i] = e
+	}
+	return out, nil
+}
+
+// AuthorizeStream refuses a caller that may not export, before the transport
+// commits to a response (Stream checks the same again).
+func (x *Exports) AuthorizeStream(ctx context.Context) error {
+	_, err := Require(ctx, domain.PermThreadsRead)
+	return err
+}

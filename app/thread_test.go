@@ -1,0 +1,262 @@
+package app
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/threadengine/engine/domain"
+)
+
+const orderYAML = `contract_name: order
+version: 1
+entry_points: [pay]
+parties: [checkout, warehouse]
+steps:
+  - id: pay
+    owner: checkout
+  - id: ship
+    owner: warehouse
+transitions:
+  - from: pay
+    to: ship
+terminal_steps: [ship]
+`
+
+type threadsFixture struct {
+	threads *Threads
+	store   *fakeThreads
+	clock   *testClock
+}
+
+func newThreadsFixture(t *testing.T) threadsFixture {
+	t.Helper()
+	c, err := domain.ParseContract([]byte(orderYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := newFakeThreads()
+	clock := &testClock{now: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)}
+	return threadsFixture{threads: NewThreads(store, fakeContracts{"order": c}, clock, []byte("secret"), nil), store: store, clock: clock}
+}
+
+func as(id string, role domain.Role) context.Context {
+	return WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: id, Role: role})
+}
+
+func stepIn(threadID, role, name, status string) RecordStepInput {
+	return RecordStepInput{ThreadID: threadID, Role: role, StepName: name, Status: status, IdempotencyKey: name,
+		Context: map[string]string{}}
+}
+
+// One key, two services: the warehouse connection joins as warehouse and its
+// terminal step is judged as warehouse's, completing the thread.
+func TestOneKeyTwoParties(t *testing.T) {
+	t.Parallel()
+	f := newThreadsFixture(t)
+	key := as("k1", domain.RoleMember)
+	th, err := f.threads.Application().Commands.StartThread.Handle(key, StartThreadInput{Contract: "order:v1", Role: "checkout"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.threads.Application().Commands.RecordStep.Handle(key, stepIn(th.ID, "checkout", "pay", "success")); err != nil {
+		t.Fatal(err)
+	}
+	j, err := f.threads.Application().Commands.JoinThread.Handle(key, JoinInput{ThreadID: th.ID, Role: "warehouse"})
+	if err != nil || j.Role != "warehouse" || j.AccessLevel != domain.AccessParticipant {
+		t.Fatalf("join as warehouse: %+v %v", j, err)
+	}
+	// The warehouse connection records ship as warehouse: the contract passes it.
+	res, err := f.threads.Application().Commands.RecordStep.Handle(key, stepIn(th.ID, "warehouse", "ship", "success"))
+	if err != nil || res.Role != "warehouse" || res.ThreadStatus != domain.ThreadCompleted || res.Validation.OverallStatus != domain.ValidationPassed {
+		t.Fatalf("ship as warehouse: %+v %v", res, err)
+	}
+	// A connection of the same key that declared no role is ambiguous now.
+	th2, _ := f.threads.Application().Commands.StartThread.Handle(key, StartThreadInput{Contract: "order", Role: "checkout"})
+	if _, err := f.threads.Application().Commands.JoinThread.Handle(key, JoinInput{ThreadID: th2.ID, Role: "warehouse"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.threads.Application().Commands.RecordStep.Handle(key, stepIn(th2.ID, "", "pay", "success")); domain.CodeOf(err) != domain.CodeAmbiguousParty {
+		t.Fatalf("no role, two parties: %v", err)
+	}
+}
+
+func TestUnjoinedWritersAreNotParties(t *testing.T) {
+	t.Parallel()
+	f := newThreadsFixture(t)
+	th, _ := f.threads.Application().Commands.StartThread.Handle(as("k1", domain.RoleMember), StartThreadInput{Contract: "order", Role: "checkout"})
+	for name, ctx := range map[string]context.Context{"member": as("k2", domain.RoleMember), "admin": as("adm", domain.RoleAdmin)} {
+		if _, err := f.threads.Application().Commands.RecordStep.Handle(ctx, stepIn(th.ID, "", "pay", "success")); domain.CodeOf(err) != domain.CodeNotAParty {
+			t.Errorf("%s records a step: %v", name, err)
+		}
+		if err := f.threads.Application().Commands.AddRefs.Handle(ctx, AddRefsInput{ThreadID: th.ID, Refs: map[string]string{"a": "b"}}); domain.CodeOf(err) != domain.CodeNotAParty {
+			t.Errorf("%s adds refs: %v", name, err)
+		}
+		if _, err := f.threads.Application().Commands.EndThread.Handle(ctx, EndThreadInput{ThreadID: th.ID}); domain.CodeOf(err) != domain.CodeNotAParty {
+			t.Errorf("%s cancels: %v", name, err)
+		}
+		if _, err := f.threads.Application().Commands.InviteParty.Handle(ctx, InviteInput{ThreadID: th.ID, Role: "warehouse"}); domain.CodeOf(err) != domain.CodeNotAParty {
+			t.Errorf("%s invites: %v", name, err)
+		}
+		if _, err := f.threads.Application().Commands.JoinThread.Handle(ctx, JoinInput{ThreadID: th.ID, Role: "warehouse"}); domain.CodeOf(err) != domain.CodeNotAParty {
+			t.Errorf("%s joins by id: %v", name, err)
+		}
+	}
+	if len(f.store.acts[th.ID]) != 0 || f.store.threads[th.ID].Status != domain.ThreadActive {
+		t.Fatal("a refused write changed the thread")
+	}
+}
+
+func TestInvitationsAndExpiry(t *testing.T) {
+	t.Parallel()
+	f := newThreadsFixture(t)
+	owner := as("k1", domain.RoleMember)
+	conn := &ConnParties{}
+	th, _ := f.threads.Application().Commands.StartThread.Handle(owner, StartThreadInput{Contract: "order", Role: "checkout"})
+	conn.Add(th.ID, "checkout")
+	obs, err := f.threads.Application().Commands.InviteParty.Handle(owner, InviteInput{Conn: conn, Role: "warehouse", AccessLevel: "observer", ExpiresIn: "1h"})
+	if err != nil || obs.ThreadID != th.ID {
+		t.Fatalf("invite on the connection's only thread: %+v %v", obs, err)
+	}
+	guest := as("k2", domain.RoleMember)
+	j, err := f.threads.Application().Commands.JoinThread.Handle(guest, JoinInput{Token: obs.Token})
+	if err != nil || j.AccessLevel != domain.AccessObserver {
+		t.Fatalf("join: %+v %v", j, err)
+	}
+	// By id the observer stays an observer.
+	if j, err := f.threads.Application().Commands.JoinThread.Handle(guest, JoinInput{ThreadID: th.ID}); err != nil || j.AccessLevel != domain.AccessObserver {
+		t.Fatalf("re-join by id: %+v %v", j, err)
+	}
+	if _, err := f.threads.Application().Commands.RecordStep.Handle(guest, stepIn(th.ID, "warehouse", "pay", "success")); domain.CodeOf(err) != domain.CodeInsufficientAccess {
+		t.Fatalf("observer step: %v", err)
+	}
+	part, _ := f.threads.Application().Commands.InviteParty.Handle(owner, InviteInput{ThreadID: th.ID, Role: "warehouse", AccessLevel: "participant", ExpiresIn: "30m"})
+	if j, err := f.threads.Application().Commands.JoinThread.Handle(guest, JoinInput{Token: part.Token}); err != nil || j.AccessLevel != domain.AccessParticipant {
+		t.Fatalf("participant invitation: %+v %v", j, err)
+	}
+	if _, err := f.threads.Application().Commands.RecordStep.Handle(guest, stepIn(th.ID, "warehouse", "probe", "failed")); err != nil {
+		t.Fatalf("participant step: %v", err)
+	}
+	f.clock.Advance(31 * time.Minute)
+	if _, err := f.threads.Application().Commands.RecordStep.Handle(guest, stepIn(th.ID, "warehouse", "probe2", "failed")); domain.CodeOf(err) != domain.CodeGrantExpired {
+		t.Fatalf("step after the grant expired: %v", err)
+	}
+	f.clock.Advance(time.Hour)
+	if _, err := f.threads.Application().Commands.JoinThread.Handle(as("k3", domain.RoleMember), JoinInput{Token: obs.Token}); domain.CodeOf(err) != domain.CodeGrantExpired {
+		t.Fatalf("join with an expired invitation: %v", err)
+	}
+	th2, _ := f.threads.Application().Commands.StartThread.Handle(owner, StartThreadInput{})
+	conn.Add(th2.ID, "")
+	if _, err := f.threads.Application().Commands.InviteParty.Handle(owner, InviteInput{Conn: conn, Role: "x"}); domain.CodeOf(err) != domain.CodeAmbiguousThread {
+		t.Fatalf("invite on a connection with two threads: %v", err)
+	}
+}
+
+func TestStepStatusesCancelReasonAndSubSteps(t *testing.T) {
+	t.Parallel()
+	f := newThreadsFixture(t)
+	k := as("k1", domain.RoleMember)
+	th, _ := f.threads.Application().Commands.StartThread.Handle(k, StartThreadInput{})
+	for _, s := range []string{"success", "failed", "error", "skipped", "in_progress"} {
+		if _, err := f.threads.Application().Commands.RecordStep.Handle(k, stepIn(th.ID, "", "s-"+s, s)); err != nil {
+			t.Errorf("status %s: %v", s, err)
+		}
+	}
+	if _, err := f.threads.Application().Commands.RecordStep.Handle(k, stepIn(th.ID, "", "b", "bogus")); domain.CodeOf(err) != domain.CodeInvalidStepStatus {
+		t.Fatalf("bogus status: %v", err)
+	}
+	in := stepIn(th.ID, "", "subs", "success")
+	for _, n := range []string{"e", "d", "c", "b", "a"} {
+		in.SubSteps = append(in.SubSteps, SubStepInput{Name: n})
+	}
+	res, err := f.threads.Application().Commands.RecordStep.Handle(k, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names string
+	for _, ss := range f.store.subs[res.StepID] {
+		names += ss.Name
+	}
+	if names != "edcba" {
+		t.Fatalf("sub-steps written as %q, want the order sent", names)
+	}
+	end, err := f.threads.Application().Commands.EndThread.Handle(k, EndThreadInput{ThreadID: th.ID, Reason: "x", ReasonObject: map[string]any{"by": "me"}})
+	if err != nil || end.Status != domain.ThreadCancelled || end.EndReason != `{"by":"me","reason":"x"}` || end.Error != "" {
+		t.Fatalf("cancel: %+v %v", end, err)
+	}
+}
+
+// orderForWarehouse starts an order thread as checkout and joins it as
+// warehouse, with the same key (one key, two services).
+func orderForWarehouse(t *testing.T, f threadsFixture, key context.Context) string {
+	t.Helper()
+	th, err := f.threads.Application().Commands.StartThread.Handle(key, StartThreadInput{Contract: "order", Role: "checkout"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.threads.Application().Commands.JoinThread.Handle(key, JoinInput{ThreadID: th.ID, Role: "warehouse"}); err != nil {
+		t.Fatal(err)
+	}
+	return th.ID
+}
+
+// pay records checkout's pay on thread th.
+func (f threadsFixture) pay(t *testing.T, key context.Context, th string) {
+	t.Helper()
+	if _, err := f.threads.Application().Commands.RecordStep.Handle(key, stepIn(th, "checkout", "pay", "success")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A wait that repeats an invocation already granted and is cancelled as it
+// is answered gives back nothing: the grant was made (and answered) by the
+// earlier wait, and releasing it would let a second invocation run on the
+// same predecessor success.
+func TestCancelledRepeatWaitKeepsTheEarlierGrant(t *testing.T) {
+	t.Parallel()
+	f := newThreadsFixture(t)
+	key := as("k1", domain.RoleMember)
+	th := orderForWarehouse(t, f, key)
+	f.pay(t, key, th)
+	first, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-1", time.Second)
+	if err != nil || first.Decision != DecisionAllowed || !first.NewGrant {
+		t.Fatalf("first wait: %+v %v", first, err)
+	}
+	cancelled, cancel := context.WithCancel(key)
+	cancel()
+	again, err := f.threads.Application().Commands.WaitForPermission.Handle(cancelled, th, "warehouse", "ship", "inv-1", time.Second)
+	if err != nil || again.NewGrant {
+		t.Fatalf("repeat wait: %+v %v", again, err)
+	}
+	if gs := f.store.grants[th]; len(gs) != 1 || gs[0].InvocationID != "inv-1" || gs[0].Status != domain.GrantAllowed {
+		t.Fatalf("grants after the cancelled repeat: %+v, want inv-1 kept", gs)
+	}
+	other, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-2", 200*time.Millisecond)
+	if err != nil || other.Decision != DecisionTimedOut {
+		t.Fatalf("a second invocation on the consumed success: %+v %v, want timed_out", other, err)
+	}
+}
+
+// A wait takes the thread's row lock only to grant: its rounds that decide
+// nothing (the predecessor not recorded yet) are plain reads.
+func TestWaitLocksOnlyToGrant(t *testing.T) {
+	t.Parallel()
+	f := newThreadsFixture(t)
+	key := as("k1", domain.RoleMember)
+	th := orderForWarehouse(t, f, key)
+	r, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-1", 100*time.Millisecond)
+	if err != nil || r.Decision != DecisionTimedOut {
+		t.Fatalf("wait before pay: %+v %v", r, err)
+	}
+	if f.store.grantLocks != 0 || f.store.grantReads == 0 {
+		t.Fatalf("a wait that decided nothing: %d locked rounds, %d reads", f.store.grantLocks, f.store.grantReads)
+	}
+	f.pay(t, key, th)
+	r, err = f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-1", time.Second)
+	if err != nil || r.Decision != DecisionAllowed || !r.NewGrant || f.store.grantLocks != 1 {
+		t.Fatalf("granting wait: %+v %v, %d locked rounds", r, err, f.store.grantLocks)
+	}
+	if gs := f.store.grants[th]; len(gs) != 1 || gs[0].Consumed == "" {
+		t.Fatalf("grants %+v", gs)
+	}
+}

@@ -1,0 +1,145 @@
+package app
+
+// What the waits share (WaitForPermission, WaitForValidation, CancelGrant):
+// decisions, the wait loop, verdicts, one round of a permission check.
+
+import (
+	"context"
+	"time"
+	"unicode/utf8"
+
+	"github.com/threadengine/engine/domain"
+	"github.com/threadengine/engine/ports"
+)
+
+// Wait decisions, as the Python SDK 0.4.0 reads them.
+const (
+	DecisionAllowed     = "allowed"
+	DecisionDenied      = "denied"
+	DecisionPassed      = "passed"
+	DecisionViolated    = "violated"
+	DecisionUnvalidated = "unvalidated"
+	DecisionTimedOut    = "timed_out"
+	DecisionCancelled   = "cancelled"
+)
+
+// MaxWait bounds one wait (the SDK allows 0 < t ≤ 300 s).
+const MaxWait = 300 * time.Second
+
+// WaitResult is the answer to a wait.
+type WaitResult struct {
+	Decision   string
+	Code       domain.Code // on some denials (invocation_cancelled, thread_closed, not_a_party)
+	Message    string
+	Violations []domain.ValidationIssue
+	// NewGrant: this wait made the grant (an earlier wait of the same
+	// invocation did not). Only such a grant may be given back unused when
+	// the answer reaches no one; an earlier one was already answered.
+	NewGrant bool
+}
+
+// timeoutMargin answers timed_out this long before the caller's deadline,
+// so the client does not time out first.
+func timeoutMargin(d time.Duration) time.Duration {
+	return min(d/10, 500*time.Millisecond) + 50*time.Millisecond
+}
+
+// wait re-runs check at every change committed on any replica (and at least
+// every second) until it decides, ctx ends (cancelled) or timeout is nearly
+// over (timed_out).
+func (t *Threads) wait(ctx context.Context, timeout time.Duration, check func() (WaitResult, bool, error)) (WaitResult, error) {
+	if timeout <= 0 || timeout > MaxWait {
+		return WaitResult{}, domain.Invalid("timeoutMs", "timeoutMs must be between 1 and %d", MaxWait.Milliseconds())
+	}
+	deadline := time.NewTimer(max(timeout-timeoutMargin(timeout), time.Millisecond))
+	defer deadline.Stop()
+	for {
+		changed := t.hub.Changed() // taken before the check: a change during it wakes the next round
+		r, done, err := check()
+		if err != nil || done {
+			return r, err
+		}
+		select {
+		case <-ctx.Done():
+			return WaitResult{Decision: DecisionCancelled, Message: "wait cancelled"}, nil
+		case <-deadline.C:
+			return WaitResult{Decision: DecisionTimedOut, Message: "no decision before the timeout"}, nil
+		case <-changed:
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// verdict maps a stored validation onto a wait decision.
+func verdict(v *ports.ValidationRecord) WaitResult {
+	if v == nil {
+		return WaitResult{Decision: DecisionUnvalidated, Message: "the thread has no contract"}
+	}
+	issues, _ := v.Issues.([]domain.ValidationIssue)
+	if v.OverallStatus == domain.ValidationViolated {
+		msg := "step violated its contract"
+		if len(issues) > 0 {
+			msg = issues[0].Message
+		}
+		return WaitResult{Decision: DecisionViolated, Message: msg, Violations: issues}
+	}
+	return WaitResult{Decision: DecisionPassed, Violations: issues}
+}
+
+// ValidationVerdict is verdict for a result computed while recording.
+func ValidationVerdict(v *domain.ValidationResult) WaitResult {
+	if v == nil {
+		return verdict(nil)
+	}
+	return verdict(&ports.ValidationRecord{OverallStatus: v.OverallStatus, Issues: v.Issues})
+}
+
+func checkInvocationID(id string) error {
+	if utf8.RuneCountInString(id) > MaxInvocationIDLen {
+		return domain.Invalid("invocationId", "invocationId must be at most %d characters", MaxInvocationIDLen)
+	}
+	return nil
+}
+
+// permission is one round of a wait for permission to run a step. It reads
+// without locking first: most rounds of a wait decide
+// nothing (the predecessor is not recorded yet) and every commit anywhere
+// wakes every waiter, so only a round that would make a grant takes the
+// thread's row lock, and decides again under it.
+func (t *Threads) permission(ctx context.Context, p domain.Principal, c *domain.Contract, threadID, role, stepName, invocationID string) (WaitResult, bool, error) {
+	decide := func(v ports.GrantTx) (domain.StepPermission, WaitResult, bool, error) {
+		th := v.Thread
+		if err := checkVisible(p, &th, t.now()); err != nil {
+			return domain.StepPermission{}, WaitResult{}, false, err
+		}
+		d := th.PermitStep(actor(p, role), c, stepName, invocationID, recorded(v.States), v.Grants, t.now())
+		switch {
+		case d.Denied:
+			return d, WaitResult{Decision: DecisionDenied, Code: d.Code, Message: d.Message, Violations: d.Issues}, true, nil
+		case d.Allowed:
+			return d, WaitResult{Decision: DecisionAllowed, NewGrant: d.New}, true, nil
+		}
+		return d, WaitResult{}, false, nil // a predecessor may still be recorded
+	}
+	v, err := t.store.ReadGrants(ctx, threadID)
+	if err != nil {
+		return WaitResult{}, false, err
+	}
+	if d, r, done, err := decide(v); err != nil || !(d.Allowed && d.New) {
+		return r, done, err
+	}
+	var r WaitResult
+	var done bool
+	err = t.store.UpdateGrants(ctx, threadID, func(v ports.GrantTx) (*domain.StepGrant, error) {
+		d, res, ok, err := decide(v)
+		if err != nil {
+			return nil, err
+		}
+		r, done = res, ok
+		if d.Allowed && d.New {
+			return &d.Grant, nil
+		}
+		return nil, nil
+	})
+	return r, done, err
+}

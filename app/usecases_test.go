@@ -1,0 +1,121 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/domain"
+	"github.com/threadengine/engine/ports"
+	"github.com/threadengine/engine/ports/portstest"
+)
+
+type failingAudit struct{}
+
+func (failingAudit) RecordAudit(context.Context, ports.AuditEntry) error {
+	return errors.New("audit table unavailable")
+}
+
+func settingsFixture(audit ports.Audit, log *slog.Logger) (*app.EngineSettings, *portstest.Identity) {
+	st := portstest.NewIdentity()
+	return &app.EngineSettings{
+		Store: st, ConfigURL: "http://127.0.0.1:8081", Audit: audit, Log: log,
+		Clock: &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}, NewID: func() string { return "id-1" },
+	}, st
+}
+
+func TestEngineSettingsPermissionsInApp(t *testing.T) {
+	t.Parallel()
+	s, st := settingsFixture(nil, nil)
+	admin := as(domain.Principal{Kind: domain.PrincipalUser, ID: "a", Role: domain.RoleAdmin})
+	member := as(domain.Principal{Kind: domain.PrincipalUser, ID: "m", Role: domain.RoleMember})
+	s.Audit = st
+
+	if _, err := s.Get(context.Background()); domain.KindOf(err) != domain.KindUnauthenticated {
+		t.Fatalf("anonymous get: %v", err)
+	}
+	v, err := s.Get(member)
+	if err != nil || v.CanManage || v.Source != app.EngineURLFromConfig || v.PublicURL != "http://127.0.0.1:8081" {
+		t.Fatalf("member get: %+v %v", v, err)
+	}
+	if _, err := s.Set(member, "https://x.example.com"); domain.KindOf(err) != domain.KindForbidden {
+		t.Fatalf("member set: %v", err)
+	}
+	if _, err := s.Reset(member); domain.KindOf(err) != domain.KindForbidden {
+		t.Fatalf("member reset: %v", err)
+	}
+	// Permission before validation: a member learns nothing from a bad URL.
+	if _, err := s.Set(member, "not a url"); domain.KindOf(err) != domain.KindForbidden {
+		t.Fatalf("member set with a bad URL: %v", err)
+	}
+	v, err = s.Set(admin, "https://Example.com/engine/")
+	if err != nil || v.PublicURL != "https://example.com/engine" || v.Source != app.EngineURLFromUI || !v.CanManage ||
+		v.Endpoints.WebSocket != "wss://example.com/engine/threads" {
+		t.Fatalf("admin set: %+v %v", v, err)
+	}
+	if log := st.AuditLog(); len(log) != 1 || log[0].Action != "engine.public_url.set" || log[0].ActorID != "a" {
+		t.Fatalf("audit: %+v", log)
+	}
+	if v, err = s.Reset(admin); err != nil || v.Source != app.EngineURLFromConfig {
+		t.Fatalf("admin reset: %+v %v", v, err)
+	}
+}
+
+// An audit failure neither undoes the change nor fails the request, and it
+// is logged rather than dropped.
+func TestEngineSettingsAuditFailureIsLogged(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	s, _ := settingsFixture(failingAudit{}, slog.New(slog.NewTextHandler(&buf, nil)))
+	admin := as(domain.Principal{Kind: domain.PrincipalUser, ID: "a", Role: domain.RoleAdmin})
+	v, err := s.Set(admin, "https://example.com")
+	if err != nil || v.PublicURL != "https://example.com" {
+		t.Fatalf("set: %+v %v", v, err)
+	}
+	if got, src, err := s.Effective(context.Background()); err != nil || got != "https://example.com" || src != app.EngineURLFromUI {
+		t.Fatalf("stored: %q %q %v", got, src, err)
+	}
+	if !strings.Contains(buf.String(), "audit record failed") || !strings.Contains(buf.String(), "audit table unavailable") {
+		t.Fatalf("audit failure not logged: %q", buf.String())
+	}
+}
+
+func TestInviteChecksPermissionBeforeTheRequest(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "")
+	f.bootstrap(t)
+	viewer := as(domain.Principal{Kind: domain.PrincipalUser, ID: "v", Role: domain.RoleViewer})
+	if _, _, err := f.id.Application().Commands.InviteUser.Handle(viewer, app.InviteRequest{}); domain.KindOf(err) != domain.KindForbidden {
+		t.Fatalf("viewer with an empty request: %v, want forbidden", err)
+	}
+	if _, _, err := f.id.Application().Commands.InviteUser.Handle(f.admin, app.InviteRequest{Role: ptr("member")}); domain.CodeOf(err) != domain.CodeValidationFailed || domain.AsError(err).Field != "email" {
+		t.Fatalf("admin without email: %v", err)
+	}
+	if _, _, err := f.id.Application().Commands.InviteUser.Handle(f.admin, app.InviteRequest{Email: ptr("x@example.com")}); domain.AsError(err).Field != "role" {
+		t.Fatalf("admin without role: %v", err)
+	}
+	u, created, err := f.id.Application().Commands.InviteUser.Handle(f.admin, app.InviteRequest{Email: ptr("x@example.com"), Role: ptr("member"), FullName: "X"})
+	if err != nil || !created || u.Status != domain.StatusInvited {
+		t.Fatalf("invite: %+v %v %v", u, created, err)
+	}
+	list, err := f.id.Application().Queries.ListUsers.Handle(viewer)
+	if err != nil || list.CanManage || len(list.Users) != 2 {
+		t.Fatalf("viewer list: %+v %v", list, err)
+	}
+	if list, err = f.id.Application().Queries.ListUsers.Handle(f.admin); err != nil || !list.CanManage {
+		t.Fatalf("admin list: %+v %v", list, err)
+	}
+	if _, err := f.id.Application().Commands.UpdateUser.Handle(viewer, u.ID, app.UserPatch{}); domain.KindOf(err) != domain.KindForbidden {
+		t.Fatalf("viewer empty patch: %v", err)
+	}
+	if _, err := f.id.Application().Commands.UpdateUser.Handle(f.admin, u.ID, app.UserPatch{}); domain.CodeOf(err) != domain.CodeValidationFailed {
+		t.Fatalf("admin empty patch: %v", err)
+	}
+}
+
+func ptr(s string) *string { return &s }
