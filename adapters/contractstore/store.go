@@ -60,8 +60,7 @@ func (s *Store) PutContractVersion(ctx context.Context, c domain.Contract, sourc
 				e = domain.E(domain.KindConflict, domain.CodeContractVersionConflict,
 					"contract %s version %d already exists; versions are immutable, upload version %d", c.Name, c.Version, latest.Int64+1)
 			}
-			e.Field = "version"
-			return e.WithDetail("latestVersion", int(latest.Int64))
+			return e.WithField("version").WithDetail("latestVersion", int(latest.Int64))
 		}
 		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO contract_versions (contract_id, name, version, source, definition, created_by, created_at)
 VALUES (?, ?, ?, ?, ?, ?, ?)`), id, c.Name, c.Version, string(source), string(def), createdBy, now)
@@ -187,4 +186,49 @@ FROM contract_versions WHERE name = ? ORDER BY version DESC`), name)
 		out = append(out, r.summary(c, rows[0].Version))
 	}
 	return out, nil
+}
+
+var _ ports.ContractEraser = (*Store)(nil)
+
+// DeleteContractVersion: see ports.ContractEraser. The contract row is locked
+// as an upload locks it, so a concurrent upload of the same contract waits.
+func (s *Store) DeleteContractVersion(ctx context.Context, name string, version int) error {
+	return s.db.Tx(ctx, func(tx *sqlx.Tx) error {
+		var id string
+		if err := tx.GetContext(ctx, &id, s.q(`SELECT id FROM contracts WHERE name = ?`+s.db.ForUpdate()), name); err != nil {
+			return sqldb.NotFoundAs(err, "contract "+name)
+		}
+		// Lock the version before counting its threads: a thread being
+		// created holds it (threadstore.insertThread), so the count runs
+		// after that thread is committed, and threads created later find
+		// the version gone.
+		var v int
+		if err := tx.GetContext(ctx, &v, s.q(`SELECT version FROM contract_versions WHERE name = ? AND version = ?`+s.db.ForUpdate()), name, version); err != nil {
+			return sqldb.NotFoundAs(err, "contract "+name+":"+strconv.Itoa(version))
+		}
+		var used int
+		if err := tx.GetContext(ctx, &used, s.q(`SELECT COUNT(*) FROM threads WHERE contract_name = ? AND contract_version = ?`), name, version); err != nil {
+			return sqldb.TranslateError(err)
+		}
+		if used > 0 {
+			return domain.E(domain.KindConflict, domain.CodeContractVersionInUse,
+				"contract %s version %d is used by %d thread(s); delete them first", name, version, used).
+				WithDetail("threads", used)
+		}
+		// Its per-step hourly counts go with it (no thread of it is left).
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM step_stats_hourly WHERE contract_name = ? AND contract_version = ?`), name, version); err != nil {
+			return sqldb.TranslateError(err)
+		}
+		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM contract_versions WHERE name = ? AND version = ?`), name, version)
+		if err != nil {
+			return sqldb.TranslateError(err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return sqldb.TranslateError(err)
+		} else if n == 0 {
+			return domain.NotFound("contract " + name + ":" + strconv.Itoa(version))
+		}
+		_, err = tx.ExecContext(ctx, s.q(`DELETE FROM contracts WHERE id = ? AND NOT EXISTS (SELECT 1 FROM contract_versions WHERE name = ?)`), id, name)
+		return sqldb.TranslateError(err)
+	})
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/threadengine/engine/adapters/contractstore"
+	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
@@ -22,9 +23,7 @@ var (
 
 func eachDialect(t *testing.T, fn func(t *testing.T, s *contractstore.Store)) {
 	t.Helper()
-	for _, d := range sqldbtest.Dialects(t) {
-		t.Run(string(d), func(t *testing.T) { fn(t, contractstore.New(sqldbtest.Open(t, d))) })
-	}
+	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) { fn(t, contractstore.New(sqldbtest.Open(t, d))) })
 }
 
 func source(name string, version int, desc string) []byte {

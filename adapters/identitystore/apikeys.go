@@ -37,7 +37,7 @@ func (r apiKeyRow) key() domain.APIKey {
 	}
 }
 
-var errKeyNotFound = domain.NotFound("API key")
+var errKeyNotFound = domain.NewBase(domain.KindNotFound, domain.CodeNotFound, "API key not found")
 
 func (s *Store) CreateAPIKey(ctx context.Context, k domain.APIKey) error {
 	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO api_keys (`+apiKeyColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?)`),
@@ -104,6 +104,9 @@ func (s *Store) RevokeAPIKey(ctx context.Context, id string, now time.Time) (dom
 	now = sqldb.Time(now)
 	var k domain.APIKey
 	err := s.tx(ctx, func(tx *sqlx.Tx) error {
+		if err := s.db.XactLock(ctx, tx, identityLock); err != nil { // see UpdateUser
+			return err
+		}
 		var err error
 		k, err = s.getAPIKey(ctx, tx, `SELECT `+apiKeyColumns+` FROM api_keys WHERE id = ?`+s.db.ForUpdate(), id)
 		if err != nil {

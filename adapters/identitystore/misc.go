@@ -14,13 +14,6 @@ import (
 	"github.com/threadengine/engine/ports"
 )
 
-// Conflict codes for identity bindings, saying which side of the binding is
-// taken. If a use case ever needs to branch on them they belong in domain.
-const (
-	codeIdentityAlreadyBound domain.Code = "identity_already_bound"
-	codeUserAlreadyBound     domain.Code = "user_already_bound"
-)
-
 type bindingRow struct {
 	Issuer    string    `db:"issuer"`
 	Subject   string    `db:"subject"`
@@ -57,9 +50,9 @@ func (s *Store) CreateBinding(ctx context.Context, b ports.IdentityBinding) erro
 	switch {
 	case sqldb.IsUniqueViolation(err):
 		if _, gerr := s.GetBinding(ctx, b.Issuer, b.Subject); gerr == nil {
-			return domain.E(domain.KindConflict, codeIdentityAlreadyBound, "this sign-in identity is already bound to a user")
+			return domain.E(domain.KindConflict, domain.CodeIdentityAlreadyBound, "this sign-in identity is already bound to a user")
 		}
-		return domain.E(domain.KindConflict, codeUserAlreadyBound, "this user is already bound to another sign-in identity")
+		return domain.E(domain.KindConflict, domain.CodeUserAlreadyBound, "this user is already bound to another sign-in identity")
 	case isForeignKeyViolation(err):
 		return domain.NotFound("user")
 	}

@@ -27,12 +27,10 @@ var ctx = context.Background()
 // dialect under test.
 func eachDialect(t *testing.T, fn func(t *testing.T, s *identitystore.Store, db *sqldb.DB)) {
 	t.Helper()
-	for _, d := range sqldbtest.Dialects(t) {
-		t.Run(string(d), func(t *testing.T) {
-			db := sqldbtest.Open(t, d)
-			fn(t, identitystore.New(db), db)
-		})
-	}
+	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
+		db := sqldbtest.Open(t, d)
+		fn(t, identitystore.New(db), db)
+	})
 }
 
 func micro(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
@@ -435,19 +433,20 @@ func TestLastAdminConcurrency(t *testing.T) {
 func TestServiceAccounts(t *testing.T) {
 	eachDialect(t, func(t *testing.T, s *identitystore.Store, _ *sqldb.DB) {
 		for _, sa := range []domain.ServiceAccount{
-			{ID: "sa2", Name: "zeta-bot", Role: domain.RoleViewer, Active: false, CreatedBy: "admin", CreatedAt: t0},
-			{ID: "sa1", Name: "alpha-bot", Role: domain.RoleMember, Active: true, CreatedBy: "admin", CreatedAt: t0},
+			{ID: "sa2", Name: "zeta-bot", Role: domain.RoleViewer, Scope: domain.ScopeParty, Active: false, CreatedBy: "admin", CreatedAt: t0},
+			{ID: "sa1", Name: "alpha-bot", Role: domain.RoleMember, Active: true, CreatedBy: "admin", CreatedAt: t0}, // no scope: company
 		} {
 			if err := s.CreateServiceAccount(ctx, sa); err != nil {
 				t.Fatal(err)
 			}
 		}
 		got, err := s.GetServiceAccount(ctx, "sa2")
-		if err != nil || got.Name != "zeta-bot" || got.Role != domain.RoleViewer || got.Active || got.CreatedBy != "admin" || !got.CreatedAt.Equal(micro(t0)) {
+		if err != nil || got.Name != "zeta-bot" || got.Role != domain.RoleViewer || got.Scope != domain.ScopeParty || got.Active ||
+			got.CreatedBy != "admin" || !got.CreatedAt.Equal(micro(t0)) {
 			t.Fatalf("GetServiceAccount = %+v, %v", got, err)
 		}
 		list, err := s.ListServiceAccounts(ctx)
-		if err != nil || len(list) != 2 || list[0].ID != "sa1" || !list[0].Active {
+		if err != nil || len(list) != 2 || list[0].ID != "sa1" || !list[0].Active || list[0].Scope != domain.ScopeCompany || list[1].Scope != domain.ScopeParty {
 			t.Fatalf("ListServiceAccounts = %+v, %v; want sorted by name", list, err)
 		}
 		_, err = s.GetServiceAccount(ctx, "nope")
@@ -860,4 +859,78 @@ func TestUpdateUserRetriesDeadlock(t *testing.T) {
 	if u, _ := s.GetUser(ctx, "m"); u.FullName != "Renamed" {
 		t.Errorf("full name = %q after retried update", u.FullName)
 	}
+}
+
+// TestAdminStorm is issue 14 point 7's storm at the store: 4 active admins,
+// rounds of 62 concurrent conflicting changes (demote, promote, suspend,
+// reactivate) of the admins and of members, each checking the
+// last-admin rule. No deadlock may occur (retried or not), nothing may fail
+// as unavailable, and one active admin always remains.
+func TestAdminStorm(t *testing.T) {
+	eachDialect(t, func(t *testing.T, s *identitystore.Store, db *sqldb.DB) {
+		ids := []string{}
+		for i := 0; i < 4; i++ {
+			id := fmt.Sprintf("admin-%d", i)
+			mustUser(t, s, id, id+"@example.com", domain.RoleAdmin, domain.StatusActive)
+			ids = append(ids, id)
+		}
+		for i := 0; i < 4; i++ {
+			id := fmt.Sprintf("member-%d", i)
+			mustUser(t, s, id, id+"@example.com", domain.RoleMember, domain.StatusActive)
+			ids = append(ids, id)
+		}
+		rounds, perRound := 5, 62
+		var unexpected []error
+		var mu sync.Mutex
+		for r := 0; r < rounds; r++ {
+			var wg sync.WaitGroup
+			for i := 0; i < perRound; i++ {
+				wg.Add(1)
+				go func(i int) {
+					defer wg.Done()
+					id := ids[(i*7+r)%len(ids)]
+					_, err := s.UpdateUser(ctx, id, func(u *domain.User, admins []string) error {
+						wasAdmin := u.IsActiveAdmin()
+						switch (i + r) % 4 {
+						case 0:
+							u.Role = domain.RoleMember
+						case 1:
+							u.Role = domain.RoleAdmin
+						case 2:
+							u.Status = domain.StatusSuspended
+						case 3:
+							u.Status = domain.StatusActive
+						}
+						u.UpdatedAt = t0
+						if wasAdmin && !u.IsActiveAdmin() {
+							return domain.RequireActiveAdminRemains(admins, *u)
+						}
+						return nil
+					})
+					if err != nil && domain.CodeOf(err) != domain.CodeLastActiveAdminRequired {
+						mu.Lock()
+						unexpected = append(unexpected, err)
+						mu.Unlock()
+					}
+				}(i)
+			}
+			wg.Wait()
+		}
+		deadlocks, other := db.ConcurrencyFailures()
+		t.Logf("%s: %d changes, %d deadlocks, %d other retried races, %d failures", db.Dialect, rounds*perRound, deadlocks, other, len(unexpected))
+		if deadlocks != 0 || len(unexpected) != 0 {
+			t.Errorf("%d deadlocks; %d failures (first: %v)", deadlocks, len(unexpected), first(unexpected))
+		}
+		var active int
+		if err := db.GetContext(ctx, &active, `SELECT COUNT(*) FROM users WHERE role = 'admin' AND status = 'active'`); err != nil || active < 1 {
+			t.Errorf("%d active admins remain (%v)", active, err)
+		}
+	})
+}
+
+func first(errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return errs[0]
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/threadengine/engine/ports"
 )
 
-var errEmailTaken = domain.E(domain.KindConflict, domain.CodeEmailTaken, "a user with this email already exists")
+var errEmailTaken = domain.NewBase(domain.KindConflict, domain.CodeEmailTaken, "a user with this email already exists")
 
 const userColumns = `id, email, full_name, role, status, email_verified, created_at, updated_at, activated_at, last_login_at`
 
@@ -100,18 +100,24 @@ func (s *Store) CountUsers(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// UpdateUser runs fn on the locked user with the locked set of active human
-// admins. The admin set is locked before the target row, always in id order,
-// so concurrent updates queue behind each other instead of deadlocking, and
-// two demotions can never both see the other admin as still active.
+// UpdateUser runs fn on the locked user with the set of active human admins.
+// Every identity change that locks several rows (this, RevokeAPIKey) first
+// takes the identity lock, then rows in one order — users, api_keys,
+// sessions — so concurrent changes queue instead of deadlocking, and two
+// demotions can never both see the other admin as still active. The rows
+// are locked FOR NO KEY UPDATE, which does not wait for the key-share locks
+// that inserts referencing a user (sessions, keys) take.
 func (s *Store) UpdateUser(ctx context.Context, id string, fn ports.UserUpdateFn) (domain.User, error) {
 	var after domain.User
 	err := s.tx(ctx, func(tx *sqlx.Tx) error {
-		var admins []string
-		if err := tx.SelectContext(ctx, &admins, s.q(`SELECT id FROM users WHERE role = 'admin' AND status = 'active' ORDER BY id`+s.db.ForUpdate())); err != nil {
+		if err := s.db.XactLock(ctx, tx, identityLock); err != nil {
 			return err
 		}
-		before, err := s.getUser(ctx, tx, `SELECT `+userColumns+` FROM users WHERE id = ?`+s.db.ForUpdate(), id)
+		var admins []string
+		if err := tx.SelectContext(ctx, &admins, s.q(`SELECT id FROM users WHERE role = 'admin' AND status = 'active' ORDER BY id`+s.forNoKeyUpdate())); err != nil {
+			return err
+		}
+		before, err := s.getUser(ctx, tx, `SELECT `+userColumns+` FROM users WHERE id = ?`+s.forNoKeyUpdate(), id)
 		if err != nil {
 			return err
 		}
@@ -151,12 +157,12 @@ func (s *Store) applyEffects(ctx context.Context, tx *sqlx.Tx, userID string, fx
 		now = time.Now()
 	}
 	now = sqldb.Time(now)
-	if fx.RevokePersonalKeys {
-		if _, err := tx.ExecContext(ctx, s.q(`UPDATE sessions SET revoked_at = ? WHERE revoked_at IS NULL
-			AND source_key_id IN (SELECT id FROM api_keys WHERE user_id = ?)`), now, userID); err != nil {
+	if fx.RevokePersonalKeys { // api_keys before sessions, as RevokeAPIKey
+		if _, err := tx.ExecContext(ctx, s.q(`UPDATE api_keys SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL`), now, userID); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, s.q(`UPDATE api_keys SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL`), now, userID); err != nil {
+		if _, err := tx.ExecContext(ctx, s.q(`UPDATE sessions SET revoked_at = ? WHERE revoked_at IS NULL
+			AND source_key_id IN (SELECT id FROM api_keys WHERE user_id = ?)`), now, userID); err != nil {
 			return err
 		}
 	}
@@ -169,6 +175,17 @@ func (s *Store) applyEffects(ctx context.Context, tx *sqlx.Tx, userID string, fx
 	return nil
 }
 
+// identityLock is the advisory lock key of multi-row identity changes.
+const identityLock int64 = 0x7468_7265_6164_0001
+
+// forNoKeyUpdate is the row-lock suffix of UpdateUser's reads.
+func (s *Store) forNoKeyUpdate() string {
+	if s.db.Dialect == sqldb.Postgres {
+		return " FOR NO KEY UPDATE"
+	}
+	return ""
+}
+
 func roundPtr(t *time.Time) *time.Time {
 	if t == nil {
 		return nil
@@ -177,24 +194,30 @@ func roundPtr(t *time.Time) *time.Time {
 	return &u
 }
 
-const serviceAccountColumns = `id, name, role, active, created_by, created_at`
+const serviceAccountColumns = `id, name, role, scope, active, created_by, created_at`
 
 type serviceAccountRow struct {
 	ID        string    `db:"id"`
 	Name      string    `db:"name"`
 	Role      string    `db:"role"`
+	Scope     string    `db:"scope"`
 	Active    bool      `db:"active"`
 	CreatedBy string    `db:"created_by"`
 	CreatedAt time.Time `db:"created_at"`
 }
 
 func (r serviceAccountRow) serviceAccount() domain.ServiceAccount {
-	return domain.ServiceAccount{ID: r.ID, Name: r.Name, Role: domain.Role(r.Role), Active: r.Active, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC()}
+	return domain.ServiceAccount{ID: r.ID, Name: r.Name, Role: domain.Role(r.Role), Scope: domain.ReadScope(r.Scope),
+		Active: r.Active, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC()}
 }
 
 func (s *Store) CreateServiceAccount(ctx context.Context, sa domain.ServiceAccount) error {
-	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO service_accounts (`+serviceAccountColumns+`) VALUES (?,?,?,?,?,?)`),
-		sa.ID, sa.Name, string(sa.Role), sa.Active, sa.CreatedBy, sqldb.Time(sa.CreatedAt))
+	scope := sa.Scope
+	if scope == "" {
+		scope = domain.ScopeCompany
+	}
+	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO service_accounts (`+serviceAccountColumns+`) VALUES (?,?,?,?,?,?,?)`),
+		sa.ID, sa.Name, string(sa.Role), string(scope), sa.Active, sa.CreatedBy, sqldb.Time(sa.CreatedAt))
 	return sqldb.TranslateError(err)
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
 	"github.com/threadengine/engine/domain"
 )
@@ -45,7 +46,15 @@ func (d *DB) TxRetry(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 		if errors.As(err, &ce) {
 			return ce.err
 		}
-		if err == nil || !IsSerializationFailure(err) || ctx.Err() != nil {
+		if err == nil || !IsSerializationFailure(err) {
+			break
+		}
+		if isDeadlock(err) {
+			d.deadlocks.Add(1)
+		} else {
+			d.conflicts.Add(1)
+		}
+		if ctx.Err() != nil {
 			break
 		}
 		time.Sleep(time.Duration(attempt*attempt) * 5 * time.Millisecond)
@@ -77,4 +86,9 @@ func FromNullTime(nt sql.NullTime) *time.Time {
 	}
 	t := nt.Time.UTC()
 	return &t
+}
+
+func isDeadlock(err error) bool {
+	var pqe *pq.Error
+	return errors.As(err, &pqe) && pqe.Code == "40P01"
 }

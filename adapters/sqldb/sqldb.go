@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -40,6 +41,27 @@ const DefaultSQLitePath = "./data/threadengine.db"
 type DB struct {
 	*sqlx.DB
 	Dialect Dialect
+	lock    *os.File // SQLite: held while open (see lockDataFile)
+
+	// deadlocks and conflicts count the retryable failures TxRetry met
+	// (PostgreSQL deadlocks; serialization failures and SQLite busy).
+	deadlocks, conflicts atomic.Int64
+}
+
+// ConcurrencyFailures reports how many transactions run by TxRetry lost a
+// deadlock, and how many another retryable race, since the DB was opened.
+func (d *DB) ConcurrencyFailures() (deadlocks, other int64) {
+	return d.deadlocks.Load(), d.conflicts.Load()
+}
+
+// Close closes the database and releases the SQLite process lock.
+func (d *DB) Close() error {
+	err := d.DB.Close()
+	if d.lock != nil {
+		_ = d.lock.Close()
+		d.lock = nil
+	}
+	return err
 }
 
 // Open connects to url and applies all migrations. An empty url opens the
@@ -47,7 +69,14 @@ type DB struct {
 //
 //	postgres://user@host:5432/db?sslmode=disable   (sslmode is required)
 //	sqlite:///abs/path.db  sqlite://./rel/path.db  file:path.db
-func Open(ctx context.Context, rawURL string) (*DB, error) {
+func Open(ctx context.Context, rawURL string) (*DB, error) { return open(ctx, rawURL, true) }
+
+// OpenAlongside opens the database without the SQLite process lock, for a
+// short command (bootstrap-owner) run beside the serving engine: SQLite's own
+// locking serialises its writes; it must not serve.
+func OpenAlongside(ctx context.Context, rawURL string) (*DB, error) { return open(ctx, rawURL, false) }
+
+func open(ctx context.Context, rawURL string, exclusive bool) (*DB, error) {
 	dialect, dsn, err := parseURL(rawURL)
 	if err != nil {
 		return nil, err
@@ -72,14 +101,23 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 		// WAL lets readers proceed during a write; busy_timeout makes a second
 		// writer wait instead of failing; foreign keys are off by default in SQLite.
 		q := "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+		var lock *os.File
+		if exclusive && dsn != ":memory:" && !strings.Contains(dsn, "mode=memory") {
+			if lock, err = lockDataFile(dsn); err != nil {
+				return nil, err
+			}
+		}
 		x, err := sqlx.Open("sqlite", "file:"+dsn+q)
 		if err != nil {
+			if lock != nil {
+				lock.Close()
+			}
 			return nil, fmt.Errorf("database.url: %w", err)
 		}
 		// One writer at a time is SQLite's model; a single connection also makes
 		// BEGIN IMMEDIATE the lock that serialises invariant checks.
 		x.SetMaxOpenConns(1)
-		d = &DB{DB: x, Dialect: SQLite}
+		d = &DB{DB: x, Dialect: SQLite, lock: lock}
 	}
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -158,12 +196,36 @@ func (d *DB) Tx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 	}
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
-		return err
+		return cancelled(ctx, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return TranslateError(err)
+		return TranslateError(cancelled(ctx, err))
 	}
 	return nil
+}
+
+// cancelled reports a transaction that database/sql rolled back because ctx
+// ended (the client went away or a deadline passed) as that cancellation:
+// the statements after it fail with sql.ErrTxDone, which would otherwise
+// surface as an internal error although nothing is wrong with the engine.
+func cancelled(ctx context.Context, err error) error {
+	if ctx.Err() != nil && errors.Is(err, sql.ErrTxDone) {
+		return TranslateError(fmt.Errorf("%w (%w)", ctx.Err(), err))
+	}
+	return err
+}
+
+// XactLock takes the PostgreSQL transaction-level advisory lock key inside
+// tx (held until it ends). Taken as a transaction's first statement, it
+// puts every transaction that takes it in one queue, whatever rows each
+// then locks: one lock order, so no deadlock among them. SQLite needs none:
+// its IMMEDIATE transactions already hold the database write lock.
+func (d *DB) XactLock(ctx context.Context, tx *sqlx.Tx, key int64) error {
+	if d.Dialect != Postgres {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, key)
+	return err
 }
 
 // ForUpdate is the row-locking suffix for SELECTs inside Tx. SQLite has no row
@@ -173,6 +235,24 @@ func (d *DB) ForUpdate() string {
 		return " FOR UPDATE"
 	}
 	return ""
+}
+
+// ForKeyShare is the suffix that keeps a row from being deleted (or its key
+// changed) until the transaction ends, while others may read and lock it the
+// same way; SQLite's IMMEDIATE transaction already excludes other writers.
+func (d *DB) ForKeyShare() string {
+	if d.Dialect == Postgres {
+		return " FOR KEY SHARE"
+	}
+	return ""
+}
+
+// isBadText reports PostgreSQL refusing a text value: a NUL byte or invalid
+// UTF-8 (SQLite stores such text as given). Ids are checked before they
+// reach a store (domain.ValidID); this catches any other text field.
+func isBadText(err error) bool {
+	var pqe *pq.Error
+	return errors.As(err, &pqe) && (pqe.Code == "22021" || pqe.Code == "22P05")
 }
 
 // IsUniqueViolation reports whether err is a unique-constraint failure.
@@ -224,6 +304,10 @@ func TranslateError(err error) error {
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return domain.ErrNotFound
+	}
+	if isBadText(err) {
+		return &domain.Error{Kind: domain.KindInvalid, Code: domain.CodeValidationFailed,
+			Message: "text must be valid UTF-8 without NUL bytes", Err: err}
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return &domain.Error{Kind: domain.KindUnavailable, Code: domain.CodeUnavailable, Message: "the request was cancelled or timed out", Err: err}

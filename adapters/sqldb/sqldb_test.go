@@ -2,26 +2,30 @@ package sqldb_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
 
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
+	"github.com/threadengine/engine/domain"
 )
 
 func TestOpenMigratesBothDialects(t *testing.T) {
-	for _, d := range sqldbtest.Dialects(t) {
-		t.Run(string(d), func(t *testing.T) {
-			db := sqldbtest.Open(t, d)
-			var n int
-			if err := db.GetContext(context.Background(), &n, "SELECT COUNT(*) FROM users"); err != nil {
-				t.Fatalf("users table missing after migration: %v", err)
-			}
-			// Migrating twice is a no-op.
-			if err := db.Migrate(context.Background()); err != nil {
-				t.Fatalf("second migrate: %v", err)
-			}
-		})
-	}
+	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
+		db := sqldbtest.Open(t, d)
+		var n int
+		if err := db.GetContext(context.Background(), &n, "SELECT COUNT(*) FROM users"); err != nil {
+			t.Fatalf("users table missing after migration: %v", err)
+		}
+		// Migrating twice is a no-op.
+		if err := db.Migrate(context.Background()); err != nil {
+			t.Fatalf("second migrate: %v", err)
+		}
+	})
 }
 
 func TestOpenRejectsBadURLs(t *testing.T) {
@@ -30,4 +34,65 @@ func TestOpenRejectsBadURLs(t *testing.T) {
 			t.Errorf("Open(%q) succeeded, want error naming database.url", u)
 		}
 	}
+}
+
+// SQLite serves one engine: a second open of the same file is refused with a
+// message that says why, and allowed again once the first is closed.
+func TestSQLiteRefusesASecondProcess(t *testing.T) {
+	t.Parallel()
+	u := sqldbtest.URL(t, sqldb.SQLite)
+	first, err := sqldb.Open(context.Background(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = sqldb.Open(context.Background(), u)
+	if err == nil || !strings.Contains(err.Error(), "in use by another threadengine process") {
+		first.Close()
+		t.Fatalf("second open: %v", err)
+	}
+	// A one-shot command (bootstrap-owner) may still open it beside the engine.
+	beside, err := sqldb.OpenAlongside(context.Background(), u)
+	if err != nil {
+		first.Close()
+		t.Fatalf("open alongside: %v", err)
+	}
+	beside.Close()
+	first.Close()
+	again, err := sqldb.Open(context.Background(), u)
+	if err != nil {
+		t.Fatalf("open after close: %v", err)
+	}
+	again.Close()
+}
+
+// A client that goes away mid-transaction (its context cancelled) is told
+// its request was cancelled, not that the engine failed: database/sql rolls
+// the transaction back and the next statement meets sql.ErrTxDone.
+func TestTxCancelledMidwayIsUnavailableNotInternal(t *testing.T) {
+	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
+		db := sqldbtest.Open(t, d)
+		ctx, cancel := context.WithCancel(context.Background())
+		err := db.Tx(ctx, func(tx *sqlx.Tx) error {
+			if _, err := tx.ExecContext(ctx, "SELECT 1"); err != nil {
+				return err
+			}
+			cancel()
+			// database/sql closes the transaction from another goroutine.
+			deadline := time.Now().Add(5 * time.Second)
+			for time.Now().Before(deadline) {
+				if _, err := tx.Exec("SELECT 1"); err != nil {
+					return err
+				}
+				time.Sleep(time.Millisecond)
+			}
+			return nil
+		})
+		var de *domain.Error
+		if !errors.As(err, &de) || de.Kind != domain.KindUnavailable || de.Code != domain.CodeUnavailable {
+			t.Fatalf("err = %v (%T), want the unavailable kind with code %s", err, err, domain.CodeUnavailable)
+		}
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("err = %v does not wrap context.Canceled", err)
+		}
+	})
 }

@@ -18,14 +18,16 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/threadengine/engine/adapters/sqldb"
+	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
 
 // Store implements ports.ThreadQueries.
 type Store struct {
 	db *sqldb.DB
-	// onQuery, when set, sees every statement before it runs (tests count them).
-	onQuery func(query string)
+	// onQuery, when set, sees every statement and its arguments before it
+	// runs (tests count them; test/load/compare replays them in pgbench).
+	onQuery func(query string, args []any)
 
 	mu    sync.Mutex
 	stmts map[string]*sqlx.Stmt
@@ -80,7 +82,7 @@ var _ ports.ThreadQueries = (*Store)(nil)
 func New(db *sqldb.DB) *Store { return &Store{db: db} }
 
 // OnQuery installs a hook called with every statement the store runs.
-func (s *Store) OnQuery(fn func(query string)) { s.onQuery = fn }
+func (s *Store) OnQuery(fn func(query string, args []any)) { s.onQuery = fn }
 
 func (s *Store) selectIn(ctx context.Context, dest any, query string, args ...any) error {
 	q, a, err := sqlx.In(query, args...)
@@ -93,7 +95,7 @@ func (s *Store) selectIn(ctx context.Context, dest any, query string, args ...an
 func (s *Store) selectRaw(ctx context.Context, dest any, query string, args ...any) error {
 	q := s.db.Rebind(query)
 	if s.onQuery != nil {
-		s.onQuery(q)
+		s.onQuery(q, args)
 	}
 	var err error
 	if st := s.prepared(ctx, q); st != nil {
@@ -124,7 +126,7 @@ func queryRows[T any, P scanner[T]](ctx context.Context, s *Store, in bool, quer
 	}
 	query = s.db.Rebind(query)
 	if s.onQuery != nil {
-		s.onQuery(query)
+		s.onQuery(query, args)
 	}
 	var rows *sql.Rows
 	var err error
@@ -275,18 +277,33 @@ type threadRow struct {
 	ServiceName     dbText `db:"service_name"`
 	Status          string `db:"status"`
 	Error           dbText `db:"error"`
+	EndReason       dbText `db:"end_reason"`
 	LastHash        string `db:"last_hash"`
 	StepCount       int    `db:"step_count"`
 	CreatedAt       dbTime `db:"created_at"`
 	UpdatedAt       dbTime `db:"updated_at"`
 	CompletedAt     dbTime `db:"completed_at"`
+	Tags            dbText `db:"tags"`
+	Health          string `db:"health"`
+	FailedSteps     int    `db:"failed_steps"`
+	Critical        int    `db:"critical_issues"`
+	Major           int    `db:"major_issues"`
+	Warnings        int    `db:"warning_issues"`
+	IssueStep       dbText `db:"first_issue_step"`
+	IssueType       dbText `db:"first_issue_type"`
+	IssueMessage    dbText `db:"first_issue_message"`
+	IssueSeverity   dbText `db:"first_issue_severity"`
+	LastActivityAt  dbTime `db:"last_activity_at"`
+	DurationMs      int64  `db:"duration_ms"`
 	Refs            dbText `db:"refs"`
 	Total           int    `db:"total"`
 	Exact           dbInt  `db:"exact_match"`
 }
 
 const threadCols = `t.id, t.contract_id, t.contract_name, t.contract_version, t.label, t.owner_kind, t.owner_id,
- t.service_name, t.status, t.error, t.last_hash, t.step_count, t.created_at, t.updated_at, t.completed_at`
+ t.service_name, t.status, t.error, t.end_reason, t.last_hash, t.step_count, t.created_at, t.updated_at, t.completed_at,
+ CAST(t.tags AS TEXT) AS tags, t.health, t.failed_steps, t.critical_issues, t.major_issues, t.warning_issues,
+ t.first_issue_step, t.first_issue_type, t.first_issue_message, t.first_issue_severity, t.last_activity_at, t.duration_ms`
 
 // refsCol reads a thread's refs as one JSON object in the same statement:
 // the SDKs select refs with every thread, so a separate query would cost a
@@ -300,7 +317,9 @@ func (s *Store) refsCol() string {
 
 func (r *threadRow) dest() []any {
 	return []any{&r.ID, &r.ContractID, &r.ContractName, &r.ContractVersion, &r.Label, &r.OwnerKind, &r.OwnerID,
-		&r.ServiceName, &r.Status, &r.Error, &r.LastHash, &r.StepCount, &r.CreatedAt, &r.UpdatedAt, &r.CompletedAt,
+		&r.ServiceName, &r.Status, &r.Error, &r.EndReason, &r.LastHash, &r.StepCount, &r.CreatedAt, &r.UpdatedAt, &r.CompletedAt,
+		&r.Tags, &r.Health, &r.FailedSteps, &r.Critical, &r.Major, &r.Warnings, &r.IssueStep, &r.IssueType,
+		&r.IssueMessage, &r.IssueSeverity, &r.LastActivityAt, &r.DurationMs,
 		&r.Refs, &r.Total, &r.Exact}
 }
 
@@ -309,10 +328,20 @@ func (r threadRow) view() ports.ThreadView {
 	if r.Refs.S != "" {
 		_ = json.Unmarshal([]byte(r.Refs.S), &refs)
 	}
-	return ports.ThreadView{Refs: refs,
+	tags := []string{}
+	if r.Tags.S != "" {
+		_ = json.Unmarshal([]byte(r.Tags.S), &tags)
+	}
+	h := domain.ThreadHealth{FailedSteps: r.FailedSteps, Critical: r.Critical, Major: r.Major, Warnings: r.Warnings,
+		LastActivityAt: r.LastActivityAt.T}
+	if r.IssueType.Valid {
+		h.FirstIssue = &domain.HealthIssue{StepName: r.IssueStep.S, Type: r.IssueType.S, Message: r.IssueMessage.S,
+			Severity: domain.Severity(r.IssueSeverity.S)}
+	}
+	return ports.ThreadView{Refs: refs, Tags: tags, Health: h, HealthStatus: domain.HealthStatus(r.Health), DurationMs: r.DurationMs,
 		ID: r.ID, ContractID: r.ContractID.ptr(), ContractName: r.ContractName.ptr(),
 		ContractVersion: r.ContractVersion.ptr(), Label: r.Label.ptr(), OwnerKind: r.OwnerKind,
-		OwnerID: r.OwnerID, ServiceName: r.ServiceName.ptr(), Status: r.Status, Error: r.Error.ptr(),
+		OwnerID: r.OwnerID, ServiceName: r.ServiceName.ptr(), Status: r.Status, Error: r.Error.ptr(), EndReason: r.EndReason.ptr(),
 		LastHash: r.LastHash, StepCount: r.StepCount, CreatedAt: r.CreatedAt.T, UpdatedAt: r.UpdatedAt.T,
 		CompletedAt: r.CompletedAt.ptr(),
 	}
@@ -396,12 +425,44 @@ func (s *Store) ListThreads(ctx context.Context, f ports.ThreadFilter) ([]ports.
 		where = append(where, `EXISTS (SELECT 1 FROM thread_refs r WHERE r.thread_id = t.id AND r.ref_key = ?)`)
 		args = append(args, f.RefKey)
 	}
+	if f.Party != nil {
+		where = append(where, partyCond)
+		args = append(args, f.Party.PrincipalID, f.Party.PrincipalID, utc(&f.Party.Now))
+	}
+	if len(f.Health) > 0 {
+		where = append(where, `t.health IN (`+strings.TrimSuffix(strings.Repeat("?,", len(f.Health)), ",")+`)`)
+		for _, h := range f.Health {
+			args = append(args, string(h))
+		}
+	}
+	if f.Tag != "" {
+		if s.db.Dialect == sqldb.Postgres {
+			where = append(where, `t.tags @> CAST(? AS JSONB)`)
+			b, _ := json.Marshal([]string{f.Tag})
+			args = append(args, string(b))
+		} else {
+			where = append(where, `EXISTS (SELECT 1 FROM json_each(t.tags) j WHERE j.value = ?)`)
+			args = append(args, f.Tag)
+		}
+	}
+	if f.IDPrefix != "" {
+		where = append(where, `t.id LIKE ? ESCAPE '\'`)
+		args = append(args, likeEscape(strings.ToLower(f.IDPrefix))+"%")
+	}
 	wh := ""
 	if len(where) > 0 {
 		wh = " WHERE " + strings.Join(where, " AND ")
 	}
+	dir := " DESC"
+	if f.Ascending {
+		dir = " ASC"
+	}
+	order := `t.created_at` + dir + `, t.id` + dir
+	if f.OrderBy == ports.OrderDuration {
+		order = `t.duration_ms` + dir + `, t.created_at DESC, t.id DESC`
+	}
 	q := `SELECT ` + threadCols + s.refsCol() + `, COUNT(*) OVER () AS total, ` + exact + ` AS exact_match FROM threads t` + wh +
-		` ORDER BY exact_match DESC, t.created_at DESC, t.id DESC LIMIT ? OFFSET ?`
+		` ORDER BY exact_match DESC, ` + order + ` LIMIT ? OFFSET ?`
 	all := append(append(append([]any{}, exactArgs...), args...), f.Limit, f.Offset)
 	rows, err := queryRows[threadRow](ctx, s, false, q, all...)
 	if err != nil {
@@ -422,6 +483,22 @@ func (s *Store) ListThreads(ctx context.Context, f ports.ThreadFilter) ([]ports.
 		return nil, 0, err
 	}
 	return out, total[0], nil
+}
+
+// partyCond keeps the threads t a principal is a party of (args: principal
+// id twice, now): it started them or holds an unexpired access row.
+const partyCond = `(t.owner_id = ? OR EXISTS (SELECT 1 FROM thread_access x WHERE x.thread_id = t.id
+ AND x.principal_id = ? AND (x.expires_at IS NULL OR x.expires_at > ?)))`
+
+// PartyThreads returns those of ids that p is a party of.
+func (s *Store) PartyThreads(ctx context.Context, p ports.PartyOf, ids []string) ([]string, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var out []string
+	err := s.selectIn(ctx, &out, `SELECT t.id FROM threads t WHERE t.id IN (?) AND `+partyCond,
+		ids, p.PrincipalID, p.PrincipalID, utc(&p.Now))
+	return out, err
 }
 
 type refRow struct {
@@ -507,7 +584,7 @@ func (s *Store) Steps(ctx context.Context, threadIDs []string, f ports.StepFilte
 		where = append(where, `s.status IN (?)`)
 		args = append(args, f.Statuses)
 	}
-	args = append(args, perThread)
+	args = append(args, f.Offset, f.Offset+perThread)
 	q := `SELECT thread_id, step_name, idempotency_key, status, retry_count, latest_step_id, latest_seq, previous_step,
  actor, actor_service, latest_context, first_seen_at, last_updated_at, started_at, finished_at, hash, prev_hash, rn
  FROM (SELECT s.thread_id, s.step_name, s.idempotency_key, s.status, s.retry_count, s.latest_step_id,
@@ -515,7 +592,7 @@ func (s *Store) Steps(ctx context.Context, threadIDs []string, f ports.StepFilte
  s.first_seen_at, s.last_updated_at, s.started_at, s.finished_at, a.hash, a.prev_hash,
  ROW_NUMBER() OVER (PARTITION BY s.thread_id ORDER BY s.first_seen_at, a.seq, s.step_name, s.idempotency_key) AS rn
  FROM thread_step_states s LEFT JOIN thread_activities a ON a.id = s.latest_step_id
- WHERE ` + strings.Join(where, " AND ") + `) x WHERE rn <= ? ORDER BY thread_id, rn`
+ WHERE ` + strings.Join(where, " AND ") + `) x WHERE rn > ? AND rn <= ? ORDER BY thread_id, rn`
 	rows, err := queryRows[stepRow](ctx, s, true, q, args...)
 	if err != nil {
 		return nil, err
@@ -542,14 +619,30 @@ func orJSON(s, def string) string {
 	if s == "" {
 		return def
 	}
-	if !strings.ContainsAny(s, " \t\n\r") {
+	return canonicalJSON(s)
+}
+
+// canonicalJSON re-encodes stored JSON one way on both stores: keys sorted,
+// compact, no HTML escaping. PostgreSQL's jsonb reorders keys (shorter
+// first) and SQLite keeps Go's escaped text, so the same context would
+// otherwise read back differently. Text that is not JSON is returned as is.
+func canonicalJSON(s string) string {
+	if s == "{}" || s == "[]" {
+		return s
+	}
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber() // numbers keep their text
+	var v any
+	if err := dec.Decode(&v); err != nil || dec.More() {
 		return s
 	}
 	var b bytes.Buffer
-	if err := json.Compact(&b, []byte(s)); err != nil {
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return s
 	}
-	return b.String()
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 type activityRow struct {
@@ -571,6 +664,7 @@ type activityRow struct {
 	ContentHash    string `db:"content_hash"`
 	Hash           string `db:"hash"`
 	PrevHash       string `db:"prev_hash"`
+	Validation     dbText `db:"validation"`
 	RN             int    `db:"rn"`
 }
 
@@ -578,13 +672,19 @@ const activityCols = `a.id, a.thread_id, a.seq, a.activity_type, a.step_name, a.
  a.actor, a.actor_service, CAST(a.context AS TEXT) AS context, CAST(a.metadata AS TEXT) AS metadata,
  a.started_at, a.finished_at, a.recorded_at, a.content_hash, a.hash, a.prev_hash`
 
+// validationCol is the overall status of the validation made for the
+// attempt (passed, warning, violated; NULL when none), for the history and
+// attempts lists (thread_validations_thread narrows it to the thread).
+const validationCol = `, (SELECT v.overall_status FROM thread_validations v WHERE v.thread_id = a.thread_id AND v.step_id = a.id
+ ORDER BY v.created_at DESC, v.id DESC LIMIT 1) AS validation`
+
 func (r activityRow) view() ports.ActivityView {
 	return ports.ActivityView{
 		ID: r.ID, ThreadID: r.ThreadID, Seq: r.Seq, ActivityType: r.ActivityType, StepName: r.StepName,
 		IdempotencyKey: r.IdempotencyKey, Status: r.Status, Attempt: r.Attempt, Actor: r.Actor,
 		ActorService: r.ActorService, Context: orJSON(r.Context.S, "{}"), Metadata: orJSON(r.Metadata.S, "{}"),
 		StartedAt: r.StartedAt.ptr(), FinishedAt: r.FinishedAt.ptr(), RecordedAt: r.RecordedAt.T,
-		ContentHash: r.ContentHash, Hash: r.Hash, PrevHash: r.PrevHash,
+		ContentHash: r.ContentHash, Hash: r.Hash, PrevHash: r.PrevHash, Validation: r.Validation.S,
 	}
 }
 
@@ -636,7 +736,7 @@ func (s *Store) StepHistories(ctx context.Context, steps []ports.StepKey, f port
 	where = append([]string{`a.thread_id IN (?)`, `a.step_name IN (?)`}, where...)
 	args = append([]any{threads, names}, args...)
 	args = append(args, f.Offset, f.Offset+f.Limit)
-	q := `SELECT * FROM (SELECT ` + activityCols + `,
+	q := `SELECT * FROM (SELECT ` + activityCols + validationCol + `,
  ROW_NUMBER() OVER (PARTITION BY a.thread_id, a.step_name, a.idempotency_key ORDER BY a.seq DESC) AS rn
  FROM thread_activities a WHERE ` + strings.Join(where, " AND ") + `) x WHERE rn > ? AND rn <= ? ORDER BY thread_id, step_name, idempotency_key, rn`
 	var rows []activityRow
@@ -663,7 +763,7 @@ func (s *Store) History(ctx context.Context, key ports.StepKey, f ports.HistoryF
 	}
 	args = append(args, f.Limit, f.Offset)
 	var rows []activityRow
-	q := `SELECT ` + activityCols + `, 0 AS rn FROM thread_activities a WHERE ` + strings.Join(where, " AND ") +
+	q := `SELECT ` + activityCols + validationCol + `, 0 AS rn FROM thread_activities a WHERE ` + strings.Join(where, " AND ") +
 		` ORDER BY a.seq DESC LIMIT ? OFFSET ?`
 	if err := s.selectRaw(ctx, &rows, q, args...); err != nil {
 		return nil, err
@@ -725,7 +825,7 @@ func (s *Store) SubSteps(ctx context.Context, steps []ports.StepKey) (map[ports.
 	q := `SELECT ss.id, ss.thread_id, ss.step_id, a.step_name, a.idempotency_key, ss.name, ss.status,
  CAST(ss.payload AS TEXT) AS payload, ss.recorded_at, ss.created_at
  FROM step_substeps ss JOIN thread_activities a ON a.id = ss.step_id
- WHERE ss.thread_id IN (?) ORDER BY a.seq, ss.recorded_at, ss.id`
+ WHERE ss.thread_id IN (?) ORDER BY a.seq, ss.position, ss.recorded_at, ss.id`
 	if err := s.selectIn(ctx, &rows, q, threads); err != nil {
 		return nil, err
 	}
@@ -872,11 +972,6 @@ type countRow struct {
 
 // NotificationCounts aggregates each thread's notifications.
 func (s *Store) NotificationCounts(ctx context.Context, threadIDs []string) (map[string]ports.NotificationCounts, error) {
-	out := map[string]ports.NotificationCounts{}
-	if len(threadIDs) == 0 {
-		return out, nil
-	}
-	var rows []countRow
 	q := `SELECT thread_id, COUNT(*) AS total,
  SUM(CASE WHEN severity = 'critical' THEN 1 ELSE 0 END) AS critical,
  SUM(CASE WHEN severity = 'warning' THEN 1 ELSE 0 END) AS warning,
@@ -886,12 +981,26 @@ func (s *Store) NotificationCounts(ctx context.Context, threadIDs []string) (map
  SUM(CASE WHEN source = 'execution' THEN 1 ELSE 0 END) AS execution,
  SUM(CASE WHEN source = 'validation' THEN 1 ELSE 0 END) AS validation
  FROM thread_notifications WHERE thread_id IN (?) GROUP BY thread_id`
+	return perThread(ctx, s, q, threadIDs, func(r countRow) (string, ports.NotificationCounts) {
+		return r.ThreadID, ports.NotificationCounts{Total: r.Total, Critical: r.Critical, Warning: r.Warning,
+			Major: r.Major, Minor: r.Minor, Info: r.Info, Execution: r.Execution, Validation: r.Validation}
+	})
+}
+
+// perThread runs q (whose IN list takes threadIDs) and keys its rows by
+// thread; a thread without rows is absent from the map.
+func perThread[R, V any](ctx context.Context, s *Store, q string, threadIDs []string, conv func(R) (string, V)) (map[string]V, error) {
+	out := map[string]V{}
+	if len(threadIDs) == 0 {
+		return out, nil
+	}
+	var rows []R
 	if err := s.selectIn(ctx, &rows, q, threadIDs); err != nil {
 		return nil, err
 	}
 	for _, r := range rows {
-		out[r.ThreadID] = ports.NotificationCounts{Total: r.Total, Critical: r.Critical, Warning: r.Warning,
-			Major: r.Major, Minor: r.Minor, Info: r.Info, Execution: r.Execution, Validation: r.Validation}
+		id, v := conv(r)
+		out[id] = v
 	}
 	return out, nil
 }
@@ -926,6 +1035,101 @@ SELECT root_id, thread_id, depth FROM (
 	}
 	for _, r := range rows {
 		out[r.RootID] = append(out[r.RootID], ports.ChainLink{RootID: r.RootID, ThreadID: r.ThreadID, Depth: r.Depth})
+	}
+	return out, nil
+}
+
+type countsRow struct {
+	ThreadID    string `db:"id"`
+	Steps       int    `db:"steps"`
+	Validations int    `db:"validations"`
+}
+
+// Counts returns the sizes of each thread's step and validation lists.
+func (s *Store) Counts(ctx context.Context, threadIDs []string) (map[string]ports.ThreadCounts, error) {
+	q := `SELECT t.id, (SELECT COUNT(*) FROM thread_step_states s WHERE s.thread_id = t.id) AS steps,
+ (SELECT COUNT(*) FROM thread_validations v WHERE v.thread_id = t.id) AS validations
+ FROM threads t WHERE t.id IN (?)`
+	return perThread(ctx, s, q, threadIDs, func(r countsRow) (string, ports.ThreadCounts) {
+		return r.ThreadID, ports.ThreadCounts{Steps: r.Steps, Validations: r.Validations}
+	})
+}
+
+// LinkedFrom returns the threads whose linkedThread:* refs point at each thread.
+func (s *Store) LinkedFrom(ctx context.Context, threadIDs []string, limit int) (map[string][]string, error) {
+	out := map[string][]string{}
+	if len(threadIDs) == 0 {
+		return out, nil
+	}
+	var rows []refRow
+	q := `SELECT r.thread_id, r.ref_key, r.ref_value FROM thread_refs r JOIN threads t ON t.id = r.thread_id
+ WHERE r.ref_value IN (?) AND r.ref_key LIKE 'linkedThread:%' ORDER BY t.created_at, r.thread_id`
+	if err := s.selectIn(ctx, &rows, q, threadIDs); err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		if list := out[r.Value]; len(list) < limit && (len(list) == 0 || list[len(list)-1] != r.ThreadID) {
+			out[r.Value] = append(list, r.ThreadID)
+		}
+	}
+	return out, nil
+}
+
+// Attempts returns a page of each thread's attempts in seq order.
+func (s *Store) Attempts(ctx context.Context, threadIDs []string, limit, offset int) (map[string][]ports.ActivityView, error) {
+	out := map[string][]ports.ActivityView{}
+	if len(threadIDs) == 0 {
+		return out, nil
+	}
+	var rows []activityRow
+	q := `SELECT * FROM (SELECT ` + activityCols + validationCol + `, ROW_NUMBER() OVER (PARTITION BY a.thread_id ORDER BY a.seq) AS rn
+ FROM thread_activities a WHERE a.thread_id IN (?)) x WHERE rn > ? AND rn <= ? ORDER BY thread_id, rn`
+	if err := s.selectIn(ctx, &rows, q, threadIDs, offset, offset+limit); err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		out[r.ThreadID] = append(out[r.ThreadID], r.view())
+	}
+	return out, nil
+}
+
+// LatestValidations returns the newest validation result of each step.
+func (s *Store) LatestValidations(ctx context.Context, steps []ports.StepKey) (map[ports.StepKey]ports.ValidationView, error) {
+	out := map[ports.StepKey]ports.ValidationView{}
+	if len(steps) == 0 {
+		return out, nil
+	}
+	want := map[ports.StepKey]bool{}
+	var threads, names []string
+	seenT, seenN := map[string]bool{}, map[string]bool{}
+	for _, k := range steps {
+		want[k] = true
+		if !seenT[k.ThreadID] {
+			seenT[k.ThreadID] = true
+			threads = append(threads, k.ThreadID)
+		}
+		if !seenN[k.StepName] {
+			seenN[k.StepName] = true
+			names = append(names, k.StepName)
+		}
+	}
+	q := `SELECT * FROM (SELECT v.id, v.thread_id, v.step_id, v.step_name, v.idempotency_key, v.overall_status,
+ CAST(v.issues AS TEXT) AS issues, v.critical_count, v.warning_count, v.minor_count, v.info_count, v.created_at,
+ ROW_NUMBER() OVER (PARTITION BY v.thread_id, v.step_name, v.idempotency_key ORDER BY v.created_at DESC, v.id DESC) AS rn
+ FROM thread_validations v WHERE v.thread_id IN (?) AND v.step_name IN (?)) x WHERE rn = 1`
+	var rows []validationRow
+	if err := s.selectIn(ctx, &rows, q, threads, names); err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		k := ports.StepKey{ThreadID: r.ThreadID, StepName: r.StepName, IdempotencyKey: r.IdempotencyKey}
+		if !want[k] {
+			continue
+		}
+		out[k] = ports.ValidationView{ID: r.ID, ThreadID: r.ThreadID, StepID: r.StepID, StepName: r.StepName,
+			IdempotencyKey: r.IdempotencyKey, OverallStatus: r.OverallStatus, Issues: orJSON(r.Issues.S, "[]"),
+			CriticalCount: r.CriticalCount, WarningCount: r.WarningCount, MinorCount: r.MinorCount, InfoCount: r.InfoCount,
+			CreatedAt: r.CreatedAt.T}
 	}
 	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -34,11 +35,14 @@ func (s *Store) runBatch(batch []*appendJob) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		outs := make([]ports.StepPlan, len(batch))
 		errs := make([]error, len(batch))
+		start := time.Now()
 		err := s.db.Tx(ctx, func(tx *sqlx.Tx) error { return s.appendBatch(ctx, tx, batch, outs, errs) })
+		took := time.Since(start)
 		cancel()
 		s.preparePending(context.Background())
 		if err == nil {
 			s.groupCommits.Add(1)
+			s.metrics.CommitBatch(len(batch), took)
 			for i, j := range batch {
 				j.out, j.err = outs[i], errs[i]
 			}
@@ -55,6 +59,7 @@ func (s *Store) runBatch(batch []*appendJob) {
 
 func (s *Store) appendOne(j *appendJob) (ports.StepPlan, error) {
 	var out ports.StepPlan
+	start := time.Now()
 	err := s.tx(j.ctx, func(tx *sqlx.Tx) error {
 		outs, errs := make([]ports.StepPlan, 1), make([]error, 1)
 		if err := s.appendBatch(j.ctx, tx, []*appendJob{j}, outs, errs); err != nil {
@@ -66,6 +71,9 @@ func (s *Store) appendOne(j *appendJob) (ports.StepPlan, error) {
 		out = outs[0]
 		return nil
 	})
+	if err == nil {
+		s.metrics.CommitBatch(1, time.Since(start))
+	}
 	return out, err
 }
 
@@ -138,9 +146,9 @@ func (s *Store) appendRound(ctx context.Context, tx *sqlx.Tx, jobs []*appendJob,
 }
 
 // lockForSteps locks the threads of jobs[idx] (distinct) and, in the same
-// round trip, reads each one's latest step name, the writer's access row and
-// the current state of the step identity being written. A missing thread has
-// no entry in the result.
+// round trip, reads each one's latest step name, the writer's parties (the
+// one it acts as in full, the roles of the others) and the current state of
+// the step identity being written. A missing thread has no entry in the result.
 func (s *Store) lockForSteps(ctx context.Context, tx *sqlx.Tx, jobs []*appendJob, idx []int) (map[string]ports.StepTx, error) {
 	var rows []struct {
 		threadRow
@@ -148,8 +156,13 @@ func (s *Store) lockForSteps(ctx context.Context, tx *sqlx.Tx, jobs []*appendJob
 		StepName    string         `db:"v_sname"`
 		Key         string         `db:"v_ikey"`
 		LastStep    string         `db:"last_step"`
-		AccessLevel sql.NullString `db:"access_level"`
-		AccessRole  sql.NullString `db:"access_role"`
+		Roles       sql.NullString `db:"party_roles"`
+		PKind       sql.NullString `db:"p_kind"`
+		PRole       sql.NullString `db:"p_role"`
+		PLevel      sql.NullString `db:"p_level"`
+		PGrantedBy  sql.NullString `db:"p_granted_by"`
+		PGrantedAt  sql.NullTime   `db:"p_granted_at"`
+		PExpiresAt  sql.NullTime   `db:"p_expires_at"`
 		CurStatus   sql.NullString `db:"cur_status"`
 		CurRetry    sql.NullInt64  `db:"cur_retry"`
 		CurStepID   sql.NullString `db:"cur_step_id"`
@@ -162,29 +175,36 @@ func (s *Store) lockForSteps(ctx context.Context, tx *sqlx.Tx, jobs []*appendJob
 		CurUpdated  sql.NullTime   `db:"cur_updated"`
 		CurStarted  sql.NullTime   `db:"cur_started"`
 		CurFinished sql.NullTime   `db:"cur_finished"`
+		Grant       sql.NullString `db:"grant_status"`
 	}
-	lock := ""
+	lock, roles := "", `group_concat(x.role, char(31))`
 	if s.db.Dialect == sqldb.Postgres {
-		lock = " FOR UPDATE OF t"
+		lock, roles = " FOR UPDATE OF t", `string_agg(x.role, chr(31))`
 	}
-	args := make([]any, 0, 4*len(idx))
+	args := make([]any, 0, 6*len(idx))
 	for _, i := range idx {
 		j := jobs[i]
-		args = append(args, j.threadID, j.principalID, j.stepName, j.key)
+		args = append(args, j.threadID, j.writer.PrincipalID, j.writer.Role, j.stepName, j.key, j.writer.InvocationID)
 	}
-	// ORDER BY t.id: one lock order for every batch.
-	err := s.selectTx(ctx, tx, &rows, `WITH v(tid, pid, sname, ikey) AS (VALUES `+placeholders(len(idx), 4)+`)
+	// The party joined in full is the one of the asked role, or the only one
+	// when no role is asked. ORDER BY t.id: one lock order for every batch.
+	err := s.selectTx(ctx, tx, &rows, `WITH v(tid, pid, prole, sname, ikey, inv) AS (VALUES `+placeholders(len(idx), 6)+`)
  SELECT t.id, t.contract_id, t.contract_name, t.contract_version, t.label,
- t.owner_kind, t.owner_id, t.service_name, t.status, t.error, t.last_hash, t.step_count, CAST(t.tags AS TEXT) AS tags,
- t.created_at, t.updated_at, t.completed_at, v.pid AS v_pid, v.sname AS v_sname, v.ikey AS v_ikey,
+ t.owner_kind, t.owner_id, t.service_name, t.status, t.error, t.end_reason, t.last_hash, t.step_count, CAST(t.tags AS TEXT) AS tags,
+ t.created_at, t.updated_at, t.completed_at, t.failed_steps, t.critical_issues, t.major_issues, t.warning_issues,
+ t.first_issue_step, t.first_issue_type, t.first_issue_message, t.first_issue_severity, t.last_activity_at, v.pid AS v_pid, v.sname AS v_sname, v.ikey AS v_ikey,
  COALESCE((SELECT a.step_name FROM thread_activities a WHERE a.thread_id = t.id AND a.seq = t.step_count), '') AS last_step,
- (SELECT x.access_level FROM thread_access x WHERE x.thread_id = t.id AND x.principal_id = v.pid) AS access_level,
- (SELECT x.role FROM thread_access x WHERE x.thread_id = t.id AND x.principal_id = v.pid) AS access_role,
+ (SELECT `+roles+` FROM thread_access x WHERE x.thread_id = t.id AND x.principal_id = v.pid) AS party_roles,
+ p.principal_kind AS p_kind, p.role AS p_role, p.access_level AS p_level, p.granted_by AS p_granted_by,
+ p.granted_at AS p_granted_at, p.expires_at AS p_expires_at,
  s.status AS cur_status, s.retry_count AS cur_retry, s.latest_step_id AS cur_step_id,
  s.invocation_id AS cur_invocation, s.previous_step AS cur_prev,
  s.actor AS cur_actor, s.actor_service AS cur_service, CAST(s.latest_context AS TEXT) AS cur_context,
- s.first_seen_at AS cur_first, s.last_updated_at AS cur_updated, s.started_at AS cur_started, s.finished_at AS cur_finished
+ s.first_seen_at AS cur_first, s.last_updated_at AS cur_updated, s.started_at AS cur_started, s.finished_at AS cur_finished,
+ (SELECT g.status FROM step_grants g WHERE g.thread_id = t.id AND g.invocation_id = v.inv AND v.inv <> '') AS grant_status
  FROM v JOIN threads t ON t.id = v.tid
+ LEFT JOIN thread_access p ON p.thread_id = t.id AND p.principal_id = v.pid AND (p.role = v.prole OR v.prole = ''
+  AND (SELECT COUNT(*) FROM thread_access y WHERE y.thread_id = t.id AND y.principal_id = v.pid) = 1)
  LEFT JOIN thread_step_states s ON s.thread_id = t.id AND s.step_name = v.sname AND s.idempotency_key = v.ikey
  ORDER BY t.id`+lock, args...)
 	if err != nil {
@@ -192,9 +212,18 @@ func (s *Store) lockForSteps(ctx context.Context, tx *sqlx.Tx, jobs []*appendJob
 	}
 	out := make(map[string]ports.StepTx, len(rows))
 	for _, r := range rows {
-		v := ports.StepTx{Thread: r.threadRow.record(), LastStepName: r.LastStep}
-		if r.AccessLevel.Valid {
-			v.Access = &ports.ThreadAccess{ThreadID: r.ID, PrincipalID: r.Principal, AccessLevel: r.AccessLevel.String, Role: r.AccessRole.String}
+		v := ports.StepTx{Thread: r.threadRow.record(), LastStepName: r.LastStep, Grant: domain.GrantStatus(r.Grant.String)}
+		if r.PLevel.Valid {
+			v.Thread.Parties = append(v.Thread.Parties, domain.Party{PrincipalKind: r.PKind.String, PrincipalID: r.Principal,
+				Role: r.PRole.String, Level: domain.AccessLevel(r.PLevel.String), GrantedBy: r.PGrantedBy.String,
+				GrantedAt: r.PGrantedAt.Time.UTC(), ExpiresAt: sqldb.FromNullTime(r.PExpiresAt)})
+		}
+		if r.Roles.Valid {
+			for _, role := range strings.Split(r.Roles.String, "\x1f") {
+				if !r.PLevel.Valid || role != r.PRole.String {
+					v.Thread.Parties = append(v.Thread.Parties, domain.Party{PrincipalID: r.Principal, Role: role})
+				}
+			}
 		}
 		if r.CurStatus.Valid {
 			st := ports.StepState{StepName: r.StepName, IdempotencyKey: r.Key, Status: r.CurStatus.String,
@@ -297,7 +326,7 @@ func (s *Store) writePlans(ctx context.Context, tx *sqlx.Tx, plans []ports.StepP
 	if len(plans) == 0 {
 		return nil
 	}
-	var acts, subs, states, vals [][]any
+	var acts, subs, states, vals, refs [][]any
 	var notes []ports.NotificationRecord
 	for _, p := range plans {
 		a := p.Activity
@@ -305,8 +334,8 @@ func (s *Store) writePlans(ctx context.Context, tx *sqlx.Tx, plans []ports.StepP
 		acts = append(acts, []any{a.ID, tid, a.Seq, a.StepName, a.IdempotencyKey, a.Status, a.Attempt, a.Actor,
 			a.ActorService, jsonText(a.Context), jsonText(a.Metadata), sqldb.TimePtr(a.StartedAt), sqldb.TimePtr(a.FinishedAt),
 			sqldb.Time(a.RecordedAt), a.ContentHash, a.Hash, a.PrevHash})
-		for _, ss := range p.SubSteps {
-			subs = append(subs, []any{ss.ID, tid, a.ID, ss.Name, ss.Status, jsonText(ss.Payload), sqldb.Time(ss.RecordedAt), sqldb.Time(a.RecordedAt)})
+		for i, ss := range p.SubSteps {
+			subs = append(subs, []any{ss.ID, tid, a.ID, i, ss.Name, ss.Status, jsonText(ss.Payload), sqldb.Time(ss.RecordedAt), sqldb.Time(a.RecordedAt)})
 		}
 		st := p.State
 		states = append(states, []any{tid, st.StepName, st.IdempotencyKey, st.Status, st.RetryCount, st.LatestStepID,
@@ -321,12 +350,20 @@ func (s *Store) writePlans(ctx context.Context, tx *sqlx.Tx, plans []ports.StepP
 				jsonText(issues), v.CriticalCount, v.WarningCount, v.MinorCount, v.InfoCount, sqldb.Time(v.CreatedAt)})
 		}
 		notes = append(notes, p.Notifications...)
+		keys := make([]string, 0, len(p.Refs))
+		for k := range p.Refs {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys) // the lock order of upsertRefs
+		for _, k := range keys {
+			refs = append(refs, []any{tid, k, p.Refs[k]})
+		}
 	}
 	parts := rowsParts(`INSERT INTO thread_activities (id, thread_id, seq, activity_type, step_name,
  idempotency_key, status, attempt, actor, actor_service, context, metadata, started_at, finished_at, recorded_at,
  content_hash, hash, prev_hash) VALUES `, `(?,?,?,'step_recorded',?,?,?,?,?,?,?,?,?,?,?,?,?,?)`, "", 17, acts)
-	parts = append(parts, rowsParts(`INSERT INTO step_substeps (id, thread_id, step_id, name, status, payload,
- recorded_at, created_at) VALUES `, `(?,?,?,?,?,?,?,?)`, "", 8, subs)...)
+	parts = append(parts, rowsParts(`INSERT INTO step_substeps (id, thread_id, step_id, position, name, status, payload,
+ recorded_at, created_at) VALUES `, `(?,?,?,?,?,?,?,?,?)`, "", 9, subs)...)
 	// Rows are on distinct threads, so no two rows of this upsert hit the
 	// same key (PostgreSQL refuses that in one statement).
 	parts = append(parts, rowsParts(`INSERT INTO thread_step_states (thread_id, step_name, idempotency_key, status,
@@ -340,6 +377,10 @@ func (s *Store) writePlans(ctx context.Context, tx *sqlx.Tx, plans []ports.StepP
 	parts = append(parts, rowsParts(`INSERT INTO thread_validations (id, thread_id, step_id, step_name,
  idempotency_key, overall_status, issues, critical_count, warning_count, minor_count, info_count, created_at)
  VALUES `, `(?,?,?,?,?,?,?,?,?,?,?,?)`, "", 12, vals)...)
+	// Keys are distinct per thread and threads distinct per round, so no row
+	// of this upsert hits another's key.
+	parts = append(parts, rowsParts(`INSERT INTO thread_refs (thread_id, ref_key, ref_value) VALUES `, `(?,?,?)`,
+		` ON CONFLICT (thread_id, ref_key) DO UPDATE SET ref_value = excluded.ref_value`, 3, refs)...)
 	np, err := s.notificationParts(ctx, tx, notes)
 	if err != nil {
 		return err
@@ -360,10 +401,19 @@ func (s *Store) threadParts(plans []ports.StepPlan) []part {
 	rows := make([][]any, 0, len(plans))
 	for _, p := range plans {
 		t := p.Thread
-		rows = append(rows, []any{t.ID, t.Status, nullStr(t.Error), t.LastHash, t.StepCount, sqldb.Time(t.UpdatedAt), sqldb.TimePtr(t.CompletedAt)})
+		rows = append(rows, append([]any{t.ID, string(t.Status), nullStr(t.Error), t.LastHash, t.StepCount, sqldb.Time(t.UpdatedAt),
+			sqldb.TimePtr(t.CompletedAt)}, healthValues(t)...))
 	}
 	return rowsParts(`UPDATE threads AS t SET status = v.status, error = v.error, last_hash = v.last_hash,
- step_count = v.step_count, updated_at = v.updated_at, completed_at = v.completed_at FROM (VALUES `,
-		`(?,?,CAST(? AS TEXT),?,CAST(? AS INTEGER),CAST(? AS TIMESTAMPTZ),CAST(? AS TIMESTAMPTZ))`,
-		`) AS v(id, status, error, last_hash, step_count, updated_at, completed_at) WHERE t.id = v.id`, 7, rows)
+ step_count = v.step_count, updated_at = v.updated_at, completed_at = v.completed_at,
+ health = v.health, failed_steps = v.failed_steps, critical_issues = v.critical_issues, major_issues = v.major_issues,
+ warning_issues = v.warning_issues, first_issue_step = v.first_issue_step, first_issue_type = v.first_issue_type,
+ first_issue_message = v.first_issue_message, first_issue_severity = v.first_issue_severity,
+ last_activity_at = v.last_activity_at, duration_ms = v.duration_ms, health_version = 1 FROM (VALUES `,
+		`(?,?,CAST(? AS TEXT),?,CAST(? AS INTEGER),CAST(? AS TIMESTAMPTZ),CAST(? AS TIMESTAMPTZ),`+
+			`?,CAST(? AS INTEGER),CAST(? AS INTEGER),CAST(? AS INTEGER),CAST(? AS INTEGER),CAST(? AS TEXT),CAST(? AS TEXT),`+
+			`CAST(? AS TEXT),CAST(? AS TEXT),CAST(? AS TIMESTAMPTZ),CAST(? AS BIGINT))`,
+		`) AS v(id, status, error, last_hash, step_count, updated_at, completed_at, health, failed_steps, critical_issues,
+ major_issues, warning_issues, first_issue_step, first_issue_type, first_issue_message, first_issue_severity,
+ last_activity_at, duration_ms) WHERE t.id = v.id`, 18, rows)
 }

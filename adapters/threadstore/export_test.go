@@ -4,3 +4,6 @@ package threadstore
 func (s *Store) GroupCounters() (commits, fallbacks int64) {
 	return s.groupCommits.Load(), s.groupFallbacks.Load()
 }
+
+// BackfillOne exposes the per-thread step of BackfillHealth to the tests.
+var BackfillOne = (*Store).backfillOne

@@ -12,6 +12,7 @@ import (
 	"hash/fnv"
 	"runtime"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,14 +43,19 @@ type Store struct {
 	// Counters for tests: batches of several appends committed together,
 	// and batches that rolled back and were redone one append at a time.
 	groupCommits, groupFallbacks atomic.Int64
+
+	metrics ports.Metrics
 }
 
 var _ ports.ThreadStore = (*Store)(nil)
 
 // New returns a store on an open, migrated database.
 func New(db *sqldb.DB) *Store {
-	return &Store{db: db, stmts: map[string]*sqlx.Stmt{}, pending: map[string]bool{}}
+	return &Store{db: db, stmts: map[string]*sqlx.Stmt{}, pending: map[string]bool{}, metrics: ports.NopMetrics{}}
 }
+
+// SetMetrics reports group commits to m. Call it before the first append.
+func (s *Store) SetMetrics(m ports.Metrics) { s.metrics = m }
 
 // maxPrepared bounds the statement cache: multi-row statements differ by row
 // count, so their texts are many.
@@ -163,31 +169,83 @@ type threadRow struct {
 	ServiceName     sql.NullString `db:"service_name"`
 	Status          string         `db:"status"`
 	Error           sql.NullString `db:"error"`
+	EndReason       sql.NullString `db:"end_reason"`
 	LastHash        string         `db:"last_hash"`
 	StepCount       int            `db:"step_count"`
 	Tags            string         `db:"tags"`
 	CreatedAt       time.Time      `db:"created_at"`
 	UpdatedAt       time.Time      `db:"updated_at"`
 	CompletedAt     sql.NullTime   `db:"completed_at"`
+	healthCols
 }
 
-const threadCols = `id, contract_id, contract_name, contract_version, label, owner_kind, owner_id, service_name,
- status, error, last_hash, step_count, CAST(tags AS TEXT) AS tags, created_at, updated_at, completed_at`
+// healthCols are the health columns of a thread row (see ports.ThreadRecord.Health).
+type healthCols struct {
+	FailedSteps   int            `db:"failed_steps"`
+	Critical      int            `db:"critical_issues"`
+	Major         int            `db:"major_issues"`
+	Warnings      int            `db:"warning_issues"`
+	IssueStep     sql.NullString `db:"first_issue_step"`
+	IssueType     sql.NullString `db:"first_issue_type"`
+	IssueMessage  sql.NullString `db:"first_issue_message"`
+	IssueSeverity sql.NullString `db:"first_issue_severity"`
+	LastActivity  sql.NullTime   `db:"last_activity_at"`
+}
 
-func (r threadRow) record() ports.ThreadRecord {
-	t := ports.ThreadRecord{
-		ID: r.ID, ContractID: r.ContractID.String, ContractName: r.ContractName.String,
+func (c healthCols) health() domain.ThreadHealth {
+	h := domain.ThreadHealth{FailedSteps: c.FailedSteps, Critical: c.Critical, Major: c.Major, Warnings: c.Warnings}
+	if c.IssueType.Valid {
+		h.FirstIssue = &domain.HealthIssue{StepName: c.IssueStep.String, Type: c.IssueType.String,
+			Message: c.IssueMessage.String, Severity: domain.Severity(c.IssueSeverity.String)}
+	}
+	if c.LastActivity.Valid {
+		h.LastActivityAt = c.LastActivity.Time.UTC()
+	}
+	return h
+}
+
+const healthColNames = `failed_steps, critical_issues, major_issues, warning_issues, first_issue_step, first_issue_type,
+ first_issue_message, first_issue_severity, last_activity_at`
+
+const threadCols = `id, contract_id, contract_name, contract_version, label, owner_kind, owner_id, service_name,
+ status, error, end_reason, last_hash, step_count, CAST(tags AS TEXT) AS tags, created_at, updated_at, completed_at, ` + healthColNames
+
+// healthValues are the values of the health columns written with a thread
+// row, in this order: health, failed_steps, critical_issues, major_issues,
+// warning_issues, first_issue_step, first_issue_type, first_issue_message,
+// first_issue_severity, last_activity_at, duration_ms.
+func healthValues(t domain.Thread) []any {
+	h := t.Health
+	var step, typ, msg, sev any
+	if is := h.FirstIssue; is != nil {
+		step, typ, msg, sev = is.StepName, is.Type, is.Message, nullStr(string(is.Severity))
+	}
+	var last any
+	if !h.LastActivityAt.IsZero() {
+		last = sqldb.Time(h.LastActivityAt)
+	}
+	return []any{string(h.Status(string(t.Status))), h.FailedSteps, h.Critical, h.Major, h.Warnings, step, typ, msg, sev, last,
+		h.Duration(t.CreatedAt, t.CompletedAt).Milliseconds()}
+}
+
+func (r threadRow) record() domain.Thread {
+	t := domain.Thread{
+		ID: r.ID, ContractName: r.ContractName.String,
 		ContractVersion: int(r.ContractVersion.Int64), Label: r.Label.String, OwnerKind: r.OwnerKind,
-		OwnerID: r.OwnerID, ServiceName: r.ServiceName.String, Status: r.Status, Error: r.Error.String,
-		LastHash: r.LastHash, StepCount: r.StepCount, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
-		CompletedAt: sqldb.FromNullTime(r.CompletedAt),
+		OwnerID: r.OwnerID, ServiceName: r.ServiceName.String, Status: domain.ThreadStatus(r.Status), Error: r.Error.String,
+		EndReason: r.EndReason.String, LastHash: r.LastHash, StepCount: r.StepCount, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+		CompletedAt: sqldb.FromNullTime(r.CompletedAt), Health: r.healthCols.health(),
 	}
 	_ = json.Unmarshal([]byte(r.Tags), &t.Tags)
 	return t
 }
 
-// CreateThread inserts the thread, its refs and the owner's access row.
-func (s *Store) CreateThread(ctx context.Context, t ports.ThreadRecord, refs map[string]string, owner ports.ThreadAccess) error {
+// CreateThread inserts the thread, its refs and its parties.
+func (s *Store) CreateThread(ctx context.Context, t domain.Thread, refs map[string]string) error {
+	return s.tx(ctx, func(tx *sqlx.Tx) error { return s.insertThread(ctx, tx, t, refs) })
+}
+
+func (s *Store) insertThread(ctx context.Context, tx *sqlx.Tx, t domain.Thread, refs map[string]string) error {
 	tags := t.Tags
 	if tags == nil {
 		tags = []string{}
@@ -195,41 +253,97 @@ func (s *Store) CreateThread(ctx context.Context, t ports.ThreadRecord, refs map
 	var cv any
 	if t.ContractVersion > 0 {
 		cv = t.ContractVersion
+		// The version may have been deleted since it was read (another
+		// replica, a cache): hold it until this thread is committed, so a
+		// deletion either sees the thread or happened before it and
+		// refuses it (contractstore.DeleteContractVersion locks the row).
+		var one int
+		err := tx.GetContext(ctx, &one, s.q(`SELECT 1 FROM contract_versions WHERE name = ? AND version = ?`+s.db.ForKeyShare()),
+			t.ContractName, t.ContractVersion)
+		if errors.Is(err, sql.ErrNoRows) {
+			return sqldb.CallerError(domain.NotFound("contract " + t.ContractName + ":" + strconv.Itoa(t.ContractVersion)))
+		}
+		if err != nil {
+			return err
+		}
 	}
-	return s.tx(ctx, func(tx *sqlx.Tx) error {
-		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO threads (id, contract_id, contract_name, contract_version, label,
- owner_kind, owner_id, service_name, status, last_hash, step_count, tags, created_at, updated_at)
- VALUES (?,?,?,?,?,?,?,?,?,'',0,?,?,?)`),
-			t.ID, nullStr(t.ContractID), nullStr(t.ContractName), cv, nullStr(t.Label), t.OwnerKind, t.OwnerID,
-			nullStr(t.ServiceName), t.Status, jsonText(tags), sqldb.Time(t.CreatedAt), sqldb.Time(t.CreatedAt)); err != nil {
+	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO threads (id, contract_id, contract_name, contract_version, label,
+ owner_kind, owner_id, service_name, status, last_hash, step_count, tags, created_at, updated_at, health_version)
+ VALUES (?,?,?,?,?,?,?,?,?,'',0,?,?,?,1)`),
+		t.ID, nullStr(t.ContractName), nullStr(t.ContractName), cv, nullStr(t.Label), t.OwnerKind, t.OwnerID,
+		nullStr(t.ServiceName), t.Status, jsonText(tags), sqldb.Time(t.CreatedAt), sqldb.Time(t.CreatedAt)); err != nil {
+		return err
+	}
+	if err := s.upsertRefs(ctx, tx, t.ID, refs); err != nil {
+		return err
+	}
+	for _, p := range t.Parties {
+		if err := s.grant(ctx, tx, t.ID, p); err != nil {
 			return err
 		}
-		if err := s.upsertRefs(ctx, tx, t.ID, refs); err != nil {
-			return err
-		}
-		return s.grant(ctx, tx, owner)
-	})
+	}
+	return nil
 }
 
-// GetThread returns one thread row.
-func (s *Store) GetThread(ctx context.Context, id string) (ports.ThreadRecord, error) {
+// GetThread returns one thread with all its parties.
+func (s *Store) GetThread(ctx context.Context, id string) (domain.Thread, error) {
 	var r threadRow
 	err := s.db.GetContext(ctx, &r, s.q(`SELECT `+threadCols+` FROM threads WHERE id = ?`), id)
 	if err != nil {
-		return ports.ThreadRecord{}, sqldb.NotFoundAs(err, "thread")
+		return domain.Thread{}, sqldb.NotFoundAs(err, "thread")
 	}
-	return r.record(), nil
+	t := r.record()
+	if t.Parties, err = s.parties(ctx, s.db, id); err != nil {
+		return domain.Thread{}, sqldb.TranslateError(err)
+	}
+	return t, nil
 }
 
-func (s *Store) lockThread(ctx context.Context, tx *sqlx.Tx, id string) (ports.ThreadRecord, error) {
+// lockThread locks a thread row and loads the thread with all its parties.
+func (s *Store) lockThread(ctx context.Context, tx *sqlx.Tx, id string) (domain.Thread, error) {
 	var r threadRow
 	// CAST in the select list is not allowed with FOR UPDATE on some planners;
 	// it is on PostgreSQL, which is what matters here.
 	err := tx.GetContext(ctx, &r, s.q(`SELECT `+threadCols+` FROM threads WHERE id = ?`+s.db.ForUpdate()), id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return ports.ThreadRecord{}, sqldb.CallerError(domain.NotFound("thread"))
+		return domain.Thread{}, sqldb.CallerError(domain.NotFound("thread"))
 	}
-	return r.record(), err
+	if err != nil {
+		return domain.Thread{}, err
+	}
+	t := r.record()
+	t.Parties, err = s.parties(ctx, tx, id)
+	return t, err
+}
+
+type partyRow struct {
+	PrincipalKind string       `db:"principal_kind"`
+	PrincipalID   string       `db:"principal_id"`
+	Role          string       `db:"role"`
+	AccessLevel   string       `db:"access_level"`
+	GrantedBy     string       `db:"granted_by"`
+	GrantedAt     time.Time    `db:"granted_at"`
+	ExpiresAt     sql.NullTime `db:"expires_at"`
+}
+
+func (r partyRow) party() domain.Party {
+	return domain.Party{PrincipalKind: r.PrincipalKind, PrincipalID: r.PrincipalID, Role: r.Role,
+		Level: domain.AccessLevel(r.AccessLevel), GrantedBy: r.GrantedBy, GrantedAt: r.GrantedAt.UTC(),
+		ExpiresAt: sqldb.FromNullTime(r.ExpiresAt)}
+}
+
+// parties loads every party of a thread.
+func (s *Store) parties(ctx context.Context, q sqlx.QueryerContext, threadID string) ([]domain.Party, error) {
+	var rows []partyRow
+	if err := sqlx.SelectContext(ctx, q, &rows, s.q(`SELECT principal_kind, principal_id, role, access_level, granted_by,
+ granted_at, expires_at FROM thread_access WHERE thread_id = ? ORDER BY granted_at, principal_id, role`), threadID); err != nil {
+		return nil, err
+	}
+	out := make([]domain.Party, len(rows))
+	for i, r := range rows {
+		out[i] = r.party()
+	}
+	return out, nil
 }
 
 type stateRow struct {
@@ -256,9 +370,9 @@ type stateRow struct {
 // queued to a committer per shard of threads, which runs whatever is waiting
 // in one transaction; every caller gets its result only after that commit.
 // Under no load a batch is a single append, so nothing waits for a timer.
-func (s *Store) AppendStep(ctx context.Context, threadID, principalID, stepName, key string, withStates bool,
+func (s *Store) AppendStep(ctx context.Context, threadID string, writer ports.AppendWriter, stepName, key string, withStates bool,
 	plan func(ports.StepTx) (ports.StepPlan, error)) (ports.StepPlan, error) {
-	j := &appendJob{ctx: ctx, threadID: threadID, principalID: principalID, stepName: stepName, key: key,
+	j := &appendJob{ctx: ctx, threadID: threadID, writer: writer, stepName: stepName, key: key,
 		withStates: withStates, plan: plan, done: make(chan struct{})}
 	s.batchOnce.Do(s.startCommitters)
 	h := fnv.New32a()
@@ -276,13 +390,14 @@ func (s *Store) AppendStep(ctx context.Context, threadID, principalID, stepName,
 }
 
 type appendJob struct {
-	ctx                                  context.Context
-	threadID, principalID, stepName, key string
-	withStates                           bool
-	plan                                 func(ports.StepTx) (ports.StepPlan, error)
-	out                                  ports.StepPlan
-	err                                  error
-	done                                 chan struct{}
+	ctx                     context.Context
+	threadID, stepName, key string
+	writer                  ports.AppendWriter
+	withStates              bool
+	plan                    func(ports.StepTx) (ports.StepPlan, error)
+	out                     ports.StepPlan
+	err                     error
+	done                    chan struct{}
 }
 
 // maxBatch bounds one group commit (and so the latency it adds to its first job).
@@ -360,16 +475,25 @@ func (s *Store) ListStepStates(ctx context.Context, threadID string) ([]ports.St
 	return st, sqldb.TranslateError(err)
 }
 
-func (s *Store) writeThread(ctx context.Context, tx *sqlx.Tx, t ports.ThreadRecord) error {
-	p := threadPart(t)
-	return s.exec(ctx, tx, p.q, p.args...)
+func (s *Store) writeThread(ctx context.Context, tx *sqlx.Tx, t domain.Thread) error {
+	args := []any{string(t.Status), nullStr(t.Error), nullStr(t.EndReason), t.LastHash,
+		t.StepCount, sqldb.Time(t.UpdatedAt), sqldb.TimePtr(t.CompletedAt)}
+	args = append(append(args, healthValues(t)...), t.ID)
+	return s.exec(ctx, tx, `UPDATE threads SET status = ?, error = ?, end_reason = ?, last_hash = ?, step_count = ?,
+ updated_at = ?, completed_at = ?, `+healthSet+` WHERE id = ?`, args...)
 }
 
-func threadPart(t ports.ThreadRecord) part {
+// threadPart is an append's thread row update (end_reason never changes there).
+func threadPart(t domain.Thread) part {
+	args := []any{string(t.Status), nullStr(t.Error), t.LastHash, t.StepCount, sqldb.Time(t.UpdatedAt), sqldb.TimePtr(t.CompletedAt)}
+	args = append(append(args, healthValues(t)...), t.ID)
 	return part{`UPDATE threads SET status = ?, error = ?, last_hash = ?, step_count = ?,
- updated_at = ?, completed_at = ? WHERE id = ?`, []any{t.Status, nullStr(t.Error), t.LastHash, t.StepCount,
-		sqldb.Time(t.UpdatedAt), sqldb.TimePtr(t.CompletedAt), t.ID}}
+ updated_at = ?, completed_at = ?, ` + healthSet + ` WHERE id = ?`, args}
 }
+
+const healthSet = `health = ?, failed_steps = ?, critical_issues = ?, major_issues = ?, warning_issues = ?,
+ first_issue_step = ?, first_issue_type = ?, first_issue_message = ?, first_issue_severity = ?, last_activity_at = ?,
+ duration_ms = ?, health_version = 1`
 
 func (s *Store) insertNotifications(ctx context.Context, tx *sqlx.Tx, ns []ports.NotificationRecord) error {
 	parts, err := s.notificationParts(ctx, tx, ns)
@@ -404,44 +528,83 @@ func (s *Store) notificationParts(ctx context.Context, tx *sqlx.Tx, ns []ports.N
 			n.Source, n.NotificationType, n.StepStatus, n.ValidationStatus, n.ViolationType, n.Severity, n.Message,
 			jsonText(n.Details), sqldb.Time(n.CreatedAt)))
 	}
-	return rowsParts(`INSERT INTO thread_notifications (id, seq, thread_id, step_id, step_name,
+	parts := rowsParts(`INSERT INTO thread_notifications (id, seq, thread_id, step_id, step_name,
  idempotency_key, contract_name, owner_id, source, notification_type, step_status, validation_status, violation_type,
- severity, message, details, created_at) VALUES `, row, "", cols, rows), nil
+ severity, message, details, created_at) VALUES `, row, "", cols, rows)
+	return append(parts, alertParts(ns)...), nil
+}
+
+// alertParts fan the alert notifications out to the webhook outbox, in the
+// notification's transaction: one delivery per enabled webhook subscribed
+// to the event (and, for validation.violated, whose minimum severity the
+// issue reaches). The delivery id is derived from the notification and the
+// webhook, so it is stable and unique.
+func alertParts(ns []ports.NotificationRecord) []part {
+	var out []part
+	for _, n := range ns {
+		a, ok := ports.AlertOf(n)
+		if !ok {
+			continue
+		}
+		at := sqldb.Time(n.CreatedAt)
+		out = append(out, part{`INSERT INTO webhook_deliveries (id, webhook_id, notification_id, event_type, thread_id,
+ payload, next_attempt_at, created_at) SELECT CAST(? AS TEXT) || w.id, w.id, ?, ?, ?, ?, ?, ? FROM webhooks w
+ WHERE w.enabled = 1 AND (w.event_mask & CAST(? AS INTEGER)) <> 0 AND w.min_rank >= CAST(? AS INTEGER)`,
+			[]any{"msg_" + n.ID + "_", n.ID, string(a.Event), n.ThreadID, string(a.Payload), at, at, a.Event.Bit(), a.Rank}})
+	}
+	return out
 }
 
 // UpdateThread: see ports.ThreadStore.
-func (s *Store) UpdateThread(ctx context.Context, threadID string, fn ports.ThreadUpdate) (ports.ThreadRecord, error) {
-	var out ports.ThreadRecord
+func (s *Store) UpdateThread(ctx context.Context, threadID string, fn ports.ThreadUpdate) (domain.Thread, error) {
+	var out domain.Thread
 	err := s.tx(ctx, func(tx *sqlx.Tx) error {
 		th, err := s.lockThread(ctx, tx, threadID)
 		if err != nil {
 			return err
 		}
-		ns, err := fn(&th)
+		before := append([]domain.Party(nil), th.Parties...)
+		eff, err := fn(&th)
 		if err != nil {
 			return sqldb.CallerError(err)
 		}
 		if err := s.writeThread(ctx, tx, th); err != nil {
 			return err
 		}
+		for _, p := range th.Parties {
+			if !hasParty(before, p) {
+				if err := s.grant(ctx, tx, th.ID, p); err != nil {
+					return err
+				}
+			}
+		}
+		if len(eff.Refs) > 0 {
+			if err := s.upsertRefs(ctx, tx, th.ID, eff.Refs); err != nil {
+				return err
+			}
+		}
 		out = th
-		return s.insertNotifications(ctx, tx, ns)
+		return s.insertNotifications(ctx, tx, eff.Notifications)
 	})
 	return out, err
 }
 
-// UpsertRefs merges refs into the thread's refs.
-func (s *Store) UpsertRefs(ctx context.Context, threadID string, refs map[string]string) error {
-	return s.tx(ctx, func(tx *sqlx.Tx) error {
-		var one int
-		if err := tx.GetContext(ctx, &one, s.q(`SELECT 1 FROM threads WHERE id = ?`), threadID); err != nil {
-			if errors.Is(err, sql.ErrNoRows) {
-				return sqldb.CallerError(domain.NotFound("thread"))
-			}
-			return err
+// hasParty reports whether ps holds p unchanged.
+func hasParty(ps []domain.Party, p domain.Party) bool {
+	for _, q := range ps {
+		if q.PrincipalID == p.PrincipalID && q.Role == p.Role {
+			return q.Level == p.Level && q.PrincipalKind == p.PrincipalKind && q.GrantedBy == p.GrantedBy &&
+				q.GrantedAt.Equal(p.GrantedAt) && equalTimes(q.ExpiresAt, p.ExpiresAt)
 		}
-		return s.upsertRefs(ctx, tx, threadID, refs)
-	})
+	}
+	return false
+}
+
+func equalTimes(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Equal(*b)
 }
 
 func (s *Store) upsertRefs(ctx context.Context, tx *sqlx.Tx, threadID string, refs map[string]string) error {
@@ -470,49 +633,14 @@ func (s *Store) FindThreadByRef(ctx context.Context, key, value string) (string,
 	return id, sqldb.TranslateError(err)
 }
 
-// GrantAccess inserts or replaces a principal's access row.
-func (s *Store) GrantAccess(ctx context.Context, a ports.ThreadAccess) error {
-	return s.tx(ctx, func(tx *sqlx.Tx) error { return s.grant(ctx, tx, a) })
-}
-
-func (s *Store) grant(ctx context.Context, tx *sqlx.Tx, a ports.ThreadAccess) error {
+func (s *Store) grant(ctx context.Context, tx *sqlx.Tx, threadID string, p domain.Party) error {
 	_, err := tx.ExecContext(ctx, s.q(`INSERT INTO thread_access (thread_id, principal_kind, principal_id, role,
  access_level, granted_by, granted_at, expires_at) VALUES (?,?,?,?,?,?,?,?)
- ON CONFLICT (thread_id, principal_id) DO UPDATE SET principal_kind = excluded.principal_kind, role = excluded.role,
+ ON CONFLICT (thread_id, principal_id, role) DO UPDATE SET principal_kind = excluded.principal_kind,
  access_level = excluded.access_level, granted_by = excluded.granted_by, granted_at = excluded.granted_at,
- expires_at = excluded.expires_at`), a.ThreadID, a.PrincipalKind, a.PrincipalID, a.Role, a.AccessLevel, a.GrantedBy,
-		sqldb.Time(a.GrantedAt), sqldb.TimePtr(a.ExpiresAt))
+ expires_at = excluded.expires_at`), threadID, p.PrincipalKind, p.PrincipalID, p.Role, string(p.Level), p.GrantedBy,
+		sqldb.Time(p.GrantedAt), sqldb.TimePtr(p.ExpiresAt))
 	return err
-}
-
-// GetAccess returns a principal's access row.
-func (s *Store) GetAccess(ctx context.Context, threadID, principalID string) (ports.ThreadAccess, error) {
-	a, err := s.access(ctx, s.db, threadID, principalID)
-	if errors.Is(err, sql.ErrNoRows) {
-		return ports.ThreadAccess{}, domain.NotFound("thread access")
-	}
-	return a, sqldb.TranslateError(err)
-}
-
-func (s *Store) access(ctx context.Context, q sqlx.QueryerContext, threadID, principalID string) (ports.ThreadAccess, error) {
-	var r struct {
-		ThreadID      string       `db:"thread_id"`
-		PrincipalKind string       `db:"principal_kind"`
-		PrincipalID   string       `db:"principal_id"`
-		Role          string       `db:"role"`
-		AccessLevel   string       `db:"access_level"`
-		GrantedBy     string       `db:"granted_by"`
-		GrantedAt     time.Time    `db:"granted_at"`
-		ExpiresAt     sql.NullTime `db:"expires_at"`
-	}
-	err := sqlx.GetContext(ctx, q, &r, s.q(`SELECT thread_id, principal_kind, principal_id, role, access_level, granted_by,
- granted_at, expires_at FROM thread_access WHERE thread_id = ? AND principal_id = ?`), threadID, principalID)
-	if err != nil {
-		return ports.ThreadAccess{}, err
-	}
-	return ports.ThreadAccess{ThreadID: r.ThreadID, PrincipalKind: r.PrincipalKind, PrincipalID: r.PrincipalID,
-		Role: r.Role, AccessLevel: r.AccessLevel, GrantedBy: r.GrantedBy, GrantedAt: r.GrantedAt.UTC(),
-		ExpiresAt: sqldb.FromNullTime(r.ExpiresAt)}, nil
 }
 
 // ListActivities returns the thread's activities in chain order.

@@ -33,6 +33,26 @@ func Dialects(t testing.TB) []sqldb.Dialect {
 	return ds
 }
 
+// ForEachDialect runs fn once per dialect of Dialects, each as a parallel
+// subtest named after the dialect: every run opens its own database (a
+// SQLite file, a PostgreSQL schema), so they share nothing. Call it last in
+// a test: the subtests run after the test function returns.
+func ForEachDialect(t *testing.T, fn func(t *testing.T, d sqldb.Dialect)) {
+	t.Helper()
+	for _, d := range Dialects(t) {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			fn(t, d)
+		})
+	}
+}
+
+// ForEachDB is ForEachDialect with a fresh migrated database of the dialect.
+func ForEachDB(t *testing.T, fn func(t *testing.T, db *sqldb.DB)) {
+	t.Helper()
+	ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) { fn(t, Open(t, d)) })
+}
+
 // Open returns a fresh migrated database of the dialect, closed (and for
 // Postgres, dropped) when the test ends. Postgres skips the test if PostgresEnv
 // is unset.

@@ -1,0 +1,140 @@
+package threadquery
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/threadengine/engine/adapters/sqldb"
+)
+
+// Per-step counts per hour (step_stats_hourly, migration 00013) are rolled up
+// from the raw rows once an hour has ended plus RollupLag, so no transaction
+// still writing into that hour can be missed. stats_rollup.rolled_until is
+// the first hour not rolled up: the aggregates read rolled-up rows before it
+// and raw rows from it on, both bounded by the same value, so a roll-up
+// running at the same time neither loses nor double-counts a step.
+
+// RollupLag is how long after an hour ends it is rolled up; appends commit
+// within seconds (group commits time out after 30 s).
+const RollupLag = 5 * time.Minute
+
+// RollupHoursPerCall bounds one RollUp call (a catch-up after an upgrade or
+// a long stop proceeds a day per call).
+const RollupHoursPerCall = 24
+
+const rollupName = "steps"
+
+// rolledUntil reads the roll-up watermark; ok is false before the first
+// roll-up (everything is then read raw).
+func (s *Store) rolledUntil(ctx context.Context) (time.Time, bool, error) {
+	var t dbTime
+	err := s.db.GetContext(ctx, &t, s.db.Rebind(`SELECT rolled_until FROM stats_rollup WHERE name = ?`), rollupName)
+	if errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, false, nil
+	}
+	if err != nil {
+		return time.Time{}, false, sqldb.TranslateError(err)
+	}
+	return t.T.UTC(), true, nil
+}
+
+// RollUp rolls up the ended hours not rolled up yet (at most
+// RollupHoursPerCall), and reports how many it rolled up. Safe to run on
+// several replicas at once: the watermark row is locked.
+func (s *Store) RollUp(ctx context.Context, now time.Time) (int, error) {
+	limit := now.UTC().Add(-RollupLag).Truncate(time.Hour)
+	n := 0
+	err := s.db.Tx(ctx, func(tx *sqlx.Tx) error {
+		n = 0
+		var w dbTime
+		err := tx.GetContext(ctx, &w, s.db.Rebind(`SELECT rolled_until FROM stats_rollup WHERE name = ?`+s.db.ForUpdate()), rollupName)
+		if errors.Is(err, sql.ErrNoRows) {
+			// First run: start at the hour of the oldest attempt.
+			var first dbTime
+			if err := tx.GetContext(ctx, &first, `SELECT MIN(recorded_at) FROM thread_activities`); err != nil {
+				return err
+			}
+			start := limit
+			if first.Valid && first.T.Before(start) {
+				start = first.T.UTC().Truncate(time.Hour)
+			}
+			// A concurrent first run inserts the same row: the loser
+			// rolls back and rolls up next time.
+			if _, err := tx.ExecContext(ctx, s.db.Rebind(`INSERT INTO stats_rollup (name, rolled_until) VALUES (?, ?)`), rollupName, sqldb.Time(start)); err != nil {
+				return err
+			}
+			w = dbTime{T: start, Valid: true}
+		} else if err != nil {
+			return err
+		}
+		h := w.T.UTC()
+		for ; h.Before(limit) && n < RollupHoursPerCall; h = h.Add(time.Hour) {
+			if err := s.rollUpHour(ctx, tx, h); err != nil {
+				return err
+			}
+			n++
+		}
+		if n == 0 {
+			return nil
+		}
+		_, err = tx.ExecContext(ctx, s.db.Rebind(`UPDATE stats_rollup SET rolled_until = ? WHERE name = ?`), sqldb.Time(h), rollupName)
+		return err
+	})
+	if err != nil {
+		return 0, sqldb.TranslateError(err)
+	}
+	return n, nil
+}
+
+// rollUpHour writes one hour's rows (idempotent: a re-run overwrites them).
+func (s *Store) rollUpHour(ctx context.Context, tx *sqlx.Tx, h time.Time) error {
+	from, to := sqldb.Time(h), sqldb.Time(h.Add(time.Hour))
+	hour := "?"
+	if s.db.Dialect == sqldb.Postgres {
+		hour = "CAST(? AS TIMESTAMPTZ)"
+	}
+	for _, q := range []string{
+		`INSERT INTO step_stats_hourly (hour, contract_name, contract_version, step_name, attempts, failed, violated, warnings)
+ SELECT ` + hour + `, COALESCE(t.contract_name, ''), COALESCE(t.contract_version, 0), a.step_name, COUNT(*),
+ SUM(CASE WHEN a.status IN ('failed','error') THEN 1 ELSE 0 END), 0, 0
+ FROM thread_activities a JOIN threads t ON t.id = a.thread_id WHERE a.recorded_at >= ? AND a.recorded_at < ?
+ GROUP BY COALESCE(t.contract_name, ''), COALESCE(t.contract_version, 0), a.step_name
+ ON CONFLICT (hour, contract_name, contract_version, step_name) DO UPDATE SET attempts = excluded.attempts, failed = excluded.failed`,
+		`INSERT INTO step_stats_hourly (hour, contract_name, contract_version, step_name, attempts, failed, violated, warnings)
+ SELECT ` + hour + `, COALESCE(t.contract_name, ''), COALESCE(t.contract_version, 0), v.step_name, 0, 0,
+ SUM(CASE WHEN v.overall_status = 'violated' THEN 1 ELSE 0 END), SUM(CASE WHEN v.overall_status = 'warning' THEN 1 ELSE 0 END)
+ FROM thread_validations v JOIN threads t ON t.id = v.thread_id WHERE v.created_at >= ? AND v.created_at < ?
+ GROUP BY COALESCE(t.contract_name, ''), COALESCE(t.contract_version, 0), v.step_name
+ ON CONFLICT (hour, contract_name, contract_version, step_name) DO UPDATE SET violated = excluded.violated, warnings = excluded.warnings`,
+	} {
+		if _, err := tx.ExecContext(ctx, s.db.Rebind(q), from, from, to); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RunRollup rolls up every interval until ctx ends (catching up a day per
+// tick), logging nothing: an error is retried at the next tick and the
+// aggregates stay exact meanwhile (they read raw rows past the watermark).
+func (s *Store) RunRollup(ctx context.Context, interval time.Duration, now func() time.Time) {
+	if interval <= 0 {
+		interval = time.Minute
+	}
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		if n, err := s.RollUp(ctx, now()); err == nil && n == RollupHoursPerCall && ctx.Err() == nil {
+			continue // more to catch up
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}

@@ -1,0 +1,108 @@
+package threadstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/threadengine/engine/adapters/sqldb"
+	"github.com/threadengine/engine/domain"
+	"github.com/threadengine/engine/ports"
+)
+
+// errKeyTaken rolls back a keyed create whose key another writer holds.
+var errKeyTaken = errors.New("thread key taken")
+
+// CreateThreadWithKey: see ports.ThreadStore. The thread is inserted first
+// and the key last (ON CONFLICT DO NOTHING): a concurrent creator of the same
+// key, on any replica, waits on the primary key until the first commits and
+// then inserts nothing, so its whole transaction is rolled back.
+func (s *Store) CreateThreadWithKey(ctx context.Context, namespace, key string, t domain.Thread,
+	refs map[string]string) (domain.Thread, bool, error) {
+	err := s.tx(ctx, func(tx *sqlx.Tx) error {
+		if err := s.insertThread(ctx, tx, t, refs); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, s.q(`INSERT INTO thread_keys (namespace, key, thread_id) VALUES (?,?,?)
+ ON CONFLICT (namespace, key) DO NOTHING`), namespace, key, t.ID)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return sqldb.CallerError(errKeyTaken)
+		}
+		return nil
+	})
+	if errors.Is(err, errKeyTaken) {
+		th, err := s.FindThreadByKey(ctx, namespace, key)
+		return th, false, err
+	}
+	if err != nil {
+		return domain.Thread{}, false, err
+	}
+	return t, true, nil
+}
+
+// FindThreadByKey: see ports.ThreadStore.
+func (s *Store) FindThreadByKey(ctx context.Context, namespace, key string) (domain.Thread, error) {
+	var id string
+	err := s.db.GetContext(ctx, &id, s.q(`SELECT thread_id FROM thread_keys WHERE namespace = ? AND key = ?`), namespace, key)
+	if err != nil {
+		return domain.Thread{}, sqldb.NotFoundAs(err, "thread")
+	}
+	return s.GetThread(ctx, id)
+}
+
+// ThreadKey: see ports.ThreadStore.
+func (s *Store) ThreadKey(ctx context.Context, threadID string) (string, error) {
+	var key string
+	err := s.db.GetContext(ctx, &key, s.q(`SELECT key FROM thread_keys WHERE thread_id = ? AND namespace = 'key'`), threadID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return key, sqldb.TranslateError(err)
+}
+
+// ListRefs: see ports.ThreadStore.
+func (s *Store) ListRefs(ctx context.Context, threadID string) (map[string]string, error) {
+	var rows []struct {
+		K string `db:"ref_key"`
+		V string `db:"ref_value"`
+	}
+	if err := s.db.SelectContext(ctx, &rows, s.q(`SELECT ref_key, ref_value FROM thread_refs WHERE thread_id = ?`), threadID); err != nil {
+		return nil, sqldb.TranslateError(err)
+	}
+	out := make(map[string]string, len(rows))
+	for _, r := range rows {
+		out[r.K] = r.V
+	}
+	return out, nil
+}
+
+// StepValidation: see ports.ThreadStore.
+func (s *Store) StepValidation(ctx context.Context, threadID, stepID string) (*ports.ValidationRecord, bool, error) {
+	var r struct {
+		Status sql.NullString `db:"overall_status"`
+		Issues sql.NullString `db:"issues"`
+	}
+	err := s.db.GetContext(ctx, &r, s.q(`SELECT v.overall_status, CAST(v.issues AS TEXT) AS issues
+ FROM thread_activities a LEFT JOIN thread_validations v ON v.step_id = a.id
+ WHERE a.id = ? AND a.thread_id = ?`), stepID, threadID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, sqldb.TranslateError(err)
+	}
+	if !r.Status.Valid {
+		return nil, true, nil
+	}
+	v := &ports.ValidationRecord{StepID: stepID, OverallStatus: r.Status.String}
+	var issues []domain.ValidationIssue
+	_ = json.Unmarshal([]byte(r.Issues.String), &issues)
+	v.Issues = issues
+	return v, true, nil
+}

@@ -1,0 +1,154 @@
+package threadstore
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/threadengine/engine/adapters/sqldb"
+	"github.com/threadengine/engine/ports"
+)
+
+var _ ports.NotificationLog = (*Store)(nil)
+
+type notificationRow struct {
+	ID               string    `db:"id"`
+	Seq              int64     `db:"seq"`
+	ThreadID         string    `db:"thread_id"`
+	StepID           string    `db:"step_id"`
+	StepName         string    `db:"step_name"`
+	IdempotencyKey   string    `db:"idempotency_key"`
+	ContractName     string    `db:"contract_name"`
+	OwnerID          string    `db:"owner_id"`
+	Source           string    `db:"source"`
+	NotificationType string    `db:"notification_type"`
+	StepStatus       string    `db:"step_status"`
+	ValidationStatus string    `db:"validation_status"`
+	ViolationType    string    `db:"violation_type"`
+	Severity         string    `db:"severity"`
+	Message          string    `db:"message"`
+	Details          string    `db:"details"`
+	CreatedAt        time.Time `db:"created_at"`
+	Deliveries       int       `db:"deliveries"`
+}
+
+// PendingNotifications: see ports.NotificationLog. The partial index on
+// (owner_id, seq) holds only pending rows, so this reads what is waiting for
+// the subscribed principals, not the history.
+func (s *Store) PendingNotifications(ctx context.Context, q ports.PendingQuery) ([]ports.NotificationRecord, error) {
+	if len(q.Owners) == 0 && len(q.Threads) == 0 {
+		return nil, nil
+	}
+	var who []string
+	var args []any
+	if len(q.Owners) > 0 {
+		who = append(who, "owner_id IN (?)")
+		args = append(args, q.Owners)
+	}
+	if len(q.Threads) > 0 {
+		who = append(who, "thread_id IN (?)")
+		args = append(args, q.Threads)
+	}
+	steps := ""
+	if len(q.StepNames) > 0 {
+		steps = " AND step_name IN (?)"
+		args = append(args, q.StepNames)
+	}
+	lease, leaseArgs := ` AND seq > ? AND (lease_until IS NULL OR lease_until < ?)`, []any{q.AfterSeq, sqldb.Time(q.Now)}
+	if q.LeaseEnded { // thread_notifications_lease_ended (00015) holds just these
+		lease, leaseArgs = ` AND lease_until IS NOT NULL AND lease_until < ?`, []any{sqldb.Time(q.Now)}
+	}
+	args = append(append(args, leaseArgs...), q.MaxDeliveries, q.Limit)
+	query, args, err := sqlx.In(`SELECT id, seq, thread_id, step_id, step_name, idempotency_key, contract_name, owner_id,
+ source, notification_type, step_status, validation_status, violation_type, severity, message,
+ CAST(details AS TEXT) AS details, created_at, deliveries
+ FROM thread_notifications WHERE delivery IS NULL AND (`+strings.Join(who, " OR ")+`)`+steps+lease+`
+ AND deliveries < ? ORDER BY seq LIMIT ?`, args...)
+	if err != nil {
+		return nil, err
+	}
+	var rows []notificationRow
+	if err := s.db.SelectContext(ctx, &rows, s.q(query), args...); err != nil {
+		return nil, sqldb.TranslateError(err)
+	}
+	out := make([]ports.NotificationRecord, len(rows))
+	for i, r := range rows {
+		out[i] = ports.NotificationRecord{ID: r.ID, Seq: r.Seq, ThreadID: r.ThreadID, StepID: r.StepID, StepName: r.StepName,
+			IdempotencyKey: r.IdempotencyKey, ContractName: r.ContractName, OwnerID: r.OwnerID, Source: r.Source,
+			NotificationType: r.NotificationType, StepStatus: r.StepStatus, ValidationStatus: r.ValidationStatus,
+			ViolationType: r.ViolationType, Severity: r.Severity, Message: r.Message, CreatedAt: r.CreatedAt.UTC(),
+			Deliveries: r.Deliveries}
+		_ = json.Unmarshal([]byte(r.Details), &out[i].Details)
+	}
+	return out, nil
+}
+
+// ClaimNotifications: see ports.NotificationLog. One statement: two
+// replicas claiming the same row cannot both succeed.
+func (s *Store) ClaimNotifications(ctx context.Context, ids []string, now, until time.Time) ([]string, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	query, args, err := sqlx.In(`UPDATE thread_notifications SET lease_until = ?, deliveries = deliveries + 1
+ WHERE id IN (?) AND delivery IS NULL AND (lease_until IS NULL OR lease_until < ?) RETURNING id`,
+		sqldb.Time(until), ids, sqldb.Time(now))
+	if err != nil {
+		return nil, err
+	}
+	var got []string
+	if err := s.db.SelectContext(ctx, &got, s.q(query), args...); err != nil {
+		return nil, sqldb.TranslateError(err)
+	}
+	return got, nil
+}
+
+// ReleaseNotifications: see ports.NotificationLog.
+func (s *Store) ReleaseNotifications(ctx context.Context, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	query, args, err := sqlx.In(`UPDATE thread_notifications SET lease_until = NULL WHERE id IN (?) AND delivery IS NULL`, ids)
+	if err != nil {
+		return err
+	}
+	_, err = s.db.ExecContext(ctx, s.q(query), args...)
+	return sqldb.TranslateError(err)
+}
+
+// AckNotifications: see ports.NotificationLog. One statement per burst of
+// acknowledgements (the hub batches them).
+func (s *Store) AckNotifications(ctx context.Context, ids []string, now time.Time) ([]string, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	query, args, err := sqlx.In(`UPDATE thread_notifications SET delivery = 'acked', settled_at = ?, lease_until = NULL
+ WHERE id IN (?) AND delivery IS NULL RETURNING id`, sqldb.Time(now), ids)
+	if err != nil {
+		return nil, err
+	}
+	var got []string
+	if err := s.db.SelectContext(ctx, &got, s.q(query), args...); err != nil {
+		return nil, sqldb.TranslateError(err)
+	}
+	return got, nil
+}
+
+// ExpireNotifications: see ports.NotificationLog.
+func (s *Store) ExpireNotifications(ctx context.Context, cutoff, now time.Time, maxDeliveries int) (int, int, error) {
+	res, err := s.db.ExecContext(ctx, s.q(`UPDATE thread_notifications SET delivery = 'expired', settled_at = ?, lease_until = NULL
+ WHERE delivery IS NULL AND created_at < ?`), sqldb.Time(now), sqldb.Time(cutoff))
+	if err != nil {
+		return 0, 0, sqldb.TranslateError(err)
+	}
+	expired, _ := res.RowsAffected()
+	res, err = s.db.ExecContext(ctx, s.q(`UPDATE thread_notifications SET delivery = 'dropped', settled_at = ?, lease_until = NULL
+ WHERE delivery IS NULL AND deliveries >= ? AND lease_until < ?`), sqldb.Time(now), maxDeliveries, sqldb.Time(now))
+	if err != nil {
+		return int(expired), 0, sqldb.TranslateError(err)
+	}
+	dropped, _ := res.RowsAffected()
+	return int(expired), int(dropped), nil
+}

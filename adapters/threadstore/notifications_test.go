@@ -1,0 +1,125 @@
+package threadstore_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/threadengine/engine/adapters/sqldb"
+	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
+	"github.com/threadengine/engine/adapters/threadstore"
+	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/domain"
+	"github.com/threadengine/engine/ports"
+)
+
+// The notification log's contract, on each dialect: pending rows by owner
+// and step after a cursor, one lease at a time, leases that end found
+// behind the cursor, acknowledgements in batches that settle each row once,
+// release, and expiry.
+func TestNotificationLogContract(t *testing.T) {
+	t.Parallel()
+	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
+		threads, db, ctx := setup(t, d)
+		store := threadstore.New(db)
+		other := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u2", Role: domain.RoleMember})
+		record := func(ctx context.Context, step string, n int) {
+			t.Helper()
+			th, err := threads.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Label: step})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range n {
+				if _, err := threads.Application().Commands.RecordStep.Handle(ctx, app.RecordStepInput{ThreadID: th.ID, StepName: step,
+					Status: "success", IdempotencyKey: fmt.Sprint(step, i), Context: map[string]string{}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		record(ctx, "ship", 2)
+		record(ctx, "pack", 1)
+		record(other, "ship", 1)
+
+		now := time.Now()
+		q := ports.PendingQuery{Owners: []string{"u1"}, StepNames: []string{"ship"}, Now: now, MaxDeliveries: 3, Limit: 10}
+		pending := func(q ports.PendingQuery) []string {
+			t.Helper()
+			rows, err := store.PendingNotifications(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids := make([]string, len(rows))
+			for i, r := range rows {
+				if i > 0 && r.Seq <= rows[i-1].Seq {
+					t.Fatalf("not in seq order: %+v", rows)
+				}
+				if r.OwnerID != "u1" || r.StepName != "ship" {
+					t.Fatalf("row of another owner or step: %+v", r)
+				}
+				ids[i] = r.ID
+			}
+			return ids
+		}
+		ship := pending(q)
+		if len(ship) != 2 {
+			t.Fatalf("pending %v, want u1's two ship rows", ship)
+		}
+		rows, _ := store.PendingNotifications(ctx, q)
+		if after := pending(ports.PendingQuery{Owners: q.Owners, StepNames: q.StepNames, AfterSeq: rows[0].Seq,
+			Now: now, MaxDeliveries: 3, Limit: 10}); !slices.Equal(after, ship[1:]) {
+			t.Fatalf("after the first row's seq: %v", after)
+		}
+
+		until := now.Add(30 * time.Second)
+		if got, err := store.ClaimNotifications(ctx, ship, now, until); err != nil || len(got) != 2 {
+			t.Fatalf("claim: %v %v", got, err)
+		}
+		if got, _ := store.ClaimNotifications(ctx, ship, now, until); len(got) != 0 {
+			t.Fatalf("leased twice: %v", got)
+		}
+		if got := pending(q); len(got) != 0 {
+			t.Fatalf("leased rows still pending: %v", got)
+		}
+		ended := q
+		ended.LeaseEnded = true
+		if got := pending(ended); len(got) != 0 {
+			t.Fatalf("lease ended too early: %v", got)
+		}
+		later := ended
+		later.Now = until.Add(time.Second)
+		later.AfterSeq = 1 << 40 // a cursor past them does not hide an ended lease
+		if got := pending(later); !slices.Equal(got, ship) {
+			t.Fatalf("ended leases %v, want %v", got, ship)
+		}
+
+		settled, err := store.AckNotifications(ctx, []string{ship[0], ship[0], "no-such-id"}, now)
+		if err != nil || !slices.Equal(settled, ship[:1]) {
+			t.Fatalf("ack: %v %v", settled, err)
+		}
+		if again, _ := store.AckNotifications(ctx, ship[:1], now); len(again) != 0 {
+			t.Fatalf("settled twice: %v", again)
+		}
+		if got := pending(later); !slices.Equal(got, ship[1:]) {
+			t.Fatalf("after the ack: %v", got)
+		}
+		if err := store.ReleaseNotifications(ctx, ship[1:]); err != nil {
+			t.Fatal(err)
+		}
+		if got := pending(later); len(got) != 0 {
+			t.Fatalf("a released row is not a lease that ended: %v", got)
+		}
+		if got := pending(q); !slices.Equal(got, ship[1:]) {
+			t.Fatalf("released row not pending: %v", got)
+		}
+
+		expired, dropped, err := store.ExpireNotifications(ctx, now.Add(time.Hour), now, 3)
+		if err != nil || dropped != 0 || expired < 3 { // ship[1], pack, u2's ship (and thread events)
+			t.Fatalf("expire: %d %d %v", expired, dropped, err)
+		}
+		if got := pending(q); len(got) != 0 {
+			t.Fatalf("expired rows pending: %v", got)
+		}
+	})
+}

@@ -1,0 +1,4 @@
+package webhookstore
+
+// AnyDue exposes the claim's pre-check to the tests.
+var AnyDue = (*Store).anyDue
