@@ -23,12 +23,82 @@ const EnvPrefix = "THREADENGINE_"
 
 // Config is the whole engine configuration.
 type Config struct {
-	Server   Server   `koanf:"server"`
-	Database Database `koanf:"database"`
-	Registry Registry `koanf:"registry"`
-	Auth     Auth     `koanf:"auth"`
-	Security Security `koanf:"security"`
-	Log      Log      `koanf:"log"`
+	Server    Server    `koanf:"server"`
+	Database  Database  `koanf:"database"`
+	Registry  Registry  `koanf:"registry"`
+	Auth      Auth      `koanf:"auth"`
+	Security  Security  `koanf:"security"`
+	Log       Log       `koanf:"log"`
+	Limits    Limits    `koanf:"limits"`
+	Metrics   Metrics   `koanf:"metrics"`
+	Retention Retention `koanf:"retention"`
+	// Notifications tunes the delivery of pushed notifications.
+	Notifications Notifications `koanf:"notifications"`
+	// Alerts configures webhook deliveries and the alert sweep.
+	Alerts Alerts `koanf:"alerts"`
+}
+
+// Alerts configures alert webhooks (docs/operators/alerts.md).
+type Alerts struct {
+	// SweepInterval is how often the sweep looks for overdue and silent
+	// threads.
+	SweepInterval time.Duration `koanf:"sweep_interval"`
+	// SilentAfter flags an active thread without an update for that long
+	// (0 turns the check off).
+	SilentAfter time.Duration `koanf:"silent_after"`
+	// PollInterval is how often the outbox is checked for due deliveries
+	// (new alerts and tests also wake it at once).
+	PollInterval time.Duration `koanf:"poll_interval"`
+	// Timeout bounds one delivery request (connect to response read).
+	Timeout time.Duration `koanf:"timeout"`
+	// RetryBase, RetryMax and MaxAttempts are the backoff schedule.
+	RetryBase   time.Duration `koanf:"retry_base"`
+	RetryMax    time.Duration `koanf:"retry_max"`
+	MaxAttempts int           `koanf:"max_attempts"`
+	// Concurrency bounds the requests in flight per replica.
+	Concurrency int `koanf:"concurrency"`
+	// DeliveryLogRetention: settled deliveries older than it are deleted.
+	DeliveryLogRetention time.Duration `koanf:"delivery_log_retention"`
+	// AllowedHosts, when set, are the only hosts webhook URLs may name
+	// ("*.example.com" for subdomains); comma-separated in the environment.
+	AllowedHosts []string `koanf:"allowed_hosts"`
+	// BlockPrivateAddresses refuses to connect to loopback, private and
+	// link-local addresses (checked on the address dialled).
+	BlockPrivateAddresses bool `koanf:"block_private_addresses"`
+}
+
+// Retention configures the sweeper that deletes old threads.
+type Retention struct {
+	// ThreadsDays deletes threads that ended more than this many days ago
+	// (0 keeps them forever). An administrator can override it in the UI.
+	ThreadsDays int `koanf:"threads_days"`
+	// ActiveIdleDays deletes threads still active whose last step is older
+	// than this many days (0 never deletes active threads).
+	ActiveIdleDays int `koanf:"active_idle_days"`
+	// SweepInterval is how often the sweeper runs.
+	SweepInterval time.Duration `koanf:"sweep_interval"`
+	// BatchSize is how many threads one deletion transaction removes;
+	// BatchPause is the pause between two batches, left to ingestion.
+	BatchSize  int           `koanf:"batch_size"`
+	BatchPause time.Duration `koanf:"batch_pause"`
+}
+
+// Metrics configures the Prometheus endpoint.
+type Metrics struct {
+	// Token, when set, is required as "Authorization: Bearer <token>" on
+	// GET /metrics; empty leaves the endpoint open.
+	Token string `koanf:"token"`
+}
+
+// Notifications tunes delivery from the stored notification log.
+type Notifications struct {
+	// Retention is how long a notification nobody acknowledged is kept for
+	// delivery before it is expired (and counted).
+	Retention time.Duration `koanf:"retention"`
+	// RedeliverAfter: an unacknowledged push is sent again after it.
+	RedeliverAfter time.Duration `koanf:"redeliver_after"`
+	// MaxDeliveries bounds the pushes of one notification.
+	MaxDeliveries int `koanf:"max_deliveries"`
 }
 
 // Server configures the HTTP listener.
@@ -39,6 +109,15 @@ type Server struct {
 	PublicURL string `koanf:"public_url"`
 	// ShutdownTimeout bounds the drain of in-flight requests on SIGTERM.
 	ShutdownTimeout time.Duration `koanf:"shutdown_timeout"`
+	// TrustedProxies are the CIDRs (or addresses) of reverse proxies whose
+	// X-Forwarded-For names the client (for logs and the sign-in throttle);
+	// from any other peer the header is ignored.
+	TrustedProxies []string `koanf:"trusted_proxies"`
+	// PprofListen, when set, serves Go's profiler (net/http/pprof) on this
+	// separate loopback host:port, for profiling a running engine. It is
+	// unauthenticated, so only loopback addresses are accepted; empty (the
+	// default) serves nothing.
+	PprofListen string `koanf:"pprof_listen"`
 }
 
 // Database selects the store.
@@ -71,9 +150,18 @@ type Auth struct {
 
 // Security holds installation secrets.
 type Security struct {
-	// HashChainSecret keys the step hash chain (HMAC-SHA256). Empty means a
-	// random secret generated on first start and kept in data/hash_chain.key.
+	// HashChainSecret keys the step hash chain (HMAC-SHA256) and invitation
+	// tokens. Empty means a random secret generated by the first engine to
+	// start and kept in the database (installation_keys), shared by every
+	// replica. When set, the database records its fingerprint and an engine
+	// configured with a different key for the same version refuses to start.
 	HashChainSecret string `koanf:"hash_chain_secret"`
+	// HashChainSecretVersion names HashChainSecret in every hash it signs
+	// (default "1"); a rotation sets a new secret with a new version.
+	HashChainSecretVersion string `koanf:"hash_chain_secret_version"`
+	// HashChainPreviousSecrets are retired configured secrets by version,
+	// kept so chains signed with them stay verifiable.
+	HashChainPreviousSecrets map[string]string `koanf:"hash_chain_previous_secrets"`
 }
 
 // Log configures structured logging.
@@ -85,10 +173,16 @@ type Log struct {
 // Defaults returns the configuration used when nothing is set.
 func Defaults() Config {
 	return Config{
-		Server:   Server{Listen: "127.0.0.1:8081", ShutdownTimeout: 30 * time.Second},
-		Registry: Registry{Product: "threadengine", CheckInterval: 15 * time.Minute},
-		Auth:     Auth{SessionTTL: 8 * time.Hour, CacheTTL: 5 * time.Second},
-		Log:      Log{Level: "info", Format: "text"},
+		Server:        Server{Listen: "127.0.0.1:8081", ShutdownTimeout: 30 * time.Second},
+		Registry:      Registry{Product: "threadengine", CheckInterval: 15 * time.Minute},
+		Auth:          Auth{SessionTTL: 8 * time.Hour, CacheTTL: 5 * time.Second},
+		Log:           Log{Level: "info", Format: "text"},
+		Limits:        DefaultLimits(),
+		Retention:     Retention{SweepInterval: time.Hour, BatchSize: 100, BatchPause: 200 * time.Millisecond},
+		Notifications: Notifications{Retention: 24 * time.Hour, RedeliverAfter: 30 * time.Second, MaxDeliveries: 3},
+		Alerts: Alerts{SweepInterval: time.Minute, PollInterval: time.Second, Timeout: 10 * time.Second,
+			RetryBase: 10 * time.Second, RetryMax: time.Hour, MaxAttempts: 8, Concurrency: 4,
+			DeliveryLogRetention: 7 * 24 * time.Hour},
 	}
 }
 
@@ -98,14 +192,17 @@ func Load(path string, environ []string) (Config, error) {
 	k := koanf.New(".")
 	d := Defaults()
 	if err := k.Load(confmap.Provider(map[string]any{
-		"server.listen":           d.Server.Listen,
-		"server.shutdown_timeout": d.Server.ShutdownTimeout.String(),
-		"registry.product":        d.Registry.Product,
-		"registry.check_interval": d.Registry.CheckInterval.String(),
-		"auth.session_ttl":        d.Auth.SessionTTL.String(),
-		"auth.cache_ttl":          d.Auth.CacheTTL.String(),
-		"log.level":               d.Log.Level,
-		"log.format":              d.Log.Format,
+		"server.listen":                 d.Server.Listen,
+		"server.shutdown_timeout":       d.Server.ShutdownTimeout.String(),
+		"registry.product":              d.Registry.Product,
+		"registry.check_interval":       d.Registry.CheckInterval.String(),
+		"auth.session_ttl":              d.Auth.SessionTTL.String(),
+		"auth.cache_ttl":                d.Auth.CacheTTL.String(),
+		"log.level":                     d.Log.Level,
+		"log.format":                    d.Log.Format,
+		"notifications.retention":       d.Notifications.Retention.String(),
+		"notifications.redeliver_after": d.Notifications.RedeliverAfter.String(),
+		"notifications.max_deliveries":  d.Notifications.MaxDeliveries,
 	}, "."), nil); err != nil {
 		return Config{}, err
 	}
@@ -138,29 +235,42 @@ func Load(path string, environ []string) (Config, error) {
 	if err := checkKnownKeys(k); err != nil {
 		return Config{}, err
 	}
-	var c Config
+	// Unmarshalled over the defaults, so keys absent from every source
+	// (the limits section) keep their default.
+	c := Defaults()
 	if err := k.UnmarshalWithConf("", &c, koanf.UnmarshalConf{Tag: "koanf"}); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
 	return c, c.Validate()
 }
 
-var knownSections = map[string]bool{"server": true, "database": true, "registry": true, "auth": true, "security": true, "log": true}
+var knownSections = map[string]bool{"server": true, "database": true, "registry": true, "auth": true, "security": true, "log": true,
+	"limits": true, "metrics": true, "retention": true, "notifications": true, "alerts": true}
 
 var knownKeys = map[string]bool{
-	"server.listen": true, "server.public_url": true, "server.shutdown_timeout": true,
+	"server.listen": true, "server.public_url": true, "server.shutdown_timeout": true, "server.trusted_proxies": true, "server.pprof_listen": true,
 	"database.url": true,
 	"registry.url": true, "registry.license_key": true, "registry.browser_origin": true,
 	"registry.client_id": true, "registry.client_secret": true, "registry.product": true, "registry.check_interval": true,
 	"auth.session_ttl": true, "auth.cache_ttl": true,
-	"security.hash_chain_secret": true,
-	"log.level":                  true, "log.format": true,
+	"security.hash_chain_secret": true, "security.hash_chain_secret_version": true,
+	"log.level": true, "log.format": true,
+	"metrics.token":          true,
+	"retention.threads_days": true, "retention.active_idle_days": true, "retention.sweep_interval": true,
+	"retention.batch_size": true, "retention.batch_pause": true,
+	"notifications.retention": true, "notifications.redeliver_after": true, "notifications.max_deliveries": true,
+	"alerts.sweep_interval": true, "alerts.silent_after": true, "alerts.poll_interval": true, "alerts.timeout": true,
+	"alerts.retry_base": true, "alerts.retry_max": true, "alerts.max_attempts": true, "alerts.concurrency": true,
+	"alerts.delivery_log_retention": true, "alerts.allowed_hosts": true, "alerts.block_private_addresses": true,
 }
 
 // checkKnownKeys refuses typos: an unknown key would otherwise be silently ignored.
 func checkKnownKeys(k *koanf.Koanf) error {
 	for _, key := range k.Keys() {
-		if !knownKeys[key] {
+		if strings.HasPrefix(key, "security.hash_chain_previous_secrets.") {
+			continue // a map: one key per version
+		}
+		if !knownKeys[key] && !limitKeys()[key] {
 			return fmt.Errorf("config: unknown key %q", key)
 		}
 	}
@@ -203,8 +313,23 @@ func (c *Config) Validate() error {
 	if c.Auth.CacheTTL < 0 || c.Auth.CacheTTL > time.Minute {
 		return fmt.Errorf("config: auth.cache_ttl must be between 0 (disabled) and 1m")
 	}
+	if c.Notifications.Retention < time.Minute {
+		return fmt.Errorf("config: notifications.retention must be at least 1m")
+	}
+	if c.Notifications.RedeliverAfter < 100*time.Millisecond || c.Notifications.RedeliverAfter > time.Hour {
+		return fmt.Errorf("config: notifications.redeliver_after must be between 100ms and 1h")
+	}
+	if c.Notifications.MaxDeliveries < 1 || c.Notifications.MaxDeliveries > 100 {
+		return fmt.Errorf("config: notifications.max_deliveries must be between 1 and 100")
+	}
 	if c.Server.ShutdownTimeout <= 0 {
 		return fmt.Errorf("config: server.shutdown_timeout must be positive")
+	}
+	if c.Server.PprofListen != "" {
+		host, _, err := net.SplitHostPort(c.Server.PprofListen)
+		if ip := net.ParseIP(host); err != nil || (host != "localhost" && (ip == nil || !ip.IsLoopback())) {
+			return fmt.Errorf("config: server.pprof_listen %q: want a loopback host:port such as 127.0.0.1:6060 (the profiler is unauthenticated)", c.Server.PprofListen)
+		}
 	}
 	if c.Registry.CheckInterval < time.Second {
 		return fmt.Errorf("config: registry.check_interval must be at least 1s")
@@ -219,10 +344,66 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("config: log.format %q: want text or json", c.Log.Format)
 	}
+	// From the environment the list is one comma-separated string.
+	var proxies []string
+	for _, p := range c.Server.TrustedProxies {
+		for _, one := range strings.Split(p, ",") {
+			if one = strings.TrimSpace(one); one != "" {
+				proxies = append(proxies, one)
+			}
+		}
+	}
+	c.Server.TrustedProxies = proxies
+	if _, err := ParseTrustedProxies(c.Server.TrustedProxies); err != nil {
+		return fmt.Errorf("config: server.trusted_proxies: %w", err)
+	}
+	if err := c.Retention.validate(); err != nil {
+		return err
+	}
+	if err := c.Alerts.validate(); err != nil {
+		return err
+	}
+	if err := c.Limits.validate(); err != nil {
+		return err
+	}
 	if c.Security.HashChainSecret != "" && len(c.Security.HashChainSecret) < 32 {
 		return fmt.Errorf("config: security.hash_chain_secret must be at least 32 characters")
 	}
+	if v := c.Security.HashChainSecretVersion; v != "" && !validKeyVersion(v) {
+		return fmt.Errorf("config: security.hash_chain_secret_version %q: want 1-32 letters, digits, '-' or '_'", v)
+	}
+	if c.Security.HashChainSecretVersion != "" && c.Security.HashChainSecret == "" {
+		return fmt.Errorf("config: security.hash_chain_secret_version is set but security.hash_chain_secret is not")
+	}
+	for v, sec := range c.Security.HashChainPreviousSecrets {
+		if !validKeyVersion(v) {
+			return fmt.Errorf("config: security.hash_chain_previous_secrets: version %q: want 1-32 letters, digits, '-' or '_'", v)
+		}
+		if len(sec) < 32 {
+			return fmt.Errorf("config: security.hash_chain_previous_secrets.%s must be at least 32 characters", v)
+		}
+		cur := c.Security.HashChainSecretVersion
+		if cur == "" {
+			cur = "1"
+		}
+		if c.Security.HashChainSecret != "" && v == cur {
+			return fmt.Errorf("config: security.hash_chain_previous_secrets.%s is the current version", v)
+		}
+	}
 	return nil
+}
+
+// validKeyVersion: a version goes into every chain hash, before its ':'.
+func validKeyVersion(v string) bool {
+	if v == "" || len(v) > 32 {
+		return false
+	}
+	for _, r := range v {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 func checkHTTPURL(raw string, allowPath bool) (*url.URL, error) {
@@ -260,4 +441,51 @@ func OriginOf(raw string) string {
 		return ""
 	}
 	return u.Scheme + "://" + u.Host
+}
+
+func (r Retention) validate() error {
+	switch {
+	case r.ThreadsDays < 0 || r.ThreadsDays > 36500:
+		return fmt.Errorf("config: retention.threads_days must be between 0 (keep forever) and 36500")
+	case r.ActiveIdleDays < 0 || r.ActiveIdleDays > 36500:
+		return fmt.Errorf("config: retention.active_idle_days must be between 0 (never) and 36500")
+	case r.SweepInterval < time.Second:
+		return fmt.Errorf("config: retention.sweep_interval must be at least 1s")
+	case r.BatchSize < 1 || r.BatchSize > 1000:
+		return fmt.Errorf("config: retention.batch_size must be between 1 and 1000")
+	case r.BatchPause < 0:
+		return fmt.Errorf("config: retention.batch_pause must not be negative")
+	}
+	return nil
+}
+
+func (a *Alerts) validate() error {
+	var hosts []string
+	for _, h := range a.AllowedHosts {
+		for _, one := range strings.Split(h, ",") {
+			if one = strings.TrimSpace(one); one != "" {
+				hosts = append(hosts, one)
+			}
+		}
+	}
+	a.AllowedHosts = hosts
+	switch {
+	case a.SweepInterval < time.Second:
+		return fmt.Errorf("config: alerts.sweep_interval must be at least 1s")
+	case a.SilentAfter < 0:
+		return fmt.Errorf("config: alerts.silent_after must not be negative (0 turns it off)")
+	case a.PollInterval < 10*time.Millisecond:
+		return fmt.Errorf("config: alerts.poll_interval must be at least 10ms")
+	case a.Timeout < 100*time.Millisecond || a.Timeout > 5*time.Minute:
+		return fmt.Errorf("config: alerts.timeout must be between 100ms and 5m")
+	case a.RetryBase < 10*time.Millisecond || a.RetryMax < a.RetryBase:
+		return fmt.Errorf("config: alerts.retry_base must be at least 10ms and alerts.retry_max at least alerts.retry_base")
+	case a.MaxAttempts < 1 || a.MaxAttempts > 100:
+		return fmt.Errorf("config: alerts.max_attempts must be between 1 and 100")
+	case a.Concurrency < 1 || a.Concurrency > 64:
+		return fmt.Errorf("config: alerts.concurrency must be between 1 and 64")
+	case a.DeliveryLogRetention < time.Hour:
+		return fmt.Errorf("config: alerts.delivery_log_retention must be at least 1h")
+	}
+	return nil
 }

@@ -79,3 +79,56 @@ func TestMissingFileFails(t *testing.T) {
 		t.Fatal("missing config file accepted")
 	}
 }
+
+func TestLimitsDefaultsAndOverrides(t *testing.T) {
+	c, err := Load("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Limits != DefaultLimits() {
+		t.Fatalf("limits = %+v, want the defaults", c.Limits)
+	}
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(p, []byte("server:\n  trusted_proxies: [10.0.0.0/8, 192.168.1.7]\nlimits:\n  ws:\n    max_sockets: 5\n  otlp:\n    max_concurrent: 1\n"), 0o600)
+	c, err = Load(p, []string{"THREADENGINE_LIMITS__WS__CONNECT_TIMEOUT=3s", "THREADENGINE_LIMITS__HTTP__READ_TIMEOUT=2s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Limits.WS.MaxSockets != 5 || c.Limits.OTLP.MaxConcurrent != 1 || c.Limits.WS.ConnectTimeout != 3*time.Second ||
+		c.Limits.HTTP.ReadTimeout != 2*time.Second || c.Limits.WS.MaxSubscriptions != DefaultLimits().WS.MaxSubscriptions {
+		t.Errorf("limits not overridden key by key: %+v", c.Limits)
+	}
+	if len(c.Server.TrustedProxies) != 2 {
+		t.Errorf("trusted_proxies = %v", c.Server.TrustedProxies)
+	}
+	c, err = Load("", []string{"THREADENGINE_SERVER__TRUSTED_PROXIES=10.0.0.1,fd00::/8"})
+	if err != nil || len(c.Server.TrustedProxies) != 2 {
+		t.Errorf("trusted_proxies from env = %v, %v", c.Server.TrustedProxies, err)
+	}
+	for env, key := range map[string]string{
+		"THREADENGINE_LIMITS__WS__MAX_SOCKETS=0":            "limits.ws.max_sockets",
+		"THREADENGINE_LIMITS__HTTP__READ_TIMEOUT=-1s":       "limits.http.read_timeout",
+		"THREADENGINE_LIMITS__WS__MAX_SOKETS=1":             "limits.ws.max_sokets",
+		"THREADENGINE_SERVER__TRUSTED_PROXIES=proxy.local":  "server.trusted_proxies",
+		"THREADENGINE_LIMITS__OTLP__MAX_DECODED_BYTES=1000": "limits.otlp.max_decoded_bytes",
+	} {
+		if _, err := Load("", []string{env}); err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("%s: error %v does not name %s", env, err, key)
+		}
+	}
+}
+
+func TestPprofListenOnlyOnLoopback(t *testing.T) {
+	c, err := Load("", []string{"THREADENGINE_SERVER__PPROF_LISTEN=127.0.0.1:6060"})
+	if err != nil || c.Server.PprofListen != "127.0.0.1:6060" {
+		t.Fatalf("pprof_listen = %q, %v", c.Server.PprofListen, err)
+	}
+	if c, _ := Load("", nil); c.Server.PprofListen != "" {
+		t.Errorf("the profiler is on by default: %q", c.Server.PprofListen)
+	}
+	for _, v := range []string{"0.0.0.0:6060", ":6060", "10.0.0.1:6060", "6060"} {
+		if _, err := Load("", []string{"THREADENGINE_SERVER__PPROF_LISTEN=" + v}); err == nil || !strings.Contains(err.Error(), "server.pprof_listen") {
+			t.Errorf("%s: error %v does not refuse it naming server.pprof_listen", v, err)
+		}
+	}
+}

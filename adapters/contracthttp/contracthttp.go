@@ -7,7 +7,8 @@
 //	GET  /v1/contracts/:name/versions          every version, newest first
 //	GET  /v1/contracts/:name/versions/:version one version, with its source
 //
-// Errors are problem+json (httpapi.WriteProblem); an invalid contract is a
+// Handlers return errors; the server's error handler (httpapi.ErrorHandler)
+// writes them as problem+json. An invalid contract is a
 // 400 whose "problems" member lists every problem as {field, message}.
 package contracthttp
 
@@ -23,7 +24,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/threadengine/engine/adapters/httpapi"
 	"github.com/threadengine/engine/app"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
@@ -42,6 +42,7 @@ func (h *Handler) Mount(e *echo.Echo, mw echo.MiddlewareFunc) {
 	e.GET("/v1/contracts/:name", h.get, mw)
 	e.GET("/v1/contracts/:name/versions", h.versions, mw)
 	e.GET("/v1/contracts/:name/versions/:version", h.get, mw)
+	e.DELETE("/v1/contracts/:name/versions/:version", h.deleteVersion, mw)
 }
 
 // YAML media types accepted for a contract body. A missing Content-Type is
@@ -50,7 +51,7 @@ var yamlTypes = map[string]bool{
 	"application/yaml": true, "application/x-yaml": true, "text/yaml": true, "text/x-yaml": true, "text/plain": true, "": true,
 }
 
-var errTooLarge = domain.E(domain.KindTooLarge, domain.CodeBodyTooLarge,
+var errTooLarge = domain.NewBase(domain.KindTooLarge, domain.CodeBodyTooLarge,
 	"the contract is larger than %d bytes", domain.MaxContractSourceBytes)
 
 // source reads the contract YAML from the body, raw or wrapped in JSON.
@@ -97,36 +98,29 @@ func source(c echo.Context) ([]byte, error) {
 }
 
 func (h *Handler) upload(c echo.Context) error {
-	// Permission first: a viewer learns nothing from parsing.
-	if _, err := app.Require(c.Request().Context(), domain.PermContractsWrite); err != nil {
-		return httpapi.WriteProblem(c, err)
-	}
 	src, err := source(c)
 	if err != nil {
-		return httpapi.WriteProblem(c, err)
+		return err
 	}
 	ct, sum, err := h.Contracts.UploadContract(c.Request().Context(), src)
 	if err != nil {
-		return httpapi.WriteProblem(c, err)
+		return err
 	}
 	c.Response().Header().Set(echo.HeaderLocation, "/v1/contracts/"+ct.Name+"/versions/"+strconv.Itoa(ct.Version))
 	return c.JSON(http.StatusCreated, toJSON(ct, sum, nil))
 }
 
 func (h *Handler) preview(c echo.Context) error {
-	if _, err := app.Require(c.Request().Context(), domain.PermContractsRead); err != nil {
-		return httpapi.WriteProblem(c, err)
-	}
 	src, err := source(c)
 	if err != nil {
-		return httpapi.WriteProblem(c, err)
+		return err
 	}
 	ct, err := h.Contracts.CheckContract(c.Request().Context(), src)
 	if domain.CodeOf(err) == domain.CodeInvalidContract {
 		return c.JSON(http.StatusOK, map[string]any{"valid": false, "problems": domain.ContractProblems(err)})
 	}
 	if err != nil {
-		return httpapi.WriteProblem(c, err)
+		return err
 	}
 	return c.JSON(http.StatusOK, map[string]any{"valid": true, "problems": []domain.ContractProblem{}, "contract": toJSON(ct, ports.ContractSummary{}, nil)})
 }
@@ -134,7 +128,7 @@ func (h *Handler) preview(c echo.Context) error {
 func (h *Handler) list(c echo.Context) error {
 	l, err := h.Contracts.ListContracts(c.Request().Context())
 	if err != nil {
-		return httpapi.WriteProblem(c, err)
+		return err
 	}
 	return c.JSON(http.StatusOK, map[string]any{"contracts": summaries(l)})
 }
@@ -142,9 +136,21 @@ func (h *Handler) list(c echo.Context) error {
 func (h *Handler) versions(c echo.Context) error {
 	l, err := h.Contracts.ListContractVersions(c.Request().Context(), c.Param("name"))
 	if err != nil {
-		return httpapi.WriteProblem(c, err)
+		return err
 	}
 	return c.JSON(http.StatusOK, map[string]any{"name": c.Param("name"), "versions": summaries(l)})
+}
+
+// deleteVersion answers 204, 404, or 409 contract_version_in_use.
+func (h *Handler) deleteVersion(c echo.Context) error {
+	n, err := strconv.Atoi(c.Param("version"))
+	if err != nil || n < 1 {
+		return domain.Invalid("version", "version must be a positive integer")
+	}
+	if err := h.Contracts.DeleteContractVersion(c.Request().Context(), c.Param("name"), n); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
 }
 
 func (h *Handler) get(c echo.Context) error {
@@ -152,13 +158,13 @@ func (h *Handler) get(c echo.Context) error {
 	if v := c.Param("version"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			return httpapi.WriteProblem(c, domain.Invalid("version", "version must be a positive integer"))
+			return domain.Invalid("version", "version must be a positive integer")
 		}
 		version = n
 	}
 	ct, src, sum, err := h.Contracts.GetContractSource(c.Request().Context(), c.Param("name"), version)
 	if err != nil {
-		return httpapi.WriteProblem(c, err)
+		return err
 	}
 	return c.JSON(http.StatusOK, toJSON(ct, sum, src))
 }

@@ -94,7 +94,7 @@ func New(issuer string, cfg Config, log *slog.Logger) (*Registry, error) {
 	if strings.HasPrefix(r.issuer, "http://") {
 		opts = append(opts, op.WithAllowInsecure())
 	}
-	provider, err := op.NewOpenIDProvider(r.issuer, opCfg, r.store, opts...)
+	provider, err := op.NewProvider(opCfg, r.store, op.StaticIssuer(r.issuer), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("devregistry: %w", err)
 	}

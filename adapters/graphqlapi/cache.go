@@ -3,25 +3,27 @@ package graphqlapi
 import "sync"
 
 // SDKs send the same few query texts over and over, so the variable-free part
-// of the analysis (parse, operation choice, depth check, ID relaxation) is
-// kept per query text. Pricing depends on variables and runs every time.
+// of the analysis (parse, operation choice, cycle and depth checks, ID
+// relaxation) is kept per query text: a text is parsed by this adapter once.
+// Pricing depends on variables and runs every time.
 
 const (
-	cacheEntries  = 256
-	cacheMaxQuery = 4 << 10 // longer texts are analysed every time (SDK queries are under 1 KiB)
+	cacheEntries = 256
+	cacheBytes   = 4 << 20 // query text kept in total; the parsed documents take a few times more
 )
 
 type analysis struct {
 	doc     *document
-	op      *operation // nil when the operation cannot be chosen
-	query   string     // after relaxIDs
-	tooDeep string     // the depth error, if any
-	err     error      // the syntax error, if any
+	op      *operation   // nil when the operation cannot be chosen
+	query   string       // after relaxIDs
+	invalid string       // a validation error found without the schema (depth, cycle, no operation)
+	err     *syntaxError // the syntax error, if any
 }
 
 type analysisCache struct {
-	mu sync.RWMutex
-	m  map[string]*analysis
+	mu    sync.RWMutex
+	m     map[string]*analysis
+	bytes int
 }
 
 func (c *analysisCache) get(key string) *analysis {
@@ -32,15 +34,14 @@ func (c *analysisCache) get(key string) *analysis {
 }
 
 func (c *analysisCache) put(key string, a *analysis) {
-	if len(key) > cacheMaxQuery {
-		return
-	}
 	c.mu.Lock()
 	// Dropping everything when full keeps the cache bounded without
-	// bookkeeping; the working set of real clients is far below the cap.
-	if c.m == nil || len(c.m) >= cacheEntries {
+	// bookkeeping; the working set of real clients is far below the caps.
+	if c.m == nil || len(c.m) >= cacheEntries || c.bytes+len(key) > cacheBytes {
 		c.m = make(map[string]*analysis, cacheEntries)
+		c.bytes = 0
 	}
 	c.m[key] = a
+	c.bytes += len(key)
 	c.mu.Unlock()
 }

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 
 	graphql "github.com/graph-gophers/graphql-go"
 	gqlerrors "github.com/graph-gophers/graphql-go/errors"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/threadengine/engine/app"
 	"github.com/threadengine/engine/domain"
+	"github.com/threadengine/engine/ports"
 	"github.com/threadengine/engine/schema"
 )
 
@@ -37,18 +39,21 @@ const (
 	CompanyName = "default"
 )
 
-// Error codes in errors[].extensions.code. The first four follow gqlgen,
-// which the reference engine uses.
+// Error codes in errors[].extensions.code. The request-level ones are
+// public codes of domain's registry (the first four follow gqlgen, which the
+// reference engine uses); the others name a kind, in codeOf.
 const (
-	CodeParseFailed      = "GRAPHQL_PARSE_FAILED"
-	CodeValidationFailed = "GRAPHQL_VALIDATION_FAILED"
+	CodeParseFailed      = string(domain.CodeGraphQLParseFailed)
+	CodeValidationFailed = string(domain.CodeGraphQLValidationFailed)
 	CodeComplexity       = string(domain.CodeComplexityLimitExceeded)
-	CodeBadRequest       = "BAD_REQUEST"
-	CodeQueryTooLarge    = "QUERY_TOO_LARGE"
-	CodeBadUserInput     = "BAD_USER_INPUT"
+	CodeBadRequest       = string(domain.CodeGraphQLBadRequest)
+	CodeQueryTooLarge    = string(domain.CodeGraphQLQueryTooLarge)
+	CodeBadUserInput     = string(domain.CodeGraphQLBadUserInput)
 	CodeNotFound         = "NOT_FOUND"
 	CodeUnauthenticated  = "UNAUTHENTICATED"
 	CodeForbidden        = "FORBIDDEN"
+	CodeConflict         = "CONFLICT"
+	CodeRateLimited      = "RATE_LIMITED"
 	CodeUnavailable      = "SERVICE_UNAVAILABLE"
 	CodeInternal         = "INTERNAL_SERVER_ERROR"
 )
@@ -76,27 +81,46 @@ type Handler struct {
 	model   domain.CostModel
 	log     *slog.Logger
 	cache   analysisCache
+	misses  atomic.Int64 // root resolvers that read data the pricing did not read (tests expect 0)
+	// verifyBudget is the hash-chain steps one request may verify.
+	verifyBudget int64
+	metrics      ports.Metrics
+	actors       *app.Actors
 }
+
+// SetMetrics reports operation costs and refusals to m. Call it before serving.
+func (h *Handler) SetMetrics(m ports.Metrics) { h.metrics = m }
 
 // New parses the schema and binds it to the read use cases.
 func New(q *app.Queries, log *slog.Logger) (*Handler, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	h := &Handler{queries: q, model: domain.QueryCostModel, log: log}
-	s, err := graphql.ParseSchema(schema.GraphQL, &queryResolver{h: h},
+	h := &Handler{queries: q, model: domain.QueryCostModel, log: log, verifyBudget: domain.MaxVerifiedStepsPerRequest,
+		metrics: ports.NopMetrics{}}
+	s, err := h.parseSchema()
+	if err != nil {
+		return nil, err
+	}
+	h.schema = s
+	h.idx = newSchemaIndex(s.AST())
+	h.model = introspectionModel(domain.QueryCostModel, s.Inspect())
+	h.idx.bind(h.model)
+	return h, nil
+}
+
+func (h *Handler) parseSchema(opts ...graphql.SchemaOpt) (*graphql.Schema, error) {
+	s, err := graphql.ParseSchema(schema.GraphQL, &queryResolver{h: h}, append([]graphql.SchemaOpt{
 		graphql.UseStringDescriptions(),
 		graphql.UseFieldResolvers(),
 		graphql.MaxDepth(MaxDepth),
 		graphql.MaxQueryLength(MaxQueryBytes),
-		graphql.PanicHandler(panicHandler{log: log}),
-	)
+		graphql.PanicHandler(panicHandler{log: h.log}),
+	}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("graphql schema: %w", err)
 	}
-	h.schema = s
-	h.idx = newSchemaIndex(s.ASTSchema())
-	return h, nil
+	return s, nil
 }
 
 type panicHandler struct{ log *slog.Logger }
@@ -114,14 +138,19 @@ func errorResponse(status int, code, msg string, ext map[string]any) (*Response,
 	return &Response{Errors: []*gqlerrors.QueryError{{Message: msg, Extensions: e}}}, status
 }
 
-// Cost returns the cost of req's operation without executing it (0 when the
-// operation cannot be chosen), or the parse error.
+// Cost returns the static price of req's operation (data-dependent lists
+// at one item) without reading or executing anything, 0 when the operation
+// cannot be chosen, or the parse error.
 func (h *Handler) Cost(req Request) (int, error) {
 	a := h.analyse(req.Query, req.OperationName)
-	if a.err != nil || a.op == nil {
+	if a.err != nil {
 		return 0, a.err
 	}
-	return h.model.Cost(costFields(a.doc, a.op, h.idx, req.Variables)), nil
+	if a.op == nil || a.invalid != "" {
+		return 0, nil
+	}
+	root, _, _ := costSet(a.doc, a.op, h.idx, req.Variables)
+	return h.model.Price(root, nil), nil
 }
 
 // Execute runs one operation for the principal in ctx and returns the
@@ -135,49 +164,63 @@ func (h *Handler) Execute(ctx context.Context, req Request) (*Response, int) {
 		return errorResponse(http.StatusBadRequest, CodeBadRequest, "a query string is required", nil)
 	}
 	if len(req.Query) > MaxQueryBytes {
+		h.metrics.GraphQLRefused("size")
 		return errorResponse(http.StatusRequestEntityTooLarge, CodeQueryTooLarge,
 			fmt.Sprintf("query length %d exceeds the maximum allowed query length of %d bytes", len(req.Query), MaxQueryBytes),
 			map[string]any{"limit": MaxQueryBytes})
 	}
-	if _, err := app.Require(ctx, domain.PermThreadsRead); err != nil {
+	if err := h.queries.AuthorizeRead(ctx); err != nil {
 		de := domain.AsError(err)
 		code, status := codeOf(de.Kind)
 		return errorResponse(status, code, de.Message, nil)
 	}
 	a := h.analyse(req.Query, req.OperationName)
-	if a.err != nil {
-		var se *syntaxError
-		errors.As(a.err, &se)
-		r, status := errorResponse(http.StatusUnprocessableEntity, CodeParseFailed, se.msg, nil)
-		r.Errors[0].Locations = []gqlerrors.Location{{Line: se.line, Column: se.col}}
+	switch {
+	case a.err != nil:
+		r, status := errorResponse(http.StatusUnprocessableEntity, CodeParseFailed, a.err.msg, nil)
+		r.Errors[0].Locations = []gqlerrors.Location{{Line: a.err.line, Column: a.err.col}}
 		return r, status
+	case a.invalid != "":
+		h.metrics.GraphQLRefused("invalid")
+		return errorResponse(http.StatusUnprocessableEntity, CodeValidationFailed, a.invalid, nil)
 	}
-	if a.tooDeep != "" {
-		return errorResponse(http.StatusUnprocessableEntity, CodeValidationFailed, a.tooDeep, nil)
+	root, roots, conv := costSet(a.doc, a.op, h.idx, req.Variables)
+	cost, readsMatter := h.model.PriceStatic(root)
+	if err := h.model.Check(cost); err != nil {
+		h.metrics.GraphQLRefused("complexity")
+		return complexityResponse(err)
 	}
-	cost := 0
-	if a.op != nil {
-		var err error
-		cost, err = h.model.Check(costFields(a.doc, a.op, h.idx, req.Variables))
-		if err != nil {
-			return errorResponse(http.StatusUnprocessableEntity, CodeComplexity, domain.AsError(err).Message,
-				map[string]any{"complexity": cost, "limit": h.model.Limit})
+	r := &request{}
+	r.verifyLeft.Store(h.verifyBudget)
+	if readsMatter {
+		r.priced = true
+		r.threads, r.pages, r.chains = map[string]*ports.ThreadView{}, map[string]pageRead{}, map[string]chainRead{}
+		cost = h.model.Price(root, h.readRoots(ctx, roots, conv, r))
+		if cost > h.model.Limit {
+			h.metrics.GraphQLRefused("complexity")
+			return complexityResponse(domain.ComplexityExceededByThreads(cost, h.model.Limit))
 		}
 	}
-	query := a.query
-	res := h.schema.Exec(ctx, query, req.OperationName, req.Variables)
+	h.metrics.GraphQLCost(cost)
+	res := h.schema.Exec(withRequest(ctx, r), a.query, req.OperationName, req.Variables)
 	out := &Response{Data: res.Data, Errors: res.Errors, Extensions: map[string]any{"cost": cost}}
 	status := http.StatusOK
 	for _, e := range out.Errors {
 		h.classify(ctx, e)
 	}
 	if len(res.Errors) > 0 && noData(res.Data) && !anyResolverError(res.Errors) {
-		// Nothing ran: the document failed validation, named no runnable
-		// operation, or its variables could not be coerced.
+		// Nothing ran: the document failed validation or its variables
+		// could not be coerced.
 		status = http.StatusUnprocessableEntity
 		out.Data, out.Extensions = nil, nil
 	}
 	return out, status
+}
+
+func complexityResponse(err error) (*Response, int) {
+	de := domain.AsError(err)
+	return errorResponse(http.StatusUnprocessableEntity, CodeComplexity, de.Message,
+		map[string]any{"complexity": de.Details["complexity"], "limit": de.Details["limit"]})
 }
 
 func noData(d json.RawMessage) bool {
@@ -194,25 +237,41 @@ func anyResolverError(errs []*gqlerrors.QueryError) bool {
 	return false
 }
 
-// Messages graph-gophers produces outside its validation rules for a
-// document that cannot run.
-var requestErrorPrefixes = []string{"no mutations are offered", "graphql-ws protocol header is missing",
-	"more than one operation", "no operation with name", "executable document must contain"}
-
-// analyse parses query and prepares what does not depend on variables.
+// analyse parses query and prepares what does not depend on variables:
+// the operation graph-gophers will run, and the refusals that need no
+// schema validation (a fragment cycle, no runnable operation, too deep).
 func (h *Handler) analyse(query, operationName string) *analysis {
 	key := operationName + "\x00" + query
 	if a := h.cache.get(key); a != nil {
 		return a
 	}
 	a := &analysis{query: query}
-	a.doc, a.err = parseDocument(query)
-	if a.err == nil {
-		if a.op = a.doc.pickOperation(operationName); a.op != nil {
-			if name, depth := a.doc.tooDeep(a.op.sel, 1, MaxDepth, map[string]bool{}); name != "" {
-				a.tooDeep = fmt.Sprintf("Field %q has depth %d that exceeds max depth %d", name, depth, MaxDepth)
+	doc, err := parseDocument(query)
+	if err != nil {
+		a.err = err.(*syntaxError)
+		h.cache.put(key, a)
+		return a
+	}
+	a.doc = doc
+	switch {
+	case doc.spreadCycle() != "":
+		a.invalid = fmt.Sprintf("Cannot spread fragment %q within itself.", doc.spreadCycle())
+	case len(doc.ops) == 0:
+		a.invalid = "executable document must contain at least one operation"
+	case operationName == "" && len(doc.ops) > 1:
+		a.invalid = "more than one operation in query document and no operation name given"
+	default:
+		a.op = doc.pickOperation(operationName)
+		switch {
+		case a.op == nil:
+			a.invalid = fmt.Sprintf("no operation with name %q", operationName)
+		case a.op.kind != "query":
+			a.invalid = fmt.Sprintf("%ss are not offered: the API is read-only", a.op.kind)
+		default:
+			if name, depth := doc.tooDeep(a.op.sel, 1, MaxDepth, map[string]int{}); name != "" {
+				a.invalid = fmt.Sprintf("Field %q has depth %d that exceeds max depth %d", name, depth, MaxDepth)
 			}
-			a.query = relaxIDs(query, a.doc, a.op, h.idx)
+			a.query = relaxIDs(query, doc, a.op, h.idx)
 		}
 	}
 	h.cache.put(key, a)
@@ -264,45 +323,37 @@ func (h *Handler) classify(ctx context.Context, e *gqlerrors.QueryError) {
 		h.log.ErrorContext(ctx, "graphql resolver failed", "err", e.ResolverError.Error(), "path", e.Path)
 		e.Extensions["code"] = CodeInternal
 		e.Message = "an internal error occurred"
-	case strings.HasPrefix(e.Message, "syntax error"):
-		e.Extensions["code"] = CodeParseFailed
-	case strings.HasPrefix(e.Message, "could not unmarshal"):
-		// A variable's value does not fit its declared type.
-		e.Extensions["code"] = CodeBadUserInput
-	case e.Rule != "" || hasAnyPrefix(e.Message, requestErrorPrefixes):
+	case e.Rule != "" || errors.Is(e.Err, graphql.ErrTooManySelections):
 		e.Extensions["code"] = CodeValidationFailed
+	case len(e.Locations) > 0:
+		// graph-gophers' own parser refused what ours accepted.
+		e.Extensions["code"] = CodeParseFailed
 	default:
-		e.Extensions["code"] = CodeBadRequest
+		// Not a validation rule, not a resolver: an argument or variable
+		// value that cannot be coerced to its type at execution.
+		e.Extensions["code"] = CodeBadUserInput
 	}
 }
 
-func hasAnyPrefix(s string, prefixes []string) bool {
-	for _, p := range prefixes {
-		if strings.HasPrefix(s, p) {
-			return true
-		}
-	}
-	return false
+// kindCodes names each kind in extensions.code; the HTTP status is the
+// kind's own (domain's table). A kind not named here is internal.
+var kindCodes = map[domain.Kind]string{
+	domain.KindInvalid:         CodeBadUserInput,
+	domain.KindNotFound:        CodeNotFound,
+	domain.KindConflict:        CodeConflict,
+	domain.KindUnauthenticated: CodeUnauthenticated,
+	domain.KindForbidden:       CodeForbidden,
+	domain.KindUnavailable:     CodeUnavailable,
+	domain.KindTooLarge:        CodeQueryTooLarge,
+	domain.KindUnprocessable:   CodeComplexity,
+	domain.KindRateLimited:     CodeRateLimited,
 }
 
 func codeOf(k domain.Kind) (string, int) {
-	switch k {
-	case domain.KindInvalid:
-		return CodeBadUserInput, http.StatusBadRequest
-	case domain.KindNotFound:
-		return CodeNotFound, http.StatusNotFound
-	case domain.KindUnauthenticated:
-		return CodeUnauthenticated, http.StatusUnauthorized
-	case domain.KindForbidden:
-		return CodeForbidden, http.StatusForbidden
-	case domain.KindUnavailable:
-		return CodeUnavailable, http.StatusServiceUnavailable
-	case domain.KindUnprocessable:
-		return CodeComplexity, http.StatusUnprocessableEntity
-	case domain.KindTooLarge:
-		return CodeQueryTooLarge, http.StatusRequestEntityTooLarge
+	if code, ok := kindCodes[k]; ok {
+		return code, k.HTTPStatus()
 	}
-	return CodeInternal, http.StatusInternalServerError
+	return CodeInternal, domain.KindInternal.HTTPStatus()
 }
 
 // ServeHTTP answers POST (JSON body, or application/graphql) and GET

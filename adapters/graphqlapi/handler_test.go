@@ -38,7 +38,7 @@ func newFixture(t testing.TB, d sqldb.Dialect) *fixture {
 	f := &fixture{db: db}
 	f.threads = app.NewThreads(threadstore.New(db), nil, nil, testSecret, log)
 	store := threadquery.New(db)
-	store.OnQuery(func(string) { f.statements.Add(1) })
+	store.OnQuery(func(string, []any) { f.statements.Add(1) })
 	q := app.NewQueries(app.QueriesDeps{Store: store, ChainSecrets: app.ChainSecrets(testSecret)})
 	h, err := New(q, log)
 	if err != nil {
@@ -93,32 +93,30 @@ func (f *fixture) execCtx(t testing.TB, ctx context.Context, query string, vars 
 }
 
 func TestSDKQueries(t *testing.T) {
-	for _, d := range sqldbtest.Dialects(t) {
-		t.Run(string(d), func(t *testing.T) {
-			f := newFixture(t, d)
-			s := f.seed(t, "1", 3)
-			child := f.seed(t, "2", 1)
-			if err := graphqltest.Link(f.ctx, f.threads, s.ID, child.ID); err != nil {
-				t.Fatal(err)
-			}
-			if err := graphqltest.InsertValidation(f.ctx, f.db, s, time.Now()); err != nil {
-				t.Fatal(err)
-			}
-			for _, c := range graphqltest.SDKCases(s.ID, s.StepName, s.StepKey, s.RefKey, s.RefValue) {
-				t.Run(c.Name, func(t *testing.T) {
-					r, status := f.exec(t, c.Query, c.Variables)
-					if status != http.StatusOK || len(r.Errors) > 0 {
-						t.Fatalf("status %d errors %+v", status, r.Errors)
-					}
-					cost, _ := r.Extensions["cost"].(float64)
-					if cost <= 0 || cost > domain.MaxQueryComplexity {
-						t.Fatalf("cost %v", r.Extensions["cost"])
-					}
-					checkSDKResult(t, c.Name, r.Data, s, child)
-				})
-			}
-		})
-	}
+	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
+		f := newFixture(t, d)
+		s := f.seed(t, "1", 3)
+		child := f.seed(t, "2", 1)
+		if err := graphqltest.Link(f.ctx, f.threads, s.ID, child.ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := graphqltest.InsertValidation(f.ctx, f.db, s, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range graphqltest.SDKCases(s.ID, s.StepName, s.StepKey, s.RefKey, s.RefValue) {
+			t.Run(c.Name, func(t *testing.T) {
+				r, status := f.exec(t, c.Query, c.Variables)
+				if status != http.StatusOK || len(r.Errors) > 0 {
+					t.Fatalf("status %d errors %+v", status, r.Errors)
+				}
+				cost, _ := r.Extensions["cost"].(float64)
+				if cost <= 0 || cost > domain.MaxQueryComplexity {
+					t.Fatalf("cost %v", r.Extensions["cost"])
+				}
+				checkSDKResult(t, c.Name, r.Data, s, child)
+			})
+		}
+	})
 }
 
 func checkSDKResult(t *testing.T, name string, data map[string]any, s, child graphqltest.Seeded) {
@@ -260,7 +258,7 @@ func TestComplexityBoundary(t *testing.T) {
 func TestComplexityRejectedBeforeResolvers(t *testing.T) {
 	f := newFixture(t, sqldb.SQLite)
 	f.statements.Store(0)
-	r, status := f.exec(t, `{ threads(limit: 100) { threads { steps { history(limit: 1000) { attempt } } } } }`, nil)
+	r, status := f.exec(t, `{ threads(limit: 100) { threads { notifications(options: { limit: 100 }) { message } } } }`, nil)
 	if status != http.StatusUnprocessableEntity || r.Errors[0].Extensions["code"] != "COMPLEXITY_LIMIT_EXCEEDED" {
 		t.Fatalf("%d %+v", status, r)
 	}
@@ -269,54 +267,89 @@ func TestComplexityRejectedBeforeResolvers(t *testing.T) {
 	}
 }
 
+// An operation that fits until its threads are read is refused after the
+// root page is read and before any nested data is loaded, with a hint.
+func TestComplexityOfWhatIsRead(t *testing.T) {
+	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
+		f := newFixture(t, d)
+		for i := 0; i < 12; i++ {
+			f.seed(t, fmt.Sprint(i), 30)
+		}
+		q := `{ threads(limit: 100) { threads { steps { history(limit: 1000) { attempt } } } } }`
+		if cost, err := f.h.Cost(Request{Query: q}); err != nil || cost != 2+100*(1+1*(1+1)) {
+			t.Fatalf("static cost %d %v", cost, err)
+		}
+		f.statements.Store(0)
+		r, status := f.exec(t, q, nil)
+		// 12 threads of 31 recorded steps: 31 step items, one attempt each on average.
+		want := 2 + 100*3 + 12*(31*2-2)
+		if status != http.StatusUnprocessableEntity || len(r.Errors) != 1 ||
+			r.Errors[0].Extensions["code"] != "COMPLEXITY_LIMIT_EXCEEDED" || r.Errors[0].Extensions["complexity"] != float64(want) ||
+			!strings.HasPrefix(r.Errors[0].Message, fmt.Sprintf("operation has complexity %d, which exceeds the limit of 1000; ", want)) ||
+			!strings.Contains(r.Errors[0].Message, "stepHistory(") {
+			t.Fatalf("%d %+v", status, r)
+		}
+		// Only the page was read (its rows and its count).
+		if n := f.statements.Load(); n > 2 {
+			t.Fatalf("%d statements ran for an operation refused after its page", n)
+		}
+		// Ten threads fit.
+		r, status = f.exec(t, `{ threads(limit: 10) { threads { steps { history(limit: 1000) { attempt } } } } }`, nil)
+		if want := 2 + 10*3 + 10*(31*2-2); status != 200 || len(r.Errors) > 0 || r.Extensions["cost"] != float64(want) {
+			t.Fatalf("%d %+v want cost %d", status, r, want)
+		}
+		if n := f.h.misses.Load(); n != 0 {
+			t.Fatalf("%d root reads were not priced", n)
+		}
+	})
+}
+
 // The number of statements must not depend on list sizes.
 func TestNoNPlusOne(t *testing.T) {
-	for _, d := range sqldbtest.Dialects(t) {
-		t.Run(string(d), func(t *testing.T) {
-			f := newFixture(t, d)
-			queries := []struct {
-				name, q string
-				page    int
-			}{
-				{"threads(limit:100) steps history", `{ threads(limit: 100) { totalCount threads { id steps { stepName history(limit: 1) { attempt } } } } }`, 100},
-				{"every batched field", `{ threads(limit: 5) { threads { id refs hashChainVerified notificationSummary { totalNotifications }
+	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
+		f := newFixture(t, d)
+		queries := []struct {
+			name, q string
+			page    int
+		}{
+			{"threads(limit:100) steps history", `{ threads(limit: 100) { totalCount threads { steps { history(limit: 1) { attempt } } } } }`, 100},
+			{"every batched field", `{ threads(limit: 5) { threads { id refs hashChainVerified notificationSummary { totalNotifications }
   validationResults { validationId } notifications { message } threadChain { id }
   steps { stepName verified subSteps { name } } } } }`, 5},
+		}
+		count := func(q string) (int64, int) {
+			f.statements.Store(0)
+			r, status := f.exec(t, q, nil)
+			if status != http.StatusOK || len(r.Errors) > 0 {
+				t.Fatalf("%d %+v", status, r.Errors)
 			}
-			count := func(q string) (int64, int) {
-				f.statements.Store(0)
-				r, status := f.exec(t, q, nil)
-				if status != http.StatusOK || len(r.Errors) > 0 {
-					t.Fatalf("%d %+v", status, r.Errors)
-				}
-				return f.statements.Load(), len(r.Data["threads"].(map[string]any)["threads"].([]any))
+			return f.statements.Load(), len(r.Data["threads"].(map[string]any)["threads"].([]any))
+		}
+		small := map[string]int64{}
+		for i := 0; i < 2; i++ {
+			f.seed(t, fmt.Sprint(i), 2)
+		}
+		for _, c := range queries {
+			n, got := count(c.q)
+			if got != 2 {
+				t.Fatalf("%s: %d threads", c.name, got)
 			}
-			small := map[string]int64{}
-			for i := 0; i < 2; i++ {
-				f.seed(t, fmt.Sprint(i), 2)
+			small[c.name] = n
+		}
+		for i := 2; i < 110; i++ {
+			f.seed(t, fmt.Sprint(i), 3)
+		}
+		for _, c := range queries {
+			n, got := count(c.q)
+			if got != c.page {
+				t.Fatalf("%s: %d threads, want %d", c.name, got, c.page)
 			}
-			for _, c := range queries {
-				n, got := count(c.q)
-				if got != 2 {
-					t.Fatalf("%s: %d threads", c.name, got)
-				}
-				small[c.name] = n
+			if n != small[c.name] || n > 12 {
+				t.Fatalf("%s: %d statements for 2 threads, %d for %d threads", c.name, small[c.name], n, c.page)
 			}
-			for i := 2; i < 110; i++ {
-				f.seed(t, fmt.Sprint(i), 3)
-			}
-			for _, c := range queries {
-				n, got := count(c.q)
-				if got != c.page {
-					t.Fatalf("%s: %d threads, want %d", c.name, got, c.page)
-				}
-				if n != small[c.name] || n > 12 {
-					t.Fatalf("%s: %d statements for 2 threads, %d for %d threads", c.name, small[c.name], n, c.page)
-				}
-				t.Logf("%s: %d statements for %d threads", c.name, n, c.page)
-			}
-		})
-	}
+			t.Logf("%s: %d statements for %d threads", c.name, n, c.page)
+		}
+	})
 }
 
 func TestErrorsAreCoded(t *testing.T) {
@@ -383,82 +416,80 @@ func TestViewerMayQuery(t *testing.T) {
 }
 
 func TestFiltersAndPaging(t *testing.T) {
-	for _, d := range sqldbtest.Dialects(t) {
-		t.Run(string(d), func(t *testing.T) {
-			f := newFixture(t, d)
-			var ids []string
-			for i := 0; i < 5; i++ {
-				ids = append(ids, f.seed(t, fmt.Sprint(i), 1).ID)
-				time.Sleep(2 * time.Millisecond)
+	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
+		f := newFixture(t, d)
+		var ids []string
+		for i := 0; i < 5; i++ {
+			ids = append(ids, f.seed(t, fmt.Sprint(i), 1).ID)
+			time.Sleep(2 * time.Millisecond)
+		}
+		if _, err := f.threads.Application().Commands.EndThread.Handle(f.ctx, app.EndThreadInput{ThreadID: ids[0], Status: "completed", Reason: "done"}); err != nil {
+			t.Fatal(err)
+		}
+		get := func(q string) map[string]any {
+			t.Helper()
+			r, status := f.exec(t, q, nil)
+			if status != 200 || len(r.Errors) > 0 {
+				t.Fatalf("%s: %d %+v", q, status, r.Errors)
 			}
-			if _, err := f.threads.EndThread(f.ctx, ids[0], "completed", "done"); err != nil {
-				t.Fatal(err)
-			}
-			get := func(q string) map[string]any {
-				t.Helper()
-				r, status := f.exec(t, q, nil)
-				if status != 200 || len(r.Errors) > 0 {
-					t.Fatalf("%s: %d %+v", q, status, r.Errors)
-				}
-				return r.Data
-			}
-			conn := get(`{ threads(limit: 2, offset: 1) { totalCount threads { id } } }`)["threads"].(map[string]any)
-			l := conn["threads"].([]any)
-			if conn["totalCount"] != float64(5) || len(l) != 2 || l[0].(map[string]any)["id"] != ids[3] || l[1].(map[string]any)["id"] != ids[2] {
-				t.Fatalf("newest first, paged: %v", conn)
-			}
-			conn = get(`{ threads(limit: 2, offset: 10) { totalCount threads { id } } }`)["threads"].(map[string]any)
-			if conn["totalCount"] != float64(5) || len(conn["threads"].([]any)) != 0 {
-				t.Fatalf("past the end: %v", conn)
-			}
-			conn = get(`{ threads(status: "completed") { totalCount threads { id completedAt } } }`)["threads"].(map[string]any)
-			if conn["totalCount"] != float64(1) || conn["threads"].([]any)[0].(map[string]any)["completedAt"] == nil {
-				t.Fatalf("status: %v", conn)
-			}
-			future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
-			conn = get(fmt.Sprintf(`{ threads(startedAfter: %q) { totalCount } }`, future))["threads"].(map[string]any)
-			if conn["totalCount"] != float64(0) {
-				t.Fatalf("startedAfter: %v", conn)
-			}
-			conn = get(fmt.Sprintf(`{ threads(startedBefore: %q, limit: 500) { totalCount threads { id } } }`, future))["threads"].(map[string]any)
-			if conn["totalCount"] != float64(5) {
-				t.Fatalf("startedBefore: %v", conn)
-			}
-			conn = get(`{ threadsByRef(refValue: "o-1") { totalCount threads { id } } }`)["threadsByRef"].(map[string]any)
-			if conn["totalCount"] != float64(1) || conn["threads"].([]any)[0].(map[string]any)["id"] != ids[1] {
-				t.Fatalf("ref value is a case-insensitive match: %v", conn)
-			}
-			conn = get(`{ threadsByRef(refKey: "other", refValue: "O-1") { totalCount } }`)["threadsByRef"].(map[string]any)
-			if conn["totalCount"] != float64(0) {
-				t.Fatalf("ref key: %v", conn)
-			}
-			conn = get(`{ threads(actor: "u-admin") { totalCount } }`)["threads"].(map[string]any)
-			if conn["totalCount"] != float64(5) {
-				t.Fatalf("actor: %v", conn)
-			}
-			conn = get(`{ threadsByContract(contractName: "none") { totalCount } }`)["threadsByContract"].(map[string]any)
-			if conn["totalCount"] != float64(0) {
-				t.Fatalf("contract: %v", conn)
-			}
-			v := get(fmt.Sprintf(`{ verifyThreadIntegrity(threadId: %q) { verified totalEvents brokenAt error lastVerifiedAt } }`, ids[1]))["verifyThreadIntegrity"].(map[string]any)
-			if v["verified"] != true || v["totalEvents"] != float64(2) || v["brokenAt"] != nil {
-				t.Fatalf("integrity: %v", v)
-			}
-			// Tampering with a stored context breaks the chain.
-			if _, err := f.db.Exec(f.db.Rebind(`UPDATE thread_activities SET context = '{"orderId":"forged"}' WHERE thread_id = ? AND seq = 1`), ids[1]); err != nil {
-				t.Fatal(err)
-			}
-			v = get(fmt.Sprintf(`{ verifyThreadIntegrity(threadId: %q) { verified brokenAt error } thread(id: %q) { hashChainVerified steps { verified verificationError } } }`, ids[1], ids[1]))
-			st := v["verifyThreadIntegrity"].(map[string]any)
-			if st["verified"] != false || st["brokenAt"] == nil || st["error"] == nil {
-				t.Fatalf("tampered: %v", v)
-			}
-			th := v["thread"].(map[string]any)
-			if th["hashChainVerified"] != false || th["steps"].([]any)[0].(map[string]any)["verified"] != false {
-				t.Fatalf("tampered thread: %v", th)
-			}
-		})
-	}
+			return r.Data
+		}
+		conn := get(`{ threads(limit: 2, offset: 1) { totalCount threads { id } } }`)["threads"].(map[string]any)
+		l := conn["threads"].([]any)
+		if conn["totalCount"] != float64(5) || len(l) != 2 || l[0].(map[string]any)["id"] != ids[3] || l[1].(map[string]any)["id"] != ids[2] {
+			t.Fatalf("newest first, paged: %v", conn)
+		}
+		conn = get(`{ threads(limit: 2, offset: 10) { totalCount threads { id } } }`)["threads"].(map[string]any)
+		if conn["totalCount"] != float64(5) || len(conn["threads"].([]any)) != 0 {
+			t.Fatalf("past the end: %v", conn)
+		}
+		conn = get(`{ threads(status: "completed") { totalCount threads { id completedAt } } }`)["threads"].(map[string]any)
+		if conn["totalCount"] != float64(1) || conn["threads"].([]any)[0].(map[string]any)["completedAt"] == nil {
+			t.Fatalf("status: %v", conn)
+		}
+		future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+		conn = get(fmt.Sprintf(`{ threads(startedAfter: %q) { totalCount } }`, future))["threads"].(map[string]any)
+		if conn["totalCount"] != float64(0) {
+			t.Fatalf("startedAfter: %v", conn)
+		}
+		conn = get(fmt.Sprintf(`{ threads(startedBefore: %q, limit: 500) { totalCount threads { id } } }`, future))["threads"].(map[string]any)
+		if conn["totalCount"] != float64(5) {
+			t.Fatalf("startedBefore: %v", conn)
+		}
+		conn = get(`{ threadsByRef(refValue: "o-1") { totalCount threads { id } } }`)["threadsByRef"].(map[string]any)
+		if conn["totalCount"] != float64(1) || conn["threads"].([]any)[0].(map[string]any)["id"] != ids[1] {
+			t.Fatalf("ref value is a case-insensitive match: %v", conn)
+		}
+		conn = get(`{ threadsByRef(refKey: "other", refValue: "O-1") { totalCount } }`)["threadsByRef"].(map[string]any)
+		if conn["totalCount"] != float64(0) {
+			t.Fatalf("ref key: %v", conn)
+		}
+		conn = get(`{ threads(actor: "u-admin") { totalCount } }`)["threads"].(map[string]any)
+		if conn["totalCount"] != float64(5) {
+			t.Fatalf("actor: %v", conn)
+		}
+		conn = get(`{ threadsByContract(contractName: "none") { totalCount } }`)["threadsByContract"].(map[string]any)
+		if conn["totalCount"] != float64(0) {
+			t.Fatalf("contract: %v", conn)
+		}
+		v := get(fmt.Sprintf(`{ verifyThreadIntegrity(threadId: %q) { verified totalEvents brokenAt error lastVerifiedAt } }`, ids[1]))["verifyThreadIntegrity"].(map[string]any)
+		if v["verified"] != true || v["totalEvents"] != float64(2) || v["brokenAt"] != nil {
+			t.Fatalf("integrity: %v", v)
+		}
+		// Tampering with a stored context breaks the chain.
+		if _, err := f.db.Exec(f.db.Rebind(`UPDATE thread_activities SET context = '{"orderId":"forged"}' WHERE thread_id = ? AND seq = 1`), ids[1]); err != nil {
+			t.Fatal(err)
+		}
+		v = get(fmt.Sprintf(`{ verifyThreadIntegrity(threadId: %q) { verified brokenAt error } thread(id: %q) { hashChainVerified steps { verified verificationError } } }`, ids[1], ids[1]))
+		st := v["verifyThreadIntegrity"].(map[string]any)
+		if st["verified"] != false || st["brokenAt"] == nil || st["error"] == nil {
+			t.Fatalf("tampered: %v", v)
+		}
+		th := v["thread"].(map[string]any)
+		if th["hashChainVerified"] != false || th["steps"].([]any)[0].(map[string]any)["verified"] != false {
+			t.Fatalf("tampered thread: %v", th)
+		}
+	})
 }
 
 func TestExplorerAndHTTP(t *testing.T) {

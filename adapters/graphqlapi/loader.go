@@ -53,12 +53,16 @@ func (mm *memoMap[T]) get(key string, load func() (T, error)) (T, error) {
 type threadGroup struct {
 	q      *app.Queries
 	ids    []string
+	work   int // recorded steps of every thread: the work of verifying them
 	counts memo[map[string]ports.NotificationCounts]
 	verify memo[map[string]domain.ChainStatus]
 	steps  memoMap[stepLoad]
 	valids memoMap[map[string][]ports.ValidationView]
 	notifs memoMap[map[string][]ports.NotificationView]
 	chains memoMap[map[string][]ports.ThreadView]
+	sizes  memo[map[string]ports.ThreadCounts]
+	tries  memoMap[map[string][]ports.ActivityView]
+	linked memo[map[string][]ports.ThreadView]
 }
 
 type stepLoad struct {
@@ -68,10 +72,23 @@ type stepLoad struct {
 
 func newThreadGroup(q *app.Queries, threads []ports.ThreadView) *threadGroup {
 	ids := make([]string, len(threads))
+	steps := 0
 	for i, t := range threads {
 		ids[i] = t.ID
+		steps += t.StepCount
 	}
-	return &threadGroup{q: q, ids: ids}
+	return &threadGroup{q: q, ids: ids, work: steps}
+}
+
+// verified verifies the hash chain of every thread of the group once,
+// within the request's verification budget.
+func (g *threadGroup) verified(ctx context.Context) (map[string]domain.ChainStatus, error) {
+	return g.verify.get(func() (map[string]domain.ChainStatus, error) {
+		if err := chargeVerify(ctx, g.work); err != nil {
+			return nil, err
+		}
+		return g.q.VerifyThreads(ctx, g.ids)
+	})
 }
 
 func (g *threadGroup) resolvers(threads []ports.ThreadView) []*threadResolver {
@@ -107,4 +124,5 @@ type stepGroup struct {
 	keys    []ports.StepKey
 	history memoMap[map[ports.StepKey][]ports.ActivityView]
 	subs    memo[map[ports.StepKey][]ports.SubStepView]
+	latest  memo[map[ports.StepKey]ports.ValidationView]
 }

@@ -76,7 +76,11 @@ func deref(p *string) string {
 type queryResolver struct{ h *Handler }
 
 func (r *queryResolver) Thread(ctx context.Context, args struct{ ID graphql.ID }) (*threadResolver, error) {
-	t, err := r.h.queries.Thread(ctx, string(args.ID))
+	t, err, ok := prefetchedThread(ctx, args.ID)
+	if !ok {
+		r.h.miss(ctx)
+		t, err = r.h.queries.Thread(ctx, string(args.ID))
+	}
 	if err != nil || t == nil {
 		return nil, err
 	}
@@ -87,14 +91,32 @@ type threadsArgs struct {
 	Actor, ContractName                                                  *string
 	ContractVersion                                                      *int32
 	Status, StartedAfter, StartedBefore, CompletedAfter, CompletedBefore *string
+	Health                                                               *[]string
+	Tag, IDPrefix, RefKey, RefValue, OrderBy, Order                      *string
 	Limit, Offset                                                        *int32
 }
 
-func (r *queryResolver) Threads(ctx context.Context, a threadsArgs) (*connectionResolver, error) {
-	return r.search(ctx, app.ThreadSearch{Actor: deref(a.Actor), ContractName: deref(a.ContractName),
+// search builds the search the resolver runs (pricing decodes the same
+// arguments through it, so a filter added here is priced too).
+func (a threadsArgs) search() (app.ThreadSearch, error) {
+	health, err := healthArgs(a.Health)
+	if err != nil {
+		return app.ThreadSearch{}, err
+	}
+	return app.ThreadSearch{Actor: deref(a.Actor), ContractName: deref(a.ContractName),
 		ContractVersion: i32(a.ContractVersion), Status: deref(a.Status), StartedAfter: deref(a.StartedAfter),
 		StartedBefore: deref(a.StartedBefore), CompletedAfter: deref(a.CompletedAfter),
-		CompletedBefore: deref(a.CompletedBefore), Limit: i32(a.Limit), Offset: i32(a.Offset)})
+		CompletedBefore: deref(a.CompletedBefore), Health: health, Tag: deref(a.Tag), IDPrefix: deref(a.IDPrefix),
+		RefKey: deref(a.RefKey), RefValue: deref(a.RefValue), OrderBy: deref(a.OrderBy), Ascending: deref(a.Order) == "ASC",
+		Limit: i32(a.Limit), Offset: i32(a.Offset)}, nil
+}
+
+func (r *queryResolver) Threads(ctx context.Context, a threadsArgs) (*connectionResolver, error) {
+	s, err := a.search()
+	if err != nil {
+		return nil, err
+	}
+	return r.search(ctx, s)
 }
 
 type byContractArgs struct {
@@ -104,13 +126,21 @@ type byContractArgs struct {
 	Limit, Offset                              *int32
 }
 
-func (r *queryResolver) ThreadsByContract(ctx context.Context, a byContractArgs) (*connectionResolver, error) {
+func (a byContractArgs) search() (app.ThreadSearch, error) {
 	if a.ContractName == "" {
-		return nil, domain.Invalid("contractName", "contractName is required")
+		return app.ThreadSearch{}, domain.Invalid("contractName", "contractName is required")
 	}
-	return r.search(ctx, app.ThreadSearch{ContractName: a.ContractName, ContractVersion: i32(a.ContractVersion),
+	return app.ThreadSearch{ContractName: a.ContractName, ContractVersion: i32(a.ContractVersion),
 		Actor: deref(a.Actor), Status: deref(a.Status), StartedAfter: deref(a.StartedAfter),
-		StartedBefore: deref(a.StartedBefore), Limit: i32(a.Limit), Offset: i32(a.Offset)})
+		StartedBefore: deref(a.StartedBefore), Limit: i32(a.Limit), Offset: i32(a.Offset)}, nil
+}
+
+func (r *queryResolver) ThreadsByContract(ctx context.Context, a byContractArgs) (*connectionResolver, error) {
+	s, err := a.search()
+	if err != nil {
+		return nil, err
+	}
+	return r.search(ctx, s)
 }
 
 type byRefArgs struct {
@@ -120,16 +150,30 @@ type byRefArgs struct {
 	Limit, Offset                       *int32
 }
 
-func (r *queryResolver) ThreadsByRef(ctx context.Context, a byRefArgs) (*connectionResolver, error) {
+func (a byRefArgs) search() (app.ThreadSearch, error) {
 	if a.RefValue == "" {
-		return nil, domain.Invalid("refValue", "refValue is required")
+		return app.ThreadSearch{}, domain.Invalid("refValue", "refValue is required")
 	}
-	return r.search(ctx, app.ThreadSearch{RefKey: deref(a.RefKey), RefValue: a.RefValue, Status: deref(a.Status),
-		StartedAfter: deref(a.StartedAfter), StartedBefore: deref(a.StartedBefore), Limit: i32(a.Limit), Offset: i32(a.Offset)})
+	return app.ThreadSearch{RefKey: deref(a.RefKey), RefValue: a.RefValue, Status: deref(a.Status),
+		StartedAfter: deref(a.StartedAfter), StartedBefore: deref(a.StartedBefore), Limit: i32(a.Limit), Offset: i32(a.Offset)}, nil
+}
+
+func (r *queryResolver) ThreadsByRef(ctx context.Context, a byRefArgs) (*connectionResolver, error) {
+	s, err := a.search()
+	if err != nil {
+		return nil, err
+	}
+	return r.search(ctx, s)
 }
 
 func (r *queryResolver) search(ctx context.Context, s app.ThreadSearch) (*connectionResolver, error) {
-	page, err := r.h.queries.SearchThreads(ctx, s)
+	var page app.ThreadPage
+	var err error
+	if pr, ok := r.h.prefetchedPage(ctx, s); ok {
+		page, err = pr.page, pr.err
+	} else {
+		page, err = r.h.queries.SearchThreads(ctx, s)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -141,11 +185,18 @@ func (r *queryResolver) ThreadChain(ctx context.Context, a struct {
 	RootID   graphql.ID
 	MaxDepth *int32
 }) ([]*threadResolver, error) {
-	m, err := r.h.queries.ThreadChains(ctx, []string{string(a.RootID)}, i32(a.MaxDepth))
+	var list []ports.ThreadView
+	var err error
+	if cr, ok := r.h.prefetchedChain(ctx, string(a.RootID), a.MaxDepth); ok {
+		list, err = cr.threads, cr.err
+	} else {
+		var m map[string][]ports.ThreadView
+		m, err = r.h.queries.ThreadChains(ctx, []string{string(a.RootID)}, i32(a.MaxDepth))
+		list = m[string(a.RootID)]
+	}
 	if err != nil {
 		return nil, err
 	}
-	list := m[string(a.RootID)]
 	return newThreadGroup(r.h.queries, list).resolvers(list), nil
 }
 
@@ -193,12 +244,28 @@ func (r *queryResolver) ContractGraph(ctx context.Context, a struct {
 	return &contractGraphResolver{c: c}, nil
 }
 
+// VerifyThreadIntegrity verifies one thread's chain, priced by its step
+// count (read while pricing) and taken from the request's verification budget.
 func (r *queryResolver) VerifyThreadIntegrity(ctx context.Context, a struct{ ThreadID string }) (*hashStatusResolver, error) {
-	st, err := r.h.queries.VerifyThread(ctx, a.ThreadID)
+	t, err, ok := prefetchedThread(ctx, graphql.ID(a.ThreadID))
+	if !ok {
+		r.h.miss(ctx)
+		t, err = r.h.queries.Thread(ctx, a.ThreadID)
+	}
 	if err != nil {
 		return nil, err
 	}
-	return &hashStatusResolver{st: st, now: r.h.queries.Now()}, nil
+	if t == nil {
+		return nil, domain.NotFound("thread " + a.ThreadID)
+	}
+	if err := chargeVerify(ctx, t.StepCount); err != nil {
+		return nil, err
+	}
+	m, err := r.h.queries.VerifyThreads(ctx, []string{t.ID})
+	if err != nil {
+		return nil, err
+	}
+	return &hashStatusResolver{st: m[t.ID], now: r.h.queries.Now()}, nil
 }
 
 type connectionResolver struct {
@@ -227,6 +294,7 @@ func newThreadResolver(t ports.ThreadView, g *threadGroup) *threadResolver {
 }
 
 func (r *threadResolver) CompanyID() string    { return CompanyID }
+func (r *threadResolver) EndReason() *string   { return r.t.EndReason }
 func (r *threadResolver) CreatedBy() *string   { return strPtr(r.t.OwnerID) }
 func (r *threadResolver) LastHash() *string    { return strPtr(r.t.LastHash) }
 func (r *threadResolver) StartedAt() *string   { return timePtr(&r.t.CreatedAt) }
@@ -247,9 +315,13 @@ func (r *threadResolver) Refs() *JSON {
 	return jsonPtr(*s)
 }
 
-func (r *threadResolver) Steps(ctx context.Context, a struct{ StepName, IdempotencyKey, Status *string }) ([]*stepResolver, error) {
-	sel := app.StepSelection{StepName: deref(a.StepName), IdempotencyKey: deref(a.IdempotencyKey), Status: deref(a.Status)}
-	key := sel.StepName + "\x00" + sel.IdempotencyKey + "\x00" + sel.Status
+func (r *threadResolver) Steps(ctx context.Context, a struct {
+	StepName, IdempotencyKey, Status *string
+	Limit, Offset                    *int32
+}) ([]*stepResolver, error) {
+	sel := app.StepSelection{StepName: deref(a.StepName), IdempotencyKey: deref(a.IdempotencyKey), Status: deref(a.Status),
+		Limit: i32(a.Limit), Offset: i32(a.Offset)}
+	key := fmt.Sprintf("%s\x00%s\x00%s\x00%d\x00%d", sel.StepName, sel.IdempotencyKey, sel.Status, deref32(sel.Limit), deref32(sel.Offset))
 	l, err := r.g.loadSteps(ctx, key, sel)
 	if err != nil {
 		return nil, err
@@ -344,7 +416,7 @@ func (r *threadResolver) ThreadChain(ctx context.Context, a struct{ MaxDepth *in
 }
 
 func (r *threadResolver) chainStatus(ctx context.Context) (domain.ChainStatus, error) {
-	m, err := r.g.verify.get(func() (map[string]domain.ChainStatus, error) { return r.g.q.VerifyThreads(ctx, r.g.ids) })
+	m, err := r.g.verified(ctx)
 	if err != nil {
 		return domain.ChainStatus{}, err
 	}
@@ -396,27 +468,32 @@ func (r *stepResolver) Hash() *string         { return strPtr(r.s.Hash) }
 func (r *stepResolver) PrevHash() *string     { return strPtr(r.s.PrevHash) }
 
 func (r *stepResolver) chainStatus(ctx context.Context) (domain.ChainStatus, error) {
-	tg := r.g.tg
-	m, err := tg.verify.get(func() (map[string]domain.ChainStatus, error) { return tg.q.VerifyThreads(ctx, tg.ids) })
+	m, err := r.g.tg.verified(ctx)
 	if err != nil {
 		return domain.ChainStatus{}, err
 	}
 	return m[r.s.ThreadID], nil
 }
 
-// Verified is the thread's chain status: once a chain is broken no step of
-// the thread is reported verified, since later links hash over earlier ones.
+// Verified is false for the step identity holding the thread's first
+// unverifiable attempt, so a tampered chain names the altered step; the
+// thread's hashChainStatus says whether the chain as a whole verifies.
 func (r *stepResolver) Verified(ctx context.Context) (*bool, error) {
 	st, err := r.chainStatus(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &st.Verified, nil
+	ok := st.Verified || !r.holdsBreak(st)
+	return &ok, nil
+}
+
+func (r *stepResolver) holdsBreak(st domain.ChainStatus) bool {
+	return st.BrokenStepName == r.s.StepName && st.BrokenIdempotencyKey == r.s.IdempotencyKey
 }
 
 func (r *stepResolver) VerificationError(ctx context.Context) (*string, error) {
 	st, err := r.chainStatus(ctx)
-	if err != nil {
+	if err != nil || st.Verified || !r.holdsBreak(st) {
 		return nil, err
 	}
 	return strPtr(st.Error), nil
@@ -480,6 +557,7 @@ func (r *historyResolver) CompanyID() string   { return CompanyID }
 func (r *historyResolver) CompanyName() string { return CompanyName }
 func (r *historyResolver) Hash() *string       { return strPtr(r.a.Hash) }
 func (r *historyResolver) PrevHash() *string   { return strPtr(r.a.PrevHash) }
+func (r *historyResolver) Validation() *string { return strPtr(r.a.Validation) }
 
 // Duration is finishedAt − startedAt in milliseconds, 0 when unknown.
 func (r *historyResolver) Duration() int32 {
@@ -720,6 +798,10 @@ func (r *transitionResolver) To() []string      { return append([]string{}, r.t.
 func (r *transitionResolver) MaxRetries() int32 { return int32(r.t.MaxRetries) }
 func (r *transitionResolver) CanRetry() bool    { return r.t.CanRetry }
 func (r *transitionResolver) Timeout() *string {
+	if r.t.Timeout > 0 {
+		v := r.t.Timeout.String()
+		return &v
+	}
 	if s, ok := r.c.Step(r.t.From); ok && s.Timeout > 0 {
 		v := s.Timeout.String()
 		return &v

@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/threadengine/engine/adapters/limits"
 	"github.com/threadengine/engine/app"
 	"github.com/threadengine/engine/domain"
 )
@@ -38,6 +39,8 @@ const APIKeyHeader = "X-API-Key"
 type Auth struct {
 	Authn    app.Authenticator
 	Identity *app.Identity
+	// App is Identity's use cases as handlers (commands and queries).
+	App app.IdentityApplication
 	// Origin is the one browser origin allowed to send cookie-authenticated
 	// unsafe requests: registry.browser_origin, else the origin of
 	// server.public_url. When both are unset it is the request's own
@@ -51,16 +54,17 @@ type Auth struct {
 	// ends the provider's session for a signed-out session, or "".
 	ProviderLogoutURL func(sess domain.Session) string
 
-	// exchangeFailures throttles guessing at /auth/api-key/exchange
-	// (license keys may have far less entropy than API keys).
+	// exchangeFailures throttles failed exchanges at /auth/*/exchange.
 	exchangeFailures *failureLimiter
 }
 
-// Failed exchanges allowed per client address per window.
-const (
-	exchangeFailureLimit  = 20
-	exchangeFailureWindow = time.Minute
-)
+// SetExchangeThrottle sets how many failed exchanges per (client address,
+// key prefix) are answered 401 in each window before further failures are
+// answered 429 (limits.signin.*); refusals are counted on c.
+func (a *Auth) SetExchangeThrottle(failures int, window time.Duration, c *limits.Counter) {
+	a.exchangeFailures = newFailureLimiter(failures, window)
+	a.exchangeFailures.refusals = c
+}
 
 // NewAuth builds the HTTP authentication for the given origins.
 func NewAuth(id *app.Identity, publicURL, browserOrigin string) *Auth {
@@ -68,10 +72,11 @@ func NewAuth(id *app.Identity, publicURL, browserOrigin string) *Auth {
 	if origin == "" {
 		origin = originOf(publicURL)
 	}
+	uc := id.Application()
 	return &Auth{
-		Authn: id, Identity: id, Origin: origin, PublicURL: strings.TrimSuffix(publicURL, "/"),
+		Authn: uc.Queries.Authenticator(), Identity: id, App: uc, Origin: origin, PublicURL: strings.TrimSuffix(publicURL, "/"),
 		Secure:           strings.HasPrefix(publicURL, "https://"),
-		exchangeFailures: newFailureLimiter(exchangeFailureLimit, exchangeFailureWindow),
+		exchangeFailures: newFailureLimiter(20, time.Minute),
 	}
 }
 
@@ -117,7 +122,7 @@ type credential struct {
 	fromCookie bool
 }
 
-var errAmbiguous = domain.E(domain.KindUnauthenticated, domain.CodeUnauthenticated,
+var errAmbiguous = domain.NewBase(domain.KindUnauthenticated, domain.CodeUnauthenticated,
 	"send one credential: Authorization or X-API-Key, not both")
 
 // credentialOf extracts the request's credential; ok is false when none was sent.
@@ -147,7 +152,7 @@ func isSafeMethod(m string) bool {
 	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
 }
 
-var errOriginDenied = domain.E(domain.KindForbidden, domain.CodeOriginDenied,
+var errOriginDenied = domain.NewBase(domain.KindForbidden, domain.CodeOriginDenied,
 	"cookie-authenticated requests that change state must come from the engine's browser origin")
 
 // OriginFor is the browser origin that r must come from.
@@ -211,10 +216,10 @@ func (a *Auth) Middleware() echo.MiddlewareFunc {
 		return func(c echo.Context) error {
 			p, ok, err := a.authenticate(c)
 			if err != nil {
-				return WriteProblem(c, err)
+				return err
 			}
 			if !ok {
-				return WriteProblem(c, domain.ErrUnauthenticated)
+				return domain.ErrUnauthenticated
 			}
 			setPrincipal(c, p)
 			return next(c)
@@ -229,7 +234,7 @@ func (a *Auth) Optional() echo.MiddlewareFunc {
 		return func(c echo.Context) error {
 			p, ok, err := a.authenticate(c)
 			if err != nil {
-				return WriteProblem(c, err)
+				return err
 			}
 			if ok {
 				setPrincipal(c, p)

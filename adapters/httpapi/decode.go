@@ -5,17 +5,53 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/threadengine/engine/adapters/limits"
 	"github.com/threadengine/engine/domain"
 )
 
 // MaxBodyBytes caps every JSON request body.
 const MaxBodyBytes = 1 << 20
 
-var errBodyTooLarge = domain.E(domain.KindTooLarge, domain.CodeBodyTooLarge, "the request body is larger than 1 MiB")
+var (
+	errBodyTooLarge = domain.NewBase(domain.KindTooLarge, domain.CodeBodyTooLarge, "the request body is larger than 1 MiB")
+	errBodyTimeout  = domain.LimitExceeded(domain.KindTooLarge, string(limits.HTTPReadTimeout),
+		"the request body was not received within the server's read timeout")
+)
+
+// refusalsKey holds the server's *limits.Counter in the echo context.
+const refusalsKey = "threadengine.refusals"
+
+// CountRefusals is middleware making the counter available to handlers
+// (DecodeJSON counts the body limits it enforces).
+func CountRefusals(c *limits.Counter) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(ec echo.Context) error {
+			ec.Set(refusalsKey, c)
+			return next(ec)
+		}
+	}
+}
+
+// Refusals is the counter CountRefusals installed (nil counts nothing).
+func Refusals(c echo.Context) *limits.Counter {
+	r, _ := c.Get(refusalsKey).(*limits.Counter)
+	return r
+}
+
+func countRefusal(c echo.Context, err error) error {
+	switch err {
+	case errBodyTooLarge:
+		Refusals(c).Refused(limits.BodyBytes)
+	case errBodyTimeout:
+		Refusals(c).Refused(limits.HTTPReadTimeout)
+	}
+	return err
+}
 
 // DecodeJSON strictly decodes the request body into v: at most MaxBodyBytes,
 // no unknown fields, no trailing data. Errors name the offending field.
@@ -25,12 +61,12 @@ func DecodeJSON(c echo.Context, v any) error {
 	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return jsonError(err)
+		return countRefusal(c, jsonError(err))
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return errBodyTooLarge
+		if errors.As(err, &mbe) || errors.Is(err, os.ErrDeadlineExceeded) {
+			return countRefusal(c, jsonError(err))
 		}
 		return domain.Invalid("", "the request body must be a single JSON object (unexpected trailing data)")
 	}
@@ -44,6 +80,8 @@ func jsonError(err error) error {
 	switch {
 	case errors.As(err, &mbe):
 		return errBodyTooLarge
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return errBodyTimeout
 	case errors.Is(err, io.EOF):
 		return domain.Invalid("", "a JSON request body is required")
 	case errors.As(err, &syn), errors.Is(err, io.ErrUnexpectedEOF):

@@ -34,16 +34,19 @@ func UserToJSON(u domain.User) UserJSON {
 
 // APIKeyJSON is an API key as the API shows it (never the secret).
 type APIKeyJSON struct {
-	ID               string     `json:"id"`
-	Name             string     `json:"name"`
-	KeyPrefix        string     `json:"key_prefix"`
-	Kind             string     `json:"kind"`
-	UserID           *string    `json:"user_id"`
-	ServiceAccountID *string    `json:"service_account_id"`
-	CreatedAt        time.Time  `json:"created_at"`
-	LastUsedAt       *time.Time `json:"last_used_at"`
-	ExpiresAt        *time.Time `json:"expires_at"`
-	RevokedAt        *time.Time `json:"revoked_at"`
+	ID               string  `json:"id"`
+	Name             string  `json:"name"`
+	KeyPrefix        string  `json:"key_prefix"`
+	Kind             string  `json:"kind"`
+	UserID           *string `json:"user_id"`
+	ServiceAccountID *string `json:"service_account_id"`
+	// ServiceAccount is the key's account (service-account keys, listed by
+	// a caller who manages all keys).
+	ServiceAccount *ServiceAccountJSON `json:"service_account,omitempty"`
+	CreatedAt      time.Time           `json:"created_at"`
+	LastUsedAt     *time.Time          `json:"last_used_at"`
+	ExpiresAt      *time.Time          `json:"expires_at"`
+	RevokedAt      *time.Time          `json:"revoked_at"`
 }
 
 // APIKeyToJSON converts a domain key.
@@ -61,6 +64,52 @@ func APIKeyToJSON(k domain.APIKey) APIKeyJSON {
 	return j
 }
 
+// ServiceAccountJSON is a service account as the API shows it. Scope is
+// company (reads every thread) or party (reads only its own threads).
+type ServiceAccountJSON struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Role      string    `json:"role"`
+	Scope     string    `json:"scope"`
+	Active    bool      `json:"active"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// ServiceAccountToJSON converts a domain service account.
+func ServiceAccountToJSON(sa domain.ServiceAccount) ServiceAccountJSON {
+	scope := sa.Scope
+	if scope == "" {
+		scope = domain.ScopeCompany
+	}
+	return ServiceAccountJSON{ID: sa.ID, Name: sa.Name, Role: string(sa.Role), Scope: string(scope), Active: sa.Active,
+		CreatedAt: utc(sa.CreatedAt)}
+}
+
+// withServiceAccounts adds each service-account key's account, when the
+// caller may list them (others see their personal keys only).
+func (a *Auth) withServiceAccounts(c echo.Context, keys []APIKeyJSON) error {
+	if !app.CanManageAllKeys(ctx(c)) {
+		return nil
+	}
+	sas, err := a.App.Queries.ListServiceAccounts.Handle(ctx(c))
+	if err != nil {
+		return err
+	}
+	byID := make(map[string]domain.ServiceAccount, len(sas))
+	for _, sa := range sas {
+		byID[sa.ID] = sa
+	}
+	for i := range keys {
+		if id := keys[i].ServiceAccountID; id != nil {
+			if sa, ok := byID[*id]; ok {
+				j := ServiceAccountToJSON(sa)
+				keys[i].ServiceAccount = &j
+			}
+		}
+	}
+	return nil
+}
+
 // PrincipalJSON describes the caller (GET /auth/session, exchange).
 type PrincipalJSON struct {
 	ID       string `json:"id"`
@@ -68,12 +117,20 @@ type PrincipalJSON struct {
 	Email    string `json:"email,omitempty"`
 	FullName string `json:"full_name"`
 	Role     string `json:"role"`
-	Via      string `json:"via"`
+	// Scope is which threads the caller reads: company, or party (a
+	// party-scoped service account sees only its own threads).
+	Scope string `json:"scope"`
+	Via   string `json:"via"`
 }
 
 // PrincipalToJSON converts a principal.
 func PrincipalToJSON(p domain.Principal) PrincipalJSON {
-	return PrincipalJSON{ID: p.ID, Kind: string(p.Kind), Email: p.Email, FullName: p.Name, Role: string(p.Role), Via: string(p.Via)}
+	scope := domain.ScopeCompany
+	if p.PartyScoped() {
+		scope = domain.ScopeParty
+	}
+	return PrincipalJSON{ID: p.ID, Kind: string(p.Kind), Email: p.Email, FullName: p.Name, Role: string(p.Role),
+		Scope: string(scope), Via: string(p.Via)}
 }
 
 // utc is the JSON form of a stored time: UTC, microseconds (what both
@@ -101,6 +158,7 @@ func (a *Auth) MountIdentity(e *echo.Echo) {
 	e.GET("/v1/api-keys", a.listAPIKeys, mw)
 	e.POST("/v1/api-keys", a.createAPIKey, mw)
 	e.DELETE("/v1/api-keys/:id", a.revokeAPIKey, mw)
+	e.GET("/v1/service-accounts", a.listServiceAccounts, mw)
 
 	e.POST("/auth/api-key/exchange", a.exchange)
 	e.POST("/auth/license/exchange", a.exchange)
@@ -120,16 +178,15 @@ func (a *Auth) LoginURLFor(r *http.Request) string {
 }
 
 func (a *Auth) listUsers(c echo.Context) error {
-	us, err := a.Identity.ListUsers(ctx(c))
+	list, err := a.App.Queries.ListUsers.Handle(ctx(c))
 	if err != nil {
-		return WriteProblem(c, err)
+		return err
 	}
-	out := make([]UserJSON, 0, len(us))
-	for _, u := range us {
+	out := make([]UserJSON, 0, len(list.Users))
+	for _, u := range list.Users {
 		out = append(out, UserToJSON(u))
 	}
-	p, _ := app.PrincipalFrom(ctx(c))
-	return c.JSON(http.StatusOK, map[string]any{"users": out, "can_manage": p.Can(domain.PermUsersManage), "login_url": a.LoginURLFor(c.Request())})
+	return c.JSON(http.StatusOK, map[string]any{"users": out, "can_manage": list.CanManage, "login_url": a.LoginURLFor(c.Request())})
 }
 
 type inviteRequest struct {
@@ -139,27 +196,13 @@ type inviteRequest struct {
 }
 
 func (a *Auth) inviteUser(c echo.Context) error {
-	// Permission first: a viewer learns nothing from validation errors.
-	if _, err := app.Require(ctx(c), domain.PermUsersManage); err != nil {
-		return WriteProblem(c, err)
-	}
 	var req inviteRequest
 	if err := DecodeJSON(c, &req); err != nil {
-		return WriteProblem(c, err)
+		return err
 	}
-	if req.Email == nil {
-		return WriteProblem(c, domain.Invalid("email", "email is required"))
-	}
-	if req.Role == nil {
-		return WriteProblem(c, domain.Invalid("role", "role is required"))
-	}
-	role, err := domain.ParseRole(*req.Role)
+	u, created, err := a.App.Commands.InviteUser.Handle(ctx(c), app.InviteRequest{Email: req.Email, FullName: req.FullName, Role: req.Role})
 	if err != nil {
-		return WriteProblem(c, err)
-	}
-	u, created, err := a.Identity.InviteUser(ctx(c), *req.Email, req.FullName, role)
-	if err != nil {
-		return WriteProblem(c, err)
+		return err
 	}
 	status := http.StatusOK
 	if created {
@@ -175,38 +218,48 @@ type patchUserRequest struct {
 }
 
 func (a *Auth) updateUser(c echo.Context) error {
-	if _, err := app.Require(ctx(c), domain.PermUsersManage); err != nil {
-		return WriteProblem(c, err)
-	}
 	var req patchUserRequest
 	if err := DecodeJSON(c, &req); err != nil {
-		return WriteProblem(c, err)
+		return err
 	}
-	if req.FullName == nil && req.Role == nil && req.Status == nil {
-		return WriteProblem(c, domain.Invalid("", "give at least one of full_name, role, status"))
-	}
-	u, err := a.Identity.UpdateUser(ctx(c), c.Param("id"), app.UserPatch{FullName: req.FullName, Role: req.Role, Status: req.Status})
+	u, err := a.App.Commands.UpdateUser.Handle(ctx(c), c.Param("id"), app.UserPatch{FullName: req.FullName, Role: req.Role, Status: req.Status})
 	if err != nil {
-		return WriteProblem(c, err)
+		return err
 	}
 	return c.JSON(http.StatusOK, map[string]any{"user": UserToJSON(u)})
 }
 
 func (a *Auth) listAPIKeys(c echo.Context) error {
-	ks, err := a.Identity.ListAPIKeys(ctx(c))
+	ks, err := a.App.Queries.ListAPIKeys.Handle(ctx(c))
 	if err != nil {
-		return WriteProblem(c, err)
+		return err
 	}
 	out := make([]APIKeyJSON, 0, len(ks))
 	for _, k := range ks {
 		out = append(out, APIKeyToJSON(k))
 	}
+	if err := a.withServiceAccounts(c, out); err != nil {
+		return err
+	}
 	return c.JSON(http.StatusOK, map[string]any{"api_keys": out})
 }
 
+func (a *Auth) listServiceAccounts(c echo.Context) error {
+	sas, err := a.App.Queries.ListServiceAccounts.Handle(ctx(c))
+	if err != nil {
+		return err
+	}
+	out := make([]ServiceAccountJSON, 0, len(sas))
+	for _, sa := range sas {
+		out = append(out, ServiceAccountToJSON(sa))
+	}
+	return c.JSON(http.StatusOK, map[string]any{"service_accounts": out})
+}
+
 type createServiceAccountRequest struct {
-	Name string `json:"name"`
-	Role string `json:"role"`
+	Name  string `json:"name"`
+	Role  string `json:"role"`
+	Scope string `json:"scope"`
 }
 
 type createKeyRequest struct {
@@ -220,31 +273,36 @@ type createKeyRequest struct {
 func (a *Auth) createAPIKey(c echo.Context) error {
 	var req createKeyRequest
 	if err := DecodeJSON(c, &req); err != nil {
-		return WriteProblem(c, err)
+		return err
 	}
 	in := app.CreateAPIKeyInput{Name: req.Name, ExpiresInDays: req.ExpiresInDays, ServiceAccountID: req.ServiceAccountID}
 	if req.ExpiresAt != nil {
 		t, err := time.Parse(time.RFC3339, *req.ExpiresAt)
 		if err != nil {
-			return WriteProblem(c, domain.Invalid("expires_at", "expires_at must be an RFC 3339 time, e.g. 2030-01-02T15:04:05Z"))
+			return domain.Invalid("expires_at", "expires_at must be an RFC 3339 time, e.g. 2030-01-02T15:04:05Z")
 		}
 		in.ExpiresAt = &t
 	}
 	if req.CreateServiceAccount != nil {
-		in.CreateServiceAccount = &app.NewServiceAccountInput{Name: req.CreateServiceAccount.Name, Role: req.CreateServiceAccount.Role}
+		in.CreateServiceAccount = &app.NewServiceAccountInput{Name: req.CreateServiceAccount.Name, Role: req.CreateServiceAccount.Role,
+			Scope: req.CreateServiceAccount.Scope}
 	}
-	secret, k, err := a.Identity.CreateAPIKey(ctx(c), in)
+	secret, k, err := a.App.Commands.CreateAPIKey.Handle(ctx(c), in)
 	if err != nil {
-		return WriteProblem(c, err)
+		return err
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")
-	return c.JSON(http.StatusCreated, map[string]any{"key": secret, "api_key": APIKeyToJSON(k)})
+	keys := []APIKeyJSON{APIKeyToJSON(k)}
+	if err := a.withServiceAccounts(c, keys); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, map[string]any{"key": secret, "api_key": keys[0]})
 }
 
 func (a *Auth) revokeAPIKey(c echo.Context) error {
-	k, err := a.Identity.RevokeAPIKey(ctx(c), c.Param("id"))
+	k, err := a.App.Commands.RevokeAPIKey.Handle(ctx(c), c.Param("id"))
 	if err != nil {
-		return WriteProblem(c, err)
+		return err
 	}
 	return c.JSON(http.StatusOK, map[string]any{"api_key": APIKeyToJSON(k)})
 }
@@ -259,14 +317,11 @@ type exchangeRequest struct {
 // foreign page from signing the browser in to an attacker's account.
 func (a *Auth) exchange(c echo.Context) error {
 	if o := c.Request().Header.Get(echo.HeaderOrigin); o != "" && o != a.OriginFor(c.Request()) {
-		return WriteProblem(c, errOriginDenied)
-	}
-	if limited, err := a.exchangeFailures.rejectIfLimited(c); limited {
-		return err
+		return errOriginDenied
 	}
 	var req exchangeRequest
 	if err := DecodeJSON(c, &req); err != nil {
-		return WriteProblem(c, err)
+		return err
 	}
 	var (
 		token string
@@ -276,19 +331,21 @@ func (a *Auth) exchange(c echo.Context) error {
 	)
 	switch {
 	case req.APIKey != "" && req.LicenseKey != "":
-		return WriteProblem(c, domain.Invalid("license_key", "send api_key or license_key, not both"))
+		return domain.Invalid("license_key", "send api_key or license_key, not both")
 	case req.APIKey != "":
-		token, sess, p, err = a.Identity.ExchangeAPIKeyForSession(ctx(c), req.APIKey)
+		token, sess, p, err = a.App.Commands.ExchangeAPIKey.Handle(ctx(c), req.APIKey)
 	case req.LicenseKey != "":
-		token, sess, p, err = a.Identity.ExchangeLicenseKey(ctx(c), req.LicenseKey)
+		token, sess, p, err = a.App.Commands.ExchangeLicenseKey.Handle(ctx(c), req.LicenseKey)
 	default:
-		return WriteProblem(c, domain.Invalid("api_key", "api_key or license_key is required"))
+		return domain.Invalid("api_key", "api_key or license_key is required")
 	}
 	if err != nil {
 		if domain.KindOf(err) == domain.KindUnauthenticated {
-			a.exchangeFailures.fail(peerIP(c.Request()), time.Now())
+			if wait := a.exchangeFailures.fail(bucket(c.RealIP(), req.APIKey), time.Now()); wait > 0 {
+				return a.exchangeFailures.refuse(c, wait)
+			}
 		}
-		return WriteProblem(c, err)
+		return err
 	}
 	a.SetSessionCookie(c, token, sess.ExpiresAt)
 	c.Response().Header().Set("Cache-Control", "no-store")
@@ -316,18 +373,18 @@ func (a *Auth) logout(c echo.Context) error {
 	r := c.Request()
 	cred, ok, err := a.credentialOf(r)
 	if err != nil {
-		return WriteProblem(c, err)
+		return err
 	}
 	if ok && cred.fromCookie {
 		if err := a.CheckOrigin(r); err != nil {
-			return WriteProblem(c, err)
+			return err
 		}
 	}
 	logoutURL := ""
 	if ok && strings.HasPrefix(cred.value, domain.SessionTokenPrefix) {
-		sess, err := a.Identity.SignOut(ctx(c), cred.value)
+		sess, err := a.App.Commands.SignOut.Handle(ctx(c), cred.value)
 		if err != nil && domain.KindOf(err) != domain.KindUnauthenticated {
-			return WriteProblem(c, err)
+			return err
 		}
 		if err == nil && a.ProviderLogoutURL != nil {
 			logoutURL = a.ProviderLogoutURL(sess)

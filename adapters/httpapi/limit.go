@@ -1,24 +1,27 @@
 package httpapi
 
 import (
-	"net"
-	"net/http"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/threadengine/engine/adapters/limits"
 	"github.com/threadengine/engine/domain"
 )
 
-// failureLimiter blocks a client address after too many failed sign-in
-// attempts in a fixed window. Only failures count, so many people behind
-// one proxy address can still sign in; the address is the TCP peer, because
-// X-Forwarded-For is whatever the client says it is.
+// failureLimiter counts failed credential exchanges per bucket — the client
+// address (c.RealIP: X-Forwarded-For only from a trusted proxy) with the
+// presented key's prefix — in a fixed window. It never refuses a valid
+// credential: the exchange is checked first, and only a failure in a bucket
+// over the limit is answered 429 instead of 401. So one client guessing (or
+// repeating a revoked key) neither locks out other keys from its address nor
+// anyone behind the same proxy.
 type failureLimiter struct {
-	limit  int
-	window time.Duration
+	limit    int
+	window   time.Duration
+	refusals *limits.Counter
 
 	mu sync.Mutex
 	m  map[string]*failureWindow
@@ -29,55 +32,59 @@ type failureWindow struct {
 	count int
 }
 
+// maxFailureBuckets bounds the limiter's memory: when every bucket is live
+// and the map is full, it starts over (an attacker then only loses its own
+// blocks).
+const maxFailureBuckets = 10000
+
 func newFailureLimiter(limit int, window time.Duration) *failureLimiter {
 	return &failureLimiter{limit: limit, window: window, m: map[string]*failureWindow{}}
 }
 
-func peerIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
+// bucket is the throttle key of a failed attempt: the address and the API
+// key's display prefix ("td_" and a few random characters, which tell keys
+// apart without keeping any secret part). License-key attempts (apiKey
+// empty) share one bucket per address: a license key may have little
+// entropy, and a valid one passes anyway.
+func bucket(ip, apiKey string) string {
+	if apiKey == "" {
+		return ip + " license"
 	}
-	return host
+	return ip + " " + domain.DisplayPrefix(apiKey)
 }
 
-// retryAfter reports how long ip is still blocked (0 when it is not).
-func (l *failureLimiter) retryAfter(ip string, now time.Time) time.Duration {
+// fail records a failed attempt in bucket b and reports how long b is now
+// blocked (0 while it is within the limit).
+func (l *failureLimiter) fail(b string, now time.Time) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	w := l.m[ip]
-	if w == nil || now.Sub(w.start) >= l.window || w.count < l.limit {
+	w := l.m[b]
+	if w == nil || now.Sub(w.start) >= l.window {
+		if len(l.m) >= maxFailureBuckets {
+			for k, w := range l.m {
+				if now.Sub(w.start) >= l.window {
+					delete(l.m, k)
+				}
+			}
+			if len(l.m) >= maxFailureBuckets {
+				l.m = map[string]*failureWindow{}
+			}
+		}
+		w = &failureWindow{start: now}
+		l.m[b] = w
+	}
+	w.count++
+	if w.count <= l.limit {
 		return 0
 	}
 	return l.window - now.Sub(w.start)
 }
 
-// fail records a failed attempt by ip.
-func (l *failureLimiter) fail(ip string, now time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.m) > 10000 {
-		for k, w := range l.m {
-			if now.Sub(w.start) >= l.window {
-				delete(l.m, k)
-			}
-		}
-	}
-	w := l.m[ip]
-	if w == nil || now.Sub(w.start) >= l.window {
-		w = &failureWindow{start: now}
-		l.m[ip] = w
-	}
-	w.count++
-}
-
-// rejectIfLimited writes 429 with Retry-After when the client is blocked.
-func (l *failureLimiter) rejectIfLimited(c echo.Context) (bool, error) {
-	wait := l.retryAfter(peerIP(c.Request()), time.Now())
-	if wait <= 0 {
-		return false, nil
-	}
+// refuse answers a failed attempt in a blocked bucket: 429 with Retry-After.
+func (l *failureLimiter) refuse(c echo.Context, wait time.Duration) error {
+	l.refusals.Refused(limits.SignInFailures)
 	c.Response().Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
-	return true, WriteProblem(c, domain.E(domain.KindRateLimited, domain.CodeRateLimited,
-		"too many failed sign-in attempts from this address; try again later"))
+	return domain.E(domain.KindRateLimited, domain.CodeRateLimited,
+		"too many failed sign-in attempts with this key from this address; try again later").
+		WithDetail("limit", string(limits.SignInFailures))
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"crypto/subtle"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/domain"
 )
 
 // Metrics holds the engine's Prometheus registry. It is per server (not the
@@ -43,6 +45,25 @@ func NewMetrics() *Metrics {
 // Handler serves /metrics.
 func (m *Metrics) Handler() echo.HandlerFunc {
 	return echo.WrapHandler(promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}))
+}
+
+// MetricsToken guards /metrics with a bearer token (metrics.token); an empty
+// token leaves it open, as Prometheus scrapers expect by default.
+func MetricsToken(token string) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		if token == "" {
+			return next
+		}
+		want := []byte("Bearer " + token)
+		return func(c echo.Context) error {
+			got := []byte(c.Request().Header.Get(echo.HeaderAuthorization))
+			if subtle.ConstantTimeCompare(got, want) != 1 {
+				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
+				return domain.ErrUnauthenticated
+			}
+			return next(c)
+		}
+	}
 }
 
 // route is the matched route template, so metric labels stay bounded.

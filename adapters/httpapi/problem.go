@@ -20,38 +20,11 @@ const ProblemContentType = "application/problem+json"
 // problemTypeBase prefixes the problem "type" URI; the suffix is the code.
 const problemTypeBase = "urn:threadengine:problem:"
 
-// StatusOf maps an error kind to its HTTP status. This is the only place the
-// mapping lives.
-func StatusOf(k domain.Kind) int {
-	switch k {
-	case domain.KindInvalid:
-		return http.StatusBadRequest
-	case domain.KindUnauthenticated:
-		return http.StatusUnauthorized
-	case domain.KindForbidden:
-		return http.StatusForbidden
-	case domain.KindNotFound:
-		return http.StatusNotFound
-	case domain.KindConflict:
-		return http.StatusConflict
-	case domain.KindTooLarge:
-		return http.StatusRequestEntityTooLarge
-	case domain.KindUnprocessable:
-		return http.StatusUnprocessableEntity
-	case domain.KindRateLimited:
-		return http.StatusTooManyRequests
-	case domain.KindUnavailable:
-		return http.StatusServiceUnavailable
-	default:
-		return http.StatusInternalServerError
-	}
-}
-
 // Problem is the body of an error response. Details are extension members
 // at the top level of the JSON object.
 func Problem(err error) (int, map[string]any) {
 	de := domain.AsError(err)
-	status := StatusOf(de.Kind)
+	status := de.Kind.HTTPStatus()
 	msg := de.Message
 	if de.Kind == domain.KindInternal {
 		// The message of an internal error may describe internals.
@@ -72,9 +45,10 @@ func Problem(err error) (int, map[string]any) {
 	return status, body
 }
 
-// WriteProblem writes err as application/problem+json. Internal errors are
-// logged with their cause; the client gets a generic message.
-func WriteProblem(c echo.Context, err error) error {
+// writeError writes err as application/problem+json. Internal errors are
+// logged with their cause; the client gets a generic message. Only the
+// error handler calls it: handlers and middleware return their errors.
+func writeError(c echo.Context, err error) error {
 	status, body := Problem(err)
 	return writeProblem(c, status, body, err)
 }
@@ -113,18 +87,10 @@ func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 			return
 		}
 		var he *echo.HTTPError
-		var werr error
-		if errors.As(err, &he) && he.Code == http.StatusMethodNotAllowed {
-			_, body := Problem(&domain.Error{Kind: domain.KindInvalid, Code: "method_not_allowed", Message: "method not allowed on this route"})
-			body["status"], body["title"] = http.StatusMethodNotAllowed, http.StatusText(http.StatusMethodNotAllowed)
-			werr = writeProblem(c, http.StatusMethodNotAllowed, body, err)
-		} else {
-			if he != nil {
-				err = fromEchoError(he)
-			}
-			werr = WriteProblem(c, err)
+		if errors.As(err, &he) {
+			err = fromEchoError(he)
 		}
-		if werr != nil {
+		if werr := writeError(c, err); werr != nil {
 			log.Debug("write problem", "err", werr)
 		}
 	}
@@ -132,6 +98,8 @@ func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 
 func fromEchoError(he *echo.HTTPError) error {
 	switch he.Code {
+	case http.StatusMethodNotAllowed:
+		return domain.E(domain.KindMethodNotAllowed, domain.CodeMethodNotAllowed, "method not allowed on this route")
 	case http.StatusNotFound:
 		return domain.E(domain.KindNotFound, domain.CodeNotFound, "no such route")
 	case http.StatusRequestEntityTooLarge:

@@ -13,19 +13,6 @@ import (
 	"github.com/threadengine/engine/domain"
 )
 
-func TestStatusOf(t *testing.T) {
-	want := map[domain.Kind]int{
-		domain.KindInvalid: 400, domain.KindUnauthenticated: 401, domain.KindForbidden: 403, domain.KindNotFound: 404,
-		domain.KindConflict: 409, domain.KindTooLarge: 413, domain.KindUnprocessable: 422, domain.KindRateLimited: 429,
-		domain.KindUnavailable: 503, domain.KindInternal: 500,
-	}
-	for k, s := range want {
-		if got := StatusOf(k); got != s {
-			t.Errorf("%s: %d, want %d", k, got, s)
-		}
-	}
-}
-
 func TestWriteProblem(t *testing.T) {
 	e := echo.New()
 	cases := []struct {
@@ -43,7 +30,7 @@ func TestWriteProblem(t *testing.T) {
 	for _, c := range cases {
 		rec := httptest.NewRecorder()
 		ctx := e.NewContext(httptest.NewRequest(http.MethodGet, "/", nil), rec)
-		if err := WriteProblem(ctx, c.err); err != nil {
+		if err := writeError(ctx, c.err); err != nil {
 			t.Fatal(err)
 		}
 		var body map[string]any

@@ -1,18 +1,17 @@
 // Package otlp ingests OpenTelemetry traces (OTLP/HTTP, protobuf or JSON,
 // optionally gzip) on POST /v1/traces: a trace becomes a thread, a span a
 // step, a span event a sub-step. The whole body is decoded and validated
-// before anything is written, so a malformed request writes nothing.
+// before anything is written, so a malformed request writes nothing. The
+// write permission is checked before the body is read, and the body is
+// decoded within byte, object and concurrency limits (decode.go).
 package otlp
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
-	"io"
+	"errors"
 	"log/slog"
 	"net/http"
 	"sort"
@@ -24,29 +23,25 @@ import (
 	"github.com/labstack/echo/v4"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 
+	"github.com/threadengine/engine/adapters/config"
+	"github.com/threadengine/engine/adapters/limits"
 	"github.com/threadengine/engine/app"
 	"github.com/threadengine/engine/domain"
-)
-
-// Limits on one request.
-const (
-	MaxBodyBytes    = 8 << 20  // compressed or not, as received
-	MaxDecodedBytes = 32 << 20 // after gunzip
-	MaxSpans        = 10000
 )
 
 // Handler serves POST /v1/traces.
 type Handler struct {
 	Threads *app.Threads
 	Log     *slog.Logger
+	// Limits bound one request (zero: config.DefaultLimits().OTLP).
+	Limits config.OTLPLimits
+	// Refusals counts requests refused by a limit (nil: not counted).
+	Refusals *limits.Counter
 
-	// locks serialise writers of one trace (striped by trace id) so two
-	// batches of a new trace cannot both start a thread for it.
-	locks [64]sync.Mutex
+	slotsOnce sync.Once
+	slots     chan struct{} // one per request being read and decoded
 }
 
 // Mount adds the route behind auth (which puts the principal in the context).
@@ -72,6 +67,7 @@ type trace struct {
 
 func (h *Handler) export(c echo.Context) error {
 	req := c.Request()
+	lim := h.limits()
 	asJSON := false
 	switch ct := strings.ToLower(strings.TrimSpace(strings.Split(req.Header.Get("Content-Type"), ";")[0])); ct {
 	case "application/x-protobuf", "application/protobuf", "":
@@ -80,29 +76,24 @@ func (h *Handler) export(c echo.Context) error {
 	default:
 		return h.status(c, http.StatusUnsupportedMediaType, asJSON, "unsupported Content-Type "+ct+": use application/x-protobuf or application/json")
 	}
-	body, err := readBody(req)
+	// Before a byte of the body is read: who may write, and a decoding slot.
+	if err := h.Threads.AuthorizeIngest(req.Context()); err != nil {
+		return h.fail(c, asJSON, err)
+	}
+	release, err := h.acquire(req, lim)
 	if err != nil {
-		return h.status(c, http.StatusBadRequest, asJSON, err.Error())
+		return h.fail(c, asJSON, err)
 	}
-	var td tracepb.TracesData // wire-identical to ExportTraceServiceRequest
-	if asJSON {
-		body, err = hexIDsToBase64(body)
-		if err == nil {
-			err = protojson.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(body, &td)
-		}
-	} else {
-		err = proto.Unmarshal(body, &td)
-	}
+	traces, err := h.decode(req, lim, asJSON)
+	release()
 	if err != nil {
-		return h.status(c, http.StatusBadRequest, asJSON, "malformed OTLP body: "+err.Error())
+		return h.fail(c, asJSON, err)
 	}
-	traces, err := collect(&td)
-	if err != nil {
-		return h.status(c, http.StatusBadRequest, asJSON, err.Error())
+	total := 0
+	for _, tr := range traces {
+		total += len(tr.spans)
 	}
-	if _, err := app.Require(req.Context(), domain.PermThreadsWrite); err != nil {
-		return h.status(c, http.StatusForbidden, asJSON, domain.AsError(err).Message)
-	}
+	m := h.Threads.Metrics()
 	rejected, firstErr := 0, ""
 	for _, tr := range traces {
 		n, err := h.ingest(req.Context(), tr)
@@ -118,7 +109,77 @@ func (h *Handler) export(c echo.Context) error {
 			}
 		}
 	}
+	m.SpansAccepted(total - rejected)
+	m.SpansRejected(rejected)
 	return h.reply(c, asJSON, rejected, firstErr)
+}
+
+// decode reads, counts and parses the body, and validates every span; the
+// body and its parsed form are garbage once the spans are collected.
+func (h *Handler) decode(req *http.Request, lim config.OTLPLimits, asJSON bool) ([]*trace, error) {
+	body, err := readBody(req, lim)
+	if err != nil {
+		return nil, err
+	}
+	defer putBuf(body)        // the parsed form holds copies, never the body itself
+	var td tracepb.TracesData // wire-identical to ExportTraceServiceRequest
+	if asJSON {
+		err = decodeJSON(body, lim, &td)
+	} else {
+		err = decodeProto(body, lim, &td)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return collect(&td, lim)
+}
+
+func (h *Handler) limits() config.OTLPLimits {
+	if h.Limits.MaxConcurrent <= 0 {
+		return config.DefaultLimits().OTLP
+	}
+	return h.Limits
+}
+
+// acquire waits (up to QueueTimeout) for one of MaxConcurrent decoding
+// slots, so concurrent large requests cannot multiply the memory one takes.
+func (h *Handler) acquire(req *http.Request, lim config.OTLPLimits) (func(), error) {
+	h.slotsOnce.Do(func() { h.slots = make(chan struct{}, lim.MaxConcurrent) })
+	t := time.NewTimer(lim.QueueTimeout)
+	defer t.Stop()
+	select {
+	case h.slots <- struct{}{}:
+		return func() { <-h.slots }, nil
+	case <-t.C:
+		return nil, domain.LimitExceeded(domain.KindRateLimited, string(limits.OTLPConcurrent),
+			"%d OTLP requests are being decoded; retry later", lim.MaxConcurrent)
+	case <-req.Context().Done():
+		return nil, domain.E(domain.KindUnavailable, domain.CodeUnavailable, "the request was cancelled")
+	}
+}
+
+// fail answers a refusal as google.rpc.Status: the message starts with the
+// engine's error code, and limits are counted.
+func (h *Handler) fail(c echo.Context, asJSON bool, err error) error {
+	if errors.Is(err, errReadTimeout) {
+		h.Refusals.Refused(limits.HTTPReadTimeout)
+		err = domain.LimitExceeded(domain.KindTooLarge, string(limits.HTTPReadTimeout), "the request body was not received in time")
+	}
+	de := domain.AsError(err)
+	if de.Code == domain.CodeLimitExceeded {
+		if name, ok := de.Details["limit"].(string); ok && name != string(limits.HTTPReadTimeout) {
+			h.Refusals.Refused(limits.Name(name))
+		}
+	}
+	if de.Kind == domain.KindRateLimited {
+		c.Response().Header().Set("Retry-After", "1")
+	}
+	msg := de.Message
+	if de.Kind == domain.KindInternal {
+		h.log().Error("otlp", "err", err)
+		msg = "an internal error occurred"
+	}
+	return h.status(c, de.Kind.HTTPStatus(), asJSON, string(de.Code)+": "+msg)
 }
 
 func (h *Handler) log() *slog.Logger {
@@ -128,83 +189,18 @@ func (h *Handler) log() *slog.Logger {
 	return slog.Default()
 }
 
-func readBody(r *http.Request) ([]byte, error) {
-	raw, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading body: %v", err)
-	}
-	if len(raw) > MaxBodyBytes {
-		return nil, fmt.Errorf("body larger than %d bytes", MaxBodyBytes)
-	}
-	switch enc := strings.ToLower(r.Header.Get("Content-Encoding")); enc {
-	case "", "identity":
-		return raw, nil
-	case "gzip":
-		zr, err := gzip.NewReader(bytes.NewReader(raw))
-		if err != nil {
-			return nil, fmt.Errorf("malformed gzip body: %v", err)
-		}
-		out, err := io.ReadAll(io.LimitReader(zr, MaxDecodedBytes+1))
-		if err != nil {
-			return nil, fmt.Errorf("malformed gzip body: %v", err)
-		}
-		if len(out) > MaxDecodedBytes {
-			return nil, fmt.Errorf("decompressed body larger than %d bytes", MaxDecodedBytes)
-		}
-		return out, nil
-	default:
-		return nil, fmt.Errorf("unsupported Content-Encoding %q", enc)
-	}
-}
-
-// hexIDsToBase64 rewrites OTLP/JSON's hex traceId/spanId/parentSpanId into
-// the base64 protojson expects for bytes fields.
-func hexIDsToBase64(body []byte) ([]byte, error) {
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	var walk func(any) error
-	walk = func(x any) error {
-		switch t := x.(type) {
-		case map[string]any:
-			for k, val := range t {
-				switch k {
-				case "traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id":
-					s, ok := val.(string)
-					if !ok {
-						return fmt.Errorf("%s must be a hex string", k)
-					}
-					b, err := hex.DecodeString(s)
-					if err != nil {
-						return fmt.Errorf("%s %q is not hex", k, s)
-					}
-					t[k] = base64.StdEncoding.EncodeToString(b)
-				default:
-					if err := walk(val); err != nil {
-						return err
-					}
-				}
-			}
-		case []any:
-			for _, e := range t {
-				if err := walk(e); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	}
-	if err := walk(v); err != nil {
-		return nil, err
-	}
-	return json.Marshal(v)
-}
-
 // collect validates every span and groups them by trace, before any write.
-func collect(td *tracepb.TracesData) ([]*trace, error) {
+func collect(td *tracepb.TracesData, lim config.OTLPLimits) ([]*trace, error) {
+	// Every span copies its resource's attributes: count the copies too.
+	copies := 0
+	for _, rs := range td.GetResourceSpans() {
+		for _, ss := range rs.GetScopeSpans() {
+			copies += len(ss.GetSpans()) * len(rs.GetResource().GetAttributes())
+			if copies > lim.MaxObjects {
+				return nil, tooLarge(limits.OTLPObjects, "more than %d attributes once resource attributes are applied to each span", lim.MaxObjects)
+			}
+		}
+	}
 	byID := map[string]*trace{}
 	var order []*trace
 	total := 0
@@ -213,23 +209,23 @@ func collect(td *tracepb.TracesData) ([]*trace, error) {
 		for _, ss := range rs.GetScopeSpans() {
 			for _, s := range ss.GetSpans() {
 				total++
-				if total > MaxSpans {
-					return nil, fmt.Errorf("more than %d spans in one request", MaxSpans)
+				if total > lim.MaxSpans {
+					return nil, tooLarge(limits.OTLPSpans, "more than %d spans in one request", lim.MaxSpans)
 				}
 				if len(s.GetTraceId()) != 16 || isZero(s.GetTraceId()) {
-					return nil, fmt.Errorf("span %q: traceId must be 16 non-zero bytes", s.GetName())
+					return nil, malformed("span %q: traceId must be 16 non-zero bytes", s.GetName())
 				}
 				if len(s.GetSpanId()) != 8 || isZero(s.GetSpanId()) {
-					return nil, fmt.Errorf("span %q: spanId must be 8 non-zero bytes", s.GetName())
+					return nil, malformed("span %q: spanId must be 8 non-zero bytes", s.GetName())
 				}
 				if p := s.GetParentSpanId(); len(p) != 0 && len(p) != 8 {
-					return nil, fmt.Errorf("span %q: parentSpanId must be 8 bytes", s.GetName())
+					return nil, malformed("span %q: parentSpanId must be 8 bytes", s.GetName())
 				}
 				if s.GetName() == "" && res["threadify.step_name"] == "" {
-					return nil, fmt.Errorf("span %x: name is required", s.GetSpanId())
+					return nil, malformed("span %x: name is required", s.GetSpanId())
 				}
 				if s.GetEndTimeUnixNano() != 0 && s.GetEndTimeUnixNano() < s.GetStartTimeUnixNano() {
-					return nil, fmt.Errorf("span %q: ends before it starts", s.GetName())
+					return nil, malformed("span %q: ends before it starts", s.GetName())
 				}
 				sp := span{traceID: hex.EncodeToString(s.GetTraceId()), spanID: hex.EncodeToString(s.GetSpanId()),
 					parentID: hex.EncodeToString(s.GetParentSpanId()), name: s.GetName(),
@@ -327,13 +323,7 @@ func anyString(v *commonpb.AnyValue) string {
 
 // ingest writes one trace; it returns how many spans were rejected.
 func (h *Handler) ingest(ctx context.Context, tr *trace) (int, error) {
-	stripe := 0
-	for _, c := range []byte(tr.id) {
-		stripe = (stripe*31 + int(c)) % len(h.locks)
-	}
-	h.locks[stripe].Lock()
-	defer h.locks[stripe].Unlock()
-
+	threads := h.Threads.Application()
 	threadID, err := h.thread(ctx, tr)
 	if err != nil {
 		return len(tr.spans), err
@@ -343,15 +333,20 @@ func (h *Handler) ingest(ctx context.Context, tr *trace) (int, error) {
 		if name == "" {
 			name = sp.name
 		}
-		seen, err := h.Threads.HasStep(ctx, threadID, name, sp.spanID)
+		seen, err := threads.Queries.HasStep.Handle(ctx, threadID, name, sp.spanID)
 		if err != nil {
 			return len(tr.spans) - i, err
 		}
 		if seen {
 			continue // the exporter retried a batch we already stored
 		}
-		in := app.RecordStepInput{ThreadID: threadID, StepName: name, Status: "success", IdempotencyKey: sp.spanID,
-			Context: stepContext(sp.attrs, sp.own), ServiceName: serviceOf(sp.attrs), SubSteps: sp.events,
+		// A span acts as the party its threadify.role names (else the key's
+		// only party on the thread). The span id is also the invocation id: a
+		// batch re-sent to this or another replica is recognised as the same
+		// attempt, never a retry.
+		in := app.RecordStepInput{ThreadID: threadID, Role: sp.attrs["threadify.role"], StepName: name, Status: "success", IdempotencyKey: sp.spanID,
+			InvocationID: sp.spanID,
+			Context:      stepContext(sp.attrs, sp.own), ServiceName: serviceOf(sp.attrs), SubSteps: sp.events,
 			Metadata: map[string]any{"otel_trace_id": sp.traceID, "otel_span_id": sp.spanID}}
 		if sp.parentID != "" {
 			in.Metadata["otel_parent_span_id"] = sp.parentID
@@ -372,27 +367,27 @@ func (h *Handler) ingest(ctx context.Context, tr *trace) (int, error) {
 			}
 			in.Metadata["error"] = msg
 		}
-		if _, err := h.Threads.RecordStep(ctx, in); err != nil {
-			return len(tr.spans) - i, err
-		}
-		refs := map[string]string{}
+		// Refs ride with the step, in its transaction.
 		for k, v := range sp.attrs {
 			if rk, ok := strings.CutPrefix(k, "threadify.ref."); ok && rk != "" {
-				refs[rk] = v
+				if in.Refs == nil {
+					in.Refs = map[string]string{}
+				}
+				in.Refs[rk] = v
 			}
 		}
-		if len(refs) > 0 {
-			if err := h.Threads.AddRefs(ctx, threadID, refs); err != nil {
-				return 0, err
-			}
+		if _, err := threads.Commands.RecordStep.Handle(ctx, in); err != nil {
+			return len(tr.spans) - i, err
 		}
 	}
 	return 0, nil
 }
 
-// thread finds the trace's thread (threadify.thread_id, else the ref
-// otel_trace_id) or starts one.
+// thread finds the trace's thread (threadify.thread_id, else the thread of
+// threadify.thread_key, else the trace's thread) or starts one; the key
+// decides, so replicas ingesting batches of one trace at once agree.
 func (h *Handler) thread(ctx context.Context, tr *trace) (string, error) {
+	threads := h.Threads.Application()
 	var attrs map[string]string
 	root := tr.spans[0]
 	for _, sp := range tr.spans {
@@ -406,13 +401,6 @@ func (h *Handler) thread(ctx context.Context, tr *trace) (string, error) {
 		if id := sp.attrs["threadify.thread_id"]; id != "" {
 			return id, nil
 		}
-	}
-	id, err := h.Threads.FindThreadByRef(ctx, "otel_trace_id", tr.id)
-	if err == nil {
-		return id, nil
-	}
-	if domain.KindOf(err) != domain.KindNotFound {
-		return "", err
 	}
 	label := attrs["threadify.label"]
 	if label == "" {
@@ -437,7 +425,14 @@ func (h *Handler) thread(ctx context.Context, tr *trace) (string, error) {
 		}
 		in.Tags = list
 	}
-	th, err := h.Threads.StartThread(ctx, in)
+	namespace, key := app.KeyTrace, tr.id
+	for _, sp := range tr.spans {
+		if k := strings.TrimSpace(sp.attrs["threadify.thread_key"]); k != "" {
+			namespace, key = app.KeyApp, k
+			break
+		}
+	}
+	th, _, err := threads.Commands.StartThreadWithKey.Handle(ctx, namespace, key, in)
 	if err != nil {
 		return "", err
 	}
@@ -515,7 +510,11 @@ func grpcCode(httpStatus int) int {
 	case http.StatusForbidden:
 		return 7
 	case http.StatusServiceUnavailable:
-		return 14
+		return 14 // UNAVAILABLE
+	case http.StatusRequestEntityTooLarge, http.StatusTooManyRequests:
+		return 8 // RESOURCE_EXHAUSTED
+	case http.StatusNotFound:
+		return 5
 	}
 	return 2
 }

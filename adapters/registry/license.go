@@ -20,9 +20,6 @@ import (
 // LicensePath is the registry's license endpoint.
 const LicensePath = "/api/license"
 
-// CodeLicenseInvalid is returned when the registry does not know the key.
-const CodeLicenseInvalid domain.Code = "license_invalid"
-
 // LicenseClient implements ports.License over HTTP.
 type LicenseClient struct {
 	BaseURL string
@@ -77,7 +74,7 @@ func (c *LicenseClient) Check(ctx context.Context) (ports.LicenseInfo, error) {
 	}
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		return ports.LicenseInfo{}, domain.E(domain.KindForbidden, CodeLicenseInvalid,
+		return ports.LicenseInfo{}, domain.E(domain.KindForbidden, domain.CodeLicenseInvalid,
 			"the identity registry does not accept the configured license key")
 	case resp.StatusCode != http.StatusOK:
 		return ports.LicenseInfo{}, unavailable(fmt.Errorf("license API answered %s", resp.Status))
@@ -94,7 +91,5 @@ func (c *LicenseClient) Check(ctx context.Context) (ports.LicenseInfo, error) {
 }
 
 func unavailable(err error) error {
-	e := domain.E(domain.KindUnavailable, domain.CodeUnavailable, "the identity registry is unreachable; try again later")
-	e.Err = err
-	return e
+	return domain.E(domain.KindUnavailable, domain.CodeUnavailable, "the identity registry is unreachable; try again later").WithCause(err)
 }

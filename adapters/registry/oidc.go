@@ -22,14 +22,6 @@ import (
 	"github.com/threadengine/engine/domain"
 )
 
-// Sign-in flow errors produced by this adapter (the rules' codes live in app).
-const (
-	CodeLoginExpired        domain.Code = "login_expired"
-	CodeRegistryUnavailable domain.Code = "registry_unavailable"
-	CodeRegistryDenied      domain.Code = "registry_denied"
-	CodeSignInFailed        domain.Code = "sign_in_failed"
-)
-
 // loginCookieTTL bounds how long a started sign-in may take on the registry.
 const loginCookieTTL = 10 * time.Minute
 
@@ -91,7 +83,7 @@ func (o *OIDC) relyingParty(ctx context.Context) (rp.RelyingParty, error) {
 		return o.rp, nil
 	}
 	if o.cfg.Issuer == "" || o.cfg.ClientID == "" {
-		return nil, domain.E(domain.KindUnavailable, CodeRegistryUnavailable,
+		return nil, domain.E(domain.KindUnavailable, domain.CodeRegistryUnavailable,
 			"browser sign-in is not configured (set registry.url, registry.client_id and registry.client_secret)")
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -101,8 +93,7 @@ func (o *OIDC) relyingParty(ctx context.Context) (rp.RelyingParty, error) {
 		rp.WithHTTPClient(o.cfg.HTTP),
 		rp.WithVerifierOpts(rp.WithNonce(nonceFrom)))
 	if err != nil {
-		e := domain.E(domain.KindUnavailable, CodeRegistryUnavailable, "the identity registry cannot be reached; try again later")
-		e.Err = err
+		e := domain.E(domain.KindUnavailable, domain.CodeRegistryUnavailable, "the identity registry cannot be reached; try again later").WithCause(err)
 		return nil, e
 	}
 	o.rp = r
@@ -207,12 +198,11 @@ func (o *OIDC) callback(c echo.Context) error {
 		ok = false
 	}
 	if !ok {
-		return o.fail(c, domain.E(domain.KindUnauthenticated, CodeLoginExpired,
+		return o.fail(c, domain.E(domain.KindUnauthenticated, domain.CodeLoginExpired,
 			"this sign-in attempt has expired or was started in another browser; start again"))
 	}
 	if q.Get("error") != "" {
-		e := domain.E(domain.KindForbidden, CodeRegistryDenied, "the identity registry did not sign you in")
-		e.Err = errors.New(q.Get("error") + ": " + q.Get("error_description"))
+		e := domain.E(domain.KindForbidden, domain.CodeRegistryDenied, "the identity registry did not sign you in").WithCause(errors.New(q.Get("error") + ": " + q.Get("error_description")))
 		return o.failNext(c, e, st.Next)
 	}
 	r, err := o.relyingParty(ctx)
@@ -222,8 +212,7 @@ func (o *OIDC) callback(c echo.Context) error {
 	tokens, err := rp.CodeExchange[*oidc.IDTokenClaims](context.WithValue(ctx, nonceKey{}, st.Nonce), q.Get("code"), r,
 		rp.WithCodeVerifier(st.Verifier))
 	if err != nil {
-		e := domain.E(domain.KindUnauthenticated, CodeSignInFailed, "the identity registry's answer could not be verified; start again")
-		e.Err = err
+		e := domain.E(domain.KindUnauthenticated, domain.CodeSignInFailed, "the identity registry's answer could not be verified; start again").WithCause(err)
 		return o.failNext(c, e, st.Next)
 	}
 	claims := tokens.IDTokenClaims
@@ -239,8 +228,7 @@ func (o *OIDC) callback(c echo.Context) error {
 			id.Name = info.Name
 		}
 	} else if id.Email == "" {
-		e := domain.E(domain.KindUnavailable, CodeRegistryUnavailable, "the identity registry did not return your email; try again later")
-		e.Err = err
+		e := domain.E(domain.KindUnavailable, domain.CodeRegistryUnavailable, "the identity registry did not return your email; try again later").WithCause(err)
 		return o.failNext(c, e, st.Next)
 	}
 	res, err := o.signIn.Complete(ctx, id, tokens.IDToken)
@@ -272,7 +260,7 @@ func (o *OIDC) failNext(c echo.Context, err error, next string) error {
 		o.cfg.Log.Warn("browser sign-in failed", "code", de.Code, "err", err)
 	}
 	if wantsJSON(c.Request()) {
-		return httpapi.WriteProblem(c, err)
+		return err
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")
 	target := "/login?error=" + url.QueryEscape(string(de.Code))

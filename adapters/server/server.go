@@ -20,14 +20,18 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/threadengine/engine/adapters/broadcast"
 	"github.com/threadengine/engine/adapters/config"
 	"github.com/threadengine/engine/adapters/contracthttp"
 	"github.com/threadengine/engine/adapters/contractstore"
 	"github.com/threadengine/engine/adapters/graphqlapi"
 	"github.com/threadengine/engine/adapters/httpapi"
 	"github.com/threadengine/engine/adapters/identitystore"
+	"github.com/threadengine/engine/adapters/limits"
 	"github.com/threadengine/engine/adapters/mcpapi"
+	"github.com/threadengine/engine/adapters/opshttp"
 	"github.com/threadengine/engine/adapters/otlp"
+	"github.com/threadengine/engine/adapters/prommetrics"
 	"github.com/threadengine/engine/adapters/registry"
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/threadquery"
@@ -45,6 +49,9 @@ type Options struct {
 	Clock ports.Clock
 	// Logger overrides the default slog logger.
 	Logger *slog.Logger
+	// Alongside opens an embedded SQLite database without taking its
+	// process lock, for a one-shot command run beside the serving engine.
+	Alongside bool
 	// DataDir is where local state (SQLite file, generated secrets) lives;
 	// default "./data".
 	DataDir string
@@ -68,18 +75,34 @@ type Server struct {
 	Auth *httpapi.Auth
 	// EngineSettings resolves the effective engine URL (UI override of
 	// server.public_url); features advertising the address should use it.
-	EngineSettings *webui.EngineSettings
+	EngineSettings *app.EngineSettings
 	// Metrics is the Prometheus registry served at /metrics.
 	Metrics *prometheus.Registry
-	// Threads records thread data (WebSocket /threads, OTLP /v1/traces);
-	// read sides call Threads.VerifyIntegrity for hash-chain checks.
+	// Refusals counts refusals per limit (threadengine_limit_refusals_total).
+	Refusals *limits.Counter
+	// EngineMetrics counts engine events (steps, threads, notifications…)
+	// on Metrics; features report through this port, never Prometheus.
+	EngineMetrics ports.Metrics
+	// Threads records thread data (WebSocket /threads, OTLP /v1/traces)
+	// through its Application()'s handlers.
 	Threads *app.Threads
 	// Contracts uploads and reads contract versions (/v1/contracts).
 	Contracts *app.Contracts
+	// Erasure deletes whole threads (DELETE /v1/threads/:id); Retention
+	// sweeps old ones (retention.*, /v1/engine/retention).
+	Erasure   *app.Erasure
+	Retention *app.Retention
+	// Webhooks manages alert webhooks and delivers their outbox; Alerts
+	// is the sweep for overdue and silent threads (alerts.*).
+	Webhooks *app.Webhooks
+	Alerts   *app.AlertSweep
 	// Queries are the read use cases (GraphQL, MCP); GraphQL executes
 	// operations with the cost limit (POST/GET /graphql, MCP graphql_query).
 	Queries *app.Queries
 	GraphQL *graphqlapi.Handler
+	// Broadcast reaches every engine on the database (LISTEN/NOTIFY on
+	// PostgreSQL, in-process on SQLite).
+	Broadcast ports.Broadcast
 
 	httpSrv  *http.Server
 	closers  []func() error
@@ -97,7 +120,11 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*Server, error) {
 	if opt.DataDir == "" {
 		opt.DataDir = "./data"
 	}
-	db, err := sqldb.Open(ctx, cfg.Database.URL)
+	openDB := sqldb.Open
+	if opt.Alongside {
+		openDB = sqldb.OpenAlongside
+	}
+	db, err := openDB(ctx, cfg.Database.URL)
 	if err != nil {
 		return nil, err
 	}
@@ -108,9 +135,18 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*Server, error) {
 	e.HTTPErrorHandler = httpapi.ErrorHandler(opt.Logger)
 	// Observe outermost, so requests that panic are still logged and counted.
 	e.Use(httpapi.Observe(metrics, opt.Logger), middleware.Recover())
-	s := &Server{Config: cfg, DB: db, Echo: e, Clock: opt.Clock, Log: opt.Logger, Metrics: metrics.Registry}
+	s := &Server{Config: cfg, DB: db, Echo: e, Clock: opt.Clock, Log: opt.Logger, Metrics: metrics.Registry,
+		Refusals: limits.NewCounter(metrics.Registry), EngineMetrics: prommetrics.New(metrics.Registry, db.DB.DB)}
+	if e.IPExtractor, err = clientIP(cfg.Server.TrustedProxies); err != nil {
+		db.Close()
+		return nil, err
+	}
+	e.Use(httpapi.CountRefusals(s.Refusals))
+	metrics.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "threadengine_db_deadlocks_total",
+		Help: "Transactions that lost a PostgreSQL deadlock (each was retried)."},
+		func() float64 { n, _ := db.ConcurrencyFailures(); return float64(n) }))
 	s.closers = append(s.closers, db.Close)
-	e.GET("/metrics", metrics.Handler())
+	e.GET("/metrics", metrics.Handler(), httpapi.MetricsToken(cfg.Metrics.Token))
 
 	e.GET("/healthz", func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
@@ -134,13 +170,18 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*Server, error) {
 // mount wires every feature's adapters. Each feature adds its block here,
 // after the identity block, which the others depend on.
 func (s *Server) mount(ctx context.Context, opt Options) error {
+	// --- broadcast between replicas (LISTEN/NOTIFY; in-process on SQLite): s.Broadcast ---
+	if err := s.openBroadcast(ctx); err != nil {
+		return err
+	}
+
 	// --- identity (users, API keys, sessions): s.Store, s.Identity, s.Auth ---
 	s.Store = identitystore.New(s.DB)
 	s.Identity = app.NewIdentity(app.IdentityDeps{
 		Users: s.Store, ServiceAccounts: s.Store, APIKeys: s.Store, Sessions: s.Store, Audit: s.Store, Settings: s.Store,
 		Clock: s.Clock, Random: rand.Reader, NewID: func() string { return uuid.NewString() },
 		SessionTTL: s.Config.Auth.SessionTTL, LicenseKey: s.Config.Registry.LicenseKey, Log: s.Log,
-		AuthCacheTTL: s.Config.Auth.CacheTTL,
+		AuthCacheTTL: s.Config.Auth.CacheTTL, Broadcast: s.Broadcast, Metrics: s.EngineMetrics,
 	})
 	// Without server.public_url the engine advertises its listen address
 	// (127.0.0.1:8081 by default); browsers must then use exactly that host.
@@ -149,32 +190,82 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 		authURL = "http://" + s.Config.Server.Listen
 	}
 	s.Auth = httpapi.NewAuth(s.Identity, authURL, s.Config.Registry.BrowserOrigin)
+	s.Auth.SetExchangeThrottle(s.Config.Limits.SignIn.FailuresPerWindow, s.Config.Limits.SignIn.Window, s.Refusals)
 	s.Auth.MountIdentity(s.Echo)
 	s.startSessionJanitor()
 
 	// --- features mount below this line (one block each) ---
 
 	// --- contracts: /v1/contracts upload and read (s.Contracts) ---
-	s.Contracts = app.NewContracts(app.ContractsDeps{Store: contractstore.New(s.DB), Clock: s.Clock, Audit: s.Store,
-		NewID: func() string { return uuid.NewString() }, Log: s.Log})
+	contracts := contractstore.New(s.DB)
+	s.Contracts = app.NewContracts(app.ContractsDeps{Store: contracts, Eraser: contracts, Clock: s.Clock, Audit: s.Store,
+		NewID: func() string { return uuid.NewString() }, Log: s.Log,
+		Deleted: func(name string, version int) { s.Threads.ForgetContract(name, version) }})
 	(&contracthttp.Handler{Contracts: s.Contracts}).Mount(s.Echo, s.Auth.Middleware())
 
 	// --- thread ingestion: WebSocket /threads, OTLP /v1/traces (s.Threads) ---
-	hashSecret, err := threadstore.LoadHashSecret(s.Config.Security.HashChainSecret, opt.DataDir)
+	sec := s.Config.Security
+	chainKeys, err := threadstore.LoadChainKeys(ctx, s.DB, threadstore.KeyConfig{Secret: sec.HashChainSecret,
+		Version: sec.HashChainSecretVersion, Previous: sec.HashChainPreviousSecrets}, opt.DataDir, s.Clock.Now())
 	if err != nil {
 		return err
 	}
-	s.Threads = app.NewThreads(threadstore.New(s.DB), s.threadContracts(), s.Clock, hashSecret, s.Log)
-	(&wsapi.Handler{Threads: s.Threads, Authn: s.Identity, Log: s.Log}).Mount(s.Echo)
-	(&otlp.Handler{Threads: s.Threads, Log: s.Log}).Mount(s.Echo, s.Auth.Middleware())
+	threadStore := threadstore.New(s.DB)
+	threadStore.SetMetrics(s.EngineMetrics)
+	s.Threads = app.NewThreads(threadStore, s.threadContracts(), s.Clock, nil, s.Log)
+	s.Threads.UseChainKeys(chainKeys)
+	s.Threads.SetMetrics(s.EngineMetrics)
+	s.backfillHealth(threadStore)
+	s.startHub()
+	ws := &wsapi.Handler{Threads: s.Threads, Authn: s.Auth.Authn, Log: s.Log, Limits: s.Config.Limits.WS, Refusals: s.Refusals}
+	ws.Mount(s.Echo)
+	s.Identity.OnCredentialsChanged(ws.RecheckPrincipal)
+	// Open sockets outlive http.Server.Shutdown (they are hijacked): close
+	// them with a close frame before the store closes under them.
+	s.OnClose(func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return ws.Shutdown(ctx)
+	})
+	(&otlp.Handler{Threads: s.Threads, Log: s.Log, Limits: s.Config.Limits.OTLP, Refusals: s.Refusals}).Mount(s.Echo, s.Auth.Middleware())
+
+	// --- operators: thread deletion (s.Erasure) ---
+	s.Erasure = app.NewErasure(app.ErasureDeps{Store: threadStore, Audit: s.Store, Clock: s.Clock,
+		NewID: func() string { return uuid.NewString() }, Deleted: s.Threads.ForgetThreads, Log: s.Log})
 
 	// --- GraphQL query API: POST/GET /graphql (s.Queries, s.GraphQL) ---
-	s.Queries = app.NewQueries(app.QueriesDeps{Store: threadquery.New(s.DB), Contracts: s.threadContracts(),
-		ChainSecrets: app.ChainSecrets(hashSecret), Clock: s.Clock})
+	tq := threadquery.New(s.DB)
+	s.Queries = app.NewQueries(app.QueriesDeps{Store: tq, Stats: tq, Contracts: s.threadContracts(),
+		ChainSecrets: chainKeys.Secrets, Clock: s.Clock})
+	{
+		// Per-step hourly roll-up behind the contracts and overview pages.
+		rollCtx, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); tq.RunRollup(rollCtx, time.Minute, s.Clock.Now) }()
+		s.OnClose(func() error { stop(); <-done; return nil })
+	}
 	if s.GraphQL, err = graphqlapi.New(s.Queries, s.Log); err != nil {
 		return err
 	}
+	s.GraphQL.SetMetrics(s.EngineMetrics)
+	s.GraphQL.SetActors(app.NewActors(s.Store, s.Store))
 	s.GraphQL.Mount(s.Echo, s.Auth.Authenticate)
+
+	// --- operators: thread deletion (s.Erasure), audit log, export ---
+	rc := s.Config.Retention
+	s.Retention = app.NewRetention(app.RetentionDeps{Store: threadStore, Settings: s.Store, Audit: s.Store,
+		Clock: s.Clock, NewID: func() string { return uuid.NewString() }, Deleted: s.Threads.ForgetThreads, Log: s.Log,
+		ConfigDays: rc.ThreadsDays, IdleDays: rc.ActiveIdleDays, BatchSize: rc.BatchSize, BatchPause: rc.BatchPause})
+	s.startAlerts(threadStore)
+	(&opshttp.Handler{Erasure: s.Erasure, Audit: app.NewAuditLog(s.Store),
+		Exports: app.NewExports(s.Queries, threadquery.New(s.DB)), Retention: s.Retention,
+		Webhooks: s.Webhooks}).Mount(s.Echo, s.Auth.Middleware())
+	{
+		retCtx, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); s.Retention.Run(retCtx, rc.SweepInterval) }()
+		s.OnClose(func() error { stop(); <-done; return nil })
+	}
 
 	// --- MCP for AI agents: /mcp (streamable HTTP) over s.Queries and s.GraphQL, API-key auth ---
 	{
@@ -194,7 +285,7 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 			go func() { lic.Refresh(licCtx); lic.Run(licCtx) }()
 			s.OnClose(func() error { stop(); return nil })
 		}
-		signIn := app.NewSignIn(app.SignInDeps{Users: s.Store, Bindings: s.Store, Sessions: s.Identity, License: lic,
+		signIn := app.NewSignIn(app.SignInDeps{Users: s.Store, Bindings: s.Store, StartSession: s.Identity.Application().Commands.StartUserSession, License: lic,
 			Product: s.Config.Registry.Product, Audit: s.Store, Setting: s.Store, Clock: s.Clock,
 			NewID: func() string { return uuid.NewString() }, Log: s.Log})
 		if s.Config.Registry.URL != "" {
@@ -212,13 +303,62 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	}
 
 	// --- web UI (/ and /ui/*) and engine settings (/v1/engine/settings) ---
-	s.EngineSettings = &webui.EngineSettings{Store: s.Store, ConfigURL: s.Config.Server.PublicURL, Clock: s.Clock,
-		Audit: s.Store, NewID: func() string { return uuid.NewString() }}
+	s.EngineSettings = &app.EngineSettings{Store: s.Store, ConfigURL: s.Config.Server.PublicURL, Clock: s.Clock,
+		Audit: s.Store, NewID: func() string { return uuid.NewString() }, Log: s.Log}
 	if err := webui.Mount(s.Echo, s.EngineSettings, s.Auth.Middleware()); err != nil {
 		return err
 	}
 
 	return nil
+}
+
+// startHub delivers the notification log until Close (its counts go to
+// the engine metrics, see Threads.SetMetrics).
+func (s *Server) startHub() {
+	hub := s.Threads.Hub()
+	n := s.Config.Notifications
+	hub.Configure(app.HubConfig{RedeliverAfter: n.RedeliverAfter, MaxDeliveries: n.MaxDeliveries, Retention: n.Retention})
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); hub.Run(ctx, s.Broadcast) }()
+	s.OnClose(func() error { stop(); <-done; return nil })
+}
+
+// openBroadcast opens the channel replicas wake each other with.
+func (s *Server) openBroadcast(ctx context.Context) error {
+	if s.DB.Dialect != sqldb.Postgres {
+		b := broadcast.NewLocal()
+		s.Broadcast = b
+		s.OnClose(b.Close)
+		return nil
+	}
+	b, err := broadcast.NewPostgres(ctx, s.DB, s.Config.Database.URL, s.Log)
+	if err != nil {
+		return err
+	}
+	s.Broadcast = b
+	s.OnClose(b.Close)
+	return nil
+}
+
+// backfillHealth computes, in the background, the health of threads
+// recorded before health was kept on the thread row; until it finishes they
+// show as OK. It runs once per start and is a no-op when nothing is left.
+func (s *Server) backfillHealth(store *threadstore.Store) {
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		start := time.Now()
+		n, err := store.BackfillHealth(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			s.Log.Warn("thread health backfill stopped", "threads", n, "err", err)
+		case n > 0:
+			s.Log.Info("thread health backfilled", "threads", n, "took", time.Since(start).Round(time.Millisecond))
+		}
+	}()
+	s.OnClose(func() error { stop(); <-done; return nil })
 }
 
 // startSessionJanitor deletes sessions that expired more than a day ago,
@@ -252,10 +392,12 @@ func (s *Server) OnClose(fn func() error) { s.closers = append(s.closers, fn) }
 
 // Serve accepts connections on l until Shutdown.
 func (s *Server) Serve(l net.Listener) error {
+	lim := s.Config.Limits.HTTP
 	s.httpSrv = &http.Server{
 		Handler:           s.Echo,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
+		ReadHeaderTimeout: lim.ReadHeaderTimeout,
+		ReadTimeout:       lim.ReadTimeout,
+		IdleTimeout:       lim.IdleTimeout,
 	}
 	err := s.httpSrv.Serve(l)
 	if errors.Is(err, http.ErrServerClosed) {

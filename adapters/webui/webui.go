@@ -21,6 +21,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/threadengine/engine/adapters/httpapi"
+	"github.com/threadengine/engine/app"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/web"
 )
@@ -33,7 +34,7 @@ const StylesheetPath = AssetsPrefix + "app.css"
 
 // Mount registers the UI, its assets and the engine settings API on e.
 // auth authenticates API requests (httpapi.Auth middleware).
-func Mount(e *echo.Echo, settings *EngineSettings, auth echo.MiddlewareFunc) error {
+func Mount(e *echo.Echo, settings *app.EngineSettings, auth echo.MiddlewareFunc) error {
 	assets, err := fs.Sub(web.Files, "assets")
 	if err != nil {
 		return err
@@ -71,11 +72,11 @@ func Mount(e *echo.Echo, settings *EngineSettings, auth echo.MiddlewareFunc) err
 	e.GET(AssetsPrefix+"*", func(c echo.Context) error {
 		name := strings.TrimPrefix(c.Request().URL.Path, AssetsPrefix)
 		if name == "" || strings.HasSuffix(name, "/") {
-			return httpapi.WriteProblem(c, domain.NotFound("asset"))
+			return domain.NotFound("asset")
 		}
 		etag, ok := etags[name]
 		if !ok {
-			return httpapi.WriteProblem(c, domain.NotFound("asset"))
+			return domain.NotFound("asset")
 		}
 		hdr := c.Response().Header()
 		hdr.Set("Cache-Control", "no-cache")
@@ -91,7 +92,7 @@ func Mount(e *echo.Echo, settings *EngineSettings, auth echo.MiddlewareFunc) err
 }
 
 type handler struct {
-	settings *EngineSettings
+	settings *app.EngineSettings
 	index    []byte
 }
 
@@ -134,7 +135,7 @@ type putSettingsRequest struct {
 func (h *handler) getSettings(c echo.Context) error {
 	v, err := h.settings.Get(c.Request().Context())
 	if err != nil {
-		return httpapi.WriteProblem(c, err)
+		return err
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return c.JSON(http.StatusOK, v)
@@ -143,11 +144,11 @@ func (h *handler) getSettings(c echo.Context) error {
 func (h *handler) putSettings(c echo.Context) error {
 	var req putSettingsRequest
 	if err := httpapi.DecodeJSON(c, &req); err != nil {
-		return httpapi.WriteProblem(c, err)
+		return err
 	}
 	v, err := h.settings.Set(c.Request().Context(), req.PublicURL)
 	if err != nil {
-		return httpapi.WriteProblem(c, err)
+		return err
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return c.JSON(http.StatusOK, v)
@@ -156,7 +157,7 @@ func (h *handler) putSettings(c echo.Context) error {
 func (h *handler) deleteSettings(c echo.Context) error {
 	v, err := h.settings.Reset(c.Request().Context())
 	if err != nil {
-		return httpapi.WriteProblem(c, err)
+		return err
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return c.JSON(http.StatusOK, v)

@@ -10,20 +10,21 @@ import (
 	"testing"
 
 	"github.com/threadengine/engine/adapters/server"
+	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
-	"github.com/threadengine/engine/adapters/webui"
+	"github.com/threadengine/engine/app"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/test/enginetest"
 )
 
 type view struct {
-	PublicURL       string          `json:"public_url"`
-	ConfigPublicURL string          `json:"config_public_url"`
-	Source          string          `json:"source"`
-	CanManage       bool            `json:"can_manage"`
-	Endpoints       webui.Endpoints `json:"endpoints"`
-	Code            string          `json:"code"`
-	Field           string          `json:"field"`
+	PublicURL       string        `json:"public_url"`
+	ConfigPublicURL string        `json:"config_public_url"`
+	Source          string        `json:"source"`
+	CanManage       bool          `json:"can_manage"`
+	Endpoints       app.Endpoints `json:"endpoints"`
+	Code            string        `json:"code"`
+	Field           string        `json:"field"`
 }
 
 func decode(t *testing.T, body []byte) view {
@@ -36,78 +37,76 @@ func decode(t *testing.T, body []byte) view {
 }
 
 func TestEngineSettingsAPI(t *testing.T) {
-	for _, d := range sqldbtest.Dialects(t) {
-		t.Run(string(d), func(t *testing.T) {
-			eng := enginetest.Start(t, d)
-			_, memberKey := eng.NewUser(t, domain.RoleMember)
+	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
+		eng := enginetest.Start(t, d)
+		_, memberKey := eng.NewUser(t, domain.RoleMember)
 
-			resp, body := eng.Do(t, http.MethodGet, "/v1/engine/settings", "", nil)
-			if resp.StatusCode != http.StatusUnauthorized {
-				t.Fatalf("anonymous GET: %d %s", resp.StatusCode, body)
-			}
-			resp, body = eng.Do(t, http.MethodGet, "/v1/engine/settings", memberKey, nil)
-			v := decode(t, body)
-			if resp.StatusCode != http.StatusOK || v.Source != "config" || v.PublicURL != eng.URL || v.CanManage {
-				t.Fatalf("member GET: %d %+v", resp.StatusCode, v)
-			}
-			if v.Endpoints.WebSocket != "ws"+strings.TrimPrefix(eng.URL, "http")+"/threads" {
-				t.Fatalf("endpoints %+v", v.Endpoints)
-			}
-			resp, body = eng.Do(t, http.MethodPut, "/v1/engine/settings", memberKey, map[string]string{"public_url": "https://x.example.com"})
-			if resp.StatusCode != http.StatusForbidden {
-				t.Fatalf("member PUT: %d %s", resp.StatusCode, body)
-			}
-			resp, body = eng.Do(t, http.MethodDelete, "/v1/engine/settings", memberKey, nil)
-			if resp.StatusCode != http.StatusForbidden {
-				t.Fatalf("member DELETE: %d %s", resp.StatusCode, body)
-			}
+		resp, body := eng.Do(t, http.MethodGet, "/v1/engine/settings", "", nil)
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("anonymous GET: %d %s", resp.StatusCode, body)
+		}
+		resp, body = eng.Do(t, http.MethodGet, "/v1/engine/settings", memberKey, nil)
+		v := decode(t, body)
+		if resp.StatusCode != http.StatusOK || v.Source != "config" || v.PublicURL != eng.URL || v.CanManage {
+			t.Fatalf("member GET: %d %+v", resp.StatusCode, v)
+		}
+		if v.Endpoints.WebSocket != "ws"+strings.TrimPrefix(eng.URL, "http")+"/threads" {
+			t.Fatalf("endpoints %+v", v.Endpoints)
+		}
+		resp, body = eng.Do(t, http.MethodPut, "/v1/engine/settings", memberKey, map[string]string{"public_url": "https://x.example.com"})
+		if resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("member PUT: %d %s", resp.StatusCode, body)
+		}
+		resp, body = eng.Do(t, http.MethodDelete, "/v1/engine/settings", memberKey, nil)
+		if resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("member DELETE: %d %s", resp.StatusCode, body)
+		}
 
-			for _, bad := range []string{"", "ftp://x", "https://u:p@x.example.com", "https://x.example.com/?a=1", "https://x.example.com/#f"} {
-				resp, body = eng.Do(t, http.MethodPut, "/v1/engine/settings", eng.AdminKey, map[string]string{"public_url": bad})
-				if v := decode(t, body); resp.StatusCode != http.StatusBadRequest || v.Field != "public_url" ||
-					resp.Header.Get("Content-Type") != "application/problem+json" {
-					t.Fatalf("PUT %q: %d %s", bad, resp.StatusCode, body)
-				}
+		for _, bad := range []string{"", "ftp://x", "https://u:p@x.example.com", "https://x.example.com/?a=1", "https://x.example.com/#f"} {
+			resp, body = eng.Do(t, http.MethodPut, "/v1/engine/settings", eng.AdminKey, map[string]string{"public_url": bad})
+			if v := decode(t, body); resp.StatusCode != http.StatusBadRequest || v.Field != "public_url" ||
+				resp.Header.Get("Content-Type") != "application/problem+json" {
+				t.Fatalf("PUT %q: %d %s", bad, resp.StatusCode, body)
 			}
-			resp, body = eng.Do(t, http.MethodPut, "/v1/engine/settings", eng.AdminKey, map[string]any{"public_url": "https://x.example.com", "extra": 1})
-			if resp.StatusCode != http.StatusBadRequest {
-				t.Fatalf("unknown field: %d %s", resp.StatusCode, body)
-			}
+		}
+		resp, body = eng.Do(t, http.MethodPut, "/v1/engine/settings", eng.AdminKey, map[string]any{"public_url": "https://x.example.com", "extra": 1})
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("unknown field: %d %s", resp.StatusCode, body)
+		}
 
-			resp, body = eng.Do(t, http.MethodPut, "/v1/engine/settings", eng.AdminKey, map[string]string{"public_url": "https://proxy.example.com/engine/"})
-			v = decode(t, body)
-			if resp.StatusCode != http.StatusOK || v.PublicURL != "https://proxy.example.com/engine" || v.Source != "ui" || !v.CanManage ||
-				v.ConfigPublicURL != eng.URL || v.Endpoints.GraphQL != "https://proxy.example.com/engine/graphql" ||
-				v.Endpoints.WebSocket != "wss://proxy.example.com/engine/threads" {
-				t.Fatalf("admin PUT: %d %+v", resp.StatusCode, v)
-			}
-			// Applies at once for every reader.
-			_, body = eng.Do(t, http.MethodGet, "/v1/engine/settings", memberKey, nil)
-			if v := decode(t, body); v.PublicURL != "https://proxy.example.com/engine" || v.Source != "ui" {
-				t.Fatalf("member sees %+v", v)
-			}
-			if got, src, err := eng.Server.EngineSettings.Effective(context.Background()); err != nil || got != "https://proxy.example.com/engine" || src != webui.SourceUI {
-				t.Fatalf("Effective: %q %q %v", got, src, err)
-			}
+		resp, body = eng.Do(t, http.MethodPut, "/v1/engine/settings", eng.AdminKey, map[string]string{"public_url": "https://proxy.example.com/engine/"})
+		v = decode(t, body)
+		if resp.StatusCode != http.StatusOK || v.PublicURL != "https://proxy.example.com/engine" || v.Source != "ui" || !v.CanManage ||
+			v.ConfigPublicURL != eng.URL || v.Endpoints.GraphQL != "https://proxy.example.com/engine/graphql" ||
+			v.Endpoints.WebSocket != "wss://proxy.example.com/engine/threads" {
+			t.Fatalf("admin PUT: %d %+v", resp.StatusCode, v)
+		}
+		// Applies at once for every reader.
+		_, body = eng.Do(t, http.MethodGet, "/v1/engine/settings", memberKey, nil)
+		if v := decode(t, body); v.PublicURL != "https://proxy.example.com/engine" || v.Source != "ui" {
+			t.Fatalf("member sees %+v", v)
+		}
+		if got, src, err := eng.Server.EngineSettings.Effective(context.Background()); err != nil || got != "https://proxy.example.com/engine" || src != app.EngineURLFromUI {
+			t.Fatalf("Effective: %q %q %v", got, src, err)
+		}
 
-			// Persists across a restart: a new server on the same database.
-			ctx := context.Background()
-			if err := eng.Server.Shutdown(ctx); err != nil {
-				t.Fatal(err)
-			}
-			srv2, err := server.New(ctx, eng.Config, server.Options{Clock: eng.Clock, DataDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-			if err != nil {
-				t.Fatalf("restart: %v", err)
-			}
-			defer srv2.Close()
-			if got, src, err := srv2.EngineSettings.Effective(ctx); err != nil || got != "https://proxy.example.com/engine" || src != webui.SourceUI {
-				t.Fatalf("after restart: %q %q %v", got, src, err)
-			}
-			if err := srv2.Close(); err != nil {
-				t.Fatal(err)
-			}
-		})
-	}
+		// Persists across a restart: a new server on the same database.
+		ctx := context.Background()
+		if err := eng.Server.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		srv2, err := server.New(ctx, eng.Config, server.Options{Clock: eng.Clock, DataDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatalf("restart: %v", err)
+		}
+		defer srv2.Close()
+		if got, src, err := srv2.EngineSettings.Effective(ctx); err != nil || got != "https://proxy.example.com/engine" || src != app.EngineURLFromUI {
+			t.Fatalf("after restart: %q %q %v", got, src, err)
+		}
+		if err := srv2.Close(); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 func TestEngineSettingsResetAndUnset(t *testing.T) {
@@ -126,9 +125,9 @@ func TestEngineSettingsResetAndUnset(t *testing.T) {
 	}
 
 	// Without server.public_url the source is "unset" and there are no endpoints.
-	s := &webui.EngineSettings{Store: eng.Server.Store, Clock: eng.Clock}
+	s := &app.EngineSettings{Store: eng.Server.Store, Clock: eng.Clock}
 	ctx := context.Background()
-	if got, src, err := s.Effective(ctx); err != nil || got != "" || src != webui.SourceUnset {
+	if got, src, err := s.Effective(ctx); err != nil || got != "" || src != app.EngineURLUnset {
 		t.Fatalf("unset: %q %q %v", got, src, err)
 	}
 }
@@ -186,7 +185,7 @@ func TestShellAndAssets(t *testing.T) {
 	if !strings.Contains(body, `<base href="/engine/">`) {
 		t.Fatalf("prefix: %d %.300s", resp.StatusCode, body)
 	}
-	resp, body = get("/ui/threads", map[string]string{"X-Forwarded-Prefix": `/x"><script>`})
+	_, body = get("/ui/threads", map[string]string{"X-Forwarded-Prefix": `/x"><script>`})
 	if !strings.Contains(body, `<base href="/">`) {
 		t.Fatalf("hostile prefix must be ignored: %.300s", body)
 	}
@@ -201,7 +200,7 @@ func TestShellAndAssets(t *testing.T) {
 	if resp, _ = get("/ui/assets/app.css", map[string]string{"If-None-Match": etag}); resp.StatusCode != http.StatusNotModified {
 		t.Fatalf("revalidation: %d", resp.StatusCode)
 	}
-	if resp, body = get("/ui/threads", map[string]string{"X-Forwarded-Prefix": "/a/../b"}); !strings.Contains(body, `<base href="/">`) {
+	if _, body = get("/ui/threads", map[string]string{"X-Forwarded-Prefix": "/a/../b"}); !strings.Contains(body, `<base href="/">`) {
 		t.Fatalf("dot segments must be ignored: %.300s", body)
 	}
 	resp, _ = get("/ui/assets/app.js", nil)

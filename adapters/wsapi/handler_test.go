@@ -71,7 +71,7 @@ func TestRevokedKeyClosesOpenSocket(t *testing.T) {
 	}
 	// Pings (answered) and re-checks keep a valid connection open.
 	time.Sleep(350 * time.Millisecond)
-	if f := send(map[string]any{"action": "heartbeat"}); !strings.Contains(f, "heartbeat") {
+	if f := send(map[string]any{"action": "heartbeat", "requestId": "h1"}); !strings.Contains(f, "heartbeat") {
 		t.Fatalf("heartbeat: %s", f)
 	}
 	authn.revoked.Store(true)

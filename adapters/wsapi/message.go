@@ -1,7 +1,7 @@
 // Package wsapi serves the Threadify SDK WebSocket protocol on GET /threads:
 // one JSON object per text frame, replies echo the request's action and are
 // sent in request order per connection; notifications are pushed with an ack
-// token. See the README section "Thread ingestion" for the supported actions.
+// token. See docs/integrators/websocket-protocol.md for the supported actions.
 package wsapi
 
 import (
@@ -27,8 +27,12 @@ type Message struct {
 	fields map[string]json.RawMessage
 }
 
+// These texts go to the client verbatim and are the ones the SDKs and the
+// reference engine use, so they keep their capitals.
 var (
-	errInvalidJSON   = errors.New("Invalid JSON payload")
+	//lint:ignore ST1005 wire text shared with the SDKs
+	errInvalidJSON = errors.New("Invalid JSON payload")
+	//lint:ignore ST1005 wire text shared with the SDKs
 	errMissingAction = errors.New("Missing required field: action")
 )
 

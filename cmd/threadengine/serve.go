@@ -49,6 +49,15 @@ func serve(ctx context.Context, args []string) error {
 		srv.Close()
 		return fmt.Errorf("server.listen %s: %w", cfg.Server.Listen, err)
 	}
+	if cfg.Server.PprofListen != "" {
+		ps, err := server.ServePprof(cfg.Server.PprofListen, log)
+		if err != nil {
+			srv.Close()
+			l.Close()
+			return fmt.Errorf("server.pprof_listen %s: %w", cfg.Server.PprofListen, err)
+		}
+		defer ps.Close()
+	}
 	log.Info("threadengine listening", "addr", l.Addr().String(), "public_url", cfg.Server.PublicURL, "version", versionString())
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
@@ -87,12 +96,12 @@ func bootstrapOwner(ctx context.Context, args []string) error {
 		return err
 	}
 	log := newLogger(cfg)
-	srv, err := server.New(ctx, cfg, server.Options{Logger: log})
+	srv, err := server.New(ctx, cfg, server.Options{Logger: log, Alongside: true})
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
-	u, key, err := srv.Identity.BootstrapOwner(ctx, *email, *name)
+	u, key, err := srv.Identity.Application().Commands.BootstrapOwner.Handle(ctx, *email, *name)
 	if err != nil {
 		return err
 	}

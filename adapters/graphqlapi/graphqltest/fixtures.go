@@ -27,7 +27,7 @@ type Seeded struct {
 // sub-step, refs {orderId: "O-<tag>"}. ctx must carry a principal that may
 // write threads.
 func SeedThread(ctx context.Context, th *app.Threads, tag string, steps int) (Seeded, error) {
-	t, err := th.StartThread(ctx, app.StartThreadInput{Refs: map[string]string{"orderId": "O-" + tag}, Label: "order " + tag})
+	t, err := th.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Refs: map[string]string{"orderId": "O-" + tag}, Label: "order " + tag})
 	if err != nil {
 		return Seeded{}, err
 	}
@@ -35,7 +35,7 @@ func SeedThread(ctx context.Context, th *app.Threads, tag string, steps int) (Se
 	start := time.Now().UTC().Add(-time.Minute)
 	record := func(i int, status string, meta map[string]any) (app.StepResult, error) {
 		fin := start.Add(time.Duration(i+1) * 250 * time.Millisecond)
-		return th.RecordStep(ctx, app.RecordStepInput{ThreadID: t.ID, StepName: fmt.Sprintf("step-%d", i),
+		return th.Application().Commands.RecordStep.Handle(ctx, app.RecordStepInput{ThreadID: t.ID, StepName: fmt.Sprintf("step-%d", i),
 			IdempotencyKey: fmt.Sprintf("k%d", i), Status: status,
 			Context:  map[string]string{"orderId": "O-" + tag, "n": fmt.Sprint(i)},
 			Metadata: meta, StartedAt: &start, FinishedAt: &fin,
@@ -61,7 +61,7 @@ func SeedThread(ctx context.Context, th *app.Threads, tag string, steps int) (Se
 
 // Link adds a linkedThread ref from parent to child.
 func Link(ctx context.Context, th *app.Threads, parent, child string) error {
-	return th.AddRefs(ctx, parent, map[string]string{"linkedThread:" + child: child})
+	return th.Application().Commands.AddRefs.Handle(ctx, app.AddRefsInput{ThreadID: parent, Refs: map[string]string{"linkedThread:" + child: child}})
 }
 
 // InsertValidation writes one validation result row directly: contract

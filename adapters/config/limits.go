@@ -1,0 +1,152 @@
+package config
+
+import (
+	"fmt"
+	"net/netip"
+	"reflect"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// Limits bound what one client, request or socket can take from the engine.
+// Every field is documented in docs/operators/limits.md with what the client
+// receives when it is reached.
+type Limits struct {
+	HTTP   HTTPLimits   `koanf:"http"`
+	OTLP   OTLPLimits   `koanf:"otlp"`
+	WS     WSLimits     `koanf:"ws"`
+	SignIn SignInLimits `koanf:"signin"`
+}
+
+// HTTPLimits are the HTTP server's timeouts.
+type HTTPLimits struct {
+	// ReadHeaderTimeout bounds the request line and headers (and the wait for
+	// a new connection's first request).
+	ReadHeaderTimeout time.Duration `koanf:"read_header_timeout"`
+	// ReadTimeout bounds reading a whole request, body included; a slow body
+	// is cut off after it. WebSockets are not affected once upgraded.
+	ReadTimeout time.Duration `koanf:"read_timeout"`
+	// IdleTimeout closes keep-alive connections idle this long.
+	IdleTimeout time.Duration `koanf:"idle_timeout"`
+}
+
+// OTLPLimits bound one POST /v1/traces.
+type OTLPLimits struct {
+	MaxBodyBytes    int64 `koanf:"max_body_bytes"`    // as received (compressed or not)
+	MaxDecodedBytes int64 `koanf:"max_decoded_bytes"` // after gunzip
+	MaxSpans        int   `koanf:"max_spans"`
+	// MaxObjects caps the attributes, events, links and attribute values
+	// (and, per span, the resource attributes it inherits) of one request:
+	// what the decoded request costs in memory, whatever its byte size.
+	MaxObjects int `koanf:"max_objects"`
+	// MaxConcurrent requests are decoded at once (default: half the CPUs,
+	// at least 1, so decoding never takes every core); others wait up to
+	// QueueTimeout, then get 429 with Retry-After.
+	MaxConcurrent int           `koanf:"max_concurrent"`
+	QueueTimeout  time.Duration `koanf:"queue_timeout"`
+}
+
+// WSLimits bound the WebSocket endpoint /threads.
+type WSLimits struct {
+	// ConnectTimeout is how long a socket may stay open without a successful
+	// connect (authentication) action.
+	ConnectTimeout          time.Duration `koanf:"connect_timeout"`
+	MaxSockets              int           `koanf:"max_sockets"`
+	MaxUnauthenticated      int           `koanf:"max_unauthenticated"`
+	MaxPerPrincipal         int           `koanf:"max_per_principal"`
+	MaxSubscriptions        int           `koanf:"max_subscriptions"`
+	MaxSubscriptionKeyBytes int           `koanf:"max_subscription_key_bytes"`
+}
+
+// SignInLimits throttle failed credential exchanges (/auth/api-key/exchange,
+// /auth/license/exchange).
+type SignInLimits struct {
+	// FailuresPerWindow failed exchanges per (client address, key prefix)
+	// are allowed per Window; further failures are answered 429.
+	FailuresPerWindow int           `koanf:"failures_per_window"`
+	Window            time.Duration `koanf:"window"`
+}
+
+// DefaultLimits are the limits used when nothing is configured.
+func DefaultLimits() Limits {
+	return Limits{
+		HTTP: HTTPLimits{ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second, IdleTimeout: 120 * time.Second},
+		OTLP: OTLPLimits{MaxBodyBytes: 4 << 20, MaxDecodedBytes: 8 << 20, MaxSpans: 10000, MaxObjects: 100000,
+			MaxConcurrent: max(1, runtime.NumCPU()/2), QueueTimeout: 5 * time.Second},
+		WS: WSLimits{ConnectTimeout: 10 * time.Second, MaxSockets: 2000, MaxUnauthenticated: 200, MaxPerPrincipal: 100,
+			MaxSubscriptions: 256, MaxSubscriptionKeyBytes: 256},
+		SignIn: SignInLimits{FailuresPerWindow: 20, Window: time.Minute},
+	}
+}
+
+// limitKeys are the leaf keys of the limits section, from the struct tags.
+func limitKeys() map[string]bool {
+	out := map[string]bool{}
+	var walk func(prefix string, t reflect.Type)
+	walk = func(prefix string, t reflect.Type) {
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			key := prefix + "." + f.Tag.Get("koanf")
+			if f.Type.Kind() == reflect.Struct {
+				walk(key, f.Type)
+				continue
+			}
+			out[key] = true
+		}
+	}
+	walk("limits", reflect.TypeOf(Limits{}))
+	return out
+}
+
+func (l *Limits) validate() error {
+	durations := map[string]time.Duration{
+		"limits.http.read_header_timeout": l.HTTP.ReadHeaderTimeout, "limits.http.read_timeout": l.HTTP.ReadTimeout,
+		"limits.http.idle_timeout": l.HTTP.IdleTimeout, "limits.otlp.queue_timeout": l.OTLP.QueueTimeout,
+		"limits.ws.connect_timeout": l.WS.ConnectTimeout, "limits.signin.window": l.SignIn.Window,
+	}
+	for key, d := range durations {
+		if d <= 0 {
+			return fmt.Errorf("config: %s must be positive", key)
+		}
+	}
+	counts := map[string]int64{
+		"limits.otlp.max_body_bytes": l.OTLP.MaxBodyBytes, "limits.otlp.max_decoded_bytes": l.OTLP.MaxDecodedBytes,
+		"limits.otlp.max_spans": int64(l.OTLP.MaxSpans), "limits.otlp.max_objects": int64(l.OTLP.MaxObjects),
+		"limits.otlp.max_concurrent": int64(l.OTLP.MaxConcurrent), "limits.ws.max_sockets": int64(l.WS.MaxSockets),
+		"limits.ws.max_unauthenticated": int64(l.WS.MaxUnauthenticated), "limits.ws.max_per_principal": int64(l.WS.MaxPerPrincipal),
+		"limits.ws.max_subscriptions":          int64(l.WS.MaxSubscriptions),
+		"limits.ws.max_subscription_key_bytes": int64(l.WS.MaxSubscriptionKeyBytes),
+		"limits.signin.failures_per_window":    int64(l.SignIn.FailuresPerWindow),
+	}
+	for key, n := range counts {
+		if n <= 0 {
+			return fmt.Errorf("config: %s must be positive", key)
+		}
+	}
+	if l.OTLP.MaxDecodedBytes < l.OTLP.MaxBodyBytes {
+		return fmt.Errorf("config: limits.otlp.max_decoded_bytes must be at least limits.otlp.max_body_bytes")
+	}
+	return nil
+}
+
+// ParseTrustedProxies reads CIDRs or single addresses.
+func ParseTrustedProxies(list []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range list {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(s); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return nil, fmt.Errorf("%q is neither a CIDR nor an IP address", s)
+		}
+		out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+	}
+	return out, nil
+}

@@ -1,0 +1,331 @@
+package graphqlapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"sync/atomic"
+
+	graphql "github.com/graph-gophers/graphql-go"
+
+	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/domain"
+	"github.com/threadengine/engine/ports"
+)
+
+// Pricing what is read: after the static price, the root fields whose price
+// depends on their threads' step counts (thread, the thread lists,
+// threadChain, verifyThreadIntegrity) read their thread rows or pages here,
+// before graph-gophers runs; the operation is priced again with those step
+// counts and refused (422) before any nested data is loaded. The root
+// resolvers then serve what was read instead of reading it again.
+
+// request is the per-request state the resolvers share: the rows read while
+// pricing and the hash-chain verification budget.
+type request struct {
+	threads    map[string]*ports.ThreadView // by id; nil: does not exist
+	threadsErr error
+	pages      map[string]pageRead
+	chains     map[string]chainRead
+	verifyLeft atomic.Int64
+	priced     bool // the data-dependent roots were read while pricing
+}
+
+type pageRead struct {
+	page app.ThreadPage
+	err  error
+}
+
+type chainRead struct {
+	threads []ports.ThreadView
+	err     error
+}
+
+type requestKey struct{}
+
+func withRequest(ctx context.Context, r *request) context.Context {
+	return context.WithValue(ctx, requestKey{}, r)
+}
+
+func requestOf(ctx context.Context) *request {
+	r, _ := ctx.Value(requestKey{}).(*request)
+	return r
+}
+
+// chargeVerify takes steps from the request's verification budget.
+func chargeVerify(ctx context.Context, steps int) error {
+	r := requestOf(ctx)
+	if r == nil || steps <= 0 {
+		return nil
+	}
+	if r.verifyLeft.Add(-int64(steps)) < 0 {
+		return domain.VerificationBudgetExceeded(steps)
+	}
+	return nil
+}
+
+// readRoots reads the rows of the data-dependent root fields and returns
+// their threads' step counts for pricing. A read that fails is kept: its
+// resolver returns the same error rather than reading unpriced data.
+func (h *Handler) readRoots(ctx context.Context, roots []rootField, c *costConv, r *request) domain.ThreadsRead {
+	type pending struct {
+		f   *domain.CostField
+		ids []string
+	}
+	var byID []pending
+	var ids []string
+	reads := domain.ThreadsRead{}
+	for _, rf := range roots {
+		switch rf.sel.name {
+		case "thread", "verifyThreadIntegrity", "threads", "threadsByContract", "threadsByRef", "threadChain":
+		default:
+			continue
+		}
+		args := c.args(rf.sel)
+		switch rf.sel.name {
+		case "thread", "verifyThreadIntegrity":
+			name := "id"
+			if rf.sel.name == "verifyThreadIntegrity" {
+				name = "threadId"
+			}
+			id, ok := args.id(name)
+			if !ok {
+				continue
+			}
+			byID = append(byID, pending{rf.f, []string{id}})
+			if _, dup := r.threads[id]; !dup {
+				r.threads[id] = nil
+				ids = append(ids, id)
+			}
+		case "threads", "threadsByContract", "threadsByRef":
+			s, err, ok := searchOf(rf.sel.name, args)
+			if !ok {
+				continue
+			}
+			key := searchKey(s)
+			pr, done := r.pages[key]
+			if !done {
+				if err == nil {
+					pr.page, pr.err = h.queries.SearchThreads(ctx, s)
+				} else {
+					pr.err = err
+				}
+				r.pages[key] = pr
+			}
+			reads[rf.f] = stepCounts(pr.page.Threads)
+		case "threadChain":
+			root, ok := args.id("rootId")
+			depth, ok2 := args.i32("maxDepth")
+			if !ok || !ok2 {
+				continue
+			}
+			key := chainKey(root, depth)
+			cr, done := r.chains[key]
+			if !done {
+				m, err := h.queries.ThreadChains(ctx, []string{root}, i32(depth))
+				cr = chainRead{threads: m[root], err: err}
+				r.chains[key] = cr
+			}
+			reads[rf.f] = stepCounts(cr.threads)
+		}
+	}
+	if len(ids) > 0 {
+		rows, err := h.queries.Threads(ctx, ids)
+		r.threadsErr = err
+		for i := range rows {
+			r.threads[rows[i].ID] = &rows[i]
+		}
+		for _, p := range byID {
+			if t := r.threads[p.ids[0]]; t != nil {
+				reads[p.f] = []int{t.StepCount}
+			} else {
+				reads[p.f] = nil
+			}
+		}
+	}
+	return reads
+}
+
+func stepCounts(ts []ports.ThreadView) []int {
+	out := make([]int, len(ts))
+	for i := range ts {
+		out[i] = ts[i].StepCount
+	}
+	return out
+}
+
+func chainKey(root string, depth *int32) string {
+	return fmt.Sprintf("%q|%d", root, deref32(i32(depth)))
+}
+
+// searchKey identifies a thread search: the resolvers look their page up by it.
+func searchKey(s app.ThreadSearch) string {
+	return fmt.Sprintf("%q|%q|%d|%q|%q|%q|%q|%q|%q|%q|%q|%q|%q|%q|%t|%d|%d", s.Actor, s.ContractName, deref32(s.ContractVersion),
+		s.Status, s.StartedAfter, s.StartedBefore, s.CompletedAfter, s.CompletedBefore, s.RefKey, s.RefValue,
+		fmt.Sprint(s.Health), s.Tag, s.IDPrefix, s.OrderBy, s.Ascending, deref32(s.Limit), deref32(s.Offset))
+}
+
+// searchOf builds the search a thread-list root field runs, as its resolver
+// does: the arguments are decoded into the resolver's own argument struct
+// (so a filter added there is read here too); ok is false when an argument
+// has a type graph-gophers will refuse.
+func searchOf(field string, a argMap) (app.ThreadSearch, error, bool) {
+	b, err := json.Marshal(a)
+	if err != nil {
+		return app.ThreadSearch{}, nil, false
+	}
+	decode := func(dst any) bool {
+		d := json.NewDecoder(bytes.NewReader(b))
+		d.DisallowUnknownFields()
+		return d.Decode(dst) == nil
+	}
+	switch field {
+	case "threads":
+		var args threadsArgs
+		if !decode(&args) {
+			return app.ThreadSearch{}, nil, false
+		}
+		s, err := args.search()
+		return s, err, true
+	case "threadsByContract":
+		var args byContractArgs
+		if !decode(&args) {
+			return app.ThreadSearch{}, nil, false
+		}
+		s, err := args.search()
+		return s, err, true
+	case "threadsByRef":
+		var args byRefArgs
+		if !decode(&args) {
+			return app.ThreadSearch{}, nil, false
+		}
+		s, err := args.search()
+		return s, err, true
+	}
+	return app.ThreadSearch{}, nil, false
+}
+
+// argMap holds a field's argument values, variables resolved, as JSON-like
+// Go values (string, float64, bool, nil, []any, map[string]any).
+type argMap map[string]any
+
+func (c *costConv) args(s *selection) argMap {
+	m := make(argMap, len(s.args))
+	for _, a := range s.args {
+		m[a.name] = c.valueOf(a.val)
+	}
+	return m
+}
+
+func (c *costConv) valueOf(v value) any {
+	switch x := v.(type) {
+	case varRef:
+		if g, ok := c.vars[string(x)]; ok {
+			return g
+		}
+		if d, ok := c.defaults[string(x)]; ok {
+			return c.valueOf(d)
+		}
+		return nil
+	case intVal:
+		return float64(x)
+	case floatVal:
+		return float64(x)
+	case strVal:
+		return string(x)
+	case enumVal:
+		return string(x)
+	case boolVal:
+		return bool(x)
+	case listVal:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = c.valueOf(e)
+		}
+		return out
+	case objVal:
+		out := make(map[string]any, len(x))
+		for _, a := range x {
+			out[a.name] = c.valueOf(a.val)
+		}
+		return out
+	}
+	return nil
+}
+
+// id returns an ID argument as graph-gophers coerces it (a string or an
+// integer); ok is false when it is absent or of another type.
+func (a argMap) id(name string) (string, bool) {
+	switch v := a[name].(type) {
+	case string:
+		return v, true
+	case float64:
+		if v == math.Trunc(v) && math.Abs(v) < 1<<53 {
+			return strconv.FormatInt(int64(v), 10), true
+		}
+	}
+	return "", false
+}
+
+// i32 returns an Int argument (nil when absent or null); ok is false for a
+// value graph-gophers would not coerce to Int.
+func (a argMap) i32(name string) (*int32, bool) {
+	switch v := a[name].(type) {
+	case nil:
+		return nil, true
+	case float64:
+		if v == math.Trunc(v) && v >= math.MinInt32 && v <= math.MaxInt32 {
+			n := int32(v)
+			return &n, true
+		}
+	}
+	return nil, false
+}
+
+// prefetchedThread returns the row read while pricing, if any.
+func prefetchedThread(ctx context.Context, id graphql.ID) (t *ports.ThreadView, err error, ok bool) {
+	r := requestOf(ctx)
+	if r == nil {
+		return nil, nil, false
+	}
+	t, ok = r.threads[string(id)]
+	if !ok {
+		return nil, nil, false
+	}
+	return t, r.threadsErr, true
+}
+
+func (h *Handler) prefetchedPage(ctx context.Context, s app.ThreadSearch) (pageRead, bool) {
+	r := requestOf(ctx)
+	if r == nil {
+		return pageRead{}, false
+	}
+	pr, ok := r.pages[searchKey(s)]
+	if !ok {
+		h.miss(ctx)
+	}
+	return pr, ok
+}
+
+func (h *Handler) prefetchedChain(ctx context.Context, root string, depth *int32) (chainRead, bool) {
+	r := requestOf(ctx)
+	if r == nil {
+		return chainRead{}, false
+	}
+	cr, ok := r.chains[chainKey(root, depth)]
+	if !ok {
+		h.miss(ctx)
+	}
+	return cr, ok
+}
+
+// miss records a root resolver that found nothing read for it while pricing
+// although its price depends on what it reads.
+func (h *Handler) miss(ctx context.Context) {
+	if r := requestOf(ctx); r != nil && r.priced {
+		h.misses.Add(1)
+	}
+}

@@ -1,0 +1,60 @@
+// Package limits names every limit the engine enforces and counts refusals
+// per limit on the server's Prometheus registry
+// (threadengine_limit_refusals_total{limit="…"}), so an operator sees which
+// limit clients hit. Adapters hold a *Counter; a nil one counts nothing.
+package limits
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Name identifies one limit; it is the metric's label value and appears in
+// the refusal's details, so it is stable.
+type Name string
+
+const (
+	HTTPReadTimeout        Name = "http_read_timeout"
+	BodyBytes              Name = "body_bytes"
+	OTLPBodyBytes          Name = "otlp_body_bytes"
+	OTLPDecodedBytes       Name = "otlp_decoded_bytes"
+	OTLPSpans              Name = "otlp_spans"
+	OTLPObjects            Name = "otlp_objects"
+	OTLPConcurrent         Name = "otlp_concurrent"
+	SignInFailures         Name = "signin_failures"
+	WSConnectTimeout       Name = "ws_connect_timeout"
+	WSSockets              Name = "ws_sockets"
+	WSUnauthenticated      Name = "ws_unauthenticated"
+	WSPerPrincipal         Name = "ws_per_principal"
+	WSSubscriptions        Name = "ws_subscriptions"
+	WSSubscriptionKeyBytes Name = "ws_subscription_key_bytes"
+	WSMessageBytes         Name = "ws_message_bytes"
+	WSCredentialsWithdrawn Name = "ws_credentials_withdrawn"
+	GraphQLComplexity      Name = "graphql_complexity"
+)
+
+// All is every limit, so each is exported as 0 before its first refusal.
+var All = []Name{HTTPReadTimeout, BodyBytes, OTLPBodyBytes, OTLPDecodedBytes, OTLPSpans, OTLPObjects, OTLPConcurrent,
+	SignInFailures, WSConnectTimeout, WSSockets, WSUnauthenticated, WSPerPrincipal, WSSubscriptions,
+	WSSubscriptionKeyBytes, WSMessageBytes, WSCredentialsWithdrawn}
+
+// Counter counts refusals by limit.
+type Counter struct{ vec *prometheus.CounterVec }
+
+// NewCounter registers threadengine_limit_refusals_total on reg.
+func NewCounter(reg prometheus.Registerer) *Counter {
+	vec := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "threadengine_limit_refusals_total",
+		Help: "Requests, connections or messages refused (or cut off) because they reached a limit, by limit.",
+	}, []string{"limit"})
+	for _, n := range All {
+		vec.WithLabelValues(string(n))
+	}
+	reg.MustRegister(vec)
+	return &Counter{vec: vec}
+}
+
+// Refused counts one refusal by limit n.
+func (c *Counter) Refused(n Name) {
+	if c == nil {
+		return
+	}
+	c.vec.WithLabelValues(string(n)).Inc()
+}

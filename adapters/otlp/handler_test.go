@@ -1,0 +1,183 @@
+package otlp
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/threadengine/engine/adapters/config"
+	"github.com/threadengine/engine/adapters/limits"
+	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/domain"
+)
+
+// spyBody records whether the handler read the body.
+type spyBody struct {
+	r    io.Reader
+	read atomic.Bool
+}
+
+func (s *spyBody) Read(p []byte) (int, error) { s.read.Store(true); return s.r.Read(p) }
+func (s *spyBody) Close() error               { return nil }
+
+// serve runs one request through a handler mounted behind a fake auth that
+// sets the given role (viewer, member…).
+func serve(h *Handler, role domain.Role, body io.ReadCloser, header map[string]string) *httptest.ResponseRecorder {
+	e := echo.New()
+	auth := func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			p := domain.Principal{Kind: domain.PrincipalServiceAccount, ID: "sa", Role: role, Via: domain.CredentialAPIKey}
+			c.SetRequest(c.Request().WithContext(app.WithPrincipal(c.Request().Context(), p)))
+			return next(c)
+		}
+	}
+	h.Mount(e, auth)
+	r := httptest.NewRequest(http.MethodPost, "/v1/traces", body)
+	r.Header.Set("Content-Type", "application/json")
+	for k, v := range header {
+		r.Header.Set(k, v)
+	}
+	w := httptest.NewRecorder()
+	e.ServeHTTP(w, r)
+	return w
+}
+
+func statusJSON(t *testing.T, w *httptest.ResponseRecorder) (code int, msg string) {
+	t.Helper()
+	var body struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
+		t.Fatalf("reply %q: %v", w.Body.String(), err)
+	}
+	return body.Code, body.Message
+}
+
+func TestViewerRefusedBeforeTheBodyIsRead(t *testing.T) {
+	body := &spyBody{r: bytes.NewReader(gz(make([]byte, 1<<20)))}
+	w := serve(&Handler{}, domain.RoleViewer, body, map[string]string{"Content-Encoding": "gzip"})
+	if w.Code != http.StatusForbidden {
+		t.Fatalf("viewer: %d %s", w.Code, w.Body)
+	}
+	if code, msg := statusJSON(t, w); code != 7 || !strings.HasPrefix(msg, "forbidden: ") {
+		t.Errorf("status = %d %q", code, msg)
+	}
+	if body.read.Load() {
+		t.Error("the body was read before the permission check")
+	}
+}
+
+func TestLimitRefusalsAreCodedAndCounted(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	counter := limits.NewCounter(reg)
+	lim := config.DefaultLimits().OTLP
+	lim.MaxDecodedBytes = 64 << 10
+	h := &Handler{Limits: lim, Refusals: counter}
+	bomb := gz(bytes.Repeat([]byte(" "), 1<<20))
+	w := serve(h, domain.RoleMember, io.NopCloser(bytes.NewReader(bomb)), map[string]string{"Content-Encoding": "gzip"})
+	if w.Code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("bomb: %d %s", w.Code, w.Body)
+	}
+	if code, msg := statusJSON(t, w); code != 8 || !strings.HasPrefix(msg, "limit_exceeded: ") {
+		t.Errorf("status = %d %q", code, msg)
+	}
+	if n := refusals(t, reg, limits.OTLPDecodedBytes); n != 1 {
+		t.Errorf("otlp_decoded_bytes refusals = %v, want 1", n)
+	}
+
+	// Protobuf replies carry the same status as google.rpc.Status.
+	w = serve(h, domain.RoleMember, io.NopCloser(bytes.NewReader(bomb)),
+		map[string]string{"Content-Encoding": "gzip", "Content-Type": "application/x-protobuf"})
+	num, typ, n := protowire.ConsumeTag(w.Body.Bytes())
+	code, _ := protowire.ConsumeVarint(w.Body.Bytes()[n:])
+	if w.Code != http.StatusRequestEntityTooLarge || num != 1 || typ != protowire.VarintType || code != 8 {
+		t.Errorf("protobuf status: %d %x", w.Code, w.Body.Bytes())
+	}
+}
+
+// refusals reads threadengine_limit_refusals_total{limit=name}.
+func refusals(t *testing.T, reg *prometheus.Registry, name limits.Name) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "limit" && l.GetValue() == string(name) {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("no series for %s", name)
+	return 0
+}
+
+// slowBody blocks until released, holding its decoding slot.
+type slowBody struct{ release chan struct{} }
+
+func (s slowBody) Read(p []byte) (int, error) { <-s.release; return 0, io.EOF }
+func (s slowBody) Close() error               { return nil }
+
+func TestConcurrentDecodesAreCapped(t *testing.T) {
+	lim := config.DefaultLimits().OTLP
+	lim.MaxConcurrent, lim.QueueTimeout = 1, 50*time.Millisecond
+	h := &Handler{Limits: lim}
+	hold := slowBody{release: make(chan struct{})}
+	done := make(chan *httptest.ResponseRecorder)
+	go func() { done <- serve(h, domain.RoleMember, hold, nil) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(h.slots) == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	w := serve(h, domain.RoleMember, io.NopCloser(strings.NewReader("{}")), nil)
+	if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") == "" {
+		t.Fatalf("second request: %d %s (Retry-After %q)", w.Code, w.Body, w.Header().Get("Retry-After"))
+	}
+	if code, msg := statusJSON(t, w); code != 8 || !strings.Contains(msg, "limit_exceeded") {
+		t.Errorf("status = %d %q", code, msg)
+	}
+	close(hold.release)
+	if first := <-done; first.Code != http.StatusBadRequest { // an empty body
+		t.Errorf("first request: %d %s", first.Code, first.Body)
+	}
+	// The slot was released.
+	w = serve(h, domain.RoleMember, io.NopCloser(strings.NewReader(`{"resourceSpans":[]}`)), nil)
+	if w.Code != http.StatusOK {
+		t.Errorf("after release: %d %s", w.Code, w.Body)
+	}
+}
+
+func TestPartialSuccessReply(t *testing.T) {
+	e := echo.New()
+	r := httptest.NewRequest(http.MethodPost, "/", nil)
+	w := httptest.NewRecorder()
+	if err := (&Handler{}).reply(e.NewContext(r, w), false, 3, "trace x: bad"); err != nil {
+		t.Fatal(err)
+	}
+	// ExportTraceServiceResponse{partial_success{rejected_spans: 3, error_message}}
+	var want []byte
+	var ps []byte
+	ps = protowire.AppendTag(ps, 1, protowire.VarintType)
+	ps = protowire.AppendVarint(ps, 3)
+	ps = protowire.AppendTag(ps, 2, protowire.BytesType)
+	ps = protowire.AppendString(ps, "trace x: bad")
+	want = protowire.AppendTag(want, 1, protowire.BytesType)
+	want = protowire.AppendBytes(want, ps)
+	if !bytes.Equal(w.Body.Bytes(), want) {
+		t.Errorf("reply %x, want %x", w.Body.Bytes(), want)
+	}
+}

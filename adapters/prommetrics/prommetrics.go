@@ -1,0 +1,157 @@
+// Package prommetrics implements ports.Metrics with Prometheus collectors on
+// the engine's per-server registry (served at /metrics).
+package prommetrics
+
+import (
+	"database/sql"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/threadengine/engine/ports"
+)
+
+// Metrics counts engine events. Every metric is named threadengine_*.
+type Metrics struct {
+	steps         *prometheus.CounterVec
+	validations   *prometheus.CounterVec
+	threadsStart  *prometheus.CounterVec
+	threadsEnd    *prometheus.CounterVec
+	sessions      prometheus.Gauge
+	notifPending  prometheus.Gauge
+	notifDeliv    prometheus.Counter
+	notifRedeliv  prometheus.Counter
+	notifExpired  prometheus.Counter
+	spans         *prometheus.CounterVec
+	batchSize     prometheus.Histogram
+	commitLatency prometheus.Histogram
+	gqlCost       prometheus.Histogram
+	gqlRefused    *prometheus.CounterVec
+	authFailures  *prometheus.CounterVec
+	whAttempts    *prometheus.CounterVec
+	whLatency     prometheus.Histogram
+	whPending     prometheus.Gauge
+	alerts        *prometheus.CounterVec
+}
+
+var _ ports.Metrics = (*Metrics)(nil)
+
+// New registers the engine metrics on reg, and the database pool statistics
+// of db when it is not nil.
+func New(reg prometheus.Registerer, db *sql.DB) *Metrics {
+	m := &Metrics{
+		steps: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "threadengine_steps_recorded_total",
+			Help: "Step attempts appended, by step status and contract name (\"none\" for free-form threads)."}, []string{"status", "contract"}),
+		validations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "threadengine_validations_total",
+			Help: "Contract validation results stored, by overall status and most severe issue (\"none\" without issues)."}, []string{"status", "severity"}),
+		threadsStart: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "threadengine_threads_started_total",
+			Help: "Threads started, by contract name (\"none\" for free-form threads)."}, []string{"contract"}),
+		threadsEnd: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "threadengine_threads_ended_total",
+			Help: "Threads ended, by final status (completed, failed, cancelled)."}, []string{"status"}),
+		sessions: prometheus.NewGauge(prometheus.GaugeOpts{Name: "threadengine_websocket_sessions_open",
+			Help: "Open WebSocket connections."}),
+		notifPending: prometheus.NewGauge(prometheus.GaugeOpts{Name: "threadengine_notifications_pending",
+			Help: "Notifications waiting for an acknowledgement: queued, in flight, or held for a reconnecting subscriber."}),
+		notifDeliv: prometheus.NewCounter(prometheus.CounterOpts{Name: "threadengine_notifications_delivered_total",
+			Help: "Notification pushes acknowledged by a subscriber."}),
+		notifRedeliv: prometheus.NewCounter(prometheus.CounterOpts{Name: "threadengine_notifications_redelivered_total",
+			Help: "Notification pushes sent again after no acknowledgement in time or a closed session."}),
+		notifExpired: prometheus.NewCounter(prometheus.CounterOpts{Name: "threadengine_notifications_expired_total",
+			Help: "Notifications given up on: too many unacknowledged deliveries, or held longer than the reconnect window."}),
+		spans: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "threadengine_otlp_spans_total",
+			Help: "OTLP spans received, by outcome (accepted, rejected)."}, []string{"outcome"}),
+		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "threadengine_commit_batch_size",
+			Help: "Step appends per group-commit transaction.", Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128}}),
+		commitLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "threadengine_commit_duration_seconds",
+			Help:    "Duration of one group-commit transaction (begin to commit).",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}}),
+		gqlCost: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "threadengine_graphql_cost",
+			Help: "Computed cost of executed GraphQL operations.", Buckets: []float64{1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000}}),
+		gqlRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "threadengine_graphql_refused_total",
+			Help: "GraphQL operations refused before execution, by reason (complexity, invalid, size)."}, []string{"reason"}),
+		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "threadengine_auth_failures_total",
+			Help: "Refused credentials, by method (api_key, session) and error code."}, []string{"method", "code"}),
+		whAttempts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "threadengine_webhook_attempts_total",
+			Help: "Webhook delivery attempts, by outcome (delivered, retry, failed)."}, []string{"outcome"}),
+		whLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "threadengine_webhook_attempt_duration_seconds",
+			Help:    "Duration of one webhook delivery attempt (request sent to response read, or failure).",
+			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}),
+		whPending: prometheus.NewGauge(prometheus.GaugeOpts{Name: "threadengine_webhook_deliveries_pending",
+			Help: "Webhook outbox rows waiting for delivery or a retry."}),
+		alerts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "threadengine_alerts_recorded_total",
+			Help: "Alerts the sweep recorded on threads, by condition (overdue, silent)."}, []string{"condition"}),
+	}
+	reg.MustRegister(m.whAttempts, m.whLatency, m.whPending, m.alerts)
+	for _, o := range []string{"delivered", "retry", "failed"} {
+		m.whAttempts.WithLabelValues(o)
+	}
+	for _, c := range []string{"overdue", "silent"} {
+		m.alerts.WithLabelValues(c)
+	}
+	reg.MustRegister(m.steps, m.validations, m.threadsStart, m.threadsEnd, m.sessions, m.notifPending, m.notifDeliv,
+		m.notifRedeliv, m.notifExpired, m.spans, m.batchSize, m.commitLatency, m.gqlCost, m.gqlRefused, m.authFailures)
+	// Zero series for the outcomes operators alert on, so rate() and
+	// dashboards work before the first event.
+	m.spans.WithLabelValues("accepted")
+	m.spans.WithLabelValues("rejected")
+	if db != nil {
+		reg.MustRegister(collectors.NewDBStatsCollector(db, "threadengine"))
+	}
+	return m
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+func (m *Metrics) StepRecorded(status, contract string) {
+	m.steps.WithLabelValues(status, orNone(contract)).Inc()
+}
+func (m *Metrics) ValidationRecorded(status, severity string) {
+	m.validations.WithLabelValues(status, orNone(severity)).Inc()
+}
+func (m *Metrics) ThreadStarted(contract string) {
+	m.threadsStart.WithLabelValues(orNone(contract)).Inc()
+}
+func (m *Metrics) ThreadEnded(status string) { m.threadsEnd.WithLabelValues(status).Inc() }
+func (m *Metrics) SessionOpened()            { m.sessions.Inc() }
+func (m *Metrics) SessionClosed()            { m.sessions.Dec() }
+func (m *Metrics) NotificationsPending(delta int) {
+	m.notifPending.Add(float64(delta))
+}
+func (m *Metrics) NotificationDelivered()   { m.notifDeliv.Inc() }
+func (m *Metrics) NotificationRedelivered() { m.notifRedeliv.Inc() }
+func (m *Metrics) NotificationExpired()     { m.notifExpired.Inc() }
+func (m *Metrics) SpansAccepted(n int) {
+	if n > 0 {
+		m.spans.WithLabelValues("accepted").Add(float64(n))
+	}
+}
+func (m *Metrics) SpansRejected(n int) {
+	if n > 0 {
+		m.spans.WithLabelValues("rejected").Add(float64(n))
+	}
+}
+func (m *Metrics) CommitBatch(size int, latency time.Duration) {
+	m.batchSize.Observe(float64(size))
+	m.commitLatency.Observe(latency.Seconds())
+}
+func (m *Metrics) GraphQLCost(cost int)           { m.gqlCost.Observe(float64(cost)) }
+func (m *Metrics) GraphQLRefused(reason string)   { m.gqlRefused.WithLabelValues(reason).Inc() }
+func (m *Metrics) AuthFailed(method, code string) { m.authFailures.WithLabelValues(method, code).Inc() }
+
+// WebhookAttempt: see ports.Metrics.
+func (m *Metrics) WebhookAttempt(outcome string, latency time.Duration) {
+	m.whAttempts.WithLabelValues(outcome).Inc()
+	m.whLatency.Observe(latency.Seconds())
+}
+
+// WebhookPending: see ports.Metrics.
+func (m *Metrics) WebhookPending(n int) { m.whPending.Set(float64(n)) }
+
+// AlertRecorded: see ports.Metrics.
+func (m *Metrics) AlertRecorded(condition string) { m.alerts.WithLabelValues(condition).Inc() }

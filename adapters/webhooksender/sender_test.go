@@ -1,0 +1,65 @@
+package webhooksender_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/threadengine/engine/adapters/webhooksender"
+	"github.com/threadengine/engine/ports"
+)
+
+func TestSenderBounds(t *testing.T) {
+	t.Parallel()
+	var gotSig string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/big":
+			gotSig = r.Header.Get("webhook-signature")
+			_, _ = w.Write([]byte(strings.Repeat("x", 1<<20)))
+		case "/redirect":
+			http.Redirect(w, r, "/big", http.StatusFound)
+		case "/slow":
+			time.Sleep(2 * time.Second)
+		}
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	s := webhooksender.New(500*time.Millisecond, false)
+	resp, err := s.Send(ctx, ports.WebhookRequest{URL: srv.URL + "/big", Body: []byte(`{}`), Headers: map[string]string{"webhook-signature": "v1,x"}})
+	if err != nil || resp.Status != 200 || len(resp.Body) != webhooksender.MaxResponseRead || gotSig != "v1,x" {
+		t.Fatalf("big: %d %d %v %q", resp.Status, len(resp.Body), err, gotSig)
+	}
+	if resp, err := s.Send(ctx, ports.WebhookRequest{URL: srv.URL + "/redirect"}); err != nil || resp.Status != http.StatusFound {
+		t.Fatalf("redirect followed or failed: %d %v", resp.Status, err)
+	}
+	start := time.Now()
+	if _, err := s.Send(ctx, ports.WebhookRequest{URL: srv.URL + "/slow"}); err == nil || time.Since(start) > 1500*time.Millisecond {
+		t.Fatalf("slow receiver: %v after %v", err, time.Since(start))
+	}
+	if _, err := s.Send(ctx, ports.WebhookRequest{URL: "ftp://example.com/"}); err == nil {
+		t.Fatal("ftp sent")
+	}
+	blocked := webhooksender.New(time.Second, true)
+	if _, err := blocked.Send(ctx, ports.WebhookRequest{URL: srv.URL + "/big"}); !errors.Is(err, webhooksender.ErrAddressRefused) {
+		t.Fatalf("loopback with block_private_addresses: %v", err)
+	}
+}
+
+func TestRefusedAddresses(t *testing.T) {
+	t.Parallel()
+	for host, want := range map[string]bool{
+		"127.0.0.1": true, "::1": true, "10.1.2.3": true, "192.168.0.1": true, "172.16.0.1": true, "169.254.169.254": true,
+		"fe80::1": true, "fc00::1": true, "0.0.0.0": true, "0.1.2.3": true, "100.64.0.1": true, "100.127.255.255": true,
+		"::ffff:10.0.0.1": true, "64:ff9b::a00:1": true, "2002:a00:1::": true, "224.0.0.1": true, "not-an-ip": true,
+		"93.184.216.34": false, "100.128.0.1": false, "2606:4700::1111": false,
+	} {
+		if got := webhooksender.Refused(host); got != want {
+			t.Errorf("refused(%s) = %v, want %v", host, got, want)
+		}
+	}
+}

@@ -1,0 +1,342 @@
+package wsapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/labstack/echo/v4"
+
+	"github.com/threadengine/engine/adapters/config"
+	"github.com/threadengine/engine/adapters/limits"
+	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/domain"
+	"github.com/threadengine/engine/ports"
+)
+
+// hardReadLimit closes a connection whose frame is absurdly large; frames
+// between MaxMessageBytes and this are drained and answered with an error.
+const hardReadLimit = 16 << 20
+
+// Handler serves GET /threads.
+type Handler struct {
+	Threads *app.Threads
+	Authn   app.Authenticator
+	Log     *slog.Logger
+	// PingInterval is how often the server pings (default 30 s); a missing
+	// pong within the same interval closes the connection.
+	PingInterval time.Duration
+	// Limits bound sockets and subscriptions (zero: the defaults).
+	Limits config.WSLimits
+	// Refusals counts what the limits refuse (nil: not counted).
+	Refusals *limits.Counter
+
+	admission admission
+	mu        sync.Mutex
+	live      map[*session]struct{}
+	closing   bool
+	sessions  sync.WaitGroup
+}
+
+// Mount adds the route.
+func (h *Handler) Mount(e *echo.Echo) {
+	e.GET("/threads", func(c echo.Context) error {
+		h.ServeHTTP(c.Response(), c.Request())
+		return nil
+	})
+}
+
+// ServeHTTP upgrades and runs one connection until it closes.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// The API key travels in the first frame, never in a cookie, so a
+	// cross-origin page gains nothing by opening a socket: origins are not checked.
+	if err := h.admit(); err != nil {
+		h.refuseUpgrade(w, domain.AsError(err))
+		return
+	}
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	if err != nil {
+		h.release(&session{})
+		return
+	}
+	conn.SetReadLimit(hardReadLimit)
+	m := h.Threads.Metrics()
+	m.SessionOpened()
+	defer m.SessionClosed()
+	log := h.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &session{h: h, threads: h.Threads.Application(), conn: conn, log: log, out: make(chan []byte, 512), ctx: ctx, cancel: cancel}
+	defer h.release(s)
+	if !h.track(s) {
+		_ = conn.Close(websocket.StatusGoingAway, "server shutting down")
+		cancel()
+		return
+	}
+	defer h.untrack(s)
+	defer s.shutdown()
+	defer s.connectDeadline()()
+	go s.writeLoop()
+	go s.pingLoop()
+	s.readLoop()
+}
+
+// track registers a live session; false once Shutdown has begun.
+func (h *Handler) track(s *session) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closing {
+		return false
+	}
+	if h.live == nil {
+		h.live = map[*session]struct{}{}
+	}
+	h.live[s] = struct{}{}
+	h.sessions.Add(1)
+	return true
+}
+
+func (h *Handler) untrack(s *session) {
+	h.mu.Lock()
+	delete(h.live, s)
+	h.mu.Unlock()
+	h.sessions.Done()
+}
+
+// Shutdown closes every open socket with a close frame (1001 going away) and
+// waits until their sessions have finished the frame they were handling, or
+// until ctx ends. Sockets opened afterwards are closed at once. It is called
+// before the store closes, so no frame is answered "internal error" because
+// the database went away under it.
+func (h *Handler) Shutdown(ctx context.Context) error {
+	h.mu.Lock()
+	h.closing = true
+	live := make([]*session, 0, len(h.live))
+	for s := range h.live {
+		live = append(live, s)
+	}
+	h.mu.Unlock()
+	for _, s := range live {
+		go s.closeWith(websocket.StatusGoingAway, "server shutting down")
+	}
+	done := make(chan struct{})
+	go func() { h.sessions.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// session is one connection: its read loop handles frames in order, its
+// write loop sends queued frames, its ping loop checks the peer and re-checks
+// the API key.
+type session struct {
+	h       *Handler
+	threads app.ThreadApplication // h.Threads' use cases
+	conn    *websocket.Conn
+	log     *slog.Logger
+	out     chan []byte
+	ctx     context.Context
+	cancel  context.CancelFunc
+
+	mu          sync.Mutex // guards principal (re-checked by pingLoop)
+	principal   *domain.Principal
+	apiKey      string
+	serviceName string
+	parties     app.ConnParties // threads started or joined here, and the role on each
+	hub         *app.HubSession
+	admitted    string          // principal key once connect succeeded (admission)
+	subs        map[string]bool // subscription keys held (limits.ws.max_subscriptions)
+	waits       waits
+	stepVocab   atomic.Bool // subscribed with step.*/rule.* names: pushes use them
+	execVocab   atomic.Bool // subscribed with execution.*/validation.* names (Go): pushes keep them
+
+	closeOnce sync.Once
+}
+
+// Deliver implements app.Subscriber: a non-blocking enqueue of a push.
+func (s *session) Deliver(ackToken string, n ports.NotificationRecord) bool {
+	frame, err := json.Marshal(notificationFrame{Action: "notification", AckToken: ackToken,
+		Notification: s.inVocabulary(newNotificationJSON(n))})
+	if err != nil {
+		return false
+	}
+	select {
+	case <-s.ctx.Done():
+		return false
+	case s.out <- frame:
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *session) shutdown() {
+	s.closeOnce.Do(func() {
+		if s.hub != nil {
+			s.hub.Close()
+		}
+		s.cancel()
+		_ = s.conn.CloseNow()
+	})
+}
+
+// closeWith sends a close frame, waits briefly for the peer's, and ends the
+// session; the read loop then returns.
+func (s *session) closeWith(code websocket.StatusCode, reason string) {
+	_ = s.conn.Close(code, reason)
+	s.shutdown()
+}
+
+func (s *session) writeLoop() {
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case frame := <-s.out:
+			wctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
+			err := s.conn.Write(wctx, websocket.MessageText, frame)
+			cancel()
+			if err != nil {
+				s.shutdown()
+				return
+			}
+		}
+	}
+}
+
+// recheck re-authenticates the connection's key, so a revoked or expired
+// key, a deactivated user or a changed role takes effect on open sockets
+// within one ping interval.
+func (s *session) recheck() {
+	s.mu.Lock()
+	key, connected := s.apiKey, s.principal != nil
+	s.mu.Unlock()
+	if !connected {
+		return
+	}
+	p, err := s.h.Authn.AuthenticateAPIKey(s.ctx, key)
+	if err != nil {
+		k := domain.KindOf(err)
+		if k == domain.KindInternal || k == domain.KindUnavailable {
+			return // keep the connection through a database hiccup
+		}
+		s.h.Refusals.Refused(limits.WSCredentialsWithdrawn)
+		s.closeWith(websocket.StatusPolicyViolation, "API key no longer valid")
+		return
+	}
+	s.mu.Lock()
+	s.principal = &p
+	s.mu.Unlock()
+}
+
+func (s *session) pingLoop() {
+	every := s.h.PingInterval
+	if every <= 0 {
+		every = 30 * time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+			pctx, cancel := context.WithTimeout(s.ctx, every)
+			err := s.conn.Ping(pctx)
+			cancel()
+			if err != nil {
+				s.shutdown()
+				return
+			}
+			s.recheck()
+		}
+	}
+}
+
+// send queues a reply, echoing requestID when the client sent one; it blocks
+// (backpressure on this connection's reads) while the socket is slow.
+func (s *session) send(requestID string, r reply) {
+	r.head().RequestID = requestID
+	frame, err := json.Marshal(r)
+	if err != nil {
+		s.log.Error("ws: encode reply", "err", err)
+		return
+	}
+	select {
+	case s.out <- frame:
+	case <-s.ctx.Done():
+	}
+}
+
+// flushAndClose waits until queued replies are written, then closes normally.
+func (s *session) flushAndClose(code websocket.StatusCode, reason string) {
+	deadline := time.Now().Add(5 * time.Second)
+	for len(s.out) > 0 && time.Now().Before(deadline) && s.ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The write loop may be mid-write of the last frame; give it a moment.
+	time.Sleep(20 * time.Millisecond)
+	s.closeWith(code, reason)
+}
+
+func (s *session) readLoop() {
+	for {
+		typ, r, err := s.conn.Reader(s.ctx)
+		if err != nil {
+			return
+		}
+		data, err := io.ReadAll(io.LimitReader(r, MaxMessageBytes+1))
+		if err != nil {
+			return
+		}
+		if len(data) > MaxMessageBytes {
+			var f frameSniffer
+			_, _ = f.Write(data)
+			if _, err := io.Copy(&f, r); err != nil {
+				return
+			}
+			action := f.action()
+			if action == "" {
+				action = "error"
+			}
+			s.h.Refusals.Refused(limits.WSMessageBytes)
+			s.send(f.requestID(), refusal(action, fmt.Sprintf("Message too large: frames are limited to %d bytes", MaxMessageBytes)))
+			continue
+		}
+		if typ != websocket.MessageText && typ != websocket.MessageBinary {
+			continue
+		}
+		if done := s.handle(data); done {
+			return
+		}
+	}
+}
+
+// authenticated returns the connection's principal, nil before connect.
+func (s *session) authenticated() *domain.Principal {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.principal
+}
+
+// addThread records a thread started or joined here and the role this
+// connection acts as on it. Joined threads also make the session eligible for
+// their notifications (owned ones already are).
+func (s *session) addThread(id, role string, joined bool) {
+	s.parties.Add(id, role)
+	if joined {
+		s.hub.AddThread(id)
+	}
+}
