@@ -54,6 +54,11 @@ export async function request(method, path, body, { base } = {}) {
   if (text) { try { data = JSON.parse(text); } catch (_) { data = { detail: text.slice(0, 300) }; } }
   if (!res.ok) {
     if (res.status === 401 && !path.startsWith('/auth/')) onUnauthenticated();
+    // GraphQL answers errors as {errors: [{message, extensions: {code}}]}.
+    if (data && Array.isArray(data.errors) && data.errors.length) {
+      const e = data.errors[0];
+      throw new ApiError(res.status, { detail: e.message, code: e.extensions && e.extensions.code });
+    }
     throw new ApiError(res.status, data);
   }
   return data;

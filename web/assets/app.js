@@ -6,18 +6,29 @@ import { renderThread } from './views/thread.js';
 import { renderUsers } from './views/users.js';
 import { renderKeys } from './views/keys.js';
 import { renderEngineSettings, loopbackMix } from './views/settings.js';
+import { renderAudit } from './views/ops.js';
+import { renderWebhooks, renderWebhook } from './views/webhooks.js';
+import { renderContracts, renderContract, renderOverview } from './views/contracts.js';
 
 export const state = { me: null, engine: null };
 
 const routes = [
   { re: /^threads\/?$/, nav: 'threads', title: 'Threads', view: renderThreads },
   { re: /^threads\/([^/]+)\/?$/, nav: 'threads', title: 'Thread', view: renderThread },
+  { re: /^overview\/?$/, nav: 'overview', title: 'Overview', view: renderOverview },
+  { re: /^contracts\/?$/, nav: 'contracts', title: 'Contracts', view: renderContracts },
+  { re: /^contracts\/([^/]+)(?:\/(\d+))?\/?$/, nav: 'contracts', title: 'Contract', view: renderContract },
   { re: /^users\/?$/, nav: 'users', title: 'Users', view: renderUsers },
   { re: /^api-keys\/?$/, nav: 'api-keys', title: 'API keys', view: renderKeys },
   { re: /^settings(\/engine)?\/?$/, nav: 'settings', title: 'Engine settings', view: renderEngineSettings },
+  { re: /^audit\/?$/, nav: 'audit', title: 'Audit log', view: renderAudit },
+  { re: /^webhooks\/?$/, nav: 'webhooks', title: 'Webhooks', view: renderWebhooks },
+  { re: /^webhooks\/([^/]+)\/?$/, nav: 'webhooks', title: 'Webhook', view: renderWebhook },
 ];
 
 const icons = {
+  overview: '<path d="M3 17V9M8 17V4M13 17v-6M18 17V7" stroke="currentColor" stroke-width="2" stroke-linecap="round"/>',
+  contracts: '<rect x="4" y="2.5" width="12" height="15" rx="2" stroke="currentColor" stroke-width="2" fill="none"/><path d="M7 7h6M7 10.5h6M7 14h3" stroke="currentColor" stroke-width="2" stroke-linecap="round"/>',
   threads: '<path d="M3 5h14M3 10h9M3 15h11" stroke="currentColor" stroke-width="2" stroke-linecap="round"/>',
   users: '<circle cx="8" cy="7" r="3" stroke="currentColor" stroke-width="2" fill="none"/><path d="M2.5 17c.8-3 3-4.5 5.5-4.5s4.7 1.5 5.5 4.5M13.5 4.5a3 3 0 010 5M15 12.7c1.3.6 2.2 2 2.6 4.3" stroke="currentColor" stroke-width="2" fill="none" stroke-linecap="round"/>',
   'api-keys': '<circle cx="6.5" cy="13.5" r="3.5" stroke="currentColor" stroke-width="2" fill="none"/><path d="M9 11l7-7M13 7l2.5 2.5M15 5l2 2" stroke="currentColor" stroke-width="2" stroke-linecap="round"/>',
@@ -66,16 +77,23 @@ function renderShell() {
   const isHuman = me.kind !== 'service_account';
   const navItems = [
     h('li', {}, h('div', { class: 'section' }, 'Observe')),
+    navLink('overview', 'Overview'),
     navLink('threads', 'Threads'),
+    navLink('contracts', 'Contracts'),
     h('li', {}, h('div', { class: 'section' }, 'Administration')),
     isHuman ? navLink('users', 'Users') : null,
     navLink('api-keys', 'API keys'),
     navLink('settings/engine', 'Engine settings', 'settings'),
+    isHuman && me.role === 'admin' ? navLink('audit', 'Audit log', 'users') : null,
+    isHuman && me.role === 'admin' ? navLink('webhooks', 'Webhooks', 'settings') : null,
   ];
   const signOut = h('button', { type: 'button', class: 'btn-sm', id: 'sign-out' }, 'Sign out');
   signOut.addEventListener('click', async () => {
-    try { await api.post('/auth/logout', {}); } catch (_) { /* the cookie is gone or the session ended anyway */ }
-    location.assign(pageBase + 'login');
+    // With an identity provider the engine answers its logout URL: follow it,
+    // so the provider's session ends too and another account can sign in.
+    let next = pageBase + 'login';
+    try { const r = await api.post('/auth/logout', {}); if (r && r.logout_url) next = r.logout_url; } catch (_) { /* the cookie is gone or the session ended anyway */ }
+    location.assign(next);
   });
   const sidebar = h('nav', { class: 'sidebar', id: 'sidebar', 'aria-label': 'Main navigation' },
     h('a', { class: 'brand', href: href('threads'), 'data-link': '' }, logo(), 'threadengine'),

@@ -1,4 +1,5 @@
 // Small DOM helpers: the UI has no framework, so views build elements with h().
+import { fmtDateTime } from './fmt.js';
 
 export function h(tag, attrs, ...children) {
   const el = document.createElement(tag);
@@ -43,18 +44,11 @@ export function pill(text, tone) {
   return h('span', { class: 'pill ' + (tone || toneOf(text)) }, String(text || '—').replace(/_/g, ' '));
 }
 
-export function fmtTime(s) {
-  if (!s) return '—';
-  const d = new Date(s);
-  if (isNaN(d)) return String(s);
-  const opts = { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' };
-  if (d.getFullYear() !== new Date().getFullYear()) opts.year = 'numeric';
-  return d.toLocaleString(undefined, opts);
-}
-
+// timeEl uses the UI's one time format (24 h, zone shown, the UTC/local
+// toggle), as the thread pages do.
 export function timeEl(s) {
   if (!s) return h('span', { class: 'muted' }, '—');
-  return h('time', { datetime: s, title: s }, fmtTime(s));
+  return h('time', { datetime: s, title: s }, fmtDateTime(s));
 }
 
 export function relTime(s) {

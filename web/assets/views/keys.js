@@ -45,7 +45,10 @@ export async function renderKeys(ctx) {
       { label: 'Name', render: (k) => h('span', { style: 'font-weight:600' }, k.name) },
       { label: 'Prefix', render: (k) => h('code', {}, (k.key_prefix || '') + '…') },
       { label: 'Owner', render: (k) => k.service_account_id
-        ? h('span', {}, pill('service account', 'info'), ' ', h('span', { class: 'muted' }, k.service_account_name || ''))
+        ? h('span', {}, pill('service account', 'info'), ' ', h('span', { class: 'muted' }, (k.service_account && k.service_account.name) || ''),
+          k.service_account ? [' ', h('span', { class: 'scope', 'data-scope': k.service_account.scope,
+            title: k.service_account.scope === 'party' ? 'Reads only the threads it is a party of' : 'Reads every thread' },
+          pill(k.service_account.scope === 'party' ? 'own threads' : 'all threads', 'plain'))] : null)
         : h('span', {}, pill('personal', 'plain'), ' ', h('span', { class: 'muted' }, k.user_email || '')) },
       { label: 'Created', render: (k) => timeEl(k.created_at) },
       { label: 'Last used', render: (k) => k.last_used_at ? timeEl(k.last_used_at) : h('span', { class: 'muted' }, 'never') },
@@ -84,7 +87,9 @@ export async function renderKeys(ctx) {
   const kindService = h('input', { type: 'radio', name: 'kind', value: 'service' });
   const saName = h('input', { type: 'text', name: 'sa_name', maxlength: '100', placeholder: 'defaults to the key name' });
   const saRole = select('sa_role', [['member', 'member (read + write threads)'], ['viewer', 'viewer (read only)'], ['admin', 'admin']], 'member');
-  const saBox = h('div', { class: 'form-grid', hidden: true }, field('Service account name', saName), field('Service account role', saRole, 'Give integrations only the permissions they need.'));
+  const saScope = select('sa_scope', [['company', 'all threads (company-wide)'], ['party', 'only threads it is a party of']], 'company');
+  const saBox = h('div', { class: 'form-grid', hidden: true }, field('Service account name', saName), field('Service account role', saRole, 'Give integrations only the permissions they need.'),
+    field('Reads', saScope, 'Party: the account sees only threads it started or joined, in GraphQL, MCP and this UI. Fixed at creation.'));
   const syncKind = () => { saBox.hidden = !kindService.checked; };
   kindPersonal.addEventListener('change', syncKind); kindService.addEventListener('change', syncKind);
   const formErr = h('div', { 'aria-live': 'assertive' });
@@ -112,7 +117,7 @@ export async function renderKeys(ctx) {
     name.removeAttribute('aria-invalid');
     const body = { name: name.value.trim() };
     if (days.value) body.expires_in_days = parseInt(days.value, 10);
-    if (isAdmin && kindService.checked) body.create_service_account = { name: saName.value.trim() || name.value.trim(), role: saRole.value };
+    if (isAdmin && kindService.checked) body.create_service_account = { name: saName.value.trim() || name.value.trim(), role: saRole.value, scope: saScope.value };
     createBtn.disabled = true;
     try {
       const res = await api.post('/v1/api-keys', body);

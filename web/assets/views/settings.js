@@ -3,6 +3,7 @@
 import { h, add, clear, pill, alertBox, field, copyButton, toast } from '../ui.js';
 import { api, explain, pageApiBase } from '../api.js';
 import { state, loadEngine } from '../app.js';
+import { retentionPanel } from './ops.js';
 
 const LOOPBACK_NAMES = { localhost: 'localhost', '127.0.0.1': '127.0.0.1' };
 
@@ -97,5 +98,5 @@ export async function renderEngineSettings() {
   return h('div', {},
     h('div', { class: 'crumbs' }, 'Settings / Engine'),
     h('div', { class: 'page-head' }, h('div', {}, h('h1', {}, 'Engine settings'), h('p', { class: 'desc' }, 'The address this engine advertises to SDKs, exporters and this UI.'))),
-    msg, body);
+    msg, body, retentionPanel());
 }

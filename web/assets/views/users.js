@@ -49,6 +49,9 @@ export async function renderUsers(ctx) {
     s.style.width = 'auto';
     s.addEventListener('change', async () => {
       const prev = roleOf(u);
+      // A role change takes effect at once (and ends the user's sessions), so ask first.
+      const ok = await confirmDialog({ title: 'Change role?', message: `Change ${u.email} from ${prev} to ${s.value}? Their open sessions end and they sign in again with the new role.`, confirmLabel: `Make ${s.value}` });
+      if (!ok) { s.value = prev; return; }
       try {
         await api.patch('/v1/users/' + encodeURIComponent(u.id), { role: s.value });
         show(alertBox('ok', null, `${u.email} is now ${s.value}.`));
