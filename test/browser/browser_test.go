@@ -145,7 +145,7 @@ func seedThreads(t *testing.T, eng *enginetest.Engine) (okID, failedID, contract
 	ctx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Email: eng.Admin.Email, Role: domain.RoleAdmin})
 	th := eng.Server.Threads
 	start := func(refs map[string]string) string {
-		r, err := th.StartThread(ctx, app.StartThreadInput{Refs: refs, ServiceName: "checkout"})
+		r, err := th.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Refs: refs, ServiceName: "checkout"})
 		if err != nil {
 			t.Fatalf("start thread: %v", err)
 		}
@@ -153,16 +153,16 @@ func seedThreads(t *testing.T, eng *enginetest.Engine) (okID, failedID, contract
 	}
 	step := func(id, name, status string, c map[string]string) {
 		eng.Clock.Advance(1500 * time.Millisecond)
-		if _, err := th.RecordStep(ctx, app.RecordStepInput{ThreadID: id, StepName: name, Status: status, IdempotencyKey: name, Context: c}); err != nil {
+		if _, err := th.Application().Commands.RecordStep.Handle(ctx, app.RecordStepInput{ThreadID: id, StepName: name, Status: status, IdempotencyKey: name, Context: c}); err != nil {
 			t.Fatalf("record %s: %v", name, err)
 		}
 	}
 	okID = start(map[string]string{"orderId": "ORD-1001", "label": "Order ORD-1001"})
-	step(okID, "validate_order", "completed", map[string]string{"amount": "42.50", "currency": "EUR"})
+	step(okID, "validate_order", "success", map[string]string{"amount": "42.50", "currency": "EUR"})
 	step(okID, "charge_card", "failed", map[string]string{"psp": "acme", "reason": "timeout"})
-	step(okID, "charge_card", "completed", map[string]string{"psp": "acme"})
-	step(okID, "ship", "completed", map[string]string{"carrier": "DHL"})
-	if _, err := th.EndThread(ctx, okID, "completed", ""); err != nil {
+	step(okID, "charge_card", "success", map[string]string{"psp": "acme"})
+	step(okID, "ship", "success", map[string]string{"carrier": "DHL"})
+	if _, err := th.Application().Commands.EndThread.Handle(ctx, app.EndThreadInput{ThreadID: okID, Status: "completed"}); err != nil {
 		t.Fatalf("end thread: %v", err)
 	}
 	failedID = start(map[string]string{"orderId": "ORD-2002"})
@@ -174,14 +174,14 @@ func seedThreads(t *testing.T, eng *enginetest.Engine) (okID, failedID, contract
 	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
 		t.Fatalf("upload contract: %d %s", resp.StatusCode, body)
 	}
-	r, err := th.StartThread(ctx, app.StartThreadInput{Contract: "order_flow:1", Role: "checkout", Refs: map[string]string{"orderId": "ORD-3003", "label": "Order ORD-3003"}})
+	r, err := th.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Contract: "order_flow:1", Role: "checkout", Refs: map[string]string{"orderId": "ORD-3003", "label": "Order ORD-3003"}})
 	if err != nil {
 		t.Fatalf("start contract thread: %v", err)
 	}
 	contractID = r.ID
 	stepKey := func(name, status, key string, c map[string]string) {
 		eng.Clock.Advance(time.Second)
-		if _, err := th.RecordStep(ctx, app.RecordStepInput{ThreadID: contractID, StepName: name, Status: status, IdempotencyKey: key, Context: c}); err != nil {
+		if _, err := th.Application().Commands.RecordStep.Handle(ctx, app.RecordStepInput{ThreadID: contractID, StepName: name, Status: status, IdempotencyKey: key, Context: c}); err != nil {
 			t.Fatalf("record %s: %v", name, err)
 		}
 	}
@@ -189,7 +189,7 @@ func seedThreads(t *testing.T, eng *enginetest.Engine) (okID, failedID, contract
 	stepKey("pay", "failed", "p1", map[string]string{"psp": "acme"})
 	stepKey("pay", "success", "p1", map[string]string{"psp": "acme"})
 	// Link the failed thread as a follow-up, so the chain has two threads.
-	if err := th.AddRefs(ctx, contractID, map[string]string{"linkedThread:retry": failedID}); err != nil {
+	if err := th.Application().Commands.AddRefs.Handle(ctx, app.AddRefsInput{ThreadID: contractID, Refs: map[string]string{"linkedThread:retry": failedID}}); err != nil {
 		t.Fatalf("link threads: %v", err)
 	}
 	return okID, failedID, contractID
@@ -221,16 +221,14 @@ func TestWebUI(t *testing.T) {
 		if !strings.HasSuffix(strings.SplitN(loc, "?", 2)[0], "/ui/threads") {
 			t.Fatalf("after sign-in at %s, want /ui/threads", loc)
 		}
-		var who string
-		who = text(t, ctx, `#whoami`)
+		who := text(t, ctx, `#whoami`)
 		if who != "Owner" {
 			t.Fatalf("sidebar shows %q, want the owner's name", who)
 		}
 	})
 
 	t.Run("threads list filters by ref and paginates", func(t *testing.T) {
-		var count string
-		count = text(t, ctx, `#threads-count`)
+		count := text(t, ctx, `#threads-count`)
 		if count != "1–3 of 3" {
 			t.Fatalf("count %q, want 1–3 of 3", count)
 		}
@@ -245,8 +243,7 @@ func TestWebUI(t *testing.T) {
 		if count != "1–1 of 1" {
 			t.Fatalf("ref filter count %q, want 1–1 of 1", count)
 		}
-		var loc string
-		loc = location(t, ctx)
+		loc := location(t, ctx)
 		if !strings.Contains(loc, "ref=ORD-1001") {
 			t.Fatalf("filters are not in the URL: %s", loc)
 		}
@@ -270,19 +267,18 @@ func TestWebUI(t *testing.T) {
 			chromedp.WaitVisible(css(`#integrity-badge`)),
 			chromedp.WaitVisible(css(`#contract-graph`)))
 		badge = text(t, ctx, `#integrity-badge`)
-		steps = text(t, ctx, `#steps-h`)
+		steps = text(t, ctx, `#steps-count`)
 		nodes = get(t, ctx, "evaluate", chromedp.Evaluate[[]string](`[...document.querySelectorAll('#contract-graph g[data-step]')].map(g => g.dataset.step)`))
 		if !strings.Contains(badge, "verified") || !strings.Contains(badge, "4 events") {
 			t.Fatalf("integrity badge %q, want verified with 4 events", badge)
 		}
-		if steps != "Steps timeline (3)" {
+		if steps != "showing 3 of 3" {
 			t.Fatalf("steps heading %q", steps)
 		}
 		if strings.Join(nodes, ",") != "validate_order,charge_card,ship" {
 			t.Fatalf("graph nodes %v", nodes)
 		}
-		var retry string
-		retry = text(t, ctx, `li[data-step=charge_card] .step-head`)
+		retry := text(t, ctx, `li[data-step=charge_card] .step-head`)
 		if !strings.Contains(retry, "1 retry") {
 			t.Fatalf("charge_card head %q, want a retry pill", retry)
 		}
@@ -296,16 +292,18 @@ func TestWebUI(t *testing.T) {
 			chromedp.WaitVisible(css(`#contract-graph`)),
 			chromedp.WaitVisible(css(`#validation-panel table`)))
 		nodes := get(t, ctx, "graph", chromedp.Evaluate[[]string](`[...document.querySelectorAll('#contract-graph g[data-step]')].map(g => g.dataset.step + ':' + g.getAttribute('class').trim().replace(/\s+/g, ' '))`))
-		want := []string{"validate:g-node entry s-ok", "pay:g-node s-ok", "ship:g-node terminal"}
+		// validate broke a major rule (never green), pay was retried (minor).
+		want := []string{"validate:g-node entry s-bad on-path", "pay:g-node s-warn on-path", "ship:g-node terminal"}
 		if strings.Join(nodes, "|") != strings.Join(want, "|") {
 			t.Fatalf("graph nodes %q, want %q", nodes, want)
 		}
-		edges := get(t, ctx, "edges", chromedp.Evaluate[int](`document.querySelectorAll('#contract-graph path.g-edge').length`))
-		if edges != 2 {
-			t.Fatalf("%d edges, want 2", edges)
+		// Forward transitions solid, pay's retry dashed, the path taken marked.
+		edges := get(t, ctx, "edges", chromedp.Evaluate[string](`['path.g-edge:not(.back)', 'path.g-edge.back', 'path.g-edge.taken'].map(s => document.querySelectorAll('#contract-graph ' + s).length).join(',')`))
+		if edges != "2,1,1" {
+			t.Fatalf("edges solid,dashed,taken = %s, want 2,1,1", edges)
 		}
-		chain := get(t, ctx, "chain", chromedp.Evaluate[[]string](`[...document.querySelectorAll('#thread-chain > li')].map(li => li.querySelector('a') ? li.querySelector('a').getAttribute('href').split('/').pop() : 'self')`))
-		if strings.Join(chain, ",") != "self,"+failedID {
+		chain := get(t, ctx, "chain", chromedp.Evaluate[[]string](`[...document.querySelectorAll('#links-to > li a[data-linked]')].map(a => a.dataset.linked)`))
+		if strings.Join(chain, ",") != failedID {
 			t.Fatalf("related threads %v, want this thread then %s", chain, failedID)
 		}
 		val := text(t, ctx, `#validation-panel`)
@@ -376,6 +374,13 @@ func TestWebUI(t *testing.T) {
 		do(t, ctx, "change role",
 			chromedp.SetValue(css(`select[aria-label="Role of `+m.Email+`"]`), "viewer"),
 			void(chromedp.Evaluate[bool](`document.querySelector('select[aria-label="Role of `+m.Email+`"]').dispatchEvent(new Event('change'))`)),
+			chromedp.WaitVisible(css(`dialog[open] .dialog-foot`)))
+		if u, _ := eng.Server.Store.GetUser(context.Background(), m.ID); u.Role == domain.RoleViewer {
+			t.Fatal("the role changed before it was confirmed")
+		}
+		shot(t, ctx, "05b-users-role-confirm")
+		do(t, ctx, "confirm role",
+			chromedp.Click(css(`dialog[open] .dialog-foot .btn-primary`)),
 			chromedp.WaitVisible(css(`#users-msg .alert.ok`)))
 		if u, _ := eng.Server.Store.GetUser(context.Background(), m.ID); u.Role != domain.RoleViewer {
 			t.Fatalf("after role change: %s", u.Role)
@@ -434,15 +439,20 @@ func TestWebUI(t *testing.T) {
 			chromedp.SendKeys(css(`#key-form input[name=expires_in_days]`), "30"),
 			chromedp.Click(css(`#key-form input[value=service]`)),
 			chromedp.SetValue(css(`#key-form select[name=sa_role]`), "viewer"),
+			chromedp.SetValue(css(`#key-form select[name=sa_scope]`), "party"),
 			chromedp.Click(css(`#create-key`)),
 			chromedp.WaitVisible(css(`#new-key-secret`)),
-			chromedp.WaitVisible(css(`tr[data-key-name=ci-pipeline][data-key-status=active]`)))
+			chromedp.WaitVisible(css(`tr[data-key-name=ci-pipeline][data-key-status=active]`)),
+			chromedp.WaitVisible(css(`tr[data-key-name=ci-pipeline] .scope[data-scope=party]`)))
 		secret = text(t, ctx, `#new-key-secret`)
 		if !strings.HasPrefix(secret, "td_") {
 			t.Fatalf("secret %q", secret)
 		}
-		if resp, body := eng.Do(t, http.MethodPost, "/graphql", secret, map[string]any{"query": "{ threads { totalCount } }"}); resp.StatusCode == http.StatusUnauthorized {
-			t.Fatalf("new key does not authenticate: %s", body)
+		// The account was created party-scoped: it is a party of no thread yet,
+		// so it sees none of the seeded ones.
+		if resp, body := eng.Do(t, http.MethodPost, "/graphql", secret, map[string]any{"query": "{ threads { totalCount } }"}); resp.StatusCode != http.StatusOK ||
+			!strings.Contains(string(body), `"totalCount":0`) {
+			t.Fatalf("new party-scoped key: %d %s", resp.StatusCode, body)
 		}
 		resp, body := eng.Do(t, http.MethodGet, "/v1/engine/settings", secret, nil)
 		if resp.StatusCode != http.StatusOK {
@@ -489,8 +499,7 @@ func TestWebUI(t *testing.T) {
 		if !strings.Contains(warn, "localhost and 127.0.0.1 are mixed") {
 			t.Fatalf("no mix warning in banner: %q", warn)
 		}
-		var ws string
-		ws = text(t, ctx, `#endpoints`)
+		ws := text(t, ctx, `#endpoints`)
 		if !strings.Contains(ws, "ws://localhost"+strings.TrimPrefix(eng.URL, "http://127.0.0.1")+"/engine/threads") {
 			t.Fatalf("endpoints keep the proxy prefix? %q", ws)
 		}
@@ -524,13 +533,11 @@ func TestWebUI(t *testing.T) {
 			chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile),
 			chromedp.Navigate(base+"/ui/threads/"+okID),
 			chromedp.WaitVisible(css(`#steps-timeline`)))
-		var sidebarLeft float64
-		sidebarLeft = get(t, ctx, "evaluate", chromedp.Evaluate[float64](`document.getElementById('sidebar').getBoundingClientRect().right`))
+		sidebarLeft := get(t, ctx, "evaluate", chromedp.Evaluate[float64](`document.getElementById('sidebar').getBoundingClientRect().right`))
 		if sidebarLeft > 1 {
 			t.Fatalf("sidebar visible on a phone (right edge %v)", sidebarLeft)
 		}
-		var overflow bool
-		overflow = get(t, ctx, "evaluate", chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth + 1`))
+		overflow := get(t, ctx, "evaluate", chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth + 1`))
 		if overflow {
 			t.Fatalf("page scrolls horizontally at 390px")
 		}
@@ -570,7 +577,7 @@ func TestWebUI(t *testing.T) {
 		ctx2 := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Role: domain.RoleAdmin})
 		for i := 0; i < 25; i++ {
 			eng.Clock.Advance(time.Second)
-			if _, err := eng.Server.Threads.StartThread(ctx2, app.StartThreadInput{Refs: map[string]string{"batch": "b1"}}); err != nil {
+			if _, err := eng.Server.Threads.Application().Commands.StartThread.Handle(ctx2, app.StartThreadInput{Refs: map[string]string{"batch": "b1"}}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -646,4 +653,26 @@ func TestWebUI(t *testing.T) {
 		}
 		shot(t, ctx, "11-member-keys")
 	})
+}
+
+// A cancelled thread shows its cancel reason as "cancelled: reason", not as a
+// red error (error stays for failures).
+func TestWebUICancelReason(t *testing.T) {
+	ctx := browser(t)
+	eng := enginetest.Start(t, sqldb.SQLite)
+	actx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Role: domain.RoleAdmin})
+	th, err := eng.Server.Threads.Application().Commands.StartThread.Handle(actx, app.StartThreadInput{Refs: map[string]string{"label": "Cancelled one"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Server.Threads.Application().Commands.EndThread.Handle(actx, app.EndThreadInput{ThreadID: th.ID, Reason: "customer left"}); err != nil {
+		t.Fatal(err)
+	}
+	do(t, ctx, "sign in", chromedp.Navigate(eng.URL+"/ui/threads"), chromedp.WaitVisible(css(`#api-key`)),
+		chromedp.SendKeys(css(`#api-key`), eng.AdminKey), chromedp.Click(css(`#apikey-submit`)), chromedp.WaitVisible(css(`#whoami`)))
+	do(t, ctx, "open the thread", chromedp.Navigate(eng.URL+"/ui/threads/"+th.ID), waitText(`#end-reason`, "cancelled: customer left"))
+	shot(t, ctx, "cancel-reason")
+	if n := get(t, ctx, "error rows", chromedp.Evaluate[int](`[...document.querySelectorAll('dl.kv dt')].filter((d) => d.textContent === 'Error').length`)); n != 0 {
+		t.Fatalf("a cancel reason is shown as an error (%d Error rows)", n)
+	}
 }

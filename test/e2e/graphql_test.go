@@ -128,10 +128,17 @@ func TestGraphQLComplexityLimit(t *testing.T) {
 		if status != http.StatusUnprocessableEntity || string(body) != want {
 			t.Fatalf("1001: %d %s", status, body)
 		}
-		// The documented example: 10 threads with their steps.
+		// The documented example: 10 threads with their steps, on an engine
+		// without threads (each thread read would add its steps beyond one).
 		status, r, body := gqlPost(t, e, e.AdminKey, `{ threads(limit: 10) { threads { steps { stepName } } } }`, nil)
-		if status != http.StatusOK || r.Extensions["cost"] != float64(32) {
+		if status != http.StatusOK || r.Extensions["cost"] != float64(22) {
 			t.Fatalf("example: %d %s", status, body)
+		}
+		// The fragment diamond (2^40 selections in 1.7 KB) is refused at once.
+		start := time.Now()
+		status, r, body = gqlPost(t, e, e.AdminKey, graphqltest.Diamond(40), map[string]any{"id": "t"})
+		if status != http.StatusUnprocessableEntity || r.Errors[0].Extensions["code"] != "COMPLEXITY_LIMIT_EXCEEDED" || time.Since(start) > 5*time.Second {
+			t.Fatalf("diamond: %d %s after %v", status, body, time.Since(start))
 		}
 	})
 }
@@ -218,7 +225,7 @@ func TestGraphQLEveryQuery(t *testing.T) {
 		if resp, body := postYAML(t, e, e.AdminKey, "application/yaml", contractYAML(1)); resp.StatusCode != http.StatusCreated {
 			t.Fatalf("upload: %d %s", resp.StatusCode, body)
 		}
-		c, err := e.Server.Threads.StartThread(ctx, app.StartThreadInput{Contract: "order_flow", Role: "checkout"})
+		c, err := e.Server.Threads.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Contract: "order_flow", Role: "checkout"})
 		if err != nil {
 			t.Fatal(err)
 		}

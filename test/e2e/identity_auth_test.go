@@ -197,6 +197,7 @@ func TestUserStatusGatesCredentials(t *testing.T) {
 		resp, body = patchUser(t, e, e.AdminKey, u.ID, map[string]any{"role": "viewer"})
 		wantStatus(t, resp, body, http.StatusOK)
 		resp, body = e.Do(t, http.MethodGet, "/auth/session", key, nil)
+		wantStatus(t, resp, body, http.StatusOK)
 		if info := decode[map[string]any](t, body); info["user"].(map[string]any)["role"] != "viewer" {
 			t.Fatalf("role not fresh: %s", body)
 		}
@@ -287,19 +288,26 @@ func TestMetricsAndHealth(t *testing.T) {
 	})
 }
 
-// TestExchangeThrottlesFailures: 20 failed exchanges a minute per address,
-// then 429 with Retry-After, even for a valid key.
+// TestExchangeThrottlesFailures: 20 failed exchanges a minute per (address,
+// key prefix), then 429 with Retry-After for further failures — but a valid
+// key from the same address is never refused.
 func TestExchangeThrottlesFailures(t *testing.T) {
 	e := enginetest.Start(t, sqldb.SQLite)
+	guess := "td_guessguessguessguessguessguessguessguessgu"
 	for i := 0; i < 20; i++ {
-		resp, body := e.Do(t, http.MethodPost, "/auth/api-key/exchange", "", map[string]any{"api_key": "td_guess"})
+		resp, body := e.Do(t, http.MethodPost, "/auth/api-key/exchange", "", map[string]any{"api_key": guess})
 		wantProblem(t, resp, body, http.StatusUnauthorized, "unauthenticated")
 	}
-	resp, body := e.Do(t, http.MethodPost, "/auth/api-key/exchange", "", map[string]any{"api_key": e.AdminKey})
+	resp, body := e.Do(t, http.MethodPost, "/auth/api-key/exchange", "", map[string]any{"api_key": guess})
 	wantProblem(t, resp, body, http.StatusTooManyRequests, "rate_limited")
 	if resp.Header.Get("Retry-After") == "" {
 		t.Fatal("no Retry-After")
 	}
+	resp, body = e.Do(t, http.MethodPost, "/auth/api-key/exchange", "", map[string]any{"api_key": e.AdminKey})
+	wantStatus(t, resp, body, http.StatusOK)
+	// Another key's failures from this address are still plain 401s.
+	resp, body = e.Do(t, http.MethodPost, "/auth/api-key/exchange", "", map[string]any{"api_key": "td_other"})
+	wantProblem(t, resp, body, http.StatusUnauthorized, "unauthenticated")
 	// other routes are not affected
 	resp, body = e.Do(t, http.MethodGet, "/v1/users", e.AdminKey, nil)
 	wantStatus(t, resp, body, http.StatusOK)

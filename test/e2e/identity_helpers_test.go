@@ -12,18 +12,14 @@ import (
 
 // forEachDialect runs fn against a fresh engine on every test dialect.
 func forEachDialect(t *testing.T, fn func(t *testing.T, e *enginetest.Engine)) {
-	for _, d := range sqldbtest.Dialects(t) {
-		t.Run(string(d), func(t *testing.T) {
-			fn(t, enginetest.Start(t, d))
-		})
-	}
+	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
+		fn(t, enginetest.Start(t, d))
+	})
 }
 
 // forEachDialectD is forEachDialect for tests that start engines themselves.
 func forEachDialectD(t *testing.T, fn func(t *testing.T, d sqldb.Dialect)) {
-	for _, d := range sqldbtest.Dialects(t) {
-		t.Run(string(d), func(t *testing.T) { fn(t, d) })
-	}
+	sqldbtest.ForEachDialect(t, fn)
 }
 
 type problem struct {

@@ -6,9 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/labstack/echo/v4"
 
 	"github.com/threadengine/engine/adapters/sqldb"
+	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/test/enginetest"
 )
 
@@ -52,4 +54,28 @@ func TestShutdownDrainsInFlightRequests(t *testing.T) {
 	if _, err := http.Get(e.URL + "/healthz"); err == nil {
 		t.Fatal("server still accepts connections after shutdown")
 	}
+}
+
+// Shutdown closes open WebSockets with a close frame (1001) before the store
+// closes, instead of leaving them open to answer "internal error".
+func TestShutdownClosesOpenSockets(t *testing.T) {
+	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
+		e := enginetest.Start(t, d)
+		c := dialWS(t, e)
+		c.ok(map[string]any{"action": "connect", "apiKey": e.AdminKey})
+		c.ok(map[string]any{"action": "startThread", "refs": map[string]any{}})
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := e.Server.Shutdown(ctx); err != nil {
+			t.Fatalf("shutdown: %v", err)
+		}
+		select {
+		case <-c.closed:
+		case <-time.After(3 * time.Second):
+			t.Fatal("socket still open 3s after Shutdown returned")
+		}
+		if st := c.closeStatus(); st != websocket.StatusGoingAway {
+			t.Fatalf("close status %v, want 1001 going away", st)
+		}
+	})
 }

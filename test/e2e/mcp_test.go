@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/threadengine/engine/adapters/graphqlapi/graphqltest"
 	"github.com/threadengine/engine/app"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/test/enginetest"
@@ -144,13 +145,13 @@ func setupMCPFixture(t testing.TB, e *enginetest.Engine) mcpFixture {
 	_, viewerKey := e.NewUser(t, domain.RoleViewer)
 	ctx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: member.ID, Role: domain.RoleMember})
 	th := e.Server.Threads
-	child, err := th.StartThread(ctx, app.StartThreadInput{Label: "shipment", ServiceName: "shipping", Refs: map[string]string{"order_id": "A-1042-ship"}})
+	child, err := th.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Label: "shipment", ServiceName: "shipping", Refs: map[string]string{"order_id": "A-1042-ship"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The clock moves between threads so "newest first" is well defined.
 	e.Clock.Advance(time.Second)
-	order, err := th.StartThread(ctx, app.StartThreadInput{Label: "order A-1042", ServiceName: "checkout",
+	order, err := th.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Label: "order A-1042", ServiceName: "checkout",
 		Refs: map[string]string{"order_id": "A-1042", "linkedThread:shipment": child.ID}})
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +163,7 @@ func setupMCPFixture(t testing.TB, e *enginetest.Engine) mcpFixture {
 	} {
 		s.ThreadID = order.ID
 		s.ServiceName = "billing-svc"
-		if _, err := th.RecordStep(ctx, s); err != nil {
+		if _, err := th.Application().Commands.RecordStep.Handle(ctx, s); err != nil {
 			t.Fatalf("record %s: %v", s.StepName, err)
 		}
 	}
@@ -170,7 +171,7 @@ func setupMCPFixture(t testing.TB, e *enginetest.Engine) mcpFixture {
 	if _, _, err := e.Server.Contracts.UploadContract(ctx, []byte(mcpContract)); err != nil {
 		t.Fatalf("upload contract: %v", err)
 	}
-	governed, err := th.StartThread(ctx, app.StartThreadInput{Contract: "checkout", Role: "shop", Refs: map[string]string{"order_id": "C-9"}})
+	governed, err := th.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Contract: "checkout", Role: "shop", Refs: map[string]string{"order_id": "C-9"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,12 +181,12 @@ func setupMCPFixture(t testing.TB, e *enginetest.Engine) mcpFixture {
 		{StepName: "ship", Status: "success", IdempotencyKey: "k3", Context: map[string]string{"carrier": "ups"}},
 	} {
 		s.ThreadID = governed.ID
-		if _, err := th.RecordStep(ctx, s); err != nil {
+		if _, err := th.Application().Commands.RecordStep.Handle(ctx, s); err != nil {
 			t.Fatalf("record %s: %v", s.StepName, err)
 		}
 	}
 	e.Clock.Advance(time.Second)
-	if _, err := th.StartThread(ctx, app.StartThreadInput{Label: "other", Refs: map[string]string{"order_id": "B-7"}}); err != nil {
+	if _, err := th.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Label: "other", Refs: map[string]string{"order_id": "B-7"}}); err != nil {
 		t.Fatal(err)
 	}
 	return mcpFixture{member: member, memberKey: memberKey, viewerKey: viewerKey, order: order.ID, child: child.ID, governed: governed.ID}
@@ -462,8 +463,11 @@ func TestMCPEndToEnd(t *testing.T) {
 			if got.Data.Thread.ID != fx.order || got.Data.Thread.Status != "active" {
 				t.Fatalf("graphql_query: %s", resultText(res))
 			}
-			big := `{ threads(limit: 100) { threads { id steps { stepName history(limit: 1000) { status } } } } }`
+			big := `{ threads(limit: 100) { threads { id notifications(options: { limit: 100 }) { message } } } }`
 			wantToolError(t, "graphql_query", callTool(t, cs, "graphql_query", map[string]any{"query": big}), "COMPLEXITY_LIMIT_EXCEEDED")
+			diamond := graphqltest.Diamond(40)
+			wantToolError(t, "graphql_query", callTool(t, cs, "graphql_query", map[string]any{"query": diamond,
+				"variables": map[string]any{"id": fx.order}}), "COMPLEXITY_LIMIT_EXCEEDED")
 			wantToolError(t, "graphql_query", callTool(t, cs, "graphql_query", map[string]any{"query": "{ nope"}), "errors")
 		})
 

@@ -6,9 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/threadengine/engine/adapters/sqldb"
@@ -107,13 +109,39 @@ func TestSignInHeadlessChromium(t *testing.T) {
 		t.Fatalf("session cookie visible to scripts: %q %v", cookies, err)
 	}
 
-	// Sign out, then use the page's other choice: the API-key form, whose
-	// inline script must run under the page's CSP.
-	out, err := chromedp.Run(ctx, chromedp.Evaluate[string](
-		`fetch("/auth/logout", {method: "POST", credentials: "same-origin"}).then(r => r.json()).then(j => j.status + " " + j.logout_url)`,
-		chromedp.EvalAwaitPromise))
-	if err != nil || !strings.HasPrefix(out, "logged_out "+reg.Issuer()+"/end_session?") {
-		t.Fatalf("logout in the browser: %q %v", out, err)
+	// Sign out with the UI's button: the browser must go through the
+	// provider's end_session URL (so the provider's session ends too), then
+	// the API-key form, whose inline script must run under the page's CSP.
+	var navMu sync.Mutex
+	var navs []string
+	_ = chromedp.Listen(ctx, func(ev any) {
+		// The provider answers end_session with a redirect, so the URL is
+		// seen when the page asks for it, not when a frame commits.
+		if e, ok := ev.(*page.EventFrameRequestedNavigation); ok {
+			navMu.Lock()
+			navs = append(navs, e.URL)
+			navMu.Unlock()
+		}
+	})
+	step("sign out", chromedp.Navigate(e.URL+"/ui/threads"), chromedp.WaitVisible(chromedp.CSS("#sign-out")), chromedp.Click(chromedp.CSS("#sign-out")))
+	deadline = time.Now().Add(15 * time.Second)
+	for {
+		navMu.Lock()
+		seen := strings.Join(navs, " ")
+		navMu.Unlock()
+		if strings.Contains(seen, reg.Issuer()+"/end_session") {
+			break
+		}
+		if time.Now().After(deadline) {
+			shot("FAILED-sign-out")
+			t.Fatalf("sign-out never visited the provider's end_session; navigations: %s", seen)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	gone, err := chromedp.Run(ctx, chromedp.Evaluate[string](
+		`fetch("/auth/session", {credentials: "same-origin"}).then(r => r.status === 200 ? r.json().then(j => String(j.authenticated)) : String(r.status))`, chromedp.EvalAwaitPromise))
+	if err != nil || (gone != "false" && gone != "401") {
+		t.Fatalf("session after sign-out: %q %v", gone, err)
 	}
 	key := e.NewKeyFor(t, e.Admin)
 	step("wrong API key", chromedp.Navigate(e.URL+"/login"), chromedp.WaitVisible(chromedp.CSS("#api-key")),

@@ -27,7 +27,7 @@ func TestWSContractThreads(t *testing.T) {
 		putContract(t, e, enginetest.OrderFlowYAML)
 		_, key := e.NewUser(t, domain.RoleMember)
 		c := connectWS(t, e, key)
-		c.ok(map[string]any{"action": "subscribe", "stepName": "order_flow@validate", "eventTypes": []string{"rule.violated"}})
+		c.ok(map[string]any{"action": "subscribe", "requestId": "rq", "stepName": "order_flow@validate", "eventTypes": []string{"rule.violated"}})
 
 		c.fails(map[string]any{"action": "startThread", "contractName": "nope", "refs": map[string]any{}, "role": "checkout"}, "not found")
 		c.fails(map[string]any{"action": "startThread", "contractName": "order_flow:1", "refs": map[string]any{}, "role": "pirate"}, "not a party")
@@ -46,19 +46,20 @@ func TestWSContractThreads(t *testing.T) {
 		}
 		n := c.push(5 * time.Second)
 		body := n["notification"].(map[string]any)
-		if body["notificationType"] != "validation.violated" || body["source"] != "validation" ||
+		if body["notificationType"] != "rule.violated" || body["source"] != "rule" || // the vocabulary it subscribed with
 			body["violationType"] != domain.IssueMissingRequiredField || body["contractName"] != "order_flow" || body["status"] != "violated" {
 			t.Fatalf("violation push %v", n)
 		}
-		c.ok(map[string]any{"action": "ack_notification", "ackToken": n["ackToken"]})
+		c.ok(map[string]any{"action": "ack_notification", "requestId": "rq", "ackToken": n["ackToken"]})
 
 		c.ok(step(tid, "pay", "success", "p1", nil))
 		// Manual completion is refused while no terminal step has succeeded.
 		c.fails(map[string]any{"action": "threadEnd", "threadId": tid, "status": "completed"}, "terminal step")
-		// ship is the warehouse's step: that party joins and records it.
+		// ship is the warehouse's step: that party, invited, joins and records it.
 		_, k2 := e.NewUser(t, domain.RoleMember)
 		w := connectWS(t, e, k2)
-		w.ok(map[string]any{"action": "joinThread", "threadId": tid, "role": "warehouse"})
+		inv := c.ok(map[string]any{"action": "inviteParty", "threadId": tid, "role": "warehouse", "accessLevel": "participant"})
+		w.ok(map[string]any{"action": "joinThread", "threadToken": inv["threadToken"]})
 		r = w.ok(step(tid, "ship", "success", "s1", nil))
 		if r["threadStatus"] != "completed" {
 			t.Fatalf("terminal step did not complete the thread: %v", r)
@@ -83,7 +84,10 @@ func TestWSContractThreads(t *testing.T) {
 
 		// A step by the wrong party is a critical violation: a terminal one fails the thread.
 		tid2 := c.ok(map[string]any{"action": "startThread", "contractName": "order_flow", "refs": map[string]any{}, "role": "checkout"})["threadId"].(string)
-		w.fails(map[string]any{"action": "joinThread", "threadId": tid2, "role": "pirate"}, "not a party")
+		c.fails(map[string]any{"action": "joinThread", "threadId": tid2, "role": "pirate"}, "not a party")
+		if f := w.fails(map[string]any{"action": "joinThread", "threadId": tid2, "role": "warehouse"}, "needs an invitation"); f["code"] != "not_a_party" {
+			t.Fatalf("join by id without invitation: %v", f)
+		}
 		c.fails(map[string]any{"action": "inviteParty", "threadId": tid2, "role": "pirate"}, "not a party")
 		c.ok(step(tid2, "validate", "success", "v1", map[string]any{"items": "1"}))
 		c.ok(step(tid2, "pay", "success", "p1", nil))

@@ -3,7 +3,10 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +24,17 @@ type wsClient struct {
 	replies chan map[string]any
 	pushes  chan map[string]any
 	closed  chan struct{}
+	readErr error // why the reader stopped; read after closed is closed
+
+	mu   sync.Mutex
+	held []map[string]any // replies read past while looking for another (replyFor)
+}
+
+// closeStatus is the close code the server sent (-1 if none); call it after
+// c.closed is closed.
+func (c *wsClient) closeStatus() websocket.StatusCode {
+	<-c.closed
+	return websocket.CloseStatus(c.readErr)
 }
 
 func wsURL(e *enginetest.Engine) string {
@@ -42,6 +56,7 @@ func dialWS(t testing.TB, e *enginetest.Engine) *wsClient {
 		for {
 			_, data, err := conn.Read(context.Background())
 			if err != nil {
+				c.readErr = err
 				return
 			}
 			var m map[string]any
@@ -102,6 +117,31 @@ func (c *wsClient) ok(m map[string]any) map[string]any {
 	r := c.call(m)
 	if r["status"] != "success" {
 		c.t.Fatalf("%v: want success, got %v", m["action"], r)
+	}
+	return r
+}
+
+// dup sends a step report and checks the reply is the duplicate frame every
+// SDK recognises: status "error", isDuplicate true, the given message, and
+// the original attempt's stepId/idempotencyKey (exact keys, see
+// docs/integrators/websocket-protocol.md).
+func (c *wsClient) dup(m map[string]any, message string) map[string]any {
+	c.t.Helper()
+	r := c.call(m)
+	want := []string{"action", "attempt", "idempotencyKey", "isDuplicate", "message", "retryCount", "status", "stepId", "stepName", "threadId", "threadStatus"}
+	if _, ok := m["requestId"]; ok {
+		want = append(want, "requestId")
+	}
+	var got []string
+	for k := range r {
+		got = append(got, k)
+	}
+	sort.Strings(got)
+	sort.Strings(want)
+	if r["status"] != "error" || r["isDuplicate"] != true || r["message"] != message || r["stepName"] != m["stepName"] ||
+		r["threadId"] != m["threadId"] || r["idempotencyKey"] != m["idempotencyKey"] || !uuidRE.MatchString(fmt.Sprint(r["stepId"])) ||
+		strings.Join(got, ",") != strings.Join(want, ",") {
+		c.t.Fatalf("want the duplicate frame (%s) with keys %v, got %v", message, want, r)
 	}
 	return r
 }

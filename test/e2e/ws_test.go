@@ -50,8 +50,8 @@ func TestWSProtocolScenario(t *testing.T) {
 			t.Fatalf("requestId not echoed: %v", r)
 		}
 
-		c.ok(map[string]any{"action": "subscribe", "stepName": "ship", "eventTypes": []string{"step.success"}})
-		c.fails(map[string]any{"action": "subscribe", "stepName": "", "eventTypes": []string{"step.success"}}, "Step name is required")
+		c.ok(map[string]any{"action": "subscribe", "requestId": "rq", "stepName": "ship", "eventTypes": []string{"step.success"}})
+		c.fails(map[string]any{"action": "subscribe", "requestId": "rq", "stepName": "", "eventTypes": []string{"step.success"}}, "Step name is required")
 
 		r = c.ok(map[string]any{"action": "startThread", "contractName": nil,
 			"refs": map[string]any{"serviceName": "checkout-service", "label": "Order-1", "orderId": "O-1", "n": 5}, "tags": []string{"e2e"}})
@@ -79,10 +79,7 @@ func TestWSProtocolScenario(t *testing.T) {
 		if r["retryCount"] != float64(1) || r["attempt"] != float64(2) || r["isDuplicate"] != nil {
 			t.Fatalf("pay retry %v", r)
 		}
-		r = c.ok(pay)
-		if r["isDuplicate"] != true || r["message"] != "Step already completed (duplicate)" {
-			t.Fatalf("pay duplicate %v", r)
-		}
+		c.dup(pay, "Step already completed (duplicate)")
 
 		r = c.ok(step(tid, "ship", "success", "ship-1", nil))
 		shipID := r["stepId"]
@@ -90,12 +87,13 @@ func TestWSProtocolScenario(t *testing.T) {
 		tok, _ := n["ackToken"].(string)
 		body, _ := n["notification"].(map[string]any)
 		if tok == "" || body["stepName"] != "ship" || body["threadId"] != tid || body["stepId"] != shipID ||
-			body["notificationType"] != "execution.success" || body["source"] != "execution" ||
+			// Subscribed with step.success: pushed in that vocabulary (Python SDK 0.4.0).
+			body["notificationType"] != "step.success" || body["source"] != "step" ||
 			body["stepStatus"] != "success" || body["ownerId"] != owner.ID || body["contractName"] != "" ||
 			body["notificationId"] == "" || body["timestamp"] == "" {
 			t.Fatalf("notification %v", n)
 		}
-		r = c.ok(map[string]any{"action": "ack_notification", "notification_id": body["notificationId"], "thread_id": tid, "ackToken": tok, "processed": true})
+		r = c.ok(map[string]any{"action": "ack_notification", "requestId": "rq", "notification_id": body["notificationId"], "thread_id": tid, "ackToken": tok, "processed": true})
 		if r["acknowledged"] != true {
 			t.Fatalf("ack %v", r)
 		}
@@ -158,14 +156,14 @@ func TestWSProtocolScenario(t *testing.T) {
 
 		// The hash chain verifies, and a direct edit of a row is detected.
 		ctx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: owner.ID, Role: domain.RoleMember})
-		st, err := e.Server.Threads.VerifyIntegrity(ctx, tid)
+		st, err := e.Server.Threads.Application().Queries.VerifyIntegrity.Handle(ctx, tid)
 		if err != nil || !st.Verified || st.TotalEvents != 4 {
 			t.Fatalf("verify %+v %v", st, err)
 		}
 		if _, err := db.Exec(db.Rebind(`UPDATE thread_activities SET context = ? WHERE thread_id = ? AND step_name = 'pay' AND attempt = 1`), `{"amount":"6"}`, tid); err != nil {
 			t.Fatal(err)
 		}
-		st, err = e.Server.Threads.VerifyIntegrity(ctx, tid)
+		st, err = e.Server.Threads.Application().Queries.VerifyIntegrity.Handle(ctx, tid)
 		if err != nil || st.Verified || !strings.Contains(st.Error, "pay") || st.BrokenStepID == "" {
 			t.Fatalf("tampered chain verified: %+v %v", st, err)
 		}
@@ -189,7 +187,7 @@ func TestWSPermissionsAndParties(t *testing.T) {
 		_, otherKey := e.NewUser(t, domain.RoleMember)
 
 		viewer := connectWS(t, e, viewerKey)
-		viewer.ok(map[string]any{"action": "subscribe", "stepName": "global", "eventTypes": []string{"thread.completed"}})
+		viewer.ok(map[string]any{"action": "subscribe", "requestId": "rq", "stepName": "global", "eventTypes": []string{"thread.completed"}})
 		viewer.fails(map[string]any{"action": "startThread", "refs": map[string]any{}}, "threads.write")
 
 		o := connectWS(t, e, ownerKey)
@@ -203,20 +201,25 @@ func TestWSPermissionsAndParties(t *testing.T) {
 		o.fails(map[string]any{"action": "inviteParty", "role": "supplier", "expiresIn": "8d"}, "expiresIn")
 
 		other := connectWS(t, e, otherKey)
-		other.fails(map[string]any{"action": "joinThread", "threadToken": token[:len(token)-2] + "xx"}, "invalid or expired")
+		other.fails(map[string]any{"action": "joinThread", "threadToken": token[:len(token)-2] + "xx"}, "invalid thread token")
 		r = other.ok(map[string]any{"action": "joinThread", "threadToken": token})
 		if r["threadId"] != tid || r["role"] != "supplier" || r["accessLevel"] != "observer" {
 			t.Fatalf("join %v", r)
 		}
-		other.fails(step(tid, "spy", "success", "s1", nil), "observers")
-		other.fails(map[string]any{"action": "addRefs", "threadId": tid, "refs": map[string]any{"x": "y"}}, "observers")
+		other.fails(step(tid, "spy", "success", "s1", nil), "observer access")
+		other.fails(map[string]any{"action": "addRefs", "threadId": tid, "refs": map[string]any{"x": "y"}}, "observer access")
 
-		// A direct join makes a participant, who can write.
+		// Joining by id needs an invitation (only the owning key may add a
+		// role without one); an invited participant can write.
 		_, p2Key := e.NewUser(t, domain.RoleMember)
 		p2 := connectWS(t, e, p2Key)
-		r = p2.ok(map[string]any{"action": "joinThread", "threadId": tid, "role": "logistics"})
+		if f := p2.fails(map[string]any{"action": "joinThread", "threadId": tid, "role": "logistics"}, "needs an invitation"); f["code"] != "not_a_party" {
+			t.Fatalf("direct join without invitation %v", f)
+		}
+		inv := o.ok(map[string]any{"action": "inviteParty", "threadId": tid, "role": "logistics", "accessLevel": "participant"})
+		r = p2.ok(map[string]any{"action": "joinThread", "threadToken": inv["threadToken"]})
 		if r["accessLevel"] != "participant" || r["role"] != "logistics" {
-			t.Fatalf("direct join %v", r)
+			t.Fatalf("join by invitation %v", r)
 		}
 		p2.ok(step(tid, "pack", "success", "p1", nil))
 
@@ -235,11 +238,15 @@ func TestWSPermissionsAndParties(t *testing.T) {
 		db := e.Server.DB
 		var n int
 		var reason string
+		var errText *string
 		if err := db.Get(&n, db.Rebind(`SELECT COUNT(*) FROM thread_notifications WHERE thread_id = ? AND notification_type = 'thread.cancelled'`), tid); err != nil || n != 1 {
 			t.Fatalf("thread.cancelled notifications = %d (%v), want 1", n, err)
 		}
-		if err := db.Get(&reason, db.Rebind(`SELECT error FROM threads WHERE id = ?`), tid); err != nil || !strings.HasPrefix(reason, "x") {
-			t.Fatalf("cancel reason %q (%v), want the first one kept", reason, err)
+		// The caller's object reason (spread into the frame by the Node SDK),
+		// the first one kept; error stays for failures.
+		if err := db.QueryRow(db.Rebind(`SELECT end_reason, error FROM threads WHERE id = ?`), tid).Scan(&reason, &errText); err != nil ||
+			reason != `{"by":"me","reason":"x"}` || errText != nil {
+			t.Fatalf("cancel reason %q, error %v (%v)", reason, errText, err)
 		}
 	})
 }
@@ -249,8 +256,8 @@ func TestWSNotificationRedelivery(t *testing.T) {
 		e.Server.Threads.Hub().SetRedeliverAfter(300 * time.Millisecond)
 		_, key := e.NewUser(t, domain.RoleMember)
 		c := connectWS(t, e, key)
-		c.ok(map[string]any{"action": "subscribe", "stepName": "ship", "eventTypes": []string{"execution.success"}})
-		c.ok(map[string]any{"action": "subscribe", "stepName": "global", "eventTypes": []string{"thread.*"}})
+		c.ok(map[string]any{"action": "subscribe", "requestId": "rq", "stepName": "ship", "eventTypes": []string{"execution.success"}})
+		c.ok(map[string]any{"action": "subscribe", "requestId": "rq", "stepName": "global", "eventTypes": []string{"thread.*"}})
 		tid := c.ok(map[string]any{"action": "startThread", "refs": map[string]any{}})["threadId"].(string)
 		c.ok(step(tid, "pack", "success", "k0", nil)) // nobody subscribed to pack
 		c.ok(step(tid, "ship", "success", "k1", nil))
@@ -258,6 +265,9 @@ func TestWSNotificationRedelivery(t *testing.T) {
 		// Never acknowledged: delivered 3 times in all, with fresh tokens.
 		var ids, toks []string
 		for i := 0; i < 3; i++ {
+			if i > 0 { // the lease ends on the engine's clock
+				e.Clock.Advance(400 * time.Millisecond)
+			}
 			n := c.push(3 * time.Second)
 			ids = append(ids, n["notification"].(map[string]any)["notificationId"].(string))
 			toks = append(toks, n["ackToken"].(string))
@@ -265,13 +275,15 @@ func TestWSNotificationRedelivery(t *testing.T) {
 		if ids[0] != ids[1] || ids[1] != ids[2] || toks[0] == toks[1] {
 			t.Fatalf("redeliveries ids %v tokens %v", ids, toks)
 		}
-		c.noPush(time.Second)
+		e.Clock.Advance(400 * time.Millisecond)
+		c.noPush(1500 * time.Millisecond)
 
 		// Acknowledged with the newer ack_token spelling: no redelivery.
 		c.ok(step(tid, "ship", "success", "k2", nil))
 		n := c.push(3 * time.Second)
-		c.ok(map[string]any{"action": "ack_notification", "ack_token": n["ackToken"]})
-		c.noPush(time.Second)
+		c.ok(map[string]any{"action": "ack_notification", "requestId": "rq", "ack_token": n["ackToken"]})
+		e.Clock.Advance(400 * time.Millisecond)
+		c.noPush(1500 * time.Millisecond)
 
 		c.ok(map[string]any{"action": "threadEnd", "threadId": tid, "status": "completed"})
 		n = c.push(3 * time.Second)
@@ -279,7 +291,7 @@ func TestWSNotificationRedelivery(t *testing.T) {
 		if body["notificationType"] != "thread.completed" || body["stepName"] != "global" || body["source"] != "thread" {
 			t.Fatalf("thread notification %v", n)
 		}
-		c.ok(map[string]any{"action": "ack_notification", "ackToken": n["ackToken"]})
+		c.ok(map[string]any{"action": "ack_notification", "requestId": "rq", "ackToken": n["ackToken"]})
 	})
 }
 
@@ -289,7 +301,7 @@ func TestWSMaxInFlight(t *testing.T) {
 		_, key := e.NewUser(t, domain.RoleMember)
 		c := dialWS(t, e)
 		c.ok(map[string]any{"action": "connect", "apiKey": key, "maxInFlight": 2})
-		c.ok(map[string]any{"action": "subscribe", "stepName": "ship", "eventTypes": []string{"step.*"}})
+		c.ok(map[string]any{"action": "subscribe", "requestId": "rq", "stepName": "ship", "eventTypes": []string{"step.*"}})
 		tid := c.ok(map[string]any{"action": "startThread", "refs": map[string]any{}})["threadId"].(string)
 		for i := 0; i < 5; i++ {
 			c.ok(step(tid, "ship", "success", fmt.Sprint("k", i), nil))
@@ -299,12 +311,15 @@ func TestWSMaxInFlight(t *testing.T) {
 		seen := map[any]bool{}
 		for _, n := range first {
 			seen[n["notification"].(map[string]any)["idempotencyKey"]] = true
-			c.ok(map[string]any{"action": "ack_notification", "ackToken": n["ackToken"]})
+			c.ok(map[string]any{"action": "ack_notification", "requestId": "rq", "ackToken": n["ackToken"]})
 		}
 		for i := 0; i < 3; i++ {
+			if i > 0 { // the lease ends on the engine's clock
+				e.Clock.Advance(400 * time.Millisecond)
+			}
 			n := c.push(3 * time.Second)
 			seen[n["notification"].(map[string]any)["idempotencyKey"]] = true
-			c.ok(map[string]any{"action": "ack_notification", "ackToken": n["ackToken"]})
+			c.ok(map[string]any{"action": "ack_notification", "requestId": "rq", "ackToken": n["ackToken"]})
 		}
 		if len(seen) != 5 {
 			t.Fatalf("delivered %v, want all 5 steps", seen)
@@ -320,7 +335,7 @@ func TestWSInvocationIDDedupe(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		_, key := e.NewUser(t, domain.RoleMember)
 		c := connectWS(t, e, key)
-		c.ok(map[string]any{"action": "subscribe", "stepName": "pay", "eventTypes": []string{"*"}})
+		c.ok(map[string]any{"action": "subscribe", "requestId": "rq", "stepName": "pay", "eventTypes": []string{"*"}})
 		tid := c.ok(map[string]any{"action": "startThread", "refs": map[string]any{}})["threadId"].(string)
 		attempt := func(status, inv string) map[string]any {
 			m := step(tid, "pay", status, "pay-1", map[string]any{"amount": "5"})
@@ -342,9 +357,8 @@ func TestWSInvocationIDDedupe(t *testing.T) {
 			t.Fatalf("first attempt %v", first)
 		}
 		c.push(5 * time.Second)
-		again := c.ok(attempt("failed", "inv-X"))
-		if again["isDuplicate"] != true || again["message"] != "Step attempt already recorded (duplicate)" ||
-			again["stepId"] != first["stepId"] || again["retryCount"] != float64(0) || again["attempt"] != float64(1) {
+		again := c.dup(attempt("failed", "inv-X"), "Step attempt already recorded (duplicate)")
+		if again["stepId"] != first["stepId"] || again["retryCount"] != float64(0) || again["attempt"] != float64(1) {
 			t.Fatalf("re-sent failed attempt %v, first %v", again, first)
 		}
 		c.noPush(500 * time.Millisecond)
@@ -357,15 +371,12 @@ func TestWSInvocationIDDedupe(t *testing.T) {
 			t.Fatalf("new attempt %v", retry)
 		}
 		c.push(5 * time.Second)
-		dup := c.ok(attempt("success", "inv-Y"))
-		if dup["isDuplicate"] != true || dup["message"] != "Step attempt already recorded (duplicate)" ||
-			dup["stepId"] != retry["stepId"] || dup["retryCount"] != float64(1) {
+		dup := c.dup(attempt("success", "inv-Y"), "Step attempt already recorded (duplicate)")
+		if dup["stepId"] != retry["stepId"] || dup["retryCount"] != float64(1) {
 			t.Fatalf("re-sent success %v", dup)
 		}
 		// Without the same invocationId a succeeded step is still a duplicate.
-		if r := c.ok(attempt("success", "")); r["isDuplicate"] != true || r["message"] != "Step already completed (duplicate)" {
-			t.Fatalf("success without invocationId %v", r)
-		}
+		c.dup(attempt("success", ""), "Step already completed (duplicate)")
 		c.noPush(500 * time.Millisecond)
 		if h := attempts(); len(h) != 2 {
 			t.Fatalf("history %v, want two attempts", h)
@@ -376,6 +387,26 @@ func TestWSInvocationIDDedupe(t *testing.T) {
 		c.ok(step(tid, "ship", "failed", "ship-1", nil))
 		if r := c.ok(step(tid, "ship", "failed", "ship-1", nil)); r["isDuplicate"] != nil || r["retryCount"] != float64(1) {
 			t.Fatalf("failed twice without invocationId %v", r)
+		}
+	})
+}
+
+// The Go SDK expands "*" into step/rule names but subscribes everything else
+// with execution/validation names and its tests read those on the wire: a
+// session that sent any execution.* or validation.* name keeps that
+// vocabulary even after a step.* subscription.
+func TestWSGoVocabularyKept(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
+		_, key := e.NewUser(t, domain.RoleMember)
+		c := connectWS(t, e, key)
+		c.ok(map[string]any{"action": "subscribe", "requestId": "s1", "stepName": "ship", "eventTypes": []string{"execution.success"}})
+		c.ok(map[string]any{"action": "subscribe", "requestId": "s2", "stepName": "global",
+			"eventTypes": []string{"step.success", "step.failed", "rule.passed", "rule.violated"}})
+		tid := c.ok(map[string]any{"action": "startThread", "refs": map[string]any{}})["threadId"].(string)
+		c.ok(step(tid, "ship", "success", "ship-1", nil))
+		body, _ := c.push(5 * time.Second)["notification"].(map[string]any)
+		if body["source"] != "execution" || body["notificationType"] != "execution.success" {
+			t.Fatalf("push to a Go-vocabulary session: %v", body)
 		}
 	})
 }

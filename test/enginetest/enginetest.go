@@ -70,18 +70,26 @@ func WithConfig(fn func(*config.Config)) Option {
 	return func(c *config.Config, _ *server.Options) { fn(c) }
 }
 
+// WithDatabase starts the engine on an existing database (a second replica
+// of an engine started before, typically with WithoutOwner).
+func WithDatabase(url string) Option {
+	return func(c *config.Config, _ *server.Options) { c.Database.URL = url }
+}
+
 // Start runs an engine on 127.0.0.1:0 with a fresh database of dialect d and a
 // fake clock starting now; it stops when the test ends.
 func Start(t testing.TB, d sqldb.Dialect, opts ...Option) *Engine {
 	t.Helper()
 	cfg := config.Defaults()
-	cfg.Database.URL = sqldbtest.URL(t, d)
 	cfg.Server.Listen = "127.0.0.1:0"
 	cfg.Security.HashChainSecret = "test-hash-chain-secret-0123456789abcdef"
 	clock := NewClock(time.Now())
 	o := server.Options{Clock: clock, DataDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	for _, fn := range opts {
 		fn(&cfg, &o)
+	}
+	if cfg.Database.URL == "" {
+		cfg.Database.URL = sqldbtest.URL(t, d)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -106,7 +114,7 @@ func Start(t testing.TB, d sqldb.Dialect, opts ...Option) *Engine {
 	if strings.HasSuffix(o.DataDir, "/"+noOwner) {
 		return e
 	}
-	admin, key, err := srv.Identity.BootstrapOwner(context.Background(), "owner@example.com", "Owner")
+	admin, key, err := srv.Identity.Application().Commands.BootstrapOwner.Handle(context.Background(), "owner@example.com", "Owner")
 	if err != nil {
 		t.Fatalf("bootstrap owner: %v", err)
 	}
@@ -121,7 +129,7 @@ func (e *Engine) NewUser(t testing.TB, role domain.Role) (domain.User, string) {
 	email := fmt.Sprintf("user%d-%s@example.com", e.userSeq.Add(1), role)
 	u := e.InviteUser(t, email, role)
 	ctx := context.Background()
-	u, err := e.Server.Identity.ActivateBySignIn(ctx, u.ID)
+	u, err := e.Server.Identity.Application().Commands.ActivateBySignIn.Handle(ctx, u.ID)
 	if err != nil {
 		t.Fatalf("activate %s: %v", email, err)
 	}
@@ -153,7 +161,7 @@ func (e *Engine) InviteUser(t testing.TB, email string, role domain.Role) domain
 func (e *Engine) NewKeyFor(t testing.TB, u domain.User) string {
 	t.Helper()
 	ctx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: u.ID, Role: domain.RoleViewer})
-	key, _, err := e.Server.Identity.CreateAPIKey(ctx, app.CreateAPIKeyInput{Name: "test key"})
+	key, _, err := e.Server.Identity.Application().Commands.CreateAPIKey.Handle(ctx, app.CreateAPIKeyInput{Name: "test key"})
 	if err != nil {
 		t.Fatalf("key for %s: %v", u.Email, err)
 	}

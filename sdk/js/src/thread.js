@@ -68,7 +68,8 @@ export class Thread {
     if (typeof expiresIn !== 'string' || !/^\d+[mhd]$/.test(expiresIn)) throw invalidArgument('expiresIn must look like 30m, 24h or 7d');
     const r = await this.#conn._request({ action: 'inviteParty', threadId: this.threadId, role, accessLevel, expiresIn });
     return { threadToken: r.threadToken, threadId: r.threadId ?? this.threadId, role: r.role, accessLevel: r.accessLevel,
-      expiresAt: new Date(r.expiresAt * 1000) };
+      // RFC 3339 from this engine; Unix seconds from older ones.
+      expiresAt: new Date(typeof r.expiresAt === 'number' ? r.expiresAt * 1000 : r.expiresAt) };
   }
 
   /** Completes the thread (contract threads complete by their terminal step instead). */

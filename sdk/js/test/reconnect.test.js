@@ -2,7 +2,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect } from '../src/index.js';
-import { startEngine } from './helpers/engine.js';
+import { startEngine, serviceAccountKey } from './helpers/engine.js';
 import { startTCPProxy } from './helpers/proxy.js';
 import { waitFor, nextEvent, UUID } from './helpers/util.js';
 
@@ -25,9 +25,16 @@ after(async () => {
   await engine?.stop();
 });
 
+let dialed = 0;
+
+// dialProxy connects through the proxy as a principal of its own: another
+// test's undelivered notifications would reach it on connect, and its acks
+// are client frames that dropAfterNextRequest would cut instead of the
+// request under test.
 async function dialProxy(options = {}) {
+  const apiKey = options.apiKey ?? await serviceAccountKey(engine, `flaky-${++dialed}`);
   const c = await connect({
-    engineUrl: `http://${proxy.addr}`, apiKey: engine.apiKey, serviceName: 'flaky-service',
+    engineUrl: `http://${proxy.addr}`, apiKey, serviceName: 'flaky-service',
     reconnect: { initialDelayMs: 20, maxDelayMs: 200 }, ...options,
   });
   open.push(c);
@@ -99,7 +106,10 @@ test('reconnect delays grow while attempts keep failing, up to maxDelayMs, and s
 });
 
 test('a notification raised while disconnected arrives after the reconnect', async () => {
-  const conn = await dialProxy();
+  const apiKey = await serviceAccountKey(engine, 'away');
+  const conn = await dialProxy({ apiKey });
+  const direct = await connect({ engineUrl: engine.url, apiKey });
+  open.push(direct);
   const heard = [];
   await conn.subscribe('step.success', 'while-away', (n) => { heard.push(n.threadId); n.ack(); });
   const t = await conn.start('away');
@@ -108,7 +118,7 @@ test('a notification raised while disconnected arrives after the reconnect', asy
   proxy.dropAll();
   await gone;
   // Another connection of the same principal (with no subscriptions) records the step meanwhile.
-  await reader.thread(t.threadId).step('while-away').success();
+  await direct.thread(t.threadId).step('while-away').success();
   const back = nextEvent(conn, 'reconnected');
   proxy.refuse(false);
   await back;

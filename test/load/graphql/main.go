@@ -9,7 +9,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -22,16 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/coder/websocket"
-
-	"github.com/threadengine/engine/adapters/graphqlapi/graphqltest"
-)
-
-// Scenarios: the SDK's thread fields plus 20 step states, and a page of 50
-// threads.
-const (
-	threadQuery  = `query($id: ID!) { thread(id: $id) { ` + graphqltest.Thread + ` steps { stepName idempotencyKey status retryCount firstSeenAt lastUpdatedAt latestStepID } } }`
-	threadsQuery = `query { threads(limit: 50) { totalCount threads { id status contractName startedAt completedAt } } }`
+	"github.com/threadengine/engine/test/load/loadgen"
 )
 
 func main() {
@@ -48,13 +38,13 @@ func main() {
 	}
 	base := strings.TrimRight(*url, "/")
 	if *threadID == "" {
-		id, err := seed(base, *key, 20)
+		id, err := loadgen.Seed(base, *key, 20)
 		if err != nil {
 			fail("seed: %v", err)
 		}
 		*threadID = id
 		for i := 0; i < *seedThreads; i++ {
-			if _, err := seed(base, *key, 1); err != nil {
+			if _, err := loadgen.Seed(base, *key, 1); err != nil {
 				fail("seed: %v", err)
 			}
 		}
@@ -64,8 +54,8 @@ func main() {
 		name, query string
 		vars        map[string]any
 	}{
-		{"thread", threadQuery, map[string]any{"id": *threadID}},
-		{"threads", threadsQuery, nil},
+		{"thread", loadgen.ThreadQuery, map[string]any{"id": *threadID}},
+		{"threads", loadgen.ThreadsQuery, nil},
 	}
 	for _, s := range scenarios {
 		if *only != "" && *only != s.name {
@@ -162,58 +152,4 @@ func do(client *http.Client, url, key string, body []byte) (bool, string) {
 		return false, fmt.Sprintf("HTTP %d %.300s", resp.StatusCode, b)
 	}
 	return true, ""
-}
-
-// seed creates a thread with n successful steps over the SDK WebSocket
-// protocol, as an SDK would.
-func seed(base, key string, steps int) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	wsURL := "ws" + strings.TrimPrefix(base, "http") + "/threads"
-	c, _, err := websocket.Dial(ctx, wsURL, nil)
-	if err != nil {
-		return "", err
-	}
-	defer c.CloseNow()
-	call := func(msg map[string]any) (map[string]any, error) {
-		b, _ := json.Marshal(msg)
-		if err := c.Write(ctx, websocket.MessageText, b); err != nil {
-			return nil, err
-		}
-		for {
-			_, data, err := c.Read(ctx)
-			if err != nil {
-				return nil, err
-			}
-			var reply map[string]any
-			if err := json.Unmarshal(data, &reply); err != nil {
-				return nil, err
-			}
-			if reply["action"] != msg["action"] {
-				continue // a notification push
-			}
-			if reply["status"] != "success" {
-				return nil, fmt.Errorf("%s: %v", msg["action"], reply["message"])
-			}
-			return reply, nil
-		}
-	}
-	if _, err := call(map[string]any{"action": "connect", "apiKey": key, "serviceName": "load-test"}); err != nil {
-		return "", err
-	}
-	r, err := call(map[string]any{"action": "startThread", "contractName": nil,
-		"refs": map[string]any{"serviceName": "load-test", "label": "load", "orderId": fmt.Sprintf("L-%d", time.Now().UnixNano())}})
-	if err != nil {
-		return "", err
-	}
-	id, _ := r["threadId"].(string)
-	for i := 0; i < steps; i++ {
-		now := time.Now().UTC().Format(time.RFC3339Nano)
-		if _, err := call(map[string]any{"action": "recordThreadEvent", "threadId": id, "stepName": fmt.Sprintf("step-%02d", i),
-			"startedAt": now, "finishedAt": now, "context": map[string]any{"i": fmt.Sprint(i)}, "status": "success",
-			"serviceName": "load-test", "idempotencyKey": fmt.Sprintf("k%02d", i)}); err != nil {
-			return "", err
-		}
-	}
-	return id, nil
 }

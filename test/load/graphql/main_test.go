@@ -9,6 +9,7 @@ import (
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/test/enginetest"
+	"github.com/threadengine/engine/test/load/loadgen"
 )
 
 // BenchmarkHTTPThread runs the thread(id) scenario over loopback HTTP
@@ -21,11 +22,11 @@ func BenchmarkHTTPThread(b *testing.B) {
 		d = sqldb.Postgres
 	}
 	e := enginetest.Start(b, d)
-	id, err := seed(e.URL, e.AdminKey, 20)
+	id, err := loadgen.Seed(e.URL, e.AdminKey, 20)
 	if err != nil {
 		b.Fatal(err)
 	}
-	body, _ := json.Marshal(map[string]any{"query": threadQuery, "variables": map[string]any{"id": id}})
+	body, _ := json.Marshal(map[string]any{"query": loadgen.ThreadQuery, "variables": map[string]any{"id": id}})
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}
 	client := &http.Client{Transport: tr}
 	b.SetParallelism(8)

@@ -5,10 +5,17 @@
 //
 //	go run ./test/load/ingest --url ws://127.0.0.1:8081/threads --key td_… --conns 50 --duration 20s [--pid N]
 //	go run ./test/load/ingest --bin ./threadengine --db sqlite:///tmp/load.db --conns 50 --duration 20s
+//
+// Several replicas: --url takes a comma-separated list (connections are
+// spread round robin), or --bin with --replicas N starts N engines on one
+// PostgreSQL --db. --subscribe adds a subscriber on the last URL (or on
+// --subscribe-url, e.g. a replica no writer uses, to time only cross-replica
+// pushes) that acknowledges every push of step-0 and reports the delivery
+// latency twice: from the notification's timestamp (taken before the step's
+// commit) and from the writer's receipt of the step's ack.
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -16,20 +23,18 @@ import (
 	"flag"
 	"fmt"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/threadengine/engine/test/load/loadgen"
 )
 
 func main() {
@@ -43,6 +48,9 @@ func main() {
 		pid      = flag.Int("pid", 0, "engine process id, for RSS")
 		bin      = flag.String("bin", "", "start this engine binary itself (with --db)")
 		dbURL    = flag.String("db", "", "database URL for --bin")
+		replicas = flag.Int("replicas", 1, "with --bin: engines to start on the one --db (PostgreSQL for more than 1)")
+		subLat   = flag.Bool("subscribe", false, "also subscribe to step-0 on the last URL and report delivery latency")
+		subURL   = flag.String("subscribe-url", "", "with --subscribe: subscribe on this URL instead (e.g. a replica no writer uses)")
 	)
 	flag.Parse()
 	if *duration > 5*time.Minute || *duration <= 0 {
@@ -52,16 +60,23 @@ func main() {
 		fail("--pipeline and --conns must be >= 1")
 	}
 	if *bin != "" {
-		u, k, p, stop := startEngine(*bin, *dbURL)
+		urls, k, p, stop := startEngines(*bin, *dbURL, *replicas)
 		defer stop()
-		*wsURL, *key, *pid = u, k, p
+		*wsURL, *key, *pid = strings.Join(urls, ","), k, p
 	}
-	u, err := url.Parse(*wsURL)
-	if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") {
-		fail("--url must be ws://127.0.0.1:port/threads")
+	urls := strings.Split(*wsURL, ",")
+	checked := urls
+	if *subURL != "" {
+		checked = append(append([]string(nil), urls...), *subURL)
 	}
-	if ip := net.ParseIP(u.Hostname()); u.Hostname() != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		fail("load traffic is only sent to loopback addresses")
+	for _, raw := range checked {
+		u, err := url.Parse(raw)
+		if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") {
+			fail("--url must be ws://127.0.0.1:port/threads (comma-separated for several replicas)")
+		}
+		if ip := net.ParseIP(u.Hostname()); u.Hostname() != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			fail("load traffic is only sent to loopback addresses")
+		}
 	}
 	if *key == "" {
 		fail("--key is required (or use --bin)")
@@ -76,13 +91,29 @@ func main() {
 		errs      atomic.Int64
 		wg        sync.WaitGroup
 	)
-	rssBefore := rss(*pid)
+	rssBefore := loadgen.RSS(*pid)
+	var subLats pushLatencies
+	subDone := make(chan struct{})
+	if *subLat {
+		ready := make(chan struct{})
+		go func() {
+			defer close(subDone)
+			at := urls[len(urls)-1]
+			if *subURL != "" {
+				at = *subURL
+			}
+			subLats = subscribe(ctx, at, *key, ready)
+		}()
+		<-ready
+	} else {
+		close(subDone)
+	}
 	start := time.Now()
 	for c := 0; c < *conns; c++ {
 		wg.Add(1)
 		go func(c int) {
 			defer wg.Done()
-			lat, err := runConn(ctx, *wsURL, *key, c, *pipeline, *perThr, &acked, &errs)
+			lat, err := runConn(ctx, urls[c%len(urls)], *key, c, *pipeline, *perThr, &acked, &errs)
 			if err != nil && !errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 				fmt.Fprintf(os.Stderr, "conn %d: %v\n", c, err)
 			}
@@ -94,7 +125,7 @@ func main() {
 	var peak int64
 	go func() {
 		for ctx.Err() == nil {
-			if r := rss(*pid); r > peak {
+			if r := loadgen.RSS(*pid); r > peak {
 				peak = r
 			}
 			time.Sleep(500 * time.Millisecond)
@@ -102,44 +133,25 @@ func main() {
 	}()
 	wg.Wait()
 	elapsed := time.Since(start)
-	sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
-	pct := func(p float64) time.Duration {
-		if len(latencies) == 0 {
-			return 0
-		}
-		return latencies[int(float64(len(latencies)-1)*p)]
-	}
-	fmt.Printf("conns=%d pipeline=%d duration=%s\n", *conns, *pipeline, elapsed.Round(time.Millisecond))
+	pct := percentiles(latencies)
+	fmt.Printf("replicas=%d conns=%d pipeline=%d duration=%s\n", len(urls), *conns, *pipeline, elapsed.Round(time.Millisecond))
 	fmt.Printf("acked_steps=%d errors=%d steps_per_s=%.0f\n", acked.Load(), errs.Load(), float64(acked.Load())/elapsed.Seconds())
 	fmt.Printf("ack_latency p50=%s p99=%s max=%s\n", pct(0.50).Round(10*time.Microsecond), pct(0.99).Round(10*time.Microsecond), pct(1).Round(10*time.Microsecond))
+	<-subDone
+	if *subLat {
+		r := func(d time.Duration) time.Duration { return d.Round(100 * time.Microsecond) }
+		q, a := percentiles(subLats.fromStep), percentiles(subLats.fromAck)
+		fmt.Printf("pushes=%d delivery_latency p50=%s p99=%s max=%s\n", len(subLats.fromStep), r(q(0.5)), r(q(0.99)), r(q(1)))
+		fmt.Printf("pushes_after_ack=%d after_ack_latency p50=%s p99=%s max=%s\n", len(subLats.fromAck), r(a(0.5)), r(a(0.99)), r(a(1)))
+	}
 	if *pid > 0 {
-		fmt.Printf("engine_rss_before=%dMiB engine_rss_peak=%dMiB engine_rss_after=%dMiB\n", rssBefore>>10, peak>>10, rss(*pid)>>10)
+		fmt.Printf("engine_rss_before=%dMiB engine_rss_peak=%dMiB engine_rss_after=%dMiB\n", rssBefore>>10, peak>>10, loadgen.RSS(*pid)>>10)
 	}
 }
 
 func fail(msg string) {
 	fmt.Fprintln(os.Stderr, "ingest:", msg)
 	os.Exit(2)
-}
-
-// rss reads VmRSS (KiB) of pid from /proc.
-func rss(pid int) int64 {
-	if pid <= 0 {
-		return 0
-	}
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			n, _ := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
-			return n
-		}
-	}
-	return 0
 }
 
 func runConn(ctx context.Context, wsURL, key string, c, pipeline, perThread int, acked, errs *atomic.Int64) ([]time.Duration, error) {
@@ -175,7 +187,7 @@ func runConn(ctx context.Context, wsURL, key string, c, pipeline, perThread int,
 			return lat, fmt.Errorf("startThread: %v %v", r, err)
 		}
 		tid := r["threadId"].(string)
-		sent := make([]time.Time, 0, perThread)
+		sent := make([]sentStep, 0, perThread)
 		recv := 0
 		for n := 0; n < perThread && ctx.Err() == nil; n++ {
 			now := time.Now().UTC()
@@ -187,7 +199,11 @@ func runConn(ctx context.Context, wsURL, key string, c, pipeline, perThread int,
 			if err := conn.Write(bg, websocket.MessageText, b); err != nil {
 				return lat, err
 			}
-			sent = append(sent, now)
+			st := sentStep{at: now}
+			if n%8 == 0 { // step-0, which the subscriber times
+				st.key = m["idempotencyKey"].(string)
+			}
+			sent = append(sent, st)
 			for len(sent)-recv >= pipeline {
 				if err := readAck(conn, sent, &recv, &lat, acked, errs); err != nil {
 					return lat, err
@@ -204,7 +220,19 @@ func runConn(ctx context.Context, wsURL, key string, c, pipeline, perThread int,
 	return lat, nil
 }
 
-func readAck(conn *websocket.Conn, sent []time.Time, recv *int, lat *[]time.Duration, acked, errs *atomic.Int64) error {
+// sentStep is a step sent and not yet acknowledged; key is set for the
+// steps whose push is timed.
+type sentStep struct {
+	at  time.Time
+	key string
+}
+
+// ackedAt holds when a writer read the ack of each timed step (by
+// idempotency key), so the subscriber can time a push from the moment the
+// step was known to be recorded, without the commit latency.
+var ackedAt sync.Map
+
+func readAck(conn *websocket.Conn, sent []sentStep, recv *int, lat *[]time.Duration, acked, errs *atomic.Int64) error {
 	_, data, err := conn.Read(context.Background())
 	if err != nil {
 		return err
@@ -212,7 +240,10 @@ func readAck(conn *websocket.Conn, sent []time.Time, recv *int, lat *[]time.Dura
 	if !bytes.Contains(data, []byte(`"recordThreadEvent"`)) {
 		return nil // a push or another reply
 	}
-	*lat = append(*lat, time.Since(sent[*recv]))
+	*lat = append(*lat, time.Since(sent[*recv].at))
+	if k := sent[*recv].key; k != "" {
+		ackedAt.Store(k, time.Now())
+	}
 	*recv++
 	if bytes.Contains(data, []byte(`"status":"success"`)) {
 		acked.Add(1)
@@ -225,54 +256,105 @@ func readAck(conn *websocket.Conn, sent []time.Time, recv *int, lat *[]time.Dura
 	return nil
 }
 
-// startEngine bootstraps an owner and serves the binary on a free loopback
-// port; it returns the WS URL, the key, the pid and a stop function.
-func startEngine(bin, dbURL string) (string, string, int, func()) {
-	if dbURL == "" {
-		fail("--db is required with --bin")
-	}
-	dir, err := os.MkdirTemp("", "ingest-load-")
-	if err != nil {
-		fail(err.Error())
-	}
-	env := []string{}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "THREADENGINE_") {
-			env = append(env, kv)
+// percentiles sorts d and returns its quantile function.
+func percentiles(d []time.Duration) func(float64) time.Duration {
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	return func(p float64) time.Duration {
+		if len(d) == 0 {
+			return 0
 		}
+		return d[int(float64(len(d)-1)*p)]
 	}
-	env = append(env, "THREADENGINE_DATABASE__URL="+dbURL, "THREADENGINE_LOG__LEVEL=warn")
-	abs, _ := filepath.Abs(bin)
-	boot := exec.Command(abs, "bootstrap-owner", "--email", "load@example.com")
-	boot.Env, boot.Dir, boot.Stderr = env, dir, os.Stderr
-	out, err := boot.Output()
+}
+
+// pushLatencies times each push of step-0 twice: fromStep from the
+// notification's timestamp, taken before the step's commit (so it includes
+// the commit), and fromAck from the moment the writer read the step's ack
+// (the delivery's own part; 0 when the push arrived first).
+type pushLatencies struct{ fromStep, fromAck []time.Duration }
+
+// subscribe connects to wsURL, subscribes to step-0 (step vocabulary) and
+// acknowledges every push until ctx ends; it returns push latencies.
+func subscribe(ctx context.Context, wsURL, key string, ready chan struct{}) pushLatencies {
+	var once sync.Once
+	signal := func() { once.Do(func() { close(ready) }) }
+	defer signal()
+	dctx, dcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	conn, _, err := websocket.Dial(dctx, wsURL, nil)
+	dcancel()
 	if err != nil {
-		fail("bootstrap-owner: " + err.Error())
+		fmt.Fprintln(os.Stderr, "subscriber:", err)
+		return pushLatencies{}
 	}
-	f := strings.Fields(strings.TrimSpace(string(out)))
-	key := f[len(f)-1]
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		fail(err.Error())
+	defer conn.CloseNow()
+	write := func(m map[string]any) error {
+		b, _ := json.Marshal(m)
+		return conn.Write(context.Background(), websocket.MessageText, b)
 	}
-	addr := l.Addr().String()
-	l.Close()
-	cmd := exec.Command(abs, "serve")
-	cmd.Env, cmd.Dir, cmd.Stderr = append(env, "THREADENGINE_SERVER__LISTEN="+addr), dir, os.Stderr
-	if err := cmd.Start(); err != nil {
-		fail(err.Error())
-	}
-	for i := 0; i < 200; i++ {
-		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
-			resp.Body.Close()
-			break
+	_ = write(map[string]any{"action": "connect", "apiKey": key, "serviceName": "load-subscriber", "maxInFlight": 100})
+	_, _, _ = conn.Read(context.Background())
+	_ = write(map[string]any{"action": "subscribe", "requestId": "s", "stepName": "step-0", "eventTypes": []string{"step.success"}})
+	_, _, _ = conn.Read(context.Background())
+	// Delivery is durable: pushes raised before this run (a previous run's
+	// backlog, redelivered to this new subscriber) are acknowledged but not
+	// timed.
+	since := time.Now()
+	signal()
+	var lats pushLatencies
+	for {
+		_, data, err := conn.Read(ctx)
+		if err != nil {
+			return lats
 		}
-		time.Sleep(50 * time.Millisecond)
+		var f struct {
+			AckToken     string `json:"ackToken"`
+			Notification struct {
+				Timestamp      time.Time `json:"timestamp"`
+				IdempotencyKey string    `json:"idempotencyKey"`
+			} `json:"notification"`
+		}
+		if json.Unmarshal(data, &f) != nil || f.AckToken == "" {
+			continue
+		}
+		if !f.Notification.Timestamp.Before(since) {
+			lats.fromStep = append(lats.fromStep, time.Since(f.Notification.Timestamp))
+			var d time.Duration
+			if at, ok := ackedAt.Load(f.Notification.IdempotencyKey); ok {
+				d = time.Since(at.(time.Time))
+			}
+			lats.fromAck = append(lats.fromAck, d)
+		}
+		_ = write(map[string]any{"action": "ack_notification", "ackToken": f.AckToken})
 	}
+}
+
+// startEngines starts n engines on dbURL (one bootstrap); it returns their
+// WS URLs, the key, the first pid and a stop function.
+func startEngines(bin, dbURL string, n int) ([]string, string, int, func()) {
+	if n < 1 || n > 8 {
+		fail("--replicas must be 1-8")
+	}
+	if n > 1 && !strings.HasPrefix(dbURL, "postgres") {
+		fail("--replicas above 1 needs a PostgreSQL --db")
+	}
+	var engines []*loadgen.Engine
 	stop := func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-		os.RemoveAll(dir)
+		for _, e := range engines {
+			e.Stop()
+		}
 	}
-	return "ws://" + addr + "/threads", key, cmd.Process.Pid, stop
+	key := ""
+	for i := 0; i < n; i++ {
+		e, err := loadgen.StartEngine(bin, dbURL, key)
+		if err != nil {
+			stop()
+			fail(err.Error())
+		}
+		engines, key = append(engines, e), e.Key
+	}
+	urls := make([]string, len(engines))
+	for i, e := range engines {
+		urls[i] = e.WSURL
+	}
+	return urls, key, engines[0].PID, stop
 }

@@ -93,7 +93,7 @@ async function main() {
   out.notifications = notifications;
   // A re-send of a completed step resolves (duplicate) and records nothing.
   const dup = await t.step('ship').idempotencyKey('ship-1').success();
-  out.duplicateResolved = dup.idempotencyKey === 'ship-1';
+  out.duplicateResolved = dup.idempotencyKey === 'ship-1' && dup.duplicate === true;
 
   // Thread-level events: Node's '*' expands to step/rule event types only and
   // its dispatcher sees every push as step.success, so a global '*' handler is
@@ -298,6 +298,7 @@ async function main() {
     out.invite.cancel = endI.status;
     const it2 = await inviter.getThread(it.threadId);
     out.invite.cancelError = it2.error;
+    out.invite.threadId = it.threadId;
     await Promise.all([inviter.close(), guest.close(), auditor.close()]);
   }
 

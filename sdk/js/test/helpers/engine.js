@@ -79,6 +79,19 @@ export async function startEngine() {
   return { url, apiKey, dir, admin, stop, logs };
 }
 
+/**
+ * Creates a member service account and returns its API key: a principal of
+ * its own. The engine keeps a principal's undelivered notifications and hands
+ * them to its next connection, so a test that must know every frame its
+ * connection sends (or receives) dials with a key no other test uses.
+ */
+export async function serviceAccountKey(engine, name) {
+  const created = await engine.admin('/v1/api-keys', {
+    method: 'POST', body: JSON.stringify({ name, create_service_account: { name: `${name}-bot`, role: 'member' } }),
+  });
+  return created.key;
+}
+
 /** Uploads a contract (YAML) as the administrator. */
 export async function applyContract(engine, yaml) {
   const res = await fetch(`${engine.url}/v1/contracts`, {
