@@ -17,10 +17,20 @@ const (
 )
 
 // AuditLog reads the audit log (administrators).
-type AuditLog struct{ store ports.AuditReader }
+type AuditLog struct {
+	store  ports.AuditReader
+	actors *Actors
+}
 
-// NewAuditLog builds the audit listing use case.
-func NewAuditLog(store ports.AuditReader) *AuditLog { return &AuditLog{store: store} }
+// NewAuditLog builds the audit listing use case; actors names the users and
+// service accounts that acted, so the log reads "Ada Lovelace" rather than a
+// UUID.
+func NewAuditLog(store ports.AuditReader, actors *Actors) *AuditLog {
+	if store == nil || actors == nil {
+		panic("app.NewAuditLog: missing dependency")
+	}
+	return &AuditLog{store: store, actors: actors}
+}
 
 // AuditQuery is one page request. Cursor is the NextCursor of the previous
 // page ("" for the first).
@@ -31,9 +41,17 @@ type AuditQuery struct {
 	Limit                   int
 }
 
+// AuditLine is one audit entry with its actor's name: the user's full name
+// (else email) or the service account's name; "" when the actor is the
+// engine itself or has since been deleted.
+type AuditLine struct {
+	ports.AuditEntry
+	ActorName string
+}
+
 // AuditPage is one page, newest first; NextCursor is "" on the last page.
 type AuditPage struct {
-	Entries    []ports.AuditEntry
+	Entries    []AuditLine
 	NextCursor string
 }
 
@@ -61,11 +79,30 @@ func (a *AuditLog) List(ctx context.Context, q AuditQuery) (AuditPage, error) {
 	if err != nil {
 		return AuditPage{}, err
 	}
-	page := AuditPage{Entries: entries}
+	var page AuditPage
 	if len(entries) > limit {
-		page.Entries = entries[:limit]
-		last := page.Entries[limit-1]
+		entries = entries[:limit]
+		last := entries[limit-1]
 		page.NextCursor = encodeAuditCursor(ports.AuditCursor{At: last.At, ID: last.ID})
+	}
+	// One lookup per distinct actor on the page (at most MaxAuditLimit).
+	// Readers of the audit log are administrators, who may read the user
+	// list, so a user without a full name is shown by email.
+	names := map[string]string{}
+	page.Entries = make([]AuditLine, len(entries))
+	for i, e := range entries {
+		name, seen := names[e.ActorID]
+		if !seen && e.ActorID != "" && e.ActorKind != domain.PrincipalSystem {
+			act, ok, err := a.actors.resolve(ctx, e.ActorID, true)
+			if err != nil {
+				return AuditPage{}, err
+			}
+			if ok {
+				name = act.Name
+			}
+			names[e.ActorID] = name
+		}
+		page.Entries[i] = AuditLine{AuditEntry: e, ActorName: name}
 	}
 	return page, nil
 }

@@ -13,10 +13,13 @@ import (
 
 // AuditEntryJSON is one audit line.
 type AuditEntryJSON struct {
-	ID        string         `json:"id"`
-	At        time.Time      `json:"at"`
-	ActorKind string         `json:"actor_kind"`
-	ActorID   string         `json:"actor_id"`
+	ID        string    `json:"id"`
+	At        time.Time `json:"at"`
+	ActorKind string    `json:"actor_kind"`
+	ActorID   string    `json:"actor_id"`
+	// ActorName is the user's full name (else email) or the service
+	// account's name; empty for the engine itself or a deleted actor.
+	ActorName string         `json:"actor_name,omitempty"`
 	Action    string         `json:"action"`
 	Target    string         `json:"target"`
 	Details   map[string]any `json:"details"`
@@ -55,7 +58,7 @@ func (h *Handler) listAudit(c echo.Context) error {
 			d = map[string]any{}
 		}
 		out.Entries[i] = AuditEntryJSON{ID: e.ID, At: e.At, ActorKind: string(e.ActorKind), ActorID: e.ActorID,
-			Action: e.Action, Target: e.Target, Details: d}
+			ActorName: e.ActorName, Action: e.Action, Target: e.Target, Details: d}
 	}
 	return c.JSON(http.StatusOK, out)
 }

@@ -257,7 +257,7 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 		Clock: s.Clock, NewID: func() string { return uuid.NewString() }, Deleted: s.Threads.ForgetThreads, Log: s.Log,
 		ConfigDays: rc.ThreadsDays, IdleDays: rc.ActiveIdleDays, BatchSize: rc.BatchSize, BatchPause: rc.BatchPause})
 	s.startAlerts(threadStore)
-	(&opshttp.Handler{Erasure: s.Erasure, Audit: app.NewAuditLog(s.Store),
+	(&opshttp.Handler{Erasure: s.Erasure, Audit: app.NewAuditLog(s.Store, app.NewActors(s.Store, s.Store)),
 		Exports: app.NewExports(s.Queries, threadquery.New(s.DB)), Retention: s.Retention,
 		Webhooks: s.Webhooks}).Mount(s.Echo, s.Auth.Middleware())
 	{

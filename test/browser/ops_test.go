@@ -75,9 +75,19 @@ func TestOperatorTools(t *testing.T) {
 	// Audit page lists the deletion and the retention change.
 	do(t, ctx, "audit", chromedp.Navigate(base+"/ui/audit"), chromedp.WaitVisible(css(`#audit-list table`)))
 	page := text(t, ctx, `#audit-list`)
-	for _, want := range []string{"thread.delete", "retention.set", failedID} {
+	actor := eng.Admin.FullName
+	if actor == "" {
+		actor = eng.Admin.Email
+	}
+	// The actor is shown by name; the UUID is only its tooltip.
+	for _, want := range []string{"thread.delete", "retention.set", failedID, actor} {
 		if !strings.Contains(page, want) {
 			t.Fatalf("audit page lacks %q: %s", want, page)
+		}
+	}
+	for _, line := range strings.Split(page, "\n") {
+		if strings.Contains(line, "thread.delete") && strings.Contains(line, eng.Admin.ID) {
+			t.Fatalf("audit page shows the actor's UUID: %s", line)
 		}
 	}
 	do(t, ctx, "audit filter", chromedp.SetValue(css(`#audit-filters input[name=action]`), "retention."),

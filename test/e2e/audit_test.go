@@ -16,6 +16,7 @@ type auditPage struct {
 		At        time.Time      `json:"at"`
 		ActorKind string         `json:"actor_kind"`
 		ActorID   string         `json:"actor_id"`
+		ActorName string         `json:"actor_name"`
 		Action    string         `json:"action"`
 		Target    string         `json:"target"`
 		Details   map[string]any `json:"details"`
@@ -54,6 +55,14 @@ func TestAuditListing(t *testing.T) {
 		}
 		if all.Entries[0].Action != "user.updated" || all.Entries[0].ActorID != e.Admin.ID || all.Entries[0].Target != member.ID {
 			t.Fatalf("newest first: %+v", all.Entries[0])
+		}
+		// The actor is named (full name, else email), not only a UUID.
+		wantName := e.Admin.FullName
+		if wantName == "" {
+			wantName = e.Admin.Email
+		}
+		if wantName == "" || all.Entries[0].ActorName != wantName {
+			t.Fatalf("actor_name %q, want %q", all.Entries[0].ActorName, wantName)
 		}
 
 		// Pages of one, by action prefix, newest first, until the cursor runs out.

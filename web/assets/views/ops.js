@@ -112,7 +112,8 @@ export async function renderAudit(ctx) {
   const cols = [
     { label: 'When', render: (r) => timeEl(r.at) },
     { label: 'Action', render: (r) => h('code', {}, r.action) },
-    { label: 'Actor', render: (r) => h('span', {}, pill(r.actor_kind, 'neutral'), ' ', h('code', {}, r.actor_id)) },
+    { label: 'Actor', render: (r) => h('span', { title: r.actor_id }, pill(r.actor_kind, 'neutral'), ' ',
+      r.actor_name ? h('span', {}, r.actor_name) : h('code', {}, r.actor_id)) },
     { label: 'Target', render: (r) => h('code', { class: 'truncate', title: r.target }, r.target) },
     { label: 'Details', render: (r) => Object.keys(r.details || {}).length ? json(r.details) : h('span', { class: 'muted' }, '—') },
   ];
