@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -32,7 +33,7 @@ type AlertSweepDeps struct {
 	Nudge    func()
 }
 
-// AlertSweep records, once per thread and condition, a validation result
+// AlertSweep records, once per thread, condition and episode, a validation result
 // on active threads past their contract's max_duration (overdue) or
 // without an update for SilentAfter (silent), so stuck threads show up
 // without a new step, and their notifications reach webhooks.
@@ -94,7 +95,7 @@ func (a *AlertSweep) Sweep(ctx context.Context) (AlertSweepResult, error) {
 				if t.Status != domain.ThreadActive || elapsed <= l.c.MaxDuration {
 					return ports.ThreadAlert{}, false
 				}
-				return alertOn(t, domain.OverdueIssue(elapsed, l.c.MaxDuration), now), true
+				return alertOn(t, t.CreatedAt, domain.OverdueIssue(elapsed, l.c.MaxDuration), now), true
 			})
 			res.Overdue += n
 			if err != nil {
@@ -114,7 +115,7 @@ func (a *AlertSweep) Sweep(ctx context.Context) (AlertSweepResult, error) {
 			if t.Status != domain.ThreadActive || silence <= a.d.SilentAfter {
 				return ports.ThreadAlert{}, false
 			}
-			return alertOn(t, domain.SilentIssue(silence, a.d.SilentAfter), now), true
+			return alertOn(t, t.UpdatedAt, domain.SilentIssue(silence, a.d.SilentAfter), now), true
 		})
 		res.Silent += n
 		if err != nil {
@@ -181,16 +182,24 @@ func (a *AlertSweep) maxDurations(ctx context.Context) ([]maxDuration, error) {
 }
 
 // flag records condition on every thread find returns, a batch at a time.
-// A thread another replica flagged first is skipped; find no longer
-// returns a flagged thread, so the loop ends.
+// A thread another replica flagged first, or deleted meanwhile, is skipped;
+// find no longer returns it, so a batch of skipped threads is followed by
+// the next one rather than ending the pass (the caller then moves the
+// check's window past threads never read). Only a batch that recorded
+// nothing and repeats the previous one ends it early, so the loop ends.
 func (a *AlertSweep) flag(ctx context.Context, condition string, find func(limit int) ([]string, error),
 	fn func(t *domain.Thread) (ports.ThreadAlert, bool)) (int, error) {
 	n := 0
+	var prev []string
 	for {
 		ids, err := find(a.d.Batch)
 		if err != nil || len(ids) == 0 {
 			return n, err
 		}
+		if slices.Equal(ids, prev) {
+			return n, nil
+		}
+		prev = ids
 		progress := false
 		for _, id := range ids {
 			var notes []ports.NotificationRecord
@@ -218,7 +227,7 @@ func (a *AlertSweep) flag(ctx context.Context, condition string, find func(limit
 		if a.d.Nudge != nil && progress {
 			a.d.Nudge()
 		}
-		if len(ids) < a.d.Batch || !progress {
+		if len(ids) < a.d.Batch {
 			return n, nil
 		}
 	}
@@ -227,7 +236,7 @@ func (a *AlertSweep) flag(ctx context.Context, condition string, find func(limit
 // alertOn builds the validation result and its notification for issue on
 // t, and folds it into t's health (VIOLATED for a major issue). The thread
 // stays active and its updated_at is left alone.
-func alertOn(t *domain.Thread, issue domain.ValidationIssue, now time.Time) ports.ThreadAlert {
+func alertOn(t *domain.Thread, episode time.Time, issue domain.ValidationIssue, now time.Time) ports.ThreadAlert {
 	vr := domain.NewValidationResult([]domain.ValidationIssue{issue})
 	t.Health = t.Health.Fold(domain.StepOutcome{StepName: "global", Status: "success", PrevStatus: "success", Issues: vr.Issues})
 	v := ports.ValidationRecord{ID: uuid.NewString(), StepName: "global", OverallStatus: vr.OverallStatus, Issues: vr.Issues,
@@ -237,7 +246,7 @@ func alertOn(t *domain.Thread, issue domain.ValidationIssue, now time.Time) port
 		OwnerID: t.OwnerID, Source: "validation", NotificationType: "validation.violated", ValidationStatus: vr.OverallStatus,
 		ViolationType: issue.Type, Severity: string(issue.Severity), Message: issue.Message,
 		Details: map[string]any{"issues": vr.Issues}, CreatedAt: now}
-	return ports.ThreadAlert{Validation: v, Notifications: []ports.NotificationRecord{n}}
+	return ports.ThreadAlert{Episode: episode, Validation: v, Notifications: []ports.NotificationRecord{n}}
 }
 
 // Run sweeps every interval until ctx ends.

@@ -13,11 +13,14 @@ import (
 
 // fakeAlerts is an in-memory ports.AlertSweepStore over a fakeThreads: the
 // fake's mutex stands for the thread row lock, the flags map for the
-// thread_alerts primary key.
+// thread_alerts rows (the latest episode flagged).
 type fakeAlerts struct {
 	*fakeThreads
 	fmu   sync.Mutex
-	flags map[string]bool // thread + "\x00" + condition
+	flags map[string]time.Time // thread + "\x00" + condition → episode
+	// racer, when set, runs before each RecordThreadAlert: another
+	// replica's sweep getting there first.
+	racer func(threadID, condition string)
 	vals  []ports.ValidationRecord
 	after []time.Time // updatedAfter of each SilentThreads call
 }
@@ -25,7 +28,7 @@ type fakeAlerts struct {
 var _ ports.AlertSweepStore = (*fakeAlerts)(nil)
 
 func (f *fakeAlerts) OverdueThreads(_ context.Context, contract string, version int, startedAfter, startedBefore time.Time, limit int) ([]string, error) {
-	return f.find(limit, domain.AlertOverdue, func(t domain.Thread) bool {
+	return f.find(limit, domain.AlertOverdue, func(t domain.Thread) time.Time { return time.Time{} }, func(t domain.Thread) bool {
 		return t.ContractName == contract && t.ContractVersion == version && t.CreatedAt.Before(startedBefore) && !t.CreatedAt.Before(startedAfter)
 	}), nil
 }
@@ -34,19 +37,21 @@ func (f *fakeAlerts) SilentThreads(_ context.Context, updatedAfter, updatedBefor
 	f.fmu.Lock()
 	f.after = append(f.after, updatedAfter)
 	f.fmu.Unlock()
-	return f.find(limit, domain.AlertSilent, func(t domain.Thread) bool {
+	return f.find(limit, domain.AlertSilent, func(t domain.Thread) time.Time { return t.UpdatedAt }, func(t domain.Thread) bool {
 		return t.UpdatedAt.Before(updatedBefore) && !t.UpdatedAt.Before(updatedAfter)
 	}), nil
 }
 
-func (f *fakeAlerts) find(limit int, condition string, match func(domain.Thread) bool) []string {
+// find skips threads flagged for episode (of the thread) or a later one.
+func (f *fakeAlerts) find(limit int, condition string, episode func(domain.Thread) time.Time, match func(domain.Thread) bool) []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.fmu.Lock()
 	defer f.fmu.Unlock()
 	var ids []string
 	for id, t := range f.threads {
-		if t.Status == domain.ThreadActive && match(t) && !f.flags[id+"\x00"+condition] {
+		flagged, ok := f.flags[id+"\x00"+condition]
+		if t.Status == domain.ThreadActive && match(t) && (!ok || flagged.Before(episode(t))) {
 			ids = append(ids, id)
 		}
 	}
@@ -58,6 +63,9 @@ func (f *fakeAlerts) find(limit int, condition string, match func(domain.Thread)
 }
 
 func (f *fakeAlerts) RecordThreadAlert(_ context.Context, threadID, condition string, fn func(t *domain.Thread) (ports.ThreadAlert, bool)) (bool, error) {
+	if f.racer != nil {
+		f.racer(threadID, condition)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	t, ok := f.threads[threadID]
@@ -71,10 +79,10 @@ func (f *fakeAlerts) RecordThreadAlert(_ context.Context, threadID, condition st
 	}
 	f.fmu.Lock()
 	defer f.fmu.Unlock()
-	if f.flags[threadID+"\x00"+condition] {
+	if flagged, ok := f.flags[threadID+"\x00"+condition]; ok && !flagged.Before(a.Episode) {
 		return false, nil
 	}
-	f.flags[threadID+"\x00"+condition] = true
+	f.flags[threadID+"\x00"+condition] = a.Episode
 	f.threads[threadID] = t
 	f.vals = append(f.vals, a.Validation)
 	f.notes = append(f.notes, a.Notifications...)
@@ -106,7 +114,7 @@ func TestAlertSweepOnFakes(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	clock := &testClock{now: t0}
-	store := &fakeAlerts{fakeThreads: newFakeThreads(), flags: map[string]bool{}}
+	store := &fakeAlerts{fakeThreads: newFakeThreads(), flags: map[string]time.Time{}}
 	put := func(id, contract string, created, updated time.Time, st domain.ThreadStatus) {
 		store.threads[id] = domain.Thread{ID: id, ContractName: contract, ContractVersion: 1, Status: st, OwnerID: "o",
 			CreatedAt: created, UpdatedAt: updated}
@@ -168,5 +176,56 @@ func TestAlertSweepOnFakes(t *testing.T) {
 	}
 	if len(store.after) == 0 || !store.after[0].Equal(t0.Add(-30*time.Minute-sweepOverlap)) {
 		t.Fatalf("silent window starts at %v; want the previous cutoff less the overlap", store.after)
+	}
+}
+
+// Silence is flagged once per silence: a thread that wakes up and falls
+// silent again is flagged again, and only then.
+func TestAlertSweepFlagsEachSilence(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	clock := &testClock{now: t0}
+	store := &fakeAlerts{fakeThreads: newFakeThreads(), flags: map[string]time.Time{}}
+	store.threads["t"] = domain.Thread{ID: "t", Status: domain.ThreadActive, OwnerID: "o", CreatedAt: t0.Add(-time.Hour), UpdatedAt: t0.Add(-time.Hour)}
+	sweep := NewAlertSweep(AlertSweepDeps{Store: store, Clock: clock, SilentAfter: 30 * time.Minute})
+	want := func(what string, silent int) {
+		t.Helper()
+		if res, err := sweep.Sweep(context.Background()); err != nil || res.Silent != silent {
+			t.Fatalf("%s: %+v %v, want %d silent", what, res, err, silent)
+		}
+	}
+	want("first silence", 1)
+	want("same silence", 0)
+	clock.Advance(time.Minute)
+	th := store.threads["t"]
+	th.UpdatedAt = clock.Now() // a step
+	store.threads["t"] = th
+	want("awake", 0)
+	clock.Advance(31 * time.Minute)
+	want("second silence", 1)
+	want("second silence again", 0)
+}
+
+// A batch whose threads another replica flagged first does not end the
+// pass: the threads after it are still flagged, before the check's window
+// moves past them for good.
+func TestAlertSweepContinuesPastSkippedBatch(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	clock := &testClock{now: t0}
+	store := &fakeAlerts{fakeThreads: newFakeThreads(), flags: map[string]time.Time{}}
+	for _, id := range []string{"a", "b", "c"} {
+		store.threads[id] = domain.Thread{ID: id, Status: domain.ThreadActive, OwnerID: "o", CreatedAt: t0.Add(-5 * time.Hour), UpdatedAt: t0.Add(-5 * time.Hour)}
+	}
+	store.racer = func(id, condition string) {
+		if id == "a" {
+			store.fmu.Lock()
+			store.flags[id+"\x00"+condition] = store.threads[id].UpdatedAt
+			store.fmu.Unlock()
+		}
+	}
+	sweep := NewAlertSweep(AlertSweepDeps{Store: store, Clock: clock, SilentAfter: 30 * time.Minute, Batch: 1})
+	if res, err := sweep.Sweep(context.Background()); err != nil || res.Silent != 2 {
+		t.Fatalf("sweep %+v %v, want b and c flagged", res, err)
 	}
 }

@@ -131,6 +131,11 @@ type WebhookSender interface {
 // result without a step, its notifications (fanned out to webhooks in the
 // same transaction) and the thread's updated health.
 type ThreadAlert struct {
+	// Episode is the time the condition is measured from (the thread's
+	// start for overdue, its last update for silent): a condition is
+	// flagged once per episode, so a thread that falls silent, wakes up
+	// and falls silent again is flagged twice.
+	Episode       time.Time
 	Validation    ValidationRecord
 	Notifications []NotificationRecord
 }
@@ -147,10 +152,10 @@ type AlertSweepStore interface {
 	// updatedAfter) and not yet flagged silent.
 	SilentThreads(ctx context.Context, updatedAfter, updatedBefore time.Time, limit int) ([]string, error)
 	// RecordThreadAlert locks the thread and calls fn; when fn returns ok,
-	// it flags (thread, condition) and writes the alert and the thread
-	// (health) in the same transaction. It returns false, writing nothing,
-	// when fn declines or the condition was already flagged (by any
-	// replica).
+	// it flags (thread, condition, episode) and writes the alert and the
+	// thread (health) in the same transaction. It returns false, writing
+	// nothing, when fn declines or the condition was already flagged for
+	// that episode or a later one (by any replica).
 	RecordThreadAlert(ctx context.Context, threadID, condition string, fn func(t *domain.Thread) (ThreadAlert, bool)) (bool, error)
 }
 

@@ -25,11 +25,13 @@ func (s *Store) OverdueThreads(ctx context.Context, contract string, version int
 }
 
 // SilentThreads: see ports.AlertSweepStore (index threads_status_updated;
-// a thread's updated_at is the time of its last step or update).
+// a thread's updated_at is the time of its last step or update, so a
+// silence flagged before the thread's last update does not count).
 func (s *Store) SilentThreads(ctx context.Context, updatedAfter, updatedBefore time.Time, limit int) ([]string, error) {
 	var ids []string
 	err := s.db.SelectContext(ctx, &ids, s.q(`SELECT t.id FROM threads t WHERE t.status = 'active' AND t.updated_at < ?
- AND t.updated_at >= ? AND NOT EXISTS (SELECT 1 FROM thread_alerts a WHERE a.thread_id = t.id AND a.condition = 'silent')
+ AND t.updated_at >= ? AND NOT EXISTS (SELECT 1 FROM thread_alerts a WHERE a.thread_id = t.id AND a.condition = 'silent'
+ AND a.episode >= t.updated_at)
  ORDER BY t.updated_at LIMIT ?`), sqldb.Time(updatedBefore), sqldb.Time(updatedAfter), limit)
 	return ids, sqldb.TranslateError(err)
 }
@@ -37,8 +39,9 @@ func (s *Store) SilentThreads(ctx context.Context, updatedAfter, updatedBefore t
 var errAlreadyFlagged = errors.New("thread alert already recorded")
 
 // RecordThreadAlert: see ports.AlertSweepStore. The thread row lock orders
-// it with appends; the thread_alerts primary key makes the flag once only,
-// whichever replica gets there first.
+// it with appends; the thread_alerts primary key and the episode guard on
+// the upsert make the flag once per episode, whichever replica gets there
+// first.
 func (s *Store) RecordThreadAlert(ctx context.Context, threadID, condition string,
 	fn func(t *domain.Thread) (ports.ThreadAlert, bool)) (bool, error) {
 	recorded := false
@@ -52,8 +55,10 @@ func (s *Store) RecordThreadAlert(ctx context.Context, threadID, condition strin
 		if !ok {
 			return nil
 		}
-		res, err := tx.ExecContext(ctx, s.q(`INSERT INTO thread_alerts (thread_id, condition, created_at) VALUES (?,?,?)
- ON CONFLICT (thread_id, condition) DO NOTHING`), threadID, condition, sqldb.Time(alert.Validation.CreatedAt))
+		res, err := tx.ExecContext(ctx, s.q(`INSERT INTO thread_alerts (thread_id, condition, created_at, episode) VALUES (?,?,?,?)
+ ON CONFLICT (thread_id, condition) DO UPDATE SET created_at = excluded.created_at, episode = excluded.episode
+ WHERE thread_alerts.episode IS NULL OR thread_alerts.episode < excluded.episode`),
+			threadID, condition, sqldb.Time(alert.Validation.CreatedAt), sqldb.Time(alert.Episode))
 		if err != nil {
 			return err
 		}

@@ -133,6 +133,38 @@ func TestAlertsFanOutToTheOutbox(t *testing.T) {
 			t.Fatalf("thread after alerts %+v %v", back, err)
 		}
 
+		// A step wakes the thread; when it falls silent again, that
+		// silence is flagged once more (once, by concurrent sweeps too).
+		if _, err := threads.Application().Commands.RecordStep.Handle(ctx, app.RecordStepInput{ThreadID: th.ID, StepName: "pay",
+			Status: "success", IdempotencyKey: "c", Context: map[string]string{}}); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := silent.Sweep(ctx); err != nil || r.Silent != 0 {
+			t.Fatalf("sweep right after a step, with the clock before it: %+v %v", r, err)
+		}
+		again := app.NewAlertSweep(app.AlertSweepDeps{Store: ts, Clock: fixedClock(time.Now().Add(3 * time.Hour)), SilentAfter: time.Minute})
+		total = 0
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r, err := again.Sweep(ctx)
+				if err != nil {
+					t.Error(err)
+				}
+				mu.Lock()
+				total += r.Silent
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		if r, err := again.Sweep(ctx); err != nil || total != 1 || r.Silent != 0 {
+			t.Fatalf("second silence: %d alerts by concurrent sweeps, then %+v %v; want 1, then 0", total, r, err)
+		}
+		if got = deliveredTo(t, ws, ctx, "critical"); len(got["critical"]) != 2 {
+			t.Fatalf("after the second silence: %v", got)
+		}
+
 		// Erasing the thread erases its alerts and deliveries.
 		if _, err := ts.DeleteThreads(ctx, []string{th.ID}); err != nil {
 			t.Fatal(err)
