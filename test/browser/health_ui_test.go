@@ -314,7 +314,25 @@ func TestSupportEngineerPages(t *testing.T) {
 		if !strings.Contains(who, "Owner") {
 			t.Fatalf("actor %q, want the owner's name", who)
 		}
+		// Every in-page link has its target, and following the banner's
+		// step link stays on this page (the shell's <base href> must not
+		// send it to the UI root) and brings the step into view.
+		if dead := get(t, ctx, "dead anchors", chromedp.Evaluate[[]string](`[...document.querySelectorAll('#content a[href^="#"]')]
+  .map(a => a.getAttribute('href')).filter(h => !document.getElementById(h.slice(1)))`)); len(dead) > 0 {
+			t.Fatalf("in-page links without a target: %v", dead)
+		}
+		threadURL := base + "/ui/threads/" + s.violated
+		do(t, ctx, "scroll away", void(chromedp.Evaluate[bool](`window.scrollTo(0, document.body.scrollHeight), true`)))
+		do(t, ctx, "follow the banner's step link", chromedp.Click(css(`#first-issue a`)))
+		at := get(t, ctx, "after the link", chromedp.Evaluate[string](`location.href + ' ' + Math.round(document.getElementById('step-pay').getBoundingClientRect().top)`))
+		if loc, top, _ := strings.Cut(at, " "); loc != threadURL+"#step-pay" || top == "" || strings.HasPrefix(top, "-") || len(top) > 3 {
+			t.Fatalf("banner link: at %s, step at %spx from the top; want %s#step-pay with the step in view", loc, top, threadURL)
+		}
+		if x := text(t, ctx, `#first-issue`); !strings.Contains(x, "pay") {
+			t.Fatalf("left the thread page: %q", x)
+		}
 		noJunk(t, ctx, "violated-thread")
+		do(t, ctx, "scroll to top", void(chromedp.Evaluate[bool](`window.scrollTo(0, 0), true`)))
 		shot(t, ctx, "22-thread-violated")
 		do(t, ctx, "failed", chromedp.Navigate(base+"/ui/threads/"+s.failed), chromedp.WaitVisible(css(`#first-issue`)))
 		if x := text(t, ctx, `#first-issue`); !strings.Contains(x, "PSP refused the refund") {

@@ -177,9 +177,31 @@ export async function route() {
     content.appendChild(alertBox('bad', e instanceof ApiError && e.status === 403 ? 'Not allowed' : 'Could not load this page', explain(e)));
   }
   const h1 = content.querySelector('h1');
-  if (h1 && document.activeElement === document.body) { /* keep focus where it is on first load */ }
+  if (location.hash && scrollToFragment(location.hash.slice(1))) { /* a deep link to a part of the page */ }
+  else if (h1 && document.activeElement === document.body) { /* keep focus where it is on first load */ }
   else if (h1 && !content.contains(document.activeElement)) { content.focus({ preventScroll: true }); }
 }
+
+// In-page links ("#step-pay"): the shell's <base href> would resolve them
+// to the UI root and leave the page, so they scroll here instead. A step
+// not loaded yet (beyond "showing N of M") scrolls to the steps panel.
+function scrollToFragment(frag) {
+  const el = document.getElementById(frag) || (frag.startsWith('step-') ? document.getElementById('steps-panel') : null);
+  if (!el) return false;
+  el.scrollIntoView({ block: 'start' });
+  if (el.tabIndex < 0 && !el.hasAttribute('tabindex')) el.setAttribute('tabindex', '-1');
+  el.focus({ preventScroll: true });
+  return true;
+}
+
+document.addEventListener('click', (e) => {
+  const a = e.target.closest && e.target.closest('a[href^="#"]');
+  if (!a || e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
+  e.preventDefault();
+  const frag = a.getAttribute('href').slice(1);
+  history.replaceState(history.state, '', location.pathname + location.search + '#' + frag);
+  scrollToFragment(frag);
+});
 
 document.addEventListener('click', (e) => {
   const a = e.target.closest && e.target.closest('a[data-link]');

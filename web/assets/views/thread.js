@@ -263,7 +263,7 @@ async function build(id, root, ctx) {
     });
     stepsBody.appendChild(h('div', { class: 'load-more' }, more));
   }
-  const stepsPanel = h('section', { class: 'panel', 'aria-labelledby': 'steps-h' },
+  const stepsPanel = h('section', { class: 'panel', 'aria-labelledby': 'steps-h', id: 'steps-panel' },
     h('div', { class: 'panel-head' }, h('h2', { id: 'steps-h' }, 'Steps'), stepCount), stepsBody);
 
   // --- Graph: contract structure with the path taken, or the observed order.
