@@ -228,7 +228,8 @@ func (h *Hub) Published(ns []ports.NotificationRecord) {
 
 // notifier sends one broadcast at a time: commits that land while one is
 // being sent share the next, so a burst of group commits costs one NOTIFY
-// per round trip, not one per step.
+// per round trip, not one per step. (The wake-up channel does not wait for
+// its echo, so the next one is held back by the send alone.)
 func (h *Hub) notifier(ctx context.Context) {
 	for {
 		select {

@@ -131,9 +131,9 @@ func TestReplicaSetOfThreeProcesses(t *testing.T) {
 		t.Fatalf("join on 3: %v", r)
 	}
 
-	// Revocation on 2 refuses the key on 1 as soon as 1 has the broadcast
-	// (milliseconds; allowed a second on a loaded machine) and closes its
-	// socket on 1 within a second.
+	// Revocation on 2 refuses the key on 1 at the next request (the
+	// revocation answers once every replica acknowledged the broadcast)
+	// and closes its socket on 1 within a second.
 	doomed, doomedID := rs.newKey(t, 0, "doomed")
 	resp, body = rs.engine(0).Do(t, http.MethodGet, "/v1/contracts", doomed, nil)
 	wantStatus(t, resp, body, http.StatusOK)
@@ -141,16 +141,9 @@ func TestReplicaSetOfThreeProcesses(t *testing.T) {
 	resp, body = rs.engine(1).Do(t, http.MethodDelete, "/v1/api-keys/"+doomedID, rs.ownerKey, nil)
 	wantStatus(t, resp, body, http.StatusOK)
 	revoked := time.Now()
-	for {
-		resp, body = rs.engine(0).Do(t, http.MethodGet, "/v1/contracts", doomed, nil)
-		if resp.StatusCode == http.StatusUnauthorized {
-			t.Logf("revoked key refused on replica 1 %v after the revocation on replica 2", time.Since(revoked).Round(time.Microsecond))
-			break
-		}
-		if resp.StatusCode != http.StatusOK || time.Since(revoked) > time.Second {
-			t.Fatalf("revoked key on replica 1 after %v: %d %s", time.Since(revoked), resp.StatusCode, body)
-		}
-		time.Sleep(time.Millisecond)
+	resp, body = rs.engine(0).Do(t, http.MethodGet, "/v1/contracts", doomed, nil)
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("revoked key on replica 1: %d %s", resp.StatusCode, body)
 	}
 	select {
 	case <-sock.closed:

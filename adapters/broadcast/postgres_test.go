@@ -1,0 +1,95 @@
+package broadcast_test
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/threadengine/engine/adapters/broadcast"
+	"github.com/threadengine/engine/adapters/sqldb"
+	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
+	"github.com/threadengine/engine/ports"
+)
+
+// openReplicas opens n broadcasts on one database schema, as n replicas
+// would, and waits until their listening connections are up.
+func openReplicas(t *testing.T, n int) []*broadcast.Postgres {
+	t.Helper()
+	u := sqldbtest.URL(t, sqldb.Postgres)
+	db, err := sqldb.Open(context.Background(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	var out []*broadcast.Postgres
+	for range n {
+		b, err := broadcast.NewPostgres(context.Background(), db, u, slog.Default())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		out = append(out, b)
+	}
+	// Every replica hears a wake-up once its listener is connected.
+	heard := make([]atomic.Bool, n)
+	for i, b := range out {
+		b.Listen("probe", func(string) { heard[i].Store(true) })
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if err := out[0].Publish(context.Background(), "probe", ""); err != nil {
+			t.Fatal(err)
+		}
+		all := true
+		for i := range heard {
+			all = all && heard[i].Load()
+		}
+		if all {
+			return out
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("listeners never connected")
+		}
+	}
+}
+
+// Publish on the identity channel returns only after every replica's
+// listener ran, however slow, so a client told "revoked" cannot reach a
+// replica that has not dropped its cache yet; a replica that does not
+// listen on the channel acknowledges at once; a wake-up does not wait.
+func TestConfirmedPublishWaitsForEveryReplica(t *testing.T) {
+	rs := openReplicas(t, 3)
+	var ran [2]atomic.Int64 // when the listener of replica 2 and 3 finished
+	for i, b := range rs[1:] {
+		b.Listen(ports.ChannelIdentity, func(string) {
+			time.Sleep(150 * time.Millisecond)
+			ran[i].Store(time.Now().UnixNano())
+		})
+	}
+	// Replica 1 (the publisher) does not listen on the identity channel.
+	t0 := time.Now()
+	if err := rs[0].Publish(context.Background(), ports.ChannelIdentity, "p1"); err != nil {
+		t.Fatal(err)
+	}
+	back := time.Now()
+	for i := range ran {
+		if r := ran[i].Load(); r == 0 || r > back.UnixNano() {
+			t.Fatalf("Publish returned (after %v) before replica %d's listener finished", back.Sub(t0), i+2)
+		}
+	}
+	if d := back.Sub(t0); d > 900*time.Millisecond {
+		t.Fatalf("Publish took %v: it waited for an acknowledgement that never comes", d)
+	}
+
+	slow := make(chan struct{})
+	rs[1].Listen(ports.ChannelNotifications, func(string) { <-slow })
+	t0 = time.Now()
+	if err := rs[0].Publish(context.Background(), ports.ChannelNotifications, ""); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(t0); d > 100*time.Millisecond {
+		t.Fatalf("a wake-up waited %v for its listeners", d)
+	}
+	close(slow)
+}
