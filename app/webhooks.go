@@ -36,6 +36,11 @@ type WebhooksDeps struct {
 	Batch, Workers int
 	// LogRetention: settled deliveries older than it are pruned.
 	LogRetention time.Duration
+	// EngineURL returns the engine URL in force ("" when unset; optional):
+	// each alert then links to its thread's page in the UI (data.url),
+	// filled when it is sent, so an engine URL set later applies to
+	// deliveries still in the outbox.
+	EngineURL func(ctx context.Context) (string, error)
 	// Jitter returns a number in [0,1) (tests make it fixed).
 	Jitter func() float64
 }

@@ -58,25 +58,46 @@ func (h *Webhooks) DeliverDue(ctx context.Context) (DeliveryRound, error) {
 	return r, nil
 }
 
-// Body is what a delivery posts for a webhook of format f.
-func deliveryBody(payload []byte, f domain.WebhookFormat) ([]byte, error) {
-	if f != domain.FormatSlack {
+// deliveryBody is what a delivery posts for a webhook of format f; an
+// alert about a thread gets the thread's UI link when engineURL is known.
+func deliveryBody(payload []byte, f domain.WebhookFormat, engineURL string) ([]byte, error) {
+	if f != domain.FormatSlack && engineURL == "" {
 		return payload, nil
 	}
 	var p domain.WebhookPayload
 	if err := json.Unmarshal(payload, &p); err != nil {
 		return nil, err
 	}
+	if engineURL != "" && p.Data.ThreadID != "" && p.Data.URL == "" {
+		p.Data.URL = domain.ThreadPageURL(engineURL, p.Data.ThreadID)
+	}
+	if f != domain.FormatSlack {
+		return json.Marshal(p)
+	}
 	return json.Marshal(struct {
 		Text string `json:"text"`
 	}{domain.SlackText(p)})
+}
+
+// engineURL is the engine URL in force, "" when unknown (a lookup failure
+// only costs the link).
+func (h *Webhooks) engineURL(ctx context.Context) string {
+	if h.d.EngineURL == nil {
+		return ""
+	}
+	u, err := h.d.EngineURL(ctx)
+	if err != nil {
+		h.d.Log.Warn("webhook: engine URL not read; alerts go without their thread link", "err", err)
+		return ""
+	}
+	return u
 }
 
 // attempt sends one leased delivery and records the outcome.
 func (h *Webhooks) attempt(ctx context.Context, j ports.DeliveryJob) ports.DeliveryState {
 	d := j.Delivery
 	o := ports.DeliveryOutcome{ID: d.ID, LeaseToken: j.LeaseToken}
-	body, err := deliveryBody(d.Payload, j.Format)
+	body, err := deliveryBody(d.Payload, j.Format, h.engineURL(ctx))
 	if err == nil && len(h.d.AllowedHosts) > 0 {
 		// The allow-list may have changed since the webhook was saved.
 		_, err = domain.CheckWebhookURL(j.URL, h.d.AllowedHosts)

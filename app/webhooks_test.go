@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -242,5 +243,54 @@ func TestDeliverDueRechecksTheAllowList(t *testing.T) {
 	r, err := strict.DeliverDue(context.Background())
 	if err != nil || r != (app.DeliveryRound{Attempted: 1, Failed: 1}) || len(f.sender.got) != 0 {
 		t.Fatalf("round %+v %v, %d requests", r, err, len(f.sender.got))
+	}
+}
+
+// An alert about a thread links to the thread's page under the engine URL
+// in force when it is sent, in both formats; without an engine URL the
+// stored payload goes out unchanged.
+func TestDeliveredAlertsLinkToTheirThread(t *testing.T) {
+	t.Parallel()
+	f := newWebhookFixture(t)
+	engineURL := ""
+	linked := app.NewWebhooks(app.WebhooksDeps{Store: f.store, Sender: f.sender, Audit: f.ids, Clock: f.clock,
+		Retry: domain.WebhookRetry{Base: time.Minute, Max: time.Hour, MaxAttempts: 1}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		EngineURL: func(context.Context) (string, error) { return engineURL, nil }})
+	v, _, err := linked.Create(f.admin, app.WebhookInput{Name: ref("ops"), URL: ref("https://hooks.example.com/x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alert, ok := ports.AlertOf(ports.NotificationRecord{ID: "n1", ThreadID: "order 42", StepName: "pay", NotificationType: "execution.failed",
+		StepStatus: "failed", Message: "card declined", CreatedAt: f.clock.Now()})
+	if !ok {
+		t.Fatal("execution.failed is not an alert")
+	}
+	send := func(id string) []byte {
+		t.Helper()
+		if err := f.store.EnqueueDelivery(context.Background(), ports.WebhookDelivery{ID: id, WebhookID: v.ID, EventType: alert.Event,
+			Payload: alert.Payload, State: ports.DeliveryPending, NextAttemptAt: f.clock.Now(), CreatedAt: f.clock.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		n := len(f.sender.got)
+		if r, err := linked.DeliverDue(context.Background()); err != nil || r.Delivered != 1 || len(f.sender.got) != n+1 {
+			t.Fatalf("round %+v %v", r, err)
+		}
+		return f.sender.got[n].Body
+	}
+	if body := send("msg_1"); string(body) != string(alert.Payload) {
+		t.Fatalf("without an engine URL the payload changed: %s", body)
+	}
+	engineURL = "https://te.example.com/prefix/"
+	var p domain.WebhookPayload
+	if body := send("msg_2"); json.Unmarshal(body, &p) != nil || p.Data.URL != "https://te.example.com/prefix/ui/threads/order%2042" ||
+		p.Data.ThreadID != "order 42" || p.Data.Message != "card declined" {
+		t.Fatalf("standard body %s", body)
+	}
+	if _, err := linked.Update(f.admin, v.ID, app.WebhookInput{Format: ref("slack")}); err != nil {
+		t.Fatal(err)
+	}
+	var slack struct{ Text string }
+	if body := send("msg_3"); json.Unmarshal(body, &slack) != nil || !strings.HasSuffix(slack.Text, " https://te.example.com/prefix/ui/threads/order%2042") {
+		t.Fatalf("slack body %s", body)
 	}
 }

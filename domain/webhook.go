@@ -311,6 +311,12 @@ type WebhookPayloadData struct {
 	URL string `json:"url,omitempty"`
 }
 
+// ThreadPageURL is the address of a thread's page in the web UI of the
+// engine at engineURL (its public URL, proxy prefix included).
+func ThreadPageURL(engineURL, threadID string) string {
+	return strings.TrimSuffix(engineURL, "/") + "/ui/threads/" + url.PathEscape(threadID)
+}
+
 // SlackText is the one line a slack-format delivery carries.
 func SlackText(p WebhookPayload) string {
 	var b strings.Builder

@@ -23,7 +23,14 @@ func (s *Server) startAlerts(threadStore *threadstore.Store) {
 		// Batch = Workers: every claimed delivery is sent at once, so
 		// its attempt ends (timeout) well within its lease.
 		Lease: a.Timeout + 30*time.Second, Batch: a.Concurrency, Workers: a.Concurrency,
-		LogRetention: a.DeliveryLogRetention})
+		LogRetention: a.DeliveryLogRetention,
+		EngineURL: func(ctx context.Context) (string, error) {
+			if s.EngineSettings == nil {
+				return s.Config.Server.PublicURL, nil
+			}
+			u, _, err := s.EngineSettings.Effective(ctx)
+			return u, err
+		}})
 	hub := s.Threads.Hub()
 	s.Alerts = app.NewAlertSweep(app.AlertSweepDeps{Store: threadStore, Contracts: s.threadContracts(), Clock: s.Clock,
 		Metrics: s.EngineMetrics, Log: s.Log, SilentAfter: a.SilentAfter, Recorded: hub.Published, Nudge: s.Webhooks.Nudge})
