@@ -41,6 +41,14 @@ async function dialProxy(options = {}) {
   return c;
 }
 
+// alone closes every connection earlier tests opened through the proxy,
+// so none of them (a late ack, a reconnect attempt whose connect frame
+// would be the "next request") is on the proxy when a test cuts one.
+async function alone() {
+  const others = open.splice(1);
+  await Promise.all(others.map((c) => c.close()));
+}
+
 async function attempts(threadId, stepName) {
   return reader.stepHistory({ threadId, stepName });
 }
@@ -128,6 +136,7 @@ test('a notification raised while disconnected arrives after the reconnect', asy
 
 for (const status of ['failed', 'success']) {
   test(`a ${status} step whose reply was lost is recorded once`, async () => {
+    await alone();
     const conn = await dialProxy();
     const t = await conn.start(`lost-reply-${status}`);
     proxy.refuse(true);
@@ -174,6 +183,7 @@ test('requests made while disconnected are sent, in order, once the engine is ba
 });
 
 test('startThread in flight when the connection drops fails with connection_lost', async () => {
+  await alone();
   const conn = await dialProxy();
   proxy.dropAfterNextRequest();
   await assert.rejects(conn.start('maybe started'), (err) => {
@@ -203,6 +213,7 @@ test('a revoked key stops reconnecting and fails what is pending', async () => {
 });
 
 test('with reconnect: false a drop fails pending requests and closes', async () => {
+  await alone();
   const conn = await dialProxy({ reconnect: false });
   const t = await conn.start('no-reconnect');
   proxy.dropAfterNextRequest();

@@ -7,16 +7,19 @@ import http from 'node:http';
 /**
  * A TCP proxy to target (host:port).
  * - dropAll(): cuts every open connection.
- * - dropAfterNextRequest(): forwards the next bytes a client sends after the
- *   WebSocket handshake, then cuts that connection before any reply reaches
- *   the client (the engine still gets and processes the request).
+ * - dropAfterNextRequest(): forwards the next bytes the newest connection's
+ *   client sends after the WebSocket handshake, then cuts that connection
+ *   before any reply reaches the client (the engine still gets and
+ *   processes the request). Only the newest connection: an older one's
+ *   frame (a late ack, a heartbeat) must not be cut instead.
  * - refuse(bool): while true, new connections are closed at once.
  */
 export async function startTCPProxy(target) {
   const [host, port] = target.split(':');
   const pairs = new Set();
   let refusing = false;
-  let dropNext = false;
+  let newest = null;
+  let dropPair = null;
   const server = net.createServer((client) => {
     if (refusing) {
       client.destroy();
@@ -25,6 +28,7 @@ export async function startTCPProxy(target) {
     const upstream = net.connect(Number(port), host);
     const pair = { client, upstream, handshaken: false };
     pairs.add(pair);
+    newest = pair;
     const cut = () => {
       pairs.delete(pair);
       client.destroy();
@@ -32,8 +36,8 @@ export async function startTCPProxy(target) {
     };
     client.on('data', (chunk) => {
       upstream.write(chunk);
-      if (pair.handshaken && dropNext) {
-        dropNext = false;
+      if (pair.handshaken && dropPair === pair) {
+        dropPair = null;
         pairs.delete(pair);
         client.destroy();
         // Let the request reach the engine, then close its side too.
@@ -53,7 +57,7 @@ export async function startTCPProxy(target) {
   return {
     addr: `127.0.0.1:${server.address().port}`,
     dropAll() { for (const p of [...pairs]) { pairs.delete(p); p.client.destroy(); p.upstream.destroy(); } },
-    dropAfterNextRequest() { dropNext = true; },
+    dropAfterNextRequest() { dropPair = newest; },
     refuse(on) { refusing = on; },
     get connections() { return pairs.size; },
     async stop() {
