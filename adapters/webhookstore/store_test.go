@@ -97,24 +97,7 @@ func TestAlertsFanOutToTheOutbox(t *testing.T) {
 
 		// Silent: 8 concurrent recorders, one alert.
 		silent := app.NewAlertSweep(app.AlertSweepDeps{Store: ts, Clock: fixedClock(time.Now().Add(time.Hour)), SilentAfter: time.Minute})
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		total := 0
-		for range 8 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				r, err := silent.Sweep(ctx)
-				if err != nil {
-					t.Error(err)
-				}
-				mu.Lock()
-				total += r.Silent
-				mu.Unlock()
-			}()
-		}
-		wg.Wait()
-		if total != 1 {
+		if total := sweepConcurrently(t, ctx, silent, 8); total != 1 {
 			t.Fatalf("%d silent alerts recorded by concurrent sweeps; want 1", total)
 		}
 		if r, err := silent.Sweep(ctx); err != nil || r.Silent != 0 {
@@ -143,21 +126,7 @@ func TestAlertsFanOutToTheOutbox(t *testing.T) {
 			t.Fatalf("sweep right after a step, with the clock before it: %+v %v", r, err)
 		}
 		again := app.NewAlertSweep(app.AlertSweepDeps{Store: ts, Clock: fixedClock(time.Now().Add(3 * time.Hour)), SilentAfter: time.Minute})
-		total = 0
-		for range 4 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				r, err := again.Sweep(ctx)
-				if err != nil {
-					t.Error(err)
-				}
-				mu.Lock()
-				total += r.Silent
-				mu.Unlock()
-			}()
-		}
-		wg.Wait()
+		total := sweepConcurrently(t, ctx, again, 4)
 		if r, err := again.Sweep(ctx); err != nil || total != 1 || r.Silent != 0 {
 			t.Fatalf("second silence: %d alerts by concurrent sweeps, then %+v %v; want 1, then 0", total, r, err)
 		}
@@ -174,6 +143,30 @@ func TestAlertsFanOutToTheOutbox(t *testing.T) {
 			t.Fatalf("deliveries of an erased thread: %v", got)
 		}
 	})
+}
+
+// sweepConcurrently runs n sweeps at once, as n replicas would, and
+// returns how many silent alerts they recorded together.
+func sweepConcurrently(t *testing.T, ctx context.Context, sweep *app.AlertSweep, n int) int {
+	t.Helper()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	total := 0
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := sweep.Sweep(ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			mu.Lock()
+			total += r.Silent
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return total
 }
 
 type fixedClock time.Time

@@ -175,14 +175,23 @@ func (s *session) connect(requestID string, m Message) bool {
 	return false
 }
 
-func (s *session) startThread(ctx context.Context, m Message) (reply, error) {
+// refsAndTags reads a start frame's optional refs and tags.
+func refsAndTags(m Message) (map[string]string, []string, error) {
 	refs, ok := m.StrMap("refs")
 	if !ok {
-		return nil, invalidFrame("refs must be an object")
+		return nil, nil, invalidFrame("refs must be an object")
 	}
 	tags, ok := m.StrList("tags")
 	if !ok {
-		return nil, invalidFrame("tags must be a list of strings")
+		return nil, nil, invalidFrame("tags must be a list of strings")
+	}
+	return refs, tags, nil
+}
+
+func (s *session) startThread(ctx context.Context, m Message) (reply, error) {
+	refs, tags, err := refsAndTags(m)
+	if err != nil {
+		return nil, err
 	}
 	if refs == nil {
 		refs = map[string]string{}

@@ -30,13 +30,9 @@ type keyedThreadReply struct {
 // thread creates the thread of threadKey, or resumes it: the stored label,
 // refs, tags and contract are returned and the frame's options ignored.
 func (s *session) thread(ctx context.Context, m Message) (reply, error) {
-	refs, ok := m.StrMap("refs")
-	if !ok {
-		return nil, invalidFrame("refs must be an object")
-	}
-	tags, ok := m.StrList("tags")
-	if !ok {
-		return nil, invalidFrame("tags must be a list of strings")
+	refs, tags, err := refsAndTags(m)
+	if err != nil {
+		return nil, err
 	}
 	key := m.Str("threadKey")
 	svc := m.Str("serviceName")
