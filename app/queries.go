@@ -147,6 +147,17 @@ func (q *Queries) Threads(ctx context.Context, ids []string) ([]ports.ThreadView
 	return out, nil
 }
 
+// ThreadsVersion changes whenever a thread is started or updated: a thread
+// list polls it (GET /v1/threads/version, with ETag) and reloads only when
+// it moved.
+func (q *Queries) ThreadsVersion(ctx context.Context) (string, error) {
+	st, err := q.reader(ctx)
+	if err != nil {
+		return "", err
+	}
+	return st.ThreadsVersion(ctx)
+}
+
 // SearchThreads returns one page of threads, newest first.
 func (q *Queries) SearchThreads(ctx context.Context, s ThreadSearch) (ThreadPage, error) {
 	st, err := q.reader(ctx)

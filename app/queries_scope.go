@@ -288,3 +288,8 @@ func (q *Queries) AuthorizeRead(ctx context.Context) error {
 	_, err := Require(ctx, domain.PermThreadsRead)
 	return err
 }
+
+// ThreadsVersion is the installation's: it tells a party-scoped reader only
+// that some thread changed, not which, and its list query then shows only
+// its own threads.
+func (v partyView) ThreadsVersion(ctx context.Context) (string, error) { return v.store.ThreadsVersion(ctx) }

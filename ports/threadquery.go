@@ -290,4 +290,8 @@ type ThreadQueries interface {
 	// LinkedFrom returns, for each thread, the ids of the threads whose
 	// "linkedThread:*" refs point at it (at most limit per thread).
 	LinkedFrom(ctx context.Context, threadIDs []string, limit int) (map[string][]string, error)
+	// ThreadsVersion is an opaque value that changes whenever a thread is
+	// started or updated (a step, an end, a health change), cheap enough to
+	// poll: what a list's "anything new?" check compares.
+	ThreadsVersion(ctx context.Context) (string, error)
 }

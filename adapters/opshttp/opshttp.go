@@ -5,6 +5,7 @@ package opshttp
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -19,6 +20,8 @@ type Handler struct {
 	Retention *app.Retention
 	// Webhooks serves /v1/webhooks (not mounted when nil).
 	Webhooks *app.Webhooks
+	// Queries serves GET /v1/threads/version.
+	Queries *app.Queries
 }
 
 // Mount registers the routes behind mw (authentication).
@@ -26,6 +29,7 @@ func (h *Handler) Mount(e *echo.Echo, mw echo.MiddlewareFunc) {
 	e.DELETE("/v1/threads/:id", h.deleteThread, mw)
 	e.GET("/v1/audit", h.listAudit, mw)
 	e.GET("/v1/threads/export", h.exportThreads, mw)
+	e.GET("/v1/threads/version", h.threadsVersion, mw)
 	e.GET("/v1/threads/:id/export", h.exportThread, mw)
 	e.GET("/v1/engine/retention", h.getRetention, mw)
 	e.PUT("/v1/engine/retention", h.setRetention, mw)
@@ -41,4 +45,28 @@ func (h *Handler) deleteThread(c echo.Context) error {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
+}
+
+// ThreadsVersionJSON is the body of GET /v1/threads/version.
+type ThreadsVersionJSON struct {
+	Version string `json:"version"`
+}
+
+// threadsVersion answers the threads' version with it as a strong ETag, and
+// 304 without a body when If-None-Match already names it: a list polls this
+// and reloads only when it changed.
+func (h *Handler) threadsVersion(c echo.Context) error {
+	v, err := h.Queries.ThreadsVersion(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	etag := `"` + v + `"`
+	c.Response().Header().Set("ETag", etag)
+	c.Response().Header().Set("Cache-Control", "no-cache")
+	for _, m := range strings.Split(c.Request().Header.Get("If-None-Match"), ",") {
+		if m = strings.TrimSpace(m); m == etag || m == "*" {
+			return c.NoContent(http.StatusNotModified)
+		}
+	}
+	return c.JSON(http.StatusOK, ThreadsVersionJSON{Version: v})
 }

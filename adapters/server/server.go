@@ -259,7 +259,7 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	s.startAlerts(threadStore)
 	(&opshttp.Handler{Erasure: s.Erasure, Audit: app.NewAuditLog(s.Store, app.NewActors(s.Store, s.Store)),
 		Exports: app.NewExports(s.Queries, threadquery.New(s.DB)), Retention: s.Retention,
-		Webhooks: s.Webhooks}).Mount(s.Echo, s.Auth.Middleware())
+		Webhooks: s.Webhooks, Queries: s.Queries}).Mount(s.Echo, s.Auth.Middleware())
 	{
 		retCtx, stop := context.WithCancel(context.Background())
 		done := make(chan struct{})

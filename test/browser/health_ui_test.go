@@ -2,6 +2,7 @@ package browser_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -266,6 +267,18 @@ func TestSupportEngineerPages(t *testing.T) {
 	t.Run("new threads appear without a reload", func(t *testing.T) {
 		do(t, ctx, "open", chromedp.Navigate(base+"/ui/threads?when=1h"), waitText(`#threads-count`, "1–8 of 8"),
 			void(chromedp.Evaluate[bool](`window.__stay = true`)))
+		// While nothing changes the page polls the version (304) and
+		// does not run its GraphQL query again.
+		const requests = `(() => { const r = performance.getEntriesByType('resource');
+  return r.filter(e => e.name.includes('/graphql')).length + ' ' + r.filter(e => e.name.includes('/v1/threads/version')).map(e => e.responseStatus).join(','); })()`
+		before := get(t, ctx, "requests", chromedp.Evaluate[string](requests))
+		time.Sleep(5500 * time.Millisecond)
+		after := get(t, ctx, "requests", chromedp.Evaluate[string](requests))
+		gqlBefore, _, _ := strings.Cut(before, " ")
+		gqlAfter, polls, _ := strings.Cut(after, " ")
+		if gqlAfter != gqlBefore || !strings.HasSuffix(polls, ",304") {
+			t.Fatalf("while nothing changed: graphql requests %s → %s, version answers %s", gqlBefore, gqlAfter, polls)
+		}
 		actx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Role: domain.RoleAdmin})
 		r, err := eng.Server.Threads.Application().Commands.StartThread.Handle(actx, app.StartThreadInput{Label: "Fresh one"})
 		if err != nil {
@@ -482,6 +495,34 @@ func TestSupportEngineerPages(t *testing.T) {
 		top := text(t, ctx, `#top-failing`)
 		if started == "0" || bars < 100 || !strings.Contains(rates, "order_flow v1") || !strings.Contains(top, "http.post") {
 			t.Fatalf("overview: started %s, %d bars, rates %q, top %q", started, bars, rates, top)
+		}
+		// The contract's rate is its VIOLATED threads of all its threads.
+		resp, body := eng.Do(t, http.MethodPost, "/graphql", eng.AdminKey, map[string]any{
+			"query": `{ contractStats { name version threads violated } }`})
+		var cs struct {
+			Data struct {
+				ContractStats []struct {
+					Name              string
+					Version           int
+					Threads, Violated int
+				}
+			}
+		}
+		if err := json.Unmarshal(body, &cs); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("contractStats: %d %s", resp.StatusCode, body)
+		}
+		for _, c := range cs.Data.ContractStats {
+			if c.Name == "order_flow" && c.Version == 1 {
+				if c.Violated == 0 || !strings.Contains(rates, fmt.Sprintf("%d/%d", c.Violated, c.Threads)) {
+					t.Fatalf("contract rate %q, want %d/%d", rates, c.Violated, c.Threads)
+				}
+			}
+		}
+		if steps := text(t, ctx, `#rate-steps`); !strings.Contains(steps, "/") {
+			t.Fatalf("violation rate by step %q", steps)
+		}
+		if n := get(t, ctx, "24h bars", chromedp.Evaluate[int](`document.querySelectorAll('#chart-24h rect').length`)); n == 0 {
+			t.Fatal("the 24 h chart has no bars")
 		}
 		noJunk(t, ctx, "overview")
 		shot(t, ctx, "29-overview")

@@ -72,6 +72,28 @@ export const api = {
   del: (p, o) => request('DELETE', p, undefined, o),
 };
 
+// changedSince polls a versioned resource (GET with If-None-Match): it
+// resolves to {changed: false} on 304, else {changed: true, etag}. Errors
+// are thrown like request's.
+export async function changedSince(path, etag) {
+  const headers = { Accept: 'application/json, application/problem+json' };
+  if (etag) headers['If-None-Match'] = etag;
+  let res;
+  try {
+    res = await fetch(apiBase + path, { method: 'GET', headers, credentials: 'same-origin', cache: 'no-store' });
+  } catch (e) {
+    throw new ApiError(0, { detail: 'The engine is not reachable (' + e.message + ').', code: 'network_error' });
+  }
+  if (res.status === 304) return { changed: false, etag };
+  if (!res.ok) {
+    if (res.status === 401) onUnauthenticated();
+    let data = null;
+    try { data = await res.json(); } catch (_) { /* not JSON */ }
+    throw new ApiError(res.status, data);
+  }
+  return { changed: true, etag: res.headers.get('ETag') || '' };
+}
+
 export async function gql(query, variables) {
   const data = await request('POST', '/graphql', { query, variables: variables || {} });
   if (data && data.errors && data.errors.length) {

@@ -167,6 +167,8 @@ export async function renderOverview() {
   const sum = (l, k) => l.reduce((a, b) => a + b[k], 0);
   const legend = h('div', { class: 'graph-legend' }, h('span', { style: '--c: var(--info)' }, 'started'), h('span', { style: '--c: var(--ok)' }, 'completed'), h('span', { style: '--c: var(--bad)' }, 'failed'));
   const contracts = cs.contractStats.filter((c) => c.threads);
+  // The axis labels are hours in the zone the UI shows (its toggle): say which.
+  const zone = fmtDateTime(new Date().toISOString()).split(' ').pop();
   const steps = d.steps.filter((s) => s.attempts);
   return h('div', {},
     h('div', { class: 'page-head' }, h('div', {}, h('h1', {}, 'Overview'), h('p', { class: 'desc' }, 'Threads per hour and where they fail. ', link('threads?health=FAILED,VIOLATED', 'See every failed or violated thread →')))),
@@ -175,11 +177,11 @@ export async function renderOverview() {
       h('div', { class: 'card' }, h('div', { class: 'k' }, 'Completed, 24 h'), h('div', { class: 'v' }, String(sum(d.hours, 'completed')))),
       h('div', { class: 'card' }, h('div', { class: 'k' }, 'Failed, 24 h'), h('div', { class: 'v bad-text' }, String(sum(d.hours, 'failed')))),
       h('div', { class: 'card' }, h('div', { class: 'k' }, 'Started, 7 days'), h('div', { class: 'v', id: 'started-7d' }, String(sum(w.hours, 'started'))))),
-    h('section', { class: 'panel' }, h('h2', {}, 'Last 24 hours'), h('div', { class: 'panel-body' }, barChart(d.hours, 'chart-24h', 'Threads per hour, last 24 hours')), legend.cloneNode(true)),
-    h('section', { class: 'panel' }, h('h2', {}, 'Last 7 days'), h('div', { class: 'panel-body' }, barChart(w.hours, 'chart-7d', 'Threads per hour, last 7 days')), legend),
+    h('section', { class: 'panel' }, h('h2', {}, `Last 24 hours (${zone})`), h('div', { class: 'panel-body' }, barChart(d.hours, 'chart-24h', 'Threads per hour, last 24 hours')), legend.cloneNode(true)),
+    h('section', { class: 'panel' }, h('h2', {}, `Last 7 days (${zone})`), h('div', { class: 'panel-body' }, barChart(w.hours, 'chart-7d', 'Threads per hour, last 7 days')), legend),
     h('div', { class: 'two-col' },
-      h('section', { class: 'panel' }, h('h2', {}, 'Failed or violated threads by contract'), h('div', { class: 'panel-body' },
-        rateBars(contracts, (c) => `${c.name} v${c.version}`, (c) => c.violated + c.healthFailed, (c) => c.threads, 'rate-contracts'))),
+      h('section', { class: 'panel' }, h('h2', {}, 'Violation rate by contract, all threads'), h('div', { class: 'panel-body' },
+        rateBars(contracts, (c) => `${c.name} v${c.version}`, (c) => c.violated, (c) => c.threads, 'rate-contracts'))),
       h('section', { class: 'panel' }, h('h2', {}, 'Violation rate by step, 24 h'), h('div', { class: 'panel-body' },
         rateBars(steps.filter((s) => s.violated), (s) => s.stepName, (s) => s.violated, (s) => s.attempts, 'rate-steps')))),
     h('section', { class: 'panel', id: 'top-failing' }, h('h2', {}, 'Top failing steps, 24 h'), table([

@@ -2,10 +2,10 @@
 // Every filter is applied by the server, so the count is always the count of
 // threads matching all of them; the first page refreshes itself while open.
 import { h, add, clear, table, field, select, alertBox } from '../ui.js';
-import { gql, api, explain } from '../api.js';
+import { gql, api, explain, changedSince } from '../api.js';
 import { link, navigate } from '../app.js';
 import { exportAllLink } from './ops.js';
-import { healthBadge, statusPill, reasonText, fmtDuration, timeTag, tzToggle } from '../fmt.js';
+import { healthBadge, statusPill, reasonText, fmtDuration, fmtDateTime, timeTag, tzToggle } from '../fmt.js';
 
 // Page sizes stay within the query cost limit (50 threads × their fields).
 const SIZES = [10, 25, 50];
@@ -171,19 +171,30 @@ export async function renderThreads(ctx) {
     add(results, h('h2', { id: 'threads-h' }, 'Threads'), h('div', { class: 'panel-body' }, alertBox('bad', 'Search failed', explain(e))));
   }
 
-  // Live: poll the same page; redraw in place when threads were added or changed.
+  // Live: poll the threads' version (ETag, 304 while nothing changed) and
+  // reload the page's query only when it moved, or once a minute under a
+  // time preset (threads age out of "last hour" without any change).
+  let etag = '';
+  let loadedAt = Date.now();
+  try { etag = (await changedSince('/v1/threads/version', '')).etag; } catch (_) { /* the first poll retries */ }
   const timer = setInterval(async () => {
     if (!ctx.isCurrent()) { clearInterval(timer); return; }
     if (document.hidden) return;
-    if (PRESET_MS[f.when]) Object.assign(vars, { startedAfter: new Date(Date.now() - PRESET_MS[f.when]).toISOString() });
     try {
+      const v = await changedSince('/v1/threads/version', etag);
+      const aged = PRESET_MS[f.when] && Date.now() - loadedAt > 60_000;
+      if (!v.changed && !aged) return;
+      etag = v.etag;
+      if (PRESET_MS[f.when]) Object.assign(vars, { startedAfter: new Date(Date.now() - PRESET_MS[f.when]).toISOString() });
       const conn = await load();
+      loadedAt = Date.now();
       const sig = signature(conn);
       if (sig !== last && ctx.isCurrent()) {
         const added = conn.totalCount - Number(last.split('|')[0]);
         last = sig;
         draw(conn);
-        live.textContent = added > 0 ? `${added} new thread${added === 1 ? '' : 's'} · updated ${new Date().toLocaleTimeString()}` : `updated ${new Date().toLocaleTimeString()}`;
+        const at = fmtDateTime(new Date().toISOString());
+        live.textContent = added > 0 ? `${added} new thread${added === 1 ? '' : 's'} · updated ${at}` : `updated ${at}`;
         results.querySelector('.panel-head').appendChild(live);
       }
     } catch (_) { /* keep the page as it is; the next poll retries */ }
