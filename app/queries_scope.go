@@ -292,4 +292,6 @@ func (q *Queries) AuthorizeRead(ctx context.Context) error {
 // ThreadsVersion is the installation's: it tells a party-scoped reader only
 // that some thread changed, not which, and its list query then shows only
 // its own threads.
-func (v partyView) ThreadsVersion(ctx context.Context) (string, error) { return v.store.ThreadsVersion(ctx) }
+func (v partyView) ThreadsVersion(ctx context.Context) (string, error) {
+	return v.store.ThreadsVersion(ctx)
+}
