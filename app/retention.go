@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strconv"
 	"time"
 
@@ -152,17 +153,22 @@ func (r *Retention) Sweep(ctx context.Context) (SweepResult, error) {
 	if ended.IsZero() && idle.IsZero() {
 		return res, nil
 	}
+	var prev []string
 	for {
 		ids, err := r.d.Store.ExpiredThreads(ctx, ended, idle, r.d.BatchSize)
-		if err != nil || len(ids) == 0 {
+		if err != nil || len(ids) == 0 || slices.Equal(ids, prev) {
 			return res, err
 		}
+		prev = ids
 		gone, err := r.d.Store.DeleteThreads(ctx, ids)
 		if err != nil {
 			return res, err
 		}
 		if len(gone) == 0 {
-			return res, nil // someone else deleted them meanwhile
+			// Another replica deleted this batch meanwhile: go on with the
+			// next one (a batch read twice in a row, deleted by no one,
+			// ends the pass).
+			continue
 		}
 		res.Threads += len(gone)
 		res.Batches++

@@ -52,7 +52,7 @@ func New(reg prometheus.Registerer, db *sql.DB) *Metrics {
 		sessions: prometheus.NewGauge(prometheus.GaugeOpts{Name: "threadengine_websocket_sessions_open",
 			Help: "Open WebSocket connections."}),
 		notifPending: prometheus.NewGauge(prometheus.GaugeOpts{Name: "threadengine_notifications_pending",
-			Help: "Notifications waiting for an acknowledgement: queued, in flight, or held for a reconnecting subscriber."}),
+			Help: "Pushes of this process waiting for an acknowledgement (in flight to one of its sessions)."}),
 		notifDeliv: prometheus.NewCounter(prometheus.CounterOpts{Name: "threadengine_notifications_delivered_total",
 			Help: "Notification pushes acknowledged by a subscriber."}),
 		notifRedeliv: prometheus.NewCounter(prometheus.CounterOpts{Name: "threadengine_notifications_redelivered_total",
