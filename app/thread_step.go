@@ -133,9 +133,20 @@ func (t *Threads) stepPlan(th domain.Thread, v ports.StepTx, c *domain.Contract,
 			plan.Notifications = append(plan.Notifications, pass)
 		}
 	}
-	if d.Ended == domain.ThreadCompleted {
+	switch d.Ended {
+	case domain.ThreadCompleted:
 		plan.Notifications = append(plan.Notifications, threadEvent(th, domain.ThreadCompleted,
 			"Thread completed by terminal step '"+in.StepName+"'", now))
+	case domain.ThreadFailed:
+		// Subscribers of the thread and thread.failed webhooks hear it,
+		// with the violation that failed it.
+		ev := threadEvent(th, domain.ThreadFailed, "Thread failed at step '"+in.StepName+"': "+th.Error, now)
+		if d.Validation != nil {
+			if worst, ok := d.Validation.MostSevere(); ok {
+				ev.Severity, ev.ViolationType = string(worst.Severity), worst.Type
+			}
+		}
+		plan.Notifications = append(plan.Notifications, ev)
 	}
 	th.Health = th.Health.Fold(stepOutcome(in, v.Current, d.Validation, now))
 	plan.Thread = th
