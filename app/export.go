@@ -8,9 +8,14 @@ import (
 	"github.com/threadengine/engine/ports"
 )
 
-// ExportBatch is how many threads a stream reads at a time: what an export
-// holds in memory, whatever the number of threads it writes.
-const ExportBatch = 50
+// ExportBatch is how many threads a stream lists at a time, and
+// ExportStepBudget how many steps' rows it loads at once: a batch is split
+// so an export holds about that many steps (or one thread, when a single
+// thread has more) in memory, whatever the number of threads it writes.
+const (
+	ExportBatch      = 50
+	ExportStepBudget = 2000
+)
 
 // allRows is the per-thread limit of an export's paged reads: everything.
 const allRows = math.MaxInt32
@@ -69,13 +74,19 @@ func (x *Exports) Stream(ctx context.Context, f ports.ExportFilter, emit func(Th
 		for i, c := range page {
 			ids[i] = c.ID
 		}
-		batch, err := x.batch(ctx, ids)
+		threads, err := x.q.Threads(ctx, ids)
 		if err != nil {
 			return err
 		}
-		for _, t := range batch {
-			if err := emit(t); err != nil {
+		for _, group := range exportGroups(threads, ExportStepBudget) {
+			batch, err := x.batch(ctx, group)
+			if err != nil {
 				return err
+			}
+			for _, t := range batch {
+				if err := emit(t); err != nil {
+					return err
+				}
 			}
 		}
 		last := page[len(page)-1]
@@ -150,4 +161,24 @@ func (x *Exports) batch(ctx context.Context, ids []string) ([]ThreadExport, erro
 func (x *Exports) AuthorizeStream(ctx context.Context) error {
 	_, err := Require(ctx, domain.PermThreadsRead)
 	return err
+}
+
+// exportGroups splits threads, in order, into groups of at most budget
+// steps each (a thread with more is a group of its own).
+func exportGroups(threads []ports.ThreadView, budget int) [][]string {
+	var out [][]string
+	var cur []string
+	steps := 0
+	for _, t := range threads {
+		if len(cur) > 0 && steps+t.StepCount > budget {
+			out = append(out, cur)
+			cur, steps = nil, 0
+		}
+		cur = append(cur, t.ID)
+		steps += t.StepCount
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
 }
