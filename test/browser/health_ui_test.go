@@ -131,6 +131,12 @@ func seedHealth(t *testing.T, eng *enginetest.Engine) seeded {
 	// A free-form thread whose step failed.
 	s.failed = start(app.StartThreadInput{Label: "Refund R-9", Refs: map[string]string{"refundId": "R-9"}})
 	step(s.failed, "refund", "r1", "failed", map[string]string{"amount": "12"}, map[string]any{"error": "PSP refused the refund: account closed"}, 2*time.Second)
+	// Its next attempt carries sub-steps, in the order sent.
+	if _, err := th.Application().Commands.RecordStep.Handle(ctx, app.RecordStepInput{ThreadID: s.failed, StepName: "refund", Status: "failed",
+		IdempotencyKey: "r2", Context: map[string]string{"amount": "12"}, Metadata: map[string]any{"error": "PSP refused the refund: account closed"},
+		SubSteps: []app.SubStepInput{{Name: "lookup-account", Status: "success"}, {Name: "call-psp", Status: "failed"}}}); err != nil {
+		t.Fatal(err)
+	}
 	// Cancelled with a reason.
 	s.cancelled = start(app.StartThreadInput{Label: "Order ORD-CANCEL"})
 	step(s.cancelled, "validate", "v", "success", nil, nil, time.Second)
@@ -350,6 +356,14 @@ func TestSupportEngineerPages(t *testing.T) {
 		do(t, ctx, "failed", chromedp.Navigate(base+"/ui/threads/"+s.failed), chromedp.WaitVisible(css(`#first-issue`)))
 		if x := text(t, ctx, `#first-issue`); !strings.Contains(x, "PSP refused the refund") {
 			t.Fatalf("failed thread banner %q", x)
+		}
+		// The step shows its message and its sub-steps, in the order sent.
+		if x := text(t, ctx, `li[data-step=refund] .step-msg`); !strings.Contains(x, "PSP refused the refund: account closed") {
+			t.Fatalf("step message %q", x)
+		}
+		if x := text(t, ctx, `li[data-step=refund] .substeps`); !strings.Contains(x, "Sub-steps (2)") ||
+			!strings.Contains(x, "lookup-account") || !strings.Contains(x, "call-psp") || strings.Index(x, "lookup-account") > strings.Index(x, "call-psp") {
+			t.Fatalf("sub-steps %q", x)
 		}
 		do(t, ctx, "cancelled", chromedp.Navigate(base+"/ui/threads/"+s.cancelled), chromedp.WaitVisible(css(`#end-reason`)))
 		if x := text(t, ctx, `#end-reason`); !strings.Contains(x, "customer changed their mind") {
