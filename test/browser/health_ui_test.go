@@ -542,6 +542,36 @@ func TestSupportEngineerPages(t *testing.T) {
 		shot(t, ctx, "29-overview")
 	})
 
+	// Last, so the thread it adds changes no count above.
+	t.Run("validation results load more", func(t *testing.T) {
+		actx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Role: domain.RoleAdmin})
+		cmds := eng.Server.Threads.Application().Commands
+		r, err := cmds.StartThread.Handle(actx, app.StartThreadInput{Contract: "order_flow", Role: "checkout", Label: "Many validations"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 25 attempts of the entry step (retries after failures): each is
+		// judged, none fails the thread.
+		for i := range 25 {
+			if _, err := cmds.RecordStep.Handle(actx, app.RecordStepInput{ThreadID: r.ID, StepName: "validate", Status: "failed",
+				IdempotencyKey: "v", Context: map[string]string{"items": "1"}, Metadata: map[string]any{"error": fmt.Sprintf("try %d", i)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rows := func() int {
+			return get(t, ctx, "validation rows", chromedp.Evaluate[int](`document.querySelectorAll('#validation-panel tbody tr').length`))
+		}
+		do(t, ctx, "thread", chromedp.Navigate(base+"/ui/threads/"+r.ID), chromedp.WaitVisible(css(`#more-validations`)))
+		if n := rows(); n != 20 {
+			t.Fatalf("%d validation results on the first page; want 20", n)
+		}
+		do(t, ctx, "more", chromedp.Click(css(`#more-validations`)), chromedp.WaitNotPresent(css(`#more-validations`)))
+		if n := rows(); n != 25 {
+			t.Fatalf("%d validation results after load more; want 25", n)
+		}
+		noJunk(t, ctx, "many-validations")
+	})
+
 	if e := errs(); len(e) > 0 {
 		t.Fatalf("console errors: %v", e)
 	}
