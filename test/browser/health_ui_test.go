@@ -14,6 +14,7 @@ import (
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/google/uuid"
 
 	"github.com/threadengine/engine/adapters/sqldb"
@@ -570,6 +571,34 @@ func TestSupportEngineerPages(t *testing.T) {
 			t.Fatalf("%d validation results after load more; want 25", n)
 		}
 		noJunk(t, ctx, "many-validations")
+	})
+
+	t.Run("a forbidden transition is marked on the graph, which pans", func(t *testing.T) {
+		actx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Role: domain.RoleAdmin})
+		cmds := eng.Server.Threads.Application().Commands
+		r, err := cmds.StartThread.Handle(actx, app.StartThreadInput{Contract: "order_flow", Role: "checkout", Label: "Skips payment"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"validate", "ship"} { // validate → ship is not a transition
+			if _, err := cmds.RecordStep.Handle(actx, app.RecordStepInput{ThreadID: r.ID, StepName: name, Status: "success",
+				IdempotencyKey: name, Context: map[string]string{"items": "1"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		do(t, ctx, "thread", chromedp.Navigate(base+"/ui/threads/"+r.ID), chromedp.WaitVisible(css(`#contract-graph`)))
+		if n := get(t, ctx, "violated edge", chromedp.Evaluate[int](`document.querySelectorAll('#contract-graph path.g-edge.violated[data-edge="validate→ship"]').length`)); n != 1 {
+			t.Fatalf("%d violated validate→ship edges drawn; want 1", n)
+		}
+		transform := func() string {
+			return get(t, ctx, "transform", chromedp.Evaluate[string](`document.querySelector('#contract-graph .g-root').getAttribute('transform')`))
+		}
+		before := transform()
+		do(t, ctx, "pan with the keyboard", chromedp.Focus(css(`.graph-viewport`)), chromedp.KeyEvent(kb.ArrowLeft))
+		if after := transform(); after == before || !strings.HasPrefix(after, "translate(") {
+			t.Fatalf("ArrowLeft did not pan the graph: %q → %q", before, after)
+		}
+		noJunk(t, ctx, "forbidden-transition")
 	})
 
 	if e := errs(); len(e) > 0 {
