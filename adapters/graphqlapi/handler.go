@@ -31,6 +31,11 @@ const (
 	MaxQueryBytes = 64 << 10 // longer query strings are refused with QUERY_TOO_LARGE
 	MaxBodyBytes  = 1 << 20  // the whole JSON body, variables included
 	MaxDepth      = 12       // selection nesting; the deepest useful query is 6
+	// MaxOverlapPairs and MaxSelections bound the library's validation of a
+	// whole document (see parseSchema); a query within the 1000-point
+	// limit stays far below both.
+	MaxOverlapPairs = 20000
+	MaxSelections   = 5000
 )
 
 // The single company of this engine, as the reference's companyId fields.
@@ -115,6 +120,13 @@ func (h *Handler) parseSchema(opts ...graphql.SchemaOpt) (*graphql.Schema, error
 		graphql.UseFieldResolvers(),
 		graphql.MaxDepth(MaxDepth),
 		graphql.MaxQueryLength(MaxQueryBytes),
+		// The library validates every operation and fragment of a
+		// document, also those our cost analysis does not price (another
+		// operation than the one run, an unused fragment); its
+		// overlapping-fields check is quadratic in same-named fields, so
+		// both it and the expansion are capped.
+		graphql.OverlapValidationLimit(MaxOverlapPairs),
+		graphql.MaxSelections(MaxSelections),
 		graphql.PanicHandler(panicHandler{log: h.log}),
 	}, opts...)...)
 	if err != nil {
