@@ -51,12 +51,15 @@ type OTLPLimits struct {
 type WSLimits struct {
 	// ConnectTimeout is how long a socket may stay open without a successful
 	// connect (authentication) action.
-	ConnectTimeout          time.Duration `koanf:"connect_timeout"`
-	MaxSockets              int           `koanf:"max_sockets"`
-	MaxUnauthenticated      int           `koanf:"max_unauthenticated"`
-	MaxPerPrincipal         int           `koanf:"max_per_principal"`
-	MaxSubscriptions        int           `koanf:"max_subscriptions"`
-	MaxSubscriptionKeyBytes int           `koanf:"max_subscription_key_bytes"`
+	ConnectTimeout     time.Duration `koanf:"connect_timeout"`
+	MaxSockets         int           `koanf:"max_sockets"`
+	MaxUnauthenticated int           `koanf:"max_unauthenticated"`
+	// MaxUnauthenticatedPerAddress bounds one client address's share of
+	// MaxUnauthenticated, so one client cannot hold every slot.
+	MaxUnauthenticatedPerAddress int `koanf:"max_unauthenticated_per_address"`
+	MaxPerPrincipal              int `koanf:"max_per_principal"`
+	MaxSubscriptions             int `koanf:"max_subscriptions"`
+	MaxSubscriptionKeyBytes      int `koanf:"max_subscription_key_bytes"`
 }
 
 // SignInLimits throttle failed credential exchanges (/auth/api-key/exchange,
@@ -74,7 +77,7 @@ func DefaultLimits() Limits {
 		HTTP: HTTPLimits{ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second, IdleTimeout: 120 * time.Second},
 		OTLP: OTLPLimits{MaxBodyBytes: 4 << 20, MaxDecodedBytes: 8 << 20, MaxSpans: 10000, MaxObjects: 100000,
 			MaxConcurrent: max(1, runtime.NumCPU()/2), QueueTimeout: 5 * time.Second},
-		WS: WSLimits{ConnectTimeout: 10 * time.Second, MaxSockets: 2000, MaxUnauthenticated: 200, MaxPerPrincipal: 100,
+		WS: WSLimits{ConnectTimeout: 10 * time.Second, MaxSockets: 2000, MaxUnauthenticated: 200, MaxUnauthenticatedPerAddress: 20, MaxPerPrincipal: 100,
 			MaxSubscriptions: 256, MaxSubscriptionKeyBytes: 256},
 		SignIn: SignInLimits{FailuresPerWindow: 20, Window: time.Minute},
 	}

@@ -26,6 +26,9 @@ const (
 	WSSubscriptions        Name = "ws_subscriptions"
 	WSSubscriptionKeyBytes Name = "ws_subscription_key_bytes"
 	WSMessageBytes         Name = "ws_message_bytes"
+	WSMessageFields        Name = "ws_message_fields"
+	WSPreConnectBytes      Name = "ws_preconnect_bytes"
+	WSUnauthPerAddress     Name = "ws_unauthenticated_per_address"
 	WSCredentialsWithdrawn Name = "ws_credentials_withdrawn"
 	GraphQLComplexity      Name = "graphql_complexity"
 )
@@ -33,7 +36,7 @@ const (
 // All is every limit, so each is exported as 0 before its first refusal.
 var All = []Name{HTTPReadTimeout, BodyBytes, OTLPBodyBytes, OTLPDecodedBytes, OTLPSpans, OTLPObjects, OTLPConcurrent,
 	SignInFailures, WSConnectTimeout, WSSockets, WSUnauthenticated, WSPerPrincipal, WSSubscriptions,
-	WSSubscriptionKeyBytes, WSMessageBytes, WSCredentialsWithdrawn}
+	WSSubscriptionKeyBytes, WSMessageBytes, WSMessageFields, WSPreConnectBytes, WSUnauthPerAddress, WSCredentialsWithdrawn}
 
 // Counter counts refusals by limit.
 type Counter struct{ vec *prometheus.CounterVec }

@@ -62,6 +62,9 @@ func (s *session) handle(data []byte) bool {
 		return false
 	}
 	if err != nil {
+		if errors.Is(err, errTooManyFields) {
+			s.h.Refusals.Refused(limits.WSMessageFields)
+		}
 		s.send("", refusal("error", err.Error()))
 		return false
 	}

@@ -20,6 +20,7 @@ type admission struct {
 	mu           sync.Mutex
 	total        int
 	unauth       int
+	perAddress   map[string]int // unauthenticated sockets by client address
 	perPrincipal map[string]int
 }
 
@@ -34,9 +35,14 @@ func limitErr(kind domain.Kind, name limits.Name, msg string, args ...any) *doma
 	return domain.LimitExceeded(kind, string(name), msg, args...)
 }
 
-// admit reserves an unauthenticated socket before the upgrade.
-func (h *Handler) admit() error {
+// admit reserves an unauthenticated socket for client address addr before
+// the upgrade.
+func (h *Handler) admit(addr string) error {
 	lim := h.limits()
+	perAddr := lim.MaxUnauthenticatedPerAddress
+	if perAddr <= 0 {
+		perAddr = config.DefaultLimits().WS.MaxUnauthenticatedPerAddress
+	}
 	a := &h.admission
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -47,9 +53,26 @@ func (h *Handler) admit() error {
 		return limitErr(domain.KindRateLimited, limits.WSUnauthenticated,
 			"%d WebSockets are waiting to authenticate, the limit; retry later", lim.MaxUnauthenticated)
 	}
+	if a.perAddress[addr] >= perAddr {
+		return limitErr(domain.KindRateLimited, limits.WSUnauthPerAddress,
+			"%d WebSockets from this address are waiting to authenticate, the limit; send connect on them first", perAddr)
+	}
+	if a.perAddress == nil {
+		a.perAddress = map[string]int{}
+	}
 	a.total++
 	a.unauth++
+	a.perAddress[addr]++
 	return nil
+}
+
+// leaveUnauthenticated drops an unauthenticated socket of addr from the
+// counts (a.mu held).
+func (a *admission) leaveUnauthenticated(addr string) {
+	a.unauth--
+	if a.perAddress[addr]--; a.perAddress[addr] <= 0 {
+		delete(a.perAddress, addr)
+	}
 }
 
 // refuseUpgrade answers a socket over a limit with a coded 429 instead of
@@ -80,8 +103,11 @@ func (h *Handler) promote(s *session, p domain.Principal) error {
 		a.perPrincipal = map[string]int{}
 	}
 	a.perPrincipal[key]++
-	a.unauth--
+	a.leaveUnauthenticated(s.addr)
 	s.admitted = key
+	// Authenticated: frames up to MaxMessageBytes (and drained up to
+	// hardReadLimit) from now on.
+	s.conn.SetReadLimit(hardReadLimit)
 	return nil
 }
 
@@ -92,7 +118,7 @@ func (h *Handler) release(s *session) {
 	defer a.mu.Unlock()
 	a.total--
 	if s.admitted == "" {
-		a.unauth--
+		a.leaveUnauthenticated(s.addr)
 		return
 	}
 	if a.perPrincipal[s.admitted]--; a.perPrincipal[s.admitted] <= 0 {

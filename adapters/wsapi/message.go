@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"sort"
 	"strconv"
@@ -36,15 +37,40 @@ var (
 	errMissingAction = errors.New("Missing required field: action")
 )
 
+// MaxFrameFields bounds a frame's top-level fields: the richest SDK frame
+// (recordThreadEvent) has about 20, and decoding a megabyte of tiny fields
+// into a map would cost tens of times the frame's size.
+const MaxFrameFields = 64
+
+//lint:ignore ST1005 wire text, capitalised like the SDKs' others
+var errTooManyFields = fmt.Errorf("Too many fields: a frame may have at most %d top-level fields", MaxFrameFields)
+
 // Decode parses a frame. A frame that is not one JSON object gives
-// errInvalidJSON; an object without a string action gives errMissingAction.
+// errInvalidJSON; one with more than MaxFrameFields top-level fields gives
+// errTooManyFields (counted as it is read, before any map is built); an
+// object without a string action gives errMissingAction.
 func Decode(data []byte) (Message, error) {
-	var fields map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&fields); err != nil || fields == nil {
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return Message{}, errInvalidJSON
 	}
-	if dec.More() {
+	fields := map[string]json.RawMessage{}
+	for dec.More() {
+		tok, err := dec.Token()
+		key, ok := tok.(string)
+		if err != nil || !ok {
+			return Message{}, errInvalidJSON
+		}
+		if _, dup := fields[key]; !dup && len(fields) >= MaxFrameFields {
+			return Message{}, errTooManyFields
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return Message{}, errInvalidJSON
+		}
+		fields[key] = v
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
 		return Message{}, errInvalidJSON
 	}
 	if _, err := dec.Token(); err == nil {

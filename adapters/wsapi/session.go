@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"golang.org/x/sync/semaphore"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -23,7 +25,20 @@ import (
 
 // hardReadLimit closes a connection whose frame is absurdly large; frames
 // between MaxMessageBytes and this are drained and answered with an error.
-const hardReadLimit = 16 << 20
+// Before connect the limits are MaxPreConnectBytes and preConnectReadLimit:
+// a connect frame is small, and a socket nobody authenticated must not make
+// the engine read (and decode) megabytes.
+const (
+	hardReadLimit       = 16 << 20
+	MaxPreConnectBytes  = 16 << 10
+	preConnectReadLimit = 64 << 10
+)
+
+// maxFrameBytesInFlight bounds the bytes of frames being decoded and
+// handled at once across every socket of a Handler; a socket waits for its
+// share (TCP pushes back on its client), so many sockets sending megabyte
+// frames cannot multiply the engine's memory.
+const maxFrameBytesInFlight = 16 << 20
 
 // Handler serves GET /threads.
 type Handler struct {
@@ -39,34 +54,45 @@ type Handler struct {
 	Refusals *limits.Counter
 
 	admission admission
+	frames    *semaphore.Weighted
+	framesMu  sync.Once
 	mu        sync.Mutex
 	live      map[*session]struct{}
 	closing   bool
 	sessions  sync.WaitGroup
 }
 
-// Mount adds the route.
+// Mount adds the route; the client address is echo's (server.trusted_proxies).
 func (h *Handler) Mount(e *echo.Echo) {
 	e.GET("/threads", func(c echo.Context) error {
-		h.ServeHTTP(c.Response(), c.Request())
+		h.serve(c.Response(), c.Request(), c.RealIP())
 		return nil
 	})
 }
 
-// ServeHTTP upgrades and runs one connection until it closes.
+// ServeHTTP upgrades and runs one connection until it closes; the client
+// address is the peer's.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	addr, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		addr = r.RemoteAddr
+	}
+	h.serve(w, r, addr)
+}
+
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request, addr string) {
 	// The API key travels in the first frame, never in a cookie, so a
 	// cross-origin page gains nothing by opening a socket: origins are not checked.
-	if err := h.admit(); err != nil {
+	if err := h.admit(addr); err != nil {
 		h.refuseUpgrade(w, domain.AsError(err))
 		return
 	}
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
-		h.release(&session{})
+		h.release(&session{addr: addr})
 		return
 	}
-	conn.SetReadLimit(hardReadLimit)
+	conn.SetReadLimit(preConnectReadLimit)
 	m := h.Threads.Metrics()
 	m.SessionOpened()
 	defer m.SessionClosed()
@@ -75,7 +101,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		log = slog.Default()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &session{h: h, threads: h.Threads.Application(), conn: conn, log: log, out: make(chan []byte, 512), ctx: ctx, cancel: cancel}
+	s := &session{h: h, threads: h.Threads.Application(), conn: conn, log: log, out: make(chan []byte, 512), ctx: ctx, cancel: cancel,
+		addr: addr}
 	defer h.release(s)
 	if !h.track(s) {
 		_ = conn.Close(websocket.StatusGoingAway, "server shutting down")
@@ -88,6 +115,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	go s.writeLoop()
 	go s.pingLoop()
 	s.readLoop()
+}
+
+func (h *Handler) frameBudget() *semaphore.Weighted {
+	h.framesMu.Do(func() { h.frames = semaphore.NewWeighted(maxFrameBytesInFlight) })
+	return h.frames
 }
 
 // track registers a live session; false once Shutdown has begun.
@@ -143,6 +175,7 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 // the API key.
 type session struct {
 	h       *Handler
+	addr    string                // client address, for the unauthenticated per-address count
 	threads app.ThreadApplication // h.Threads' use cases
 	conn    *websocket.Conn
 	log     *slog.Logger
@@ -297,11 +330,15 @@ func (s *session) readLoop() {
 		if err != nil {
 			return
 		}
-		data, err := io.ReadAll(io.LimitReader(r, MaxMessageBytes+1))
+		limit, name := MaxMessageBytes, limits.WSMessageBytes
+		if s.authenticated() == nil {
+			limit, name = MaxPreConnectBytes, limits.WSPreConnectBytes
+		}
+		data, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
 		if err != nil {
 			return
 		}
-		if len(data) > MaxMessageBytes {
+		if len(data) > limit {
 			var f frameSniffer
 			_, _ = f.Write(data)
 			if _, err := io.Copy(&f, r); err != nil {
@@ -311,14 +348,24 @@ func (s *session) readLoop() {
 			if action == "" {
 				action = "error"
 			}
-			s.h.Refusals.Refused(limits.WSMessageBytes)
-			s.send(f.requestID(), refusal(action, fmt.Sprintf("Message too large: frames are limited to %d bytes", MaxMessageBytes)))
+			s.h.Refusals.Refused(name)
+			msg := fmt.Sprintf("Message too large: frames are limited to %d bytes", limit)
+			if name == limits.WSPreConnectBytes {
+				msg = fmt.Sprintf("Message too large: frames before connect are limited to %d bytes", limit)
+			}
+			s.send(f.requestID(), refusal(action, msg))
 			continue
 		}
 		if typ != websocket.MessageText && typ != websocket.MessageBinary {
 			continue
 		}
-		if done := s.handle(data); done {
+		budget := s.h.frameBudget()
+		if err := budget.Acquire(s.ctx, int64(len(data))); err != nil {
+			return
+		}
+		done := s.handle(data)
+		budget.Release(int64(len(data)))
+		if done {
 			return
 		}
 	}
