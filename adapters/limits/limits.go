@@ -30,7 +30,6 @@ const (
 	WSPreConnectBytes      Name = "ws_preconnect_bytes"
 	WSUnauthPerAddress     Name = "ws_unauthenticated_per_address"
 	WSCredentialsWithdrawn Name = "ws_credentials_withdrawn"
-	GraphQLComplexity      Name = "graphql_complexity"
 )
 
 // All is every limit, so each is exported as 0 before its first refusal.
