@@ -41,7 +41,7 @@ func (h InvitePartyHandler) Handle(ctx context.Context, in InviteInput) (Invitat
 	if err != nil {
 		return Invitation{}, err
 	}
-	threadID, err := domain.InviteTarget(in.ThreadID, in.Conn.Threads())
+	threadID, err := domain.InviteTarget(in.ThreadID, in.Conn.OpenThreads())
 	if err != nil {
 		return Invitation{}, err
 	}

@@ -22,6 +22,7 @@ type ConnParties struct {
 	mu    sync.Mutex
 	order []string
 	roles map[string]string
+	ended map[string]bool // threads this connection saw end
 }
 
 // maxConnThreads bounds a long-lived connection's list.
@@ -62,6 +63,38 @@ func (c *ConnParties) Threads() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]string(nil), c.order...)
+}
+
+// Ended records that threadID ended (completed, failed or cancelled) as
+// this connection saw it; it keeps its role.
+func (c *ConnParties) Ended(threadID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended == nil {
+		c.ended = map[string]bool{}
+	}
+	if _, ok := c.roles[threadID]; ok {
+		c.ended[threadID] = true
+	}
+}
+
+// OpenThreads lists the connection's threads it has not seen end, in
+// order: what an inviteParty without threadId chooses from, so a Node SDK
+// client (which never sends threadId) that completed one thread and
+// started the next can still invite to the one it is on.
+func (c *ConnParties) OpenThreads() []string {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, id := range c.order {
+		if !c.ended[id] {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // ParseExpiresIn reads "<int>m|h|d" (empty = 24h), at most 7 days.

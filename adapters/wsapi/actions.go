@@ -275,6 +275,9 @@ func (s *session) recordStep(ctx context.Context, m Message) (reply, error) {
 	if err != nil {
 		return nil, &failure{err: err, stepName: stepName, threadID: in.ThreadID}
 	}
+	if res.ThreadStatus.Closed() {
+		s.parties.Ended(in.ThreadID)
+	}
 	r := &stepReply{replyHead: success(m.Action, "Step Event recorded successfully"), ThreadID: in.ThreadID,
 		StepID: res.StepID, StepName: stepName, IdempotencyKey: res.IdempotencyKey, RetryCount: res.RetryCount,
 		Attempt: res.Attempt, ThreadStatus: string(res.ThreadStatus), IsDuplicate: res.Duplicate}
@@ -365,6 +368,7 @@ func (s *session) endThread(ctx context.Context, m Message) (reply, error) {
 	if err != nil {
 		return nil, &failure{err: err, prefix: prefix, threadID: threadID}
 	}
+	s.parties.Ended(th.ID)
 	at := ""
 	if th.CompletedAt != nil {
 		at = th.CompletedAt.UTC().Format(time.RFC3339Nano)

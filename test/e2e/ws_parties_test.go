@@ -49,6 +49,15 @@ func TestWSOneKeyTwoServices(t *testing.T) {
 		if r["threadStatus"] != "completed" || r["validation"].(map[string]any)["overallStatus"] != "passed" {
 			t.Fatalf("ship by the warehouse connection: %v", r)
 		}
+		// Judged as warehouse, not skipped: the warehouse connection
+		// recording a checkout-owned step is refused as warehouse.
+		tid3 := startOrder(t, checkout)
+		warehouse.ok(map[string]any{"action": "joinThread", "threadId": tid3, "role": "warehouse"})
+		r = warehouse.ok(step(tid3, "pay", "success", "p2", nil))
+		if v := r["validation"].(map[string]any); v["overallStatus"] != "violated" ||
+			!strings.Contains(fmt.Sprint(v["issues"]), `"warehouse" recorded it`) {
+			t.Fatalf("pay by the warehouse connection: %v", r)
+		}
 		// The checkout connection of the same key still acts as checkout.
 		tid2 := startOrder(t, checkout)
 		r = checkout.ok(step(tid2, "ship", "success", "s", nil))
@@ -137,6 +146,22 @@ func TestWSAmbiguousInvite(t *testing.T) {
 		wantCode(t, r, domain.CodeAmbiguousThread)
 		if !strings.Contains(r["message"].(string), "pass the thread") {
 			t.Fatalf("message %v", r)
+		}
+	})
+}
+
+// A thread the connection saw end is no longer a default invite target: a
+// Node SDK client (which never sends threadId) that completed one thread and
+// started the next invites to the one it is on.
+func TestWSInviteAfterAnEndedThread(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
+		_, k1 := e.NewUser(t, domain.RoleMember)
+		c := connectWS(t, e, k1)
+		first := c.ok(map[string]any{"action": "startThread", "refs": map[string]any{}})["threadId"].(string)
+		c.ok(map[string]any{"action": "threadEnd", "threadId": first, "status": "completed"})
+		second := c.ok(map[string]any{"action": "startThread", "refs": map[string]any{}})["threadId"].(string)
+		if r := c.ok(map[string]any{"action": "inviteParty", "role": "supplier"}); r["threadId"] != second {
+			t.Fatalf("invited to %v, want the open thread %s", r["threadId"], second)
 		}
 	})
 }
