@@ -223,6 +223,15 @@ func ContractProblems(err error) []ContractProblem {
 
 type contractParser struct {
 	problems []ContractProblem
+	// stepsUnreadable: steps could not be read at all (not a list, too
+	// many), already reported once; references to steps are then not
+	// reported again as unknown, which would only follow from that.
+	stepsUnreadable bool
+}
+
+// missingStep reports whether name is not among the readable steps.
+func (p *contractParser) missingStep(steps map[string]bool, name string) bool {
+	return !p.stepsUnreadable && !steps[name]
 }
 
 func (p *contractParser) full() bool { return len(p.problems) >= MaxContractProblems }
@@ -409,7 +418,7 @@ func (p *contractParser) checkRefs(field, what string, names []string, steps map
 	seen := map[string]bool{}
 	for i, n := range names {
 		f := fmt.Sprintf("%s[%d]", field, i)
-		if !steps[n] {
+		if p.missingStep(steps, n) {
 			p.add(f, "%s %q is not a step defined in steps", what, n)
 		}
 		if seen[n] {
@@ -427,6 +436,7 @@ func (p *contractParser) steps(n *yaml.Node) []ContractStep {
 	n = deref(n)
 	if n.Kind != yaml.SequenceNode {
 		p.add("steps", "steps must be a list")
+		p.stepsUnreadable = true
 		return []ContractStep{}
 	}
 	if len(n.Content) == 0 {
@@ -434,6 +444,7 @@ func (p *contractParser) steps(n *yaml.Node) []ContractStep {
 	}
 	if len(n.Content) > MaxContractSteps {
 		p.add("steps", "a contract may define at most %d steps, this one has %d", MaxContractSteps, len(n.Content))
+		p.stepsUnreadable = true
 		return []ContractStep{}
 	}
 	out := make([]ContractStep, 0, len(n.Content))
@@ -566,7 +577,7 @@ func (p *contractParser) transitions(n *yaml.Node, steps map[string]bool) []Tran
 			case "retry_leads_to":
 				// Legacy v3 key: where a retry goes. Retries here always
 				// re-run From, so only check it names a real step.
-				if to := p.str(v, field); to != "" && !steps[to] {
+				if to := p.str(v, field); to != "" && p.missingStep(steps, to) {
 					p.add(field, "retry_leads_to %q is not a step defined in steps", to)
 				}
 			default:
@@ -577,7 +588,7 @@ func (p *contractParser) transitions(n *yaml.Node, steps map[string]bool) []Tran
 		if !fromSet || t.From == "" {
 			p.add(path+".from", "from is required")
 		} else {
-			if !steps[t.From] {
+			if p.missingStep(steps, t.From) {
 				p.add(path+".from", "transition from %q: not a step defined in steps", t.From)
 			}
 			if fromSeen[t.From] {
@@ -591,7 +602,7 @@ func (p *contractParser) transitions(n *yaml.Node, steps map[string]bool) []Tran
 		seenTo := map[string]bool{}
 		for j, to := range t.To {
 			f := fmt.Sprintf("%s.to[%d]", path, j)
-			if !steps[to] {
+			if p.missingStep(steps, to) {
 				p.add(f, "transition to %q: not a step defined in steps", to)
 			}
 			if seenTo[to] {
