@@ -97,31 +97,31 @@ func TestUnauthenticatedSharesAndLargeFrames(t *testing.T) {
 		c.close()
 	}
 
-	// The attack, with the normal client working meanwhile: 150 sockets
-	// from 30 addresses send megabyte frames before connect, and 40
+	// The attack, with the normal client working meanwhile: 100 sockets
+	// from 20 addresses send megabyte frames before connect, and 20
 	// authenticated sockets send megabyte frames of tiny fields.
 	preConnect, afterConnect := manyFields("connect", 1<<20), manyFields("startThread", 1<<20) // built once
 	w := e.during(t, normal.round)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	tooMany := 0
-	for i := 0; i < 150; i++ {
+	for i := 0; i < 100; i++ {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			c, _, err := dialFrom(ctx, e, fmt.Sprintf("198.51.100.%d", i%30))
+			c, _, err := dialFrom(ctx, e, fmt.Sprintf("198.51.100.%d", i%20))
 			if err != nil || c == nil {
 				return // refused: fine
 			}
 			defer c.close()
-			for range 5 {
+			for range 3 {
 				if c.conn.Write(ctx, websocket.MessageText, preConnect) != nil {
 					return
 				}
 			}
 		}(i)
 	}
-	for i := 0; i < 40; i++ {
+	for i := 0; i < 20; i++ {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
@@ -155,7 +155,7 @@ func TestUnauthenticatedSharesAndLargeFrames(t *testing.T) {
 	}
 	wg.Wait()
 	w.check(t, "large frames before and after connect")
-	if tooMany != 120 {
-		t.Errorf("%d of 120 many-field frames answered 'Too many fields'", tooMany)
+	if tooMany != 60 {
+		t.Errorf("%d of 60 many-field frames answered 'Too many fields'", tooMany)
 	}
 }
