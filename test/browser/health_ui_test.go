@@ -279,10 +279,14 @@ func TestSupportEngineerPages(t *testing.T) {
 		const requests = `(() => { const r = performance.getEntriesByType('resource');
   return r.filter(e => e.name.includes('/graphql')).length + ' ' + r.filter(e => e.name.includes('/v1/threads/version')).map(e => e.responseStatus).join(','); })()`
 		before := get(t, ctx, "requests", chromedp.Evaluate[string](requests))
-		time.Sleep(5500 * time.Millisecond)
-		after := get(t, ctx, "requests", chromedp.Evaluate[string](requests))
-		gqlBefore, _, _ := strings.Cut(before, " ")
-		gqlAfter, polls, _ := strings.Cut(after, " ")
+		gqlBefore, pollsBefore, _ := strings.Cut(before, " ")
+		var gqlAfter, polls string
+		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+			gqlAfter, polls, _ = strings.Cut(get(t, ctx, "requests", chromedp.Evaluate[string](requests)), " ")
+			if len(polls) > len(pollsBefore) && strings.HasSuffix(polls, ",304") || time.Now().After(deadline) {
+				break // a poll (every 5 s) answered since
+			}
+		}
 		if gqlAfter != gqlBefore || !strings.HasSuffix(polls, ",304") {
 			t.Fatalf("while nothing changed: graphql requests %s → %s, version answers %s", gqlBefore, gqlAfter, polls)
 		}
