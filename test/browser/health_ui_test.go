@@ -547,14 +547,20 @@ func TestSupportEngineerPages(t *testing.T) {
 		shot(t, ctx, "29-overview")
 	})
 
-	// Last, so the thread it adds changes no count above.
-	t.Run("validation results load more", func(t *testing.T) {
-		actx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Role: domain.RoleAdmin})
-		cmds := eng.Server.Threads.Application().Commands
-		r, err := cmds.StartThread.Handle(actx, app.StartThreadInput{Contract: "order_flow", Role: "checkout", Label: "Many validations"})
+	// The last subtests add contract threads as the admin, after every
+	// count above was checked.
+	actx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Role: domain.RoleAdmin})
+	cmds := eng.Server.Threads.Application().Commands
+	startOrder := func(t *testing.T, label string) domain.Thread {
+		t.Helper()
+		r, err := cmds.StartThread.Handle(actx, app.StartThreadInput{Contract: "order_flow", Role: "checkout", Label: label})
 		if err != nil {
 			t.Fatal(err)
 		}
+		return r
+	}
+	t.Run("validation results load more", func(t *testing.T) {
+		r := startOrder(t, "Many validations")
 		// 25 attempts of the entry step (retries after failures): each is
 		// judged, none fails the thread.
 		for i := range 25 {
@@ -578,12 +584,7 @@ func TestSupportEngineerPages(t *testing.T) {
 	})
 
 	t.Run("a forbidden transition is marked on the graph, which pans", func(t *testing.T) {
-		actx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Role: domain.RoleAdmin})
-		cmds := eng.Server.Threads.Application().Commands
-		r, err := cmds.StartThread.Handle(actx, app.StartThreadInput{Contract: "order_flow", Role: "checkout", Label: "Skips payment"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := startOrder(t, "Skips payment")
 		for _, name := range []string{"validate", "ship"} { // validate → ship is not a transition
 			if _, err := cmds.RecordStep.Handle(actx, app.RecordStepInput{ThreadID: r.ID, StepName: name, Status: "success",
 				IdempotencyKey: name, Context: map[string]string{"items": "1"}}); err != nil {
