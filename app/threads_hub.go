@@ -416,7 +416,7 @@ func (s *HubSession) Close() {
 	if len(ids) > 0 && h.logStore != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if err := h.logStore.ReleaseNotifications(ctx, ids); err != nil {
+		if err := h.logStore.ReleaseNotifications(ctx, ids, h.clock.Now(), true); err != nil {
 			h.log.Warn("notifications: release on close; redelivered when the lease ends", "err", err)
 		}
 		h.rescan()
@@ -568,7 +568,7 @@ func (h *Hub) poll(ctx context.Context, leaseEnded bool) bool {
 	if len(refused) > 0 {
 		// The socket was saturated or gone: give the rows back; the next
 		// poll (at most PollEvery away) tries again.
-		if err := h.logStore.ReleaseNotifications(ctx, refused); err != nil && ctx.Err() == nil {
+		if err := h.logStore.ReleaseNotifications(ctx, refused, now, false); err != nil && ctx.Err() == nil {
 			h.log.Warn("notifications: release", "err", err)
 		}
 		return false

@@ -94,13 +94,16 @@ func (l *memLog) ClaimNotifications(_ context.Context, ids []string, now, until 
 	return got, nil
 }
 
-func (l *memLog) ReleaseNotifications(_ context.Context, ids []string) error {
+func (l *memLog) ReleaseNotifications(_ context.Context, ids []string, now time.Time, pushed bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, r := range l.rows {
 		for _, id := range ids {
-			if r.n.ID == id {
-				r.lease = time.Time{}
+			if r.n.ID == id && r.settled == "" {
+				r.lease = now.Add(-time.Microsecond)
+				if !pushed && r.n.Deliveries > 0 {
+					r.n.Deliveries--
+				}
 			}
 		}
 	}

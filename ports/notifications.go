@@ -32,9 +32,12 @@ type NotificationLog interface {
 	// it) and returns the ids it leased: settled ones, and ones another
 	// replica leased until after now, are skipped.
 	ClaimNotifications(ctx context.Context, ids []string, now, until time.Time) ([]string, error)
-	// ReleaseNotifications ends leases early (the socket closed): the rows
-	// may be pushed again at once.
-	ReleaseNotifications(ctx context.Context, ids []string) error
+	// ReleaseNotifications ends leases early, at now (the socket closed, or
+	// refused the push): the rows may be pushed again at once, and every
+	// replica's read of ended leases finds them, whatever its cursor.
+	// pushed false (the push never reached the socket) also takes back the
+	// delivery the claim counted.
+	ReleaseNotifications(ctx context.Context, ids []string, now time.Time, pushed bool) error
 	// AckNotifications settles ids as acknowledged and returns those that
 	// were not settled yet.
 	AckNotifications(ctx context.Context, ids []string, now time.Time) ([]string, error)

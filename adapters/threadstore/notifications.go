@@ -106,11 +106,19 @@ func (s *Store) ClaimNotifications(ctx context.Context, ids []string, now, until
 }
 
 // ReleaseNotifications: see ports.NotificationLog.
-func (s *Store) ReleaseNotifications(ctx context.Context, ids []string) error {
+func (s *Store) ReleaseNotifications(ctx context.Context, ids []string, now time.Time, pushed bool) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	query, args, err := sqlx.In(`UPDATE thread_notifications SET lease_until = NULL WHERE id IN (?) AND delivery IS NULL`, ids)
+	uncount := ""
+	if !pushed {
+		uncount = ", deliveries = CASE WHEN deliveries > 0 THEN deliveries - 1 ELSE 0 END"
+	}
+	// The lease ended a microsecond before now (the times' precision), so a
+	// read at now already finds the row, with either read.
+	ended := sqldb.Time(now).Add(-time.Microsecond)
+	query, args, err := sqlx.In(`UPDATE thread_notifications SET lease_until = ?`+uncount+` WHERE id IN (?) AND delivery IS NULL`,
+		ended, ids)
 	if err != nil {
 		return err
 	}

@@ -104,14 +104,42 @@ func TestNotificationLogContract(t *testing.T) {
 		if got := pending(later); !slices.Equal(got, ship[1:]) {
 			t.Fatalf("after the ack: %v", got)
 		}
-		if err := store.ReleaseNotifications(ctx, ship[1:]); err != nil {
+		deliveries := func(id string) int {
+			t.Helper()
+			var n int
+			if err := db.QueryRow(db.Rebind(`SELECT deliveries FROM thread_notifications WHERE id = ?`), id).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		// Released after a push: the lease ends now, so any replica's read
+		// of ended leases finds it (whatever its cursor), and the push
+		// stays counted.
+		released := now.Add(time.Second)
+		if err := store.ReleaseNotifications(ctx, ship[1:], released, true); err != nil {
 			t.Fatal(err)
 		}
-		if got := pending(later); len(got) != 0 {
-			t.Fatalf("a released row is not a lease that ended: %v", got)
+		if got := pending(later); !slices.Equal(got, ship[1:]) {
+			t.Fatalf("a released row is a lease that ended: %v", got)
 		}
-		if got := pending(q); !slices.Equal(got, ship[1:]) {
+		atRelease := q
+		atRelease.Now = released // found at once, by the normal read too
+		if got := pending(atRelease); !slices.Equal(got, ship[1:]) {
 			t.Fatalf("released row not pending: %v", got)
+		}
+		if n := deliveries(ship[1]); n != 1 {
+			t.Fatalf("deliveries after a release of a push: %d, want 1", n)
+		}
+		// Claimed again, then refused by the socket: the claim's count is
+		// taken back.
+		if got, err := store.ClaimNotifications(ctx, ship[1:], atRelease.Now, until); err != nil || len(got) != 1 {
+			t.Fatalf("claim again: %v %v", got, err)
+		}
+		if err := store.ReleaseNotifications(ctx, ship[1:], atRelease.Now, false); err != nil {
+			t.Fatal(err)
+		}
+		if n := deliveries(ship[1]); n != 1 {
+			t.Fatalf("deliveries after a refused push: %d, want 1", n)
 		}
 
 		expired, dropped, err := store.ExpireNotifications(ctx, now.Add(time.Hour), now, 3)
