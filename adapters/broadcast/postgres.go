@@ -67,7 +67,7 @@ func NewPostgres(ctx context.Context, db *sqldb.DB, dsn string, log *slog.Logger
 	if err := db.GetContext(ctx, &schema, `SELECT current_schema()`); err != nil {
 		return nil, fmt.Errorf("broadcast: %w", err)
 	}
-	prefix := "threadengine_" + schema + "_"
+	prefix := channelPrefix(schema)
 	sum := sha256.Sum256([]byte(prefix))
 	b := &Postgres{db: db, prefix: prefix, appName: "te-listen-" + hex.EncodeToString(sum[:6]) + "-",
 		sender: uuid.NewString()[:8], log: log,
@@ -93,6 +93,18 @@ func NewPostgres(ctx context.Context, db *sqldb.DB, dsn string, log *slog.Logger
 }
 
 func (b *Postgres) ackChannel() string { return b.prefix + "ack" }
+
+// channelPrefix is "threadengine_<schema>_", or with a hash of the schema
+// when a channel name would pass PostgreSQL's 63 bytes (pg_notify refuses
+// longer names and LISTEN cuts them, so the two would not meet).
+func channelPrefix(schema string) string {
+	const longest = len(ports.ChannelNotifications) // the longest channel
+	if p := "threadengine_" + schema + "_"; len(p)+longest <= 63 {
+		return p
+	}
+	sum := sha256.Sum256([]byte(schema))
+	return "threadengine_" + hex.EncodeToString(sum[:8]) + "_"
+}
 
 func prefixed(prefix string, channels []string) []string {
 	out := make([]string, len(channels))
