@@ -74,6 +74,30 @@ func (h StartThreadWithKeyHandler) Handle(ctx context.Context, namespace, key st
 	return th, false, checkResume(th, in)
 }
 
+// HandleTrace is Handle for an OpenTelemetry trace: by the trace id, or by
+// the application key one of its spans carries (threadify.thread_key). A
+// keyed trace's thread is bound to the trace id too, so the trace's later
+// batches without the key, and startThread with refs.otel_trace_id, resume
+// the same thread; a trace that already has a thread keeps it.
+func (h StartThreadWithKeyHandler) HandleTrace(ctx context.Context, traceID, appKey string, in StartThreadInput) (domain.Thread, bool, error) {
+	if appKey == "" {
+		return h.Handle(ctx, KeyTrace, traceID, in)
+	}
+	if _, err := h.t.store.FindThreadByKey(ctx, KeyTrace, traceID); err == nil {
+		return h.Handle(ctx, KeyTrace, traceID, in)
+	} else if domain.KindOf(err) != domain.KindNotFound {
+		return domain.Thread{}, false, err
+	}
+	th, created, err := h.Handle(ctx, KeyApp, appKey, in)
+	if err != nil {
+		return domain.Thread{}, false, err
+	}
+	if _, err := h.t.store.BindThreadKey(ctx, KeyTrace, traceID, th.ID); err != nil {
+		return domain.Thread{}, false, err
+	}
+	return th, created, nil
+}
+
 // checkResume refuses resuming a closed thread or with another contract.
 func checkResume(th domain.Thread, in StartThreadInput) error {
 	if th.Status.Closed() {

@@ -237,6 +237,19 @@ func (f *fakeThreads) FindThreadByKey(ctx context.Context, namespace, key string
 	return f.GetThread(ctx, id)
 }
 
+func (f *fakeThreads) BindThreadKey(_ context.Context, namespace, key, threadID string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.keys == nil {
+		f.keys = map[string]string{}
+	}
+	if id, ok := f.keys[namespace+"\x00"+key]; ok {
+		return id, nil
+	}
+	f.keys[namespace+"\x00"+key] = threadID
+	return threadID, nil
+}
+
 func (f *fakeThreads) ThreadKey(_ context.Context, threadID string) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -172,6 +172,9 @@ type ThreadStore interface {
 	// FindThreadByKey returns the thread (namespace, key) names, with all
 	// its parties.
 	FindThreadByKey(ctx context.Context, namespace, key string) (domain.Thread, error)
+	// BindThreadKey makes (namespace, key) name threadID too, unless it
+	// already names a thread; it returns the thread the key names after.
+	BindThreadKey(ctx context.Context, namespace, key, threadID string) (string, error)
 	// ThreadKey returns the application key of a thread ("" if none).
 	ThreadKey(ctx context.Context, threadID string) (string, error)
 	// StepValidation returns the stored validation of one recorded step

@@ -425,14 +425,14 @@ func (h *Handler) thread(ctx context.Context, tr *trace) (string, error) {
 		}
 		in.Tags = list
 	}
-	namespace, key := app.KeyTrace, tr.id
+	appKey := ""
 	for _, sp := range tr.spans {
 		if k := strings.TrimSpace(sp.attrs["threadify.thread_key"]); k != "" {
-			namespace, key = app.KeyApp, k
+			appKey = k
 			break
 		}
 	}
-	th, _, err := threads.Commands.StartThreadWithKey.Handle(ctx, namespace, key, in)
+	th, _, err := threads.Commands.StartThreadWithKey.HandleTrace(ctx, tr.id, appKey, in)
 	if err != nil {
 		return "", err
 	}

@@ -56,6 +56,18 @@ func (s *Store) FindThreadByKey(ctx context.Context, namespace, key string) (dom
 	return s.GetThread(ctx, id)
 }
 
+// BindThreadKey: see ports.ThreadStore (the thread_keys primary key decides
+// between concurrent binders).
+func (s *Store) BindThreadKey(ctx context.Context, namespace, key, threadID string) (string, error) {
+	if _, err := s.db.ExecContext(ctx, s.q(`INSERT INTO thread_keys (namespace, key, thread_id) VALUES (?,?,?)
+ ON CONFLICT (namespace, key) DO NOTHING`), namespace, key, threadID); err != nil {
+		return "", sqldb.TranslateError(err)
+	}
+	var id string
+	err := s.db.GetContext(ctx, &id, s.q(`SELECT thread_id FROM thread_keys WHERE namespace = ? AND key = ?`), namespace, key)
+	return id, sqldb.NotFoundAs(err, "thread")
+}
+
 // ThreadKey: see ports.ThreadStore.
 func (s *Store) ThreadKey(ctx context.Context, threadID string) (string, error) {
 	var key string
