@@ -45,7 +45,11 @@ func NewExports(q *Queries, lister ports.ThreadLister) *Exports {
 
 // Thread exports one thread; an unknown one is not found.
 func (x *Exports) Thread(ctx context.Context, id string) (ThreadExport, error) {
-	out, err := x.batch(ctx, []string{id})
+	threads, err := x.q.Threads(ctx, []string{id})
+	if err != nil {
+		return ThreadExport{}, err
+	}
+	out, err := x.batch(ctx, threads)
 	if err != nil {
 		return ThreadExport{}, err
 	}
@@ -97,22 +101,20 @@ func (x *Exports) Stream(ctx context.Context, f ports.ExportFilter, emit func(Th
 	}
 }
 
-// batch reads the threads with these ids (those that still exist, in
-// order) with one query per kind of row.
-func (x *Exports) batch(ctx context.Context, ids []string) ([]ThreadExport, error) {
-	// Through the caller's reader: a party-scoped service account exports
-	// only the threads it is a party of (the others are skipped).
+// batch reads everything else about threads (rows read through the
+// caller's reader, so a party-scoped service account exports only the
+// threads it is a party of) with one query per kind of row.
+func (x *Exports) batch(ctx context.Context, threads []ports.ThreadView) ([]ThreadExport, error) {
+	if len(threads) == 0 {
+		return nil, nil
+	}
 	st, err := x.q.reader(ctx)
 	if err != nil {
 		return nil, err
 	}
-	threads, err := x.q.Threads(ctx, ids)
-	if err != nil || len(threads) == 0 {
-		return nil, err
-	}
-	ids = ids[:0:0]
-	for _, t := range threads {
-		ids = append(ids, t.ID)
+	ids := make([]string, len(threads))
+	for i, t := range threads {
+		ids[i] = t.ID
 	}
 	steps, err := st.Steps(ctx, ids, ports.StepFilter{}, allRows)
 	if err != nil {
@@ -165,16 +167,16 @@ func (x *Exports) AuthorizeStream(ctx context.Context) error {
 
 // exportGroups splits threads, in order, into groups of at most budget
 // steps each (a thread with more is a group of its own).
-func exportGroups(threads []ports.ThreadView, budget int) [][]string {
-	var out [][]string
-	var cur []string
+func exportGroups(threads []ports.ThreadView, budget int) [][]ports.ThreadView {
+	var out [][]ports.ThreadView
+	var cur []ports.ThreadView
 	steps := 0
 	for _, t := range threads {
 		if len(cur) > 0 && steps+t.StepCount > budget {
 			out = append(out, cur)
 			cur, steps = nil, 0
 		}
-		cur = append(cur, t.ID)
+		cur = append(cur, t)
 		steps += t.StepCount
 	}
 	if len(cur) > 0 {

@@ -15,7 +15,15 @@ func TestExportGroupsStayWithinTheStepBudget(t *testing.T) {
 	for i, n := range []int{10, 20, 30, 100, 5, 5, 0, 60} {
 		threads = append(threads, ports.ThreadView{ID: fmt.Sprint(i), StepCount: n})
 	}
-	got := fmt.Sprint(exportGroups(threads, 50))
+	var ids [][]string
+	for _, g := range exportGroups(threads, 50) {
+		var gi []string
+		for _, t := range g {
+			gi = append(gi, t.ID)
+		}
+		ids = append(ids, gi)
+	}
+	got := fmt.Sprint(ids)
 	if want := "[[0 1] [2] [3] [4 5 6] [7]]"; got != want {
 		// 10+20 ≤ 50 < 10+20+30; 30 alone as 30+100 > 50; 100 alone; 5+5+0
 		// then 60 alone.
