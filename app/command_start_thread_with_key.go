@@ -47,6 +47,14 @@ func (h StartThreadWithKeyHandler) Handle(ctx context.Context, namespace, key st
 		}
 	}
 	th, err := t.store.FindThreadByKey(ctx, namespace, key)
+	return h.resolve(ctx, p, namespace, key, in, th, err)
+}
+
+// resolve resumes th, what the look-up of (namespace, key) found, or
+// creates the key's thread when it found none (err not found).
+func (h StartThreadWithKeyHandler) resolve(ctx context.Context, p domain.Principal, namespace, key string, in StartThreadInput,
+	th domain.Thread, err error) (domain.Thread, bool, error) {
+	t := h.t
 	created := false
 	if err == nil {
 		if verr := checkVisible(p, &th, t.now()); verr != nil {
@@ -80,13 +88,13 @@ func (h StartThreadWithKeyHandler) Handle(ctx context.Context, namespace, key st
 // batches without the key, and startThread with refs.otel_trace_id, resume
 // the same thread; a trace that already has a thread keeps it.
 func (h StartThreadWithKeyHandler) HandleTrace(ctx context.Context, traceID, appKey string, in StartThreadInput) (domain.Thread, bool, error) {
-	if appKey == "" {
-		return h.Handle(ctx, KeyTrace, traceID, in)
-	}
-	if _, err := h.t.store.FindThreadByKey(ctx, KeyTrace, traceID); err == nil {
-		return h.Handle(ctx, KeyTrace, traceID, in)
-	} else if domain.KindOf(err) != domain.KindNotFound {
+	p, err := Require(ctx, domain.PermThreadsWrite)
+	if err != nil {
 		return domain.Thread{}, false, err
+	}
+	traced, err := h.t.store.FindThreadByKey(ctx, KeyTrace, traceID)
+	if appKey == "" || domain.KindOf(err) != domain.KindNotFound {
+		return h.resolve(ctx, p, KeyTrace, traceID, in, traced, err)
 	}
 	th, created, err := h.Handle(ctx, KeyApp, appKey, in)
 	if err != nil {
