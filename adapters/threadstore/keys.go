@@ -26,12 +26,11 @@ func (s *Store) CreateThreadWithKey(ctx context.Context, namespace, key string, 
 		if err := s.insertThread(ctx, tx, t, refs); err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, s.q(`INSERT INTO thread_keys (namespace, key, thread_id) VALUES (?,?,?)
- ON CONFLICT (namespace, key) DO NOTHING`), namespace, key, t.ID)
+		bound, err := s.insertThreadKey(ctx, tx, namespace, key, t.ID)
 		if err != nil {
 			return err
 		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
+		if !bound {
 			return sqldb.CallerError(errKeyTaken)
 		}
 		return nil
@@ -48,24 +47,39 @@ func (s *Store) CreateThreadWithKey(ctx context.Context, namespace, key string, 
 
 // FindThreadByKey: see ports.ThreadStore.
 func (s *Store) FindThreadByKey(ctx context.Context, namespace, key string) (domain.Thread, error) {
-	var id string
-	err := s.db.GetContext(ctx, &id, s.q(`SELECT thread_id FROM thread_keys WHERE namespace = ? AND key = ?`), namespace, key)
+	id, err := s.threadIDByKey(ctx, namespace, key)
 	if err != nil {
-		return domain.Thread{}, sqldb.NotFoundAs(err, "thread")
+		return domain.Thread{}, err
 	}
 	return s.GetThread(ctx, id)
+}
+
+// threadIDByKey is the thread (namespace, key) names; not found if none.
+func (s *Store) threadIDByKey(ctx context.Context, namespace, key string) (string, error) {
+	var id string
+	err := s.db.GetContext(ctx, &id, s.q(`SELECT thread_id FROM thread_keys WHERE namespace = ? AND key = ?`), namespace, key)
+	return id, sqldb.NotFoundAs(err, "thread")
 }
 
 // BindThreadKey: see ports.ThreadStore (the thread_keys primary key decides
 // between concurrent binders).
 func (s *Store) BindThreadKey(ctx context.Context, namespace, key, threadID string) (string, error) {
-	if _, err := s.db.ExecContext(ctx, s.q(`INSERT INTO thread_keys (namespace, key, thread_id) VALUES (?,?,?)
- ON CONFLICT (namespace, key) DO NOTHING`), namespace, key, threadID); err != nil {
+	if _, err := s.insertThreadKey(ctx, s.db, namespace, key, threadID); err != nil {
 		return "", sqldb.TranslateError(err)
 	}
-	var id string
-	err := s.db.GetContext(ctx, &id, s.q(`SELECT thread_id FROM thread_keys WHERE namespace = ? AND key = ?`), namespace, key)
-	return id, sqldb.NotFoundAs(err, "thread")
+	return s.threadIDByKey(ctx, namespace, key)
+}
+
+// insertThreadKey makes (namespace, key) name threadID unless it names a
+// thread already; bound reports whether this call made it so.
+func (s *Store) insertThreadKey(ctx context.Context, ex sqlx.ExecerContext, namespace, key, threadID string) (bool, error) {
+	res, err := ex.ExecContext(ctx, s.q(`INSERT INTO thread_keys (namespace, key, thread_id) VALUES (?,?,?)
+ ON CONFLICT (namespace, key) DO NOTHING`), namespace, key, threadID)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return err == nil && n > 0, nil
 }
 
 // ThreadKey: see ports.ThreadStore.
