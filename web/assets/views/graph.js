@@ -207,6 +207,9 @@ export function graphViewport(svg) {
     if (k) { tx += k[0]; ty += k[1]; apply(); e.preventDefault(); } else if (e.key === '+' || e.key === '=') zoom(1.25); else if (e.key === '-') zoom(1 / 1.25);
   });
   wrap.append(bar, svg);
+  // Fit now (the root always carries a transform, even before the first
+  // frame), and again once the viewport has its laid-out width.
+  fit();
   requestAnimationFrame(fit);
   if (window.ResizeObserver) new ResizeObserver(() => apply()).observe(wrap);
   return wrap;
