@@ -25,6 +25,9 @@ type fakeThreads struct {
 	grants  map[string][]domain.StepGrant      // thread → grants
 	// grantReads and grantLocks count ReadGrants and UpdateGrants calls.
 	grantReads, grantLocks int
+	// rowLock, when set, is received from before UpdateGrants runs: a
+	// writer holding the thread's row lock until it is closed.
+	rowLock chan struct{}
 }
 
 func newFakeThreads() *fakeThreads {
@@ -295,6 +298,12 @@ func (f *fakeThreads) ReadGrants(_ context.Context, threadID string) (ports.Gran
 }
 
 func (f *fakeThreads) UpdateGrants(_ context.Context, threadID string, fn func(ports.GrantTx) (*domain.StepGrant, error)) error {
+	f.mu.Lock()
+	lock := f.rowLock
+	f.mu.Unlock()
+	if lock != nil {
+		<-lock
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.grantLocks++

@@ -237,6 +237,52 @@ func TestCancelledRepeatWaitKeepsTheEarlierGrant(t *testing.T) {
 	}
 }
 
+// A wait whose granting round waits on the thread's row lock past the
+// deadline still answers timed_out before the client's deadline, and the
+// grant that round makes once the lock is free is given back unused, so the
+// predecessor success stays for the next waiter.
+func TestWaitTimesOutWhileTheRowLockIsHeld(t *testing.T) {
+	t.Parallel()
+	f := newThreadsFixture(t)
+	key := as("k1", domain.RoleMember)
+	th := orderForWarehouse(t, f, key)
+	f.pay(t, key, th)
+	lock := make(chan struct{})
+	f.store.mu.Lock()
+	f.store.rowLock = lock
+	f.store.mu.Unlock()
+	start := time.Now()
+	r, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-1", 300*time.Millisecond)
+	took := time.Since(start)
+	if err != nil || r.Decision != DecisionTimedOut {
+		t.Fatalf("wait behind a held row lock: %+v %v, want timed_out", r, err)
+	}
+	if took >= 300*time.Millisecond {
+		t.Fatalf("timed_out after %v, not before the 300ms deadline", took)
+	}
+	f.store.mu.Lock()
+	f.store.rowLock = nil
+	f.store.mu.Unlock()
+	close(lock) // the late round grants, then gives the grant back
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		f.store.mu.Lock()
+		locks, gs := f.store.grantLocks, append([]domain.StepGrant(nil), f.store.grants[th]...)
+		f.store.mu.Unlock()
+		if locks == 1 && len(gs) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the lock was freed: %d locked rounds, grants %+v; want the late grant given back", locks, gs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	next, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-2", time.Second)
+	if err != nil || next.Decision != DecisionAllowed {
+		t.Fatalf("the next waiter on the same success: %+v %v, want allowed", next, err)
+	}
+}
+
 // A wait takes the thread's row lock only to grant: its rounds that decide
 // nothing (the predecessor not recorded yet) are plain reads.
 func TestWaitLocksOnlyToGrant(t *testing.T) {

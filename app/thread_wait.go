@@ -44,25 +44,65 @@ func timeoutMargin(d time.Duration) time.Duration {
 	return min(d/10, 500*time.Millisecond) + 50*time.Millisecond
 }
 
+// lateRoundLimit bounds a round still running when its wait was answered
+// (a row lock held long): past it the round is cancelled.
+const lateRoundLimit = 30 * time.Second
+
 // wait re-runs check at every change committed on any replica (and at least
 // every second) until it decides, ctx ends (cancelled) or timeout is nearly
 // over (timed_out).
-func (t *Threads) wait(ctx context.Context, timeout time.Duration, check func() (WaitResult, bool, error)) (WaitResult, error) {
+//
+// A round may block on the thread's row lock (a writer holds it), so it runs
+// beside the deadline: timed_out (or cancelled) is answered on time whatever
+// the round is doing, and the round finishes on its own, not cancelled: a
+// cancelled commit may still have committed. Its late answer goes to late
+// (may be nil), which undoes what no one will hear of (an unused grant).
+func (t *Threads) wait(ctx context.Context, timeout time.Duration, check func(context.Context) (WaitResult, bool, error), late func(WaitResult)) (WaitResult, error) {
 	if timeout <= 0 || timeout > MaxWait {
 		return WaitResult{}, domain.Invalid("timeoutMs", "timeoutMs must be between 1 and %d", MaxWait.Milliseconds())
 	}
 	deadline := time.NewTimer(max(timeout-timeoutMargin(timeout), time.Millisecond))
 	defer deadline.Stop()
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout+lateRoundLimit)
+	type round struct {
+		r    WaitResult
+		done bool
+		err  error
+	}
+	abandon := func(ch <-chan round) {
+		go func() {
+			defer cancel()
+			if o := <-ch; o.err == nil && o.done && late != nil {
+				late(o.r)
+			}
+		}()
+	}
 	for {
 		changed := t.hub.Changed() // taken before the check: a change during it wakes the next round
-		r, done, err := check()
-		if err != nil || done {
-			return r, err
+		ch := make(chan round, 1)
+		go func() {
+			r, done, err := check(rctx)
+			ch <- round{r, done, err}
+		}()
+		select {
+		case o := <-ch:
+			if o.err != nil || o.done {
+				cancel()
+				return o.r, o.err
+			}
+		case <-ctx.Done():
+			abandon(ch)
+			return WaitResult{Decision: DecisionCancelled, Message: "wait cancelled"}, nil
+		case <-deadline.C:
+			abandon(ch)
+			return WaitResult{Decision: DecisionTimedOut, Message: "no decision before the timeout"}, nil
 		}
 		select {
 		case <-ctx.Done():
+			cancel()
 			return WaitResult{Decision: DecisionCancelled, Message: "wait cancelled"}, nil
 		case <-deadline.C:
+			cancel()
 			return WaitResult{Decision: DecisionTimedOut, Message: "no decision before the timeout"}, nil
 		case <-changed:
 		case <-time.After(time.Second):
