@@ -85,8 +85,9 @@ type Hub struct {
 
 	mu       sync.Mutex
 	sessions map[*HubSession]struct{}
-	cursor   int64     // every pending row at or below it was examined (see poll)
-	pushed   []seenRow // rows this hub leased, oldest first, not yet behind the cursor
+	cursor   int64               // every pending row at or below it was examined (see poll)
+	pushed   []seenRow           // rows this hub leased, oldest first, not yet behind the cursor
+	seen     map[int64]time.Time // seq → when this hub first read it, for rows above the cursor
 	rr       int
 
 	ackMu     sync.Mutex
@@ -95,8 +96,8 @@ type Hub struct {
 	ackSignal chan struct{}
 }
 
-// seenRow is a row the hub leased: once older than commitSlack the cursor
-// may move past it.
+// seenRow is a row the hub leased: commitSlack after at (when this hub
+// read it) the cursor may move past it.
 type seenRow struct {
 	seq int64
 	at  time.Time
@@ -550,7 +551,11 @@ func (h *Hub) poll(ctx context.Context, leaseEnded bool) bool {
 			continue
 		}
 		if !leaseEnded && len(h.pushed) < maxPushed {
-			h.pushed = append(h.pushed, seenRow{seq: p.n.Seq, at: p.n.CreatedAt})
+			at := h.firstSeen(p.n, now)
+			if now.Sub(p.n.CreatedAt) > oldRow {
+				at = p.n.CreatedAt
+			}
+			h.pushed = append(h.pushed, seenRow{seq: p.n.Seq, at: at})
 		}
 		if _, again := p.s.inFlight[p.n.ID]; !again {
 			h.metrics.NotificationsPending(1)
@@ -625,7 +630,7 @@ func (h *Hub) pick(rows []ports.NotificationRecord, after int64, now time.Time, 
 			blocked = true // a matching session is full: come back after an ack
 			limit = min(limit, n.Seq-1)
 		}
-		if !blocked && now.Sub(n.CreatedAt) > commitSlack {
+		if !blocked && !leaseEnded && h.settled(n, now) {
 			cursor = n.Seq
 		}
 	}
@@ -638,12 +643,46 @@ func (h *Hub) pick(rows []ports.NotificationRecord, after int64, now time.Time, 
 		h.pushed = h.pushed[1:]
 	}
 	h.cursor = min(cursor, limit)
+	for seq := range h.seen {
+		if seq <= h.cursor {
+			delete(h.seen, seq)
+		}
+	}
 	return picks, h.cursor > after, blocked
 }
 
-// commitSlack is how long after its creation a row may still become visible
-// behind rows with higher seqs (the commit of a concurrent batch).
+// firstSeen is when this hub first read row n (now, the first time).
+// Caller holds h.mu.
+func (h *Hub) firstSeen(n ports.NotificationRecord, now time.Time) time.Time {
+	if at, ok := h.seen[n.Seq]; ok {
+		return at
+	}
+	if h.seen == nil {
+		h.seen = map[int64]time.Time{}
+	}
+	if len(h.seen) < maxPushed { // forgetting only keeps the cursor back
+		h.seen[n.Seq] = now
+	}
+	return now
+}
+
+// settled reports whether no row with a lower seq than n can still commit:
+// commitSlack has passed since this hub first read n, by its own clock, so
+// another replica's clock does not matter; or n's own timestamp is older
+// than oldRow, which covers a backlog read again after a rescan. Caller
+// holds h.mu.
+func (h *Hub) settled(n ports.NotificationRecord, now time.Time) bool {
+	return now.Sub(n.CreatedAt) > oldRow || now.Sub(h.firstSeen(n, now)) > commitSlack
+}
+
+// commitSlack is how long after a row is visible a row with a lower seq
+// may still become visible (the commit of a concurrent batch).
 const commitSlack = 5 * time.Second
+
+// oldRow: a row whose timestamp is older than this is settled at once. It
+// bounds the clock difference between replicas that is tolerated (a replica
+// whose clock runs ahead of a writer's by more could pass a row too soon).
+const oldRow = time.Minute
 
 func keys(m map[string]bool) []string {
 	out := make([]string, 0, len(m))

@@ -347,3 +347,34 @@ func TestHubCursorPassesPushedRowsAndLeasesStillEnd(t *testing.T) {
 		t.Fatalf("redelivered %v, want n1 and n4", again)
 	}
 }
+
+// A row written by a replica whose clock runs behind looks seconds old the
+// moment it is read; the cursor still waits the commit slack from when this
+// hub first read it (a lower seq may still commit), and passes at once only
+// rows older than a minute by their timestamp (a backlog read again).
+func TestHubCursorWaitsFromFirstReadNotTheWritersClock(t *testing.T) {
+	t.Parallel()
+	clock := &stepClock{now: time.Now()}
+	log := &memLog{}
+	h := runHub(t, log, clock)
+	sub := &fakeSub{}
+	s := h.Register(sub, "u1", 10)
+	s.Subscribe("ship", nil)
+	log.add(note("behind", "u1", "ship", clock.Now().Add(-30*time.Second)))
+	h.Wake()
+	eventually(t, "the push", func() bool { return len(sub.ids()) == 1 })
+	for range 3 { // polls after the push read from the cursor again
+		h.Wake()
+		time.Sleep(20 * time.Millisecond)
+	}
+	if c := log.cursor(); c != 0 {
+		t.Fatalf("cursor %d passed a row read just now because the writer's clock is 30 s behind", c)
+	}
+	clock.Advance(6 * time.Second)
+	h.Wake()
+	eventually(t, "cursor past the row once the slack passed here", func() bool { return log.cursor() >= 1 })
+
+	log.add(note("backlog", "u1", "other", clock.Now().Add(-2*time.Minute))) // nobody here wants it
+	h.Wake()
+	eventually(t, "cursor past an old row at once", func() bool { return log.cursor() >= 2 })
+}
