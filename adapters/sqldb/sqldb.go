@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gofrs/flock"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 	"github.com/pressly/goose/v3"
@@ -41,7 +42,7 @@ const DefaultSQLitePath = "./data/threadengine.db"
 type DB struct {
 	*sqlx.DB
 	Dialect Dialect
-	lock    *os.File // SQLite: held while open (see lockDataFile)
+	lock    *flock.Flock // SQLite: held while open (see lockDataFile)
 
 	// deadlocks and conflicts count the retryable failures TxRetry met
 	// (PostgreSQL deadlocks; serialization failures and SQLite busy).
@@ -58,7 +59,7 @@ func (d *DB) ConcurrencyFailures() (deadlocks, other int64) {
 func (d *DB) Close() error {
 	err := d.DB.Close()
 	if d.lock != nil {
-		_ = d.lock.Close()
+		_ = d.lock.Close() // unlocks
 		d.lock = nil
 	}
 	return err
@@ -101,7 +102,7 @@ func open(ctx context.Context, rawURL string, exclusive bool) (*DB, error) {
 		// WAL lets readers proceed during a write; busy_timeout makes a second
 		// writer wait instead of failing; foreign keys are off by default in SQLite.
 		q := "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
-		var lock *os.File
+		var lock *flock.Flock
 		if exclusive && dsn != ":memory:" && !strings.Contains(dsn, "mode=memory") {
 			if lock, err = lockDataFile(dsn); err != nil {
 				return nil, err
@@ -110,7 +111,7 @@ func open(ctx context.Context, rawURL string, exclusive bool) (*DB, error) {
 		x, err := sqlx.Open("sqlite", "file:"+dsn+q)
 		if err != nil {
 			if lock != nil {
-				lock.Close()
+				_ = lock.Close()
 			}
 			return nil, fmt.Errorf("database.url: %w", err)
 		}
