@@ -68,6 +68,36 @@ func ChainHash(secret []byte, version string, l ChainLink) string {
 	return HashPrefix + version + ":" + hex.EncodeToString(m.Sum(nil))
 }
 
+// AlternateKey names, in a secrets map, another secret for version: links
+// of that version signed with it verify too. Before keys were shared each
+// engine generated its own version-1 key, so an installation that ran
+// several replicas then holds several; only the first is signed with.
+func AlternateKey(version, name string) string { return version + "#" + name }
+
+// IsAlternateKey reports whether a secrets-map key is an alternate.
+func IsAlternateKey(key string) bool { return strings.Contains(key, "#") }
+
+// linkVerifies reports whether a secret of version (its own, or an
+// alternate) reproduces l's hash, and whether version has any secret.
+func linkVerifies(secrets map[string][]byte, version string, l ChainLink) (ok, known bool) {
+	if secret, found := secrets[version]; found {
+		known = true
+		if hmac.Equal([]byte(ChainHash(secret, version, l)), []byte(l.Hash)) {
+			return true, true
+		}
+	}
+	prefix := version + "#"
+	for k, secret := range secrets {
+		if strings.HasPrefix(k, prefix) {
+			known = true
+			if hmac.Equal([]byte(ChainHash(secret, version, l)), []byte(l.Hash)) {
+				return true, true
+			}
+		}
+	}
+	return false, known
+}
+
 // HashVersion extracts the secret version from a chain hash.
 func HashVersion(hash string) (string, bool) {
 	rest, ok := strings.CutPrefix(hash, HashPrefix)
@@ -139,11 +169,9 @@ func VerifyChain(secrets map[string][]byte, links []ChainLink) ChainStatus {
 		if !ok {
 			return broken(l, fmt.Sprintf("Unsupported hash format at step %s (%s)", l.StepName, l.StepID))
 		}
-		secret, ok := secrets[version]
-		if !ok {
+		if ok, known := linkVerifies(secrets, version, l); !known {
 			return broken(l, fmt.Sprintf("Unknown hash secret version %q at step %s (%s)", version, l.StepName, l.StepID))
-		}
-		if !hmac.Equal([]byte(ChainHash(secret, version, l)), []byte(l.Hash)) {
+		} else if !ok {
 			return broken(l, fmt.Sprintf("Hash tampering detected at step %s (%s)", l.StepName, l.StepID))
 		}
 		cur = l.Hash
@@ -176,11 +204,9 @@ func VerifyLink(secrets map[string][]byte, l ChainLink) string {
 	if !ok {
 		return "Unsupported hash format"
 	}
-	secret, ok := secrets[version]
-	if !ok {
+	if ok, known := linkVerifies(secrets, version, l); !known {
 		return fmt.Sprintf("Unknown hash secret version %q", version)
-	}
-	if !hmac.Equal([]byte(ChainHash(secret, version, l)), []byte(l.Hash)) {
+	} else if !ok {
 		return "Hash mismatch - data tampering detected"
 	}
 	return ""

@@ -234,3 +234,28 @@ func BenchmarkVerifyChain1000(b *testing.B) {
 		}
 	}
 }
+
+// An alternate secret of a version verifies that version's links (each
+// replica's own version-1 key from before keys were shared); it does not make
+// a changed link verify, and a version with no secret at all is unknown.
+func TestAlternateKeysVerifyTheirVersion(t *testing.T) {
+	main, other := []byte("main-secret-0123456789abcdef0123"), []byte("other-secret-0123456789abcdef012")
+	l := ChainLink{ThreadID: "t", StepID: "s", StepName: "pay", ContentHash: ContentHash(nil, nil), RecordedAt: time.Unix(1, 0)}
+	l.Hash = ChainHash(other, "1", l)
+	only := map[string][]byte{"1": main}
+	if r := VerifyLink(only, l); !strings.Contains(r, "mismatch") {
+		t.Fatalf("without the alternate: %q", r)
+	}
+	with := map[string][]byte{"1": main, AlternateKey("1", "fp"): other}
+	if r := VerifyLink(with, l); r != "" {
+		t.Fatalf("with the alternate: %q", r)
+	}
+	changed := l
+	changed.StepName = "refund"
+	if r := VerifyLink(with, changed); !strings.Contains(r, "mismatch") {
+		t.Fatalf("changed link: %q", r)
+	}
+	if r := VerifyLink(map[string][]byte{AlternateKey("2", "fp"): other}, l); !strings.Contains(r, "Unknown") {
+		t.Fatalf("another version's alternate: %q", r)
+	}
+}

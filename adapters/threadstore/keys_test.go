@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/adapters/threadstore"
 	"github.com/threadengine/engine/app"
@@ -98,6 +99,56 @@ func TestChainKeysImportLegacyFile(t *testing.T) {
 	if err != nil || string(other.Secrets["1"]) != string(legacy) {
 		t.Fatalf("second engine %+v %v", other, err)
 	}
+}
+
+// An installation upgraded from per-replica keys: each replica's data
+// directory holds its own version-1 key. The first becomes the signing key;
+// every other one is recorded as an alternate when its replica starts, so
+// the chains each replica wrote before the upgrade verify on all of them.
+func TestChainKeysImportEveryReplicasLegacyFile(t *testing.T) {
+	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
+		db := sqldbtest.Open(t, d)
+		ctx, now := context.Background(), time.Now()
+		dirs, legacy := [2]string{t.TempDir(), t.TempDir()}, [2][]byte{}
+		for i := range dirs {
+			legacy[i] = make([]byte, 32)
+			legacy[i][0] = byte(10 + i)
+			if err := os.WriteFile(filepath.Join(dirs[i], threadstore.HashChainKeyFile), []byte(hex.EncodeToString(legacy[i])), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Replica B's chain, written before the upgrade with its own key.
+		link := domain.ChainLink{ThreadID: "t", StepID: "s", StepName: "pay", ContentHash: domain.ContentHash(nil, nil), RecordedAt: now}
+		link.Hash = domain.ChainHash(legacy[1], "1", link)
+		a, err := threadstore.LoadChainKeys(ctx, db, threadstore.KeyConfig{}, dirs[0], now)
+		if err != nil || string(a.Secrets["1"]) != string(legacy[0]) {
+			t.Fatalf("replica A: %v %v", a.Current, err)
+		}
+		if st := domain.VerifyChain(a.Secrets, []domain.ChainLink{link}); st.Verified {
+			t.Fatal("B's chain verified before B's key was known: the test proves nothing")
+		}
+		b, err := threadstore.LoadChainKeys(ctx, db, threadstore.KeyConfig{}, dirs[1], now)
+		if err != nil || string(b.Secrets["1"]) != string(legacy[0]) || b.Current != "1" {
+			t.Fatalf("replica B signs with %q (%v), want A's version 1", b.Current, err)
+		}
+		again, err := threadstore.LoadChainKeys(ctx, db, threadstore.KeyConfig{}, dirs[0], now) // A restarts
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, k := range map[string]app.ChainKeys{"B": b, "A restarted": again} {
+			if st := domain.VerifyChain(k.Secrets, []domain.ChainLink{link}); !st.Verified {
+				t.Fatalf("%s: B's old chain: %s", name, st.Error)
+			}
+		}
+		tampered := link
+		tampered.StepName = "refund"
+		if st := domain.VerifyChain(b.Secrets, []domain.ChainLink{tampered}); st.Verified || !strings.Contains(st.Error, "tampering") {
+			t.Fatalf("tampered link: %+v", st)
+		}
+		if _, err := threadstore.LoadChainKeys(ctx, db, threadstore.KeyConfig{}, dirs[1], now); err != nil { // B restarts: no second row
+			t.Fatal(err)
+		}
+	})
 }
 
 // A chain signed with version 1 verifies after rotating to version 2, and an

@@ -27,6 +27,11 @@ const HashChainKeyFile = "hash_chain.key"
 // invitation keys are derived from them).
 const purposeHashChain = "hash_chain"
 
+// purposeLegacyKey names the version-1 keys that other replicas generated
+// into their own data directories before keys were shared: verify-only
+// alternates (domain.AlternateKey), one row per fingerprint.
+const purposeLegacyKey = "hash_chain_legacy"
+
 // KeyConfig is the configured part of the hash-chain keyring.
 type KeyConfig struct {
 	// Secret is the current key ("" = generated once and kept in the database).
@@ -119,7 +124,47 @@ func LoadChainKeys(ctx context.Context, db *sqldb.DB, cfg KeyConfig, dataDir str
 		}
 		keys.Current = app.LatestVersion(versions)
 	}
+	if err := loadLegacyKeys(ctx, db, rows, keys, dataDir, now); err != nil {
+		return app.ChainKeys{}, err
+	}
 	return keys, nil
+}
+
+// loadLegacyKeys adds the verify-only alternates of version 1 to keys,
+// recording this data directory's hash_chain.key first when the database
+// does not know it yet: every replica of an installation upgraded from
+// per-replica keys brings its own, and the chains it wrote verify on all.
+func loadLegacyKeys(ctx context.Context, db *sqldb.DB, recorded []keyRow, keys app.ChainKeys, dataDir string, now time.Time) error {
+	var alts []keyRow
+	err := db.SelectContext(ctx, &alts, db.Rebind(`SELECT version, secret, fingerprint FROM installation_keys
+ WHERE purpose = ? ORDER BY version`), purposeLegacyKey)
+	if err != nil {
+		return fmt.Errorf("installation_keys: %w", err)
+	}
+	known := map[string]bool{}
+	for _, r := range append(recorded, alts...) {
+		known[r.Fingerprint] = true
+	}
+	if sec, err := legacyKeyFile(dataDir); err != nil {
+		return err
+	} else if fp := domain.KeyFingerprint(sec); sec != nil && !known[fp] {
+		if _, err := db.ExecContext(ctx, db.Rebind(`INSERT INTO installation_keys (purpose, version, secret, fingerprint, created_at)
+ VALUES (?,?,?,?,?) ON CONFLICT (purpose, version) DO NOTHING`), purposeLegacyKey, domain.AlternateKey("1", fp), hex.EncodeToString(sec), fp, sqldb.Time(now)); err != nil {
+			return fmt.Errorf("installation_keys: %w", err)
+		}
+		alts = append(alts, keyRow{Version: domain.AlternateKey("1", fp), Secret: new(hex.EncodeToString(sec)), Fingerprint: fp})
+	}
+	for _, r := range alts {
+		if r.Secret == nil {
+			continue
+		}
+		sec, err := hex.DecodeString(*r.Secret)
+		if err != nil || domain.KeyFingerprint(sec) != r.Fingerprint {
+			return fmt.Errorf("installation_keys: legacy hash-chain key %s is corrupt", r.Version)
+		}
+		keys.Secrets[r.Version] = sec
+	}
+	return nil
 }
 
 func sortedVersions(m map[string]string) []string {
