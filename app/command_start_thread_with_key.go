@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/threadengine/engine/domain"
+	"github.com/threadengine/engine/ports"
 )
 
 // Key namespaces: one thread per application key (the thread action, OTLP's
@@ -51,16 +52,12 @@ func (h StartThreadWithKeyHandler) Handle(ctx context.Context, namespace, key st
 }
 
 // resolve resumes th, what the look-up of (namespace, key) found, or
-// creates the key's thread when it found none (err not found).
+// creates the key's thread when it found none (err not found), named by the
+// keys in also too.
 func (h StartThreadWithKeyHandler) resolve(ctx context.Context, p domain.Principal, namespace, key string, in StartThreadInput,
-	th domain.Thread, err error) (domain.Thread, bool, error) {
+	th domain.Thread, err error, also ...ports.KeyName) (domain.Thread, bool, error) {
 	t := h.t
 	created := false
-	if err == nil {
-		if verr := checkVisible(p, &th, t.now()); verr != nil {
-			return t.startOutsideScope(ctx, p, namespace, key, in, verr)
-		}
-	}
 	switch {
 	case err == nil:
 	case domain.KindOf(err) != domain.KindNotFound:
@@ -70,8 +67,25 @@ func (h StartThreadWithKeyHandler) resolve(ctx context.Context, p domain.Princip
 		if err != nil {
 			return domain.Thread{}, false, err
 		}
-		if th, created, err = t.store.CreateThreadWithKey(ctx, namespace, key, nt, in.Refs); err != nil {
+		if th, created, err = t.store.CreateThreadWithKey(ctx, namespace, key, nt, in.Refs, also...); err != nil {
 			return domain.Thread{}, false, err
+		}
+		if !created && len(also) > 0 {
+			// Another writer took one of the keys first: its thread gets the
+			// others too, and (namespace, key) decides where this goes.
+			for _, k := range also {
+				if _, err := t.store.BindThreadKey(ctx, k.Namespace, k.Key, th.ID); err != nil {
+					return domain.Thread{}, false, err
+				}
+			}
+			if th, err = h.bound(ctx, namespace, key, th); err != nil {
+				return domain.Thread{}, false, err
+			}
+		}
+	}
+	if !created {
+		if verr := checkVisible(p, &th, t.now()); verr != nil {
+			return t.startOutsideScope(ctx, p, namespace, key, in, verr)
 		}
 	}
 	t.rememberThread(th.ID, contractRef{th.ContractName, th.ContractVersion})
@@ -82,28 +96,55 @@ func (h StartThreadWithKeyHandler) resolve(ctx context.Context, p domain.Princip
 	return th, false, checkResume(th, in)
 }
 
+// bound makes (namespace, key) name th unless it names a thread already, and
+// returns the thread it names.
+func (h StartThreadWithKeyHandler) bound(ctx context.Context, namespace, key string, th domain.Thread) (domain.Thread, error) {
+	id, err := h.t.store.BindThreadKey(ctx, namespace, key, th.ID)
+	if err != nil || id == th.ID {
+		return th, err
+	}
+	return h.t.store.GetThread(ctx, id)
+}
+
 // HandleTrace is Handle for an OpenTelemetry trace: by the trace id, or by
-// the application key one of its spans carries (threadify.thread_key). A
-// keyed trace's thread is bound to the trace id too, so the trace's later
-// batches without the key, and startThread with refs.otel_trace_id, resume
-// the same thread; a trace that already has a thread keeps it.
+// the application key one of its spans carries (threadify.thread_key). The
+// trace id decides: a trace that already has a thread keeps it (and the key,
+// if it names no thread yet, names that one). A keyed trace without one
+// takes the key's thread, or a new thread named by both the key and the
+// trace in one transaction, so a batch without the key arriving at the same
+// moment on another replica cannot split the trace (whichever commits
+// first, both end on the trace's one thread).
 func (h StartThreadWithKeyHandler) HandleTrace(ctx context.Context, traceID, appKey string, in StartThreadInput) (domain.Thread, bool, error) {
 	p, err := Require(ctx, domain.PermThreadsWrite)
 	if err != nil {
 		return domain.Thread{}, false, err
 	}
+	if appKey = strings.TrimSpace(appKey); len(appKey) > MaxThreadKeyLen {
+		return domain.Thread{}, false, domain.Invalid("threadify.thread_key", "threadify.thread_key is longer than %d bytes", MaxThreadKeyLen)
+	}
 	traced, err := h.t.store.FindThreadByKey(ctx, KeyTrace, traceID)
-	if appKey == "" || domain.KindOf(err) != domain.KindNotFound {
+	if err == nil && appKey != "" && checkVisible(p, &traced, h.t.now()) == nil {
+		// The key's first use may come after the trace got its thread (from
+		// a batch without the key): the key names that thread then.
+		if _, err := h.t.store.BindThreadKey(ctx, KeyApp, appKey, traced.ID); err != nil {
+			return domain.Thread{}, false, err
+		}
+	}
+	if appKey == "" || err == nil || domain.KindOf(err) != domain.KindNotFound {
 		return h.resolve(ctx, p, KeyTrace, traceID, in, traced, err)
 	}
-	th, created, err := h.Handle(ctx, KeyApp, appKey, in)
-	if err != nil {
+	keyed, err := h.t.store.FindThreadByKey(ctx, KeyApp, appKey)
+	switch {
+	case err == nil:
+		if verr := checkVisible(p, &keyed, h.t.now()); verr != nil {
+			return domain.Thread{}, false, verr // the key is not the caller's to use
+		}
+		th, err := h.bound(ctx, KeyTrace, traceID, keyed)
+		return h.resolve(ctx, p, KeyTrace, traceID, in, th, err)
+	case domain.KindOf(err) != domain.KindNotFound:
 		return domain.Thread{}, false, err
 	}
-	if _, err := h.t.store.BindThreadKey(ctx, KeyTrace, traceID, th.ID); err != nil {
-		return domain.Thread{}, false, err
-	}
-	return th, created, nil
+	return h.resolve(ctx, p, KeyTrace, traceID, in, domain.Thread{}, err, ports.KeyName{Namespace: KeyApp, Key: appKey})
 }
 
 // checkResume refuses resuming a closed thread or with another contract.

@@ -215,17 +215,22 @@ func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c
 
 func (c *testClock) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
 
-func (f *fakeThreads) CreateThreadWithKey(ctx context.Context, namespace, key string, t domain.Thread, refs map[string]string) (domain.Thread, bool, error) {
+func (f *fakeThreads) CreateThreadWithKey(ctx context.Context, namespace, key string, t domain.Thread, refs map[string]string, also ...ports.KeyName) (domain.Thread, bool, error) {
+	names := append([]ports.KeyName{{Namespace: namespace, Key: key}}, also...)
 	f.mu.Lock()
-	if id, ok := f.keys[namespace+"\x00"+key]; ok {
-		th := clone(f.threads[id])
-		f.mu.Unlock()
-		return th, false, nil
+	for _, k := range names {
+		if id, ok := f.keys[k.Namespace+"\x00"+k.Key]; ok {
+			th := clone(f.threads[id])
+			f.mu.Unlock()
+			return th, false, nil
+		}
 	}
 	if f.keys == nil {
 		f.keys = map[string]string{}
 	}
-	f.keys[namespace+"\x00"+key] = t.ID
+	for _, k := range names {
+		f.keys[k.Namespace+"\x00"+k.Key] = t.ID
+	}
 	f.mu.Unlock()
 	return t, true, f.CreateThread(ctx, t, refs)
 }

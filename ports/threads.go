@@ -164,11 +164,13 @@ type ThreadStore interface {
 	UpdateThread(ctx context.Context, threadID string, fn ThreadUpdate) (domain.Thread, error)
 	// FindThreadByRef returns the id of the oldest thread with ref key=value.
 	FindThreadByRef(ctx context.Context, key, value string) (string, error)
-	// CreateThreadWithKey creates the thread as CreateThread does, unless
-	// (namespace, key) already names a thread: then nothing is written and
-	// that thread is returned with created false. Idempotent across
+	// CreateThreadWithKey creates the thread as CreateThread does, named by
+	// (namespace, key) and by every key in also, in one transaction, unless
+	// one of them already names a thread: then nothing is written and the
+	// thread named by the first of them that is taken ((namespace, key),
+	// then also in order) is returned with created false. Idempotent across
 	// processes sharing the database.
-	CreateThreadWithKey(ctx context.Context, namespace, key string, t domain.Thread, refs map[string]string) (domain.Thread, bool, error)
+	CreateThreadWithKey(ctx context.Context, namespace, key string, t domain.Thread, refs map[string]string, also ...KeyName) (domain.Thread, bool, error)
 	// FindThreadByKey returns the thread (namespace, key) names, with all
 	// its parties.
 	FindThreadByKey(ctx context.Context, namespace, key string) (domain.Thread, error)
@@ -199,6 +201,10 @@ type ThreadStore interface {
 	// (the wait was cancelled as it was granted), under the thread's lock.
 	ReleaseGrant(ctx context.Context, threadID, invocationID string) error
 }
+
+// KeyName is one key of a thread: (namespace, key), e.g. an application
+// key or an OpenTelemetry trace id.
+type KeyName struct{ Namespace, Key string }
 
 // GrantTx is what a grant decision sees with the thread row locked: the
 // thread with all its parties, its step states by latest attempt, and its

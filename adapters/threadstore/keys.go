@@ -17,27 +17,37 @@ import (
 var errKeyTaken = errors.New("thread key taken")
 
 // CreateThreadWithKey: see ports.ThreadStore. The thread is inserted first
-// and the key last (ON CONFLICT DO NOTHING): a concurrent creator of the same
-// key, on any replica, waits on the primary key until the first commits and
-// then inserts nothing, so its whole transaction is rolled back.
+// and its keys last (ON CONFLICT DO NOTHING): a concurrent creator of the
+// same key, on any replica, waits on the primary key until the first commits
+// and then inserts nothing, so its whole transaction is rolled back.
 func (s *Store) CreateThreadWithKey(ctx context.Context, namespace, key string, t domain.Thread,
-	refs map[string]string) (domain.Thread, bool, error) {
+	refs map[string]string, also ...ports.KeyName) (domain.Thread, bool, error) {
+	names := append([]ports.KeyName{{Namespace: namespace, Key: key}}, also...)
 	err := s.tx(ctx, func(tx *sqlx.Tx) error {
 		if err := s.insertThread(ctx, tx, t, refs); err != nil {
 			return err
 		}
-		bound, err := s.insertThreadKey(ctx, tx, namespace, key, t.ID)
-		if err != nil {
-			return err
-		}
-		if !bound {
-			return sqldb.CallerError(errKeyTaken)
+		for _, k := range names {
+			bound, err := s.insertThreadKey(ctx, tx, k.Namespace, k.Key, t.ID)
+			if err != nil {
+				return err
+			}
+			if !bound {
+				return sqldb.CallerError(errKeyTaken)
+			}
 		}
 		return nil
 	})
 	if errors.Is(err, errKeyTaken) {
-		th, err := s.FindThreadByKey(ctx, namespace, key)
-		return th, false, err
+		for _, k := range names {
+			th, err := s.FindThreadByKey(ctx, k.Namespace, k.Key)
+			if err != nil && domain.KindOf(err) == domain.KindNotFound {
+				continue
+			}
+			return th, false, err
+		}
+		// The taken key's thread was deleted meanwhile (retention, erase).
+		return domain.Thread{}, false, domain.E(domain.KindUnavailable, domain.CodeUnavailable, "the thread key changed meanwhile; try again")
 	}
 	if err != nil {
 		return domain.Thread{}, false, err
