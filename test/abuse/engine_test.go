@@ -339,9 +339,11 @@ func (w *watch) check(t *testing.T, attack string) {
 	// 17-37 were measured), single probes of an attacked engine reach
 	// 220-640 ms (up to 6% of probes) while a control server does not
 	// stall; alone, every probe answers within 200 ms. The assertion is
-	// therefore that 90% of probes answer within the budget and none takes
-	// over maxHealthzStall; every slow probe is logged with the load.
-	if len(w.slow)*10 > w.probes {
+	// therefore that 90% of probes answer within the budget (one slow probe
+	// is allowed whatever the count: a short attack gets only a handful, and
+	// one of 8 is not a 10% rate) and none takes over maxHealthzStall; every
+	// slow probe is logged with the load.
+	if len(w.slow) > max(1, w.probes/10) {
 		t.Errorf("%s: /healthz took longer than %v %d times out of %d (worst %v; budget: 90%% of probes)", attack, maxHealthzWait, len(w.slow), w.probes, w.worst)
 	}
 	if w.worst > maxHealthzStall {
