@@ -38,6 +38,8 @@ type memLog struct {
 	rows []*memRow
 	// afterSeq is the cursor of the latest read of fresh rows.
 	afterSeq int64
+	// claimReads counts ClaimPending calls (reads that lease).
+	claimReads int
 }
 
 type memRow struct {
@@ -92,6 +94,23 @@ func (l *memLog) ClaimNotifications(_ context.Context, ids []string, now, until 
 		}
 	}
 	return got, nil
+}
+
+func (l *memLog) ClaimPending(ctx context.Context, q ports.PendingQuery, until time.Time) ([]ports.NotificationRecord, error) {
+	rows, _ := l.PendingNotifications(ctx, q)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.claimReads++
+	out := rows[:0]
+	for _, n := range rows {
+		for _, r := range l.rows {
+			if r.n.ID == n.ID && r.settled == "" && !r.lease.After(q.Now) {
+				r.lease, r.n.Deliveries = until, r.n.Deliveries+1
+				out = append(out, r.n)
+			}
+		}
+	}
+	return out, nil
 }
 
 func (l *memLog) ReleaseNotifications(_ context.Context, ids []string, now time.Time, pushed bool) error {
@@ -377,4 +396,74 @@ func TestHubCursorWaitsFromFirstReadNotTheWritersClock(t *testing.T) {
 	log.add(note("backlog", "u1", "other", clock.Now().Add(-2*time.Minute))) // nobody here wants it
 	h.Wake()
 	eventually(t, "cursor past an old row at once", func() bool { return log.cursor() >= 2 })
+}
+
+func (l *memLog) claims() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.claimReads
+}
+
+func (l *memLog) row(id string) memRow {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range l.rows {
+		if r.n.ID == id {
+			return *r
+		}
+	}
+	return memRow{}
+}
+
+// Fresh rows are read and leased in one round trip while every leased row
+// is pushed. A leased row no session takes (here an event type nobody
+// wants) is given back uncounted, and the hub then reads before leasing,
+// so that row is not leased again at every poll; a subscription change
+// goes back to leasing as it reads.
+func TestHubLeasesAsItReadsOnlyWhileEveryRowIsPushed(t *testing.T) {
+	t.Parallel()
+	clock := &stepClock{now: time.Now()}
+	log := &memLog{}
+	h := runHub(t, log, clock)
+	sub := &fakeSub{}
+	s := h.Register(sub, "u1", 10)
+	s.Subscribe("ship", nil)
+	log.add(note("n1", "u1", "ship", clock.Now()))
+	h.Wake()
+	eventually(t, "n1", func() bool { return len(sub.ids()) == 1 })
+	if log.claims() == 0 {
+		t.Fatal("a poll with every row wanted did not lease as it read")
+	}
+
+	s.Subscribe("ship", []string{"step.failed"}) // n2 (a success) is wanted by nobody
+	log.add(note("n2", "u1", "ship", clock.Now()))
+	h.Wake()
+	eventually(t, "n2 given back", func() bool { r := log.row("n2"); return !r.lease.IsZero() && !r.lease.After(clock.Now()) })
+	if r := log.row("n2"); r.n.Deliveries != 0 {
+		t.Fatalf("n2 was never pushed but counts %d deliveries", r.n.Deliveries)
+	}
+	before := log.claims()
+	for range 5 {
+		h.Wake()
+		time.Sleep(15 * time.Millisecond)
+	}
+	if n := log.claims() - before; n != 0 {
+		t.Fatalf("%d more polls leased as they read after a row was left over", n)
+	}
+	failed := note("n3", "u1", "ship", clock.Now())
+	failed.NotificationType = "execution.failed"
+	log.add(failed)
+	h.Wake()
+	eventually(t, "n3 read, then leased", func() bool { return len(sub.ids()) == 2 })
+	if got := sub.ids(); got[1] != "n3" {
+		t.Fatalf("pushed %v", got)
+	}
+
+	s.Subscribe("pack", nil)
+	log.add(note("n4", "u1", "pack", clock.Now()))
+	h.Wake()
+	eventually(t, "n4", func() bool { return len(sub.ids()) == 3 })
+	if log.claims() == before {
+		t.Fatal("a subscription change did not go back to leasing as it reads")
+	}
 }

@@ -3,6 +3,7 @@ package threadstore
 import (
 	"context"
 	"encoding/json"
+	"sort"
 	"strings"
 	"time"
 
@@ -35,12 +36,16 @@ type notificationRow struct {
 	Deliveries       int       `db:"deliveries"`
 }
 
-// PendingNotifications: see ports.NotificationLog. The partial index on
-// (owner_id, seq) holds only pending rows, so this reads what is waiting for
-// the subscribed principals, not the history.
-func (s *Store) PendingNotifications(ctx context.Context, q ports.PendingQuery) ([]ports.NotificationRecord, error) {
+// notificationColumns are what a pending read returns.
+const notificationColumns = `id, seq, thread_id, step_id, step_name, idempotency_key, contract_name, owner_id,
+ source, notification_type, step_status, validation_status, violation_type, severity, message,
+ CAST(details AS TEXT) AS details, created_at, deliveries`
+
+// pendingWhere is the condition and arguments of a pending read (ok false:
+// nobody to read for).
+func pendingWhere(q ports.PendingQuery) (string, []any, bool) {
 	if len(q.Owners) == 0 && len(q.Threads) == 0 {
-		return nil, nil
+		return "", nil, false
 	}
 	var who []string
 	var args []any
@@ -61,12 +66,20 @@ func (s *Store) PendingNotifications(ctx context.Context, q ports.PendingQuery) 
 	if q.LeaseEnded { // thread_notifications_lease_ended (00015) holds just these
 		lease, leaseArgs = ` AND lease_until IS NOT NULL AND lease_until < ?`, []any{sqldb.Time(q.Now)}
 	}
-	args = append(append(args, leaseArgs...), q.MaxDeliveries, q.Limit)
-	query, args, err := sqlx.In(`SELECT id, seq, thread_id, step_id, step_name, idempotency_key, contract_name, owner_id,
- source, notification_type, step_status, validation_status, violation_type, severity, message,
- CAST(details AS TEXT) AS details, created_at, deliveries
- FROM thread_notifications WHERE delivery IS NULL AND (`+strings.Join(who, " OR ")+`)`+steps+lease+`
- AND deliveries < ? ORDER BY seq LIMIT ?`, args...)
+	args = append(append(args, leaseArgs...), q.MaxDeliveries)
+	return `delivery IS NULL AND (` + strings.Join(who, " OR ") + `)` + steps + lease + ` AND deliveries < ?`, args, true
+}
+
+// PendingNotifications: see ports.NotificationLog. The partial indexes on
+// (owner_id, seq) and (owner_id, step_name, seq) hold only pending rows, so
+// this reads what is waiting for the subscribed principals, not the history.
+func (s *Store) PendingNotifications(ctx context.Context, q ports.PendingQuery) ([]ports.NotificationRecord, error) {
+	where, args, ok := pendingWhere(q)
+	if !ok {
+		return nil, nil
+	}
+	query, args, err := sqlx.In(`SELECT `+notificationColumns+` FROM thread_notifications WHERE `+where+` ORDER BY seq LIMIT ?`,
+		append(args, q.Limit)...)
 	if err != nil {
 		return nil, err
 	}
@@ -74,6 +87,44 @@ func (s *Store) PendingNotifications(ctx context.Context, q ports.PendingQuery) 
 	if err := s.db.SelectContext(ctx, &rows, s.q(query), args...); err != nil {
 		return nil, sqldb.TranslateError(err)
 	}
+	return records(rows), nil
+}
+
+// ClaimPending: see ports.NotificationLog. On PostgreSQL the rows are
+// locked with SKIP LOCKED, so two replicas claiming at once take different
+// rows instead of waiting on each other; the UPDATE re-checks the lease
+// (a row leased and committed by another replica since is not taken).
+// SQLite has one writer at a time.
+func (s *Store) ClaimPending(ctx context.Context, q ports.PendingQuery, until time.Time) ([]ports.NotificationRecord, error) {
+	q.LeaseEnded = false
+	where, args, ok := pendingWhere(q)
+	if !ok || q.Limit <= 0 {
+		return nil, nil
+	}
+	lock := ""
+	if s.db.Dialect == sqldb.Postgres {
+		lock = " FOR UPDATE SKIP LOCKED"
+	}
+	args = append(args, q.Limit, sqldb.Time(until), sqldb.Time(q.Now))
+	// The CTE is materialized: as a plain IN (subquery) PostgreSQL may run
+	// the limited, locking subquery more than once and lease past the limit.
+	query, args, err := sqlx.In(`WITH picked AS MATERIALIZED (SELECT id FROM thread_notifications WHERE `+where+` ORDER BY seq LIMIT ?`+lock+`)
+ UPDATE thread_notifications SET lease_until = ?, deliveries = deliveries + 1
+ WHERE id IN (SELECT id FROM picked) AND delivery IS NULL AND (lease_until IS NULL OR lease_until < ?)
+ RETURNING `+notificationColumns, args...)
+	if err != nil {
+		return nil, err
+	}
+	var rows []notificationRow
+	if err := s.db.SelectContext(ctx, &rows, s.q(query), args...); err != nil {
+		return nil, sqldb.TranslateError(err)
+	}
+	out := records(rows)
+	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq }) // RETURNING keeps no order
+	return out, nil
+}
+
+func records(rows []notificationRow) []ports.NotificationRecord {
 	out := make([]ports.NotificationRecord, len(rows))
 	for i, r := range rows {
 		out[i] = ports.NotificationRecord{ID: r.ID, Seq: r.Seq, ThreadID: r.ThreadID, StepID: r.StepID, StepName: r.StepName,
@@ -83,7 +134,7 @@ func (s *Store) PendingNotifications(ctx context.Context, q ports.PendingQuery) 
 			Deliveries: r.Deliveries}
 		_ = json.Unmarshal([]byte(r.Details), &out[i].Details)
 	}
-	return out, nil
+	return out
 }
 
 // ClaimNotifications: see ports.NotificationLog. One statement: two

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -150,4 +151,94 @@ func TestNotificationLogContract(t *testing.T) {
 			t.Fatalf("expired rows pending: %v", got)
 		}
 	})
+}
+
+// ClaimPending reads and leases in one statement: the rows a pending read
+// selects, oldest first, each counted once more; leased rows are not taken
+// again, and two claimers at once (replicas) never take the same row.
+func TestClaimPendingLeasesWhatItReads(t *testing.T) {
+	t.Parallel()
+	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
+		threads, db, ctx := setup(t, d)
+		store := threadstore.New(db)
+		th, err := threads.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Label: "c"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 40 {
+			step := "ship"
+			if i%4 == 3 {
+				step = "pack"
+			}
+			if _, err := threads.Application().Commands.RecordStep.Handle(ctx, app.RecordStepInput{ThreadID: th.ID, StepName: step,
+				Status: "success", IdempotencyKey: fmt.Sprint(i), Context: map[string]string{}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		now := time.Now()
+		until := now.Add(30 * time.Second)
+		q := ports.PendingQuery{Owners: []string{"u1"}, StepNames: []string{"ship"}, Now: now, MaxDeliveries: 3, Limit: 5}
+		first, err := store.ClaimPending(ctx, q, until)
+		if err != nil || len(first) != 5 {
+			t.Fatalf("first claim: %d rows, %v", len(first), err)
+		}
+		for i, r := range first {
+			if r.StepName != "ship" || r.Deliveries != 1 || i > 0 && r.Seq <= first[i-1].Seq {
+				t.Fatalf("claimed row %d: %+v", i, r)
+			}
+		}
+		if rest := len(mustPending(t, store, ctx, q, 100)); rest != 25 {
+			t.Fatalf("%d ship rows readable after claiming 5 of 30, want 25", rest)
+		}
+		// Two claimers at once share the rest without overlap.
+		q.Limit = 100
+		var wg sync.WaitGroup
+		got := make([][]ports.NotificationRecord, 2)
+		for i := range got {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				rows, err := store.ClaimPending(ctx, q, until)
+				if err != nil {
+					t.Error(err)
+				}
+				got[i] = rows
+			}(i)
+		}
+		wg.Wait()
+		seen := map[string]bool{}
+		for _, r := range first {
+			seen[r.ID] = true
+		}
+		for _, rows := range got {
+			for _, r := range rows {
+				if seen[r.ID] {
+					t.Fatalf("row %s claimed twice", r.ID)
+				}
+				seen[r.ID] = true
+			}
+		}
+		if len(seen) != 30 {
+			t.Fatalf("%d ship rows claimed in all, want 30", len(seen))
+		}
+		// Given back uncounted, a row is claimed again with the same count.
+		if err := store.ReleaseNotifications(ctx, []string{first[0].ID}, now, false); err != nil {
+			t.Fatal(err)
+		}
+		again, err := store.ClaimPending(ctx, ports.PendingQuery{Owners: q.Owners, StepNames: q.StepNames, Now: now.Add(time.Millisecond),
+			MaxDeliveries: 3, Limit: 100}, until)
+		if err != nil || len(again) != 1 || again[0].ID != first[0].ID || again[0].Deliveries != 1 {
+			t.Fatalf("after release: %+v %v", again, err)
+		}
+	})
+}
+
+func mustPending(t *testing.T, store *threadstore.Store, ctx context.Context, q ports.PendingQuery, limit int) []ports.NotificationRecord {
+	t.Helper()
+	q.Limit = limit
+	rows, err := store.PendingNotifications(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
 }
