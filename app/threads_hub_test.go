@@ -308,17 +308,6 @@ func (l *memLog) cursor() int64 {
 	return l.afterSeq
 }
 
-func (l *memLog) settled(id string) string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, r := range l.rows {
-		if r.n.ID == id {
-			return r.settled
-		}
-	}
-	return "missing"
-}
-
 // The cursor moves past pushed rows once they are older than the commit
 // slack, so a busy log is not re-read from where the subscription began; a
 // push left unacknowledged behind it is still pushed again when its lease
@@ -343,7 +332,7 @@ func TestHubCursorPassesPushedRowsAndLeasesStillEnd(t *testing.T) {
 	if !s.Ack(tokens[2]) || s.Ack(tokens[2]) {
 		t.Fatal("first ack must settle, the second must not")
 	}
-	eventually(t, "n2 settled in the background", func() bool { return log.settled("n2") == "acked" })
+	eventually(t, "n2 settled in the background", func() bool { return log.row("n2").settled == "acked" })
 	if log.cursor() != 0 {
 		t.Fatalf("cursor %d moved past rows younger than the commit slack", log.cursor())
 	}
@@ -404,6 +393,7 @@ func (l *memLog) claims() int {
 	return l.claimReads
 }
 
+// row is a copy of the row id (zero if there is none).
 func (l *memLog) row(id string) memRow {
 	l.mu.Lock()
 	defer l.mu.Unlock()
