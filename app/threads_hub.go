@@ -532,7 +532,7 @@ func (h *Hub) poll(ctx context.Context, leaseEnded bool) bool {
 		}
 		return false
 	}
-	picks, advanced, blocked, _ := h.pick(rows, after, now, leaseEnded)
+	picks, advanced, blocked, _ := h.pick(rows, pollLimit, after, now, leaseEnded)
 	if len(picks) == 0 {
 		return len(rows) == pollLimit && !blocked && advanced
 	}
@@ -580,7 +580,9 @@ func (h *Hub) pollClaiming(ctx context.Context, q ports.PendingQuery, room int, 
 		}
 		return false
 	}
-	picks, _, _, left := h.pick(rows, q.AfterSeq, q.Now, false)
+	// The page is as long as the sessions' room: a full one examined the
+	// log only up to its last row, however short.
+	picks, _, _, left := h.pick(rows, q.Limit, q.AfterSeq, q.Now, false)
 	got := make(map[string]bool, len(rows))
 	for _, n := range rows {
 		got[n.ID] = true
@@ -655,10 +657,10 @@ type pushPick struct {
 }
 
 // pick chooses a session with room for each row, in order, and moves the
-// cursor (unless leaseEnded) as poll describes. It reports whether the
-// cursor moved, whether a matching session was full, and the ids of the rows
-// no session took.
-func (h *Hub) pick(rows []ports.NotificationRecord, after int64, now time.Time, leaseEnded bool) ([]pushPick, bool, bool, []string) {
+// cursor (unless leaseEnded) as poll describes; rows is a page read with
+// limit pageLimit. It reports whether the cursor moved, whether a matching
+// session was full, and the ids of the rows no session took.
+func (h *Hub) pick(rows []ports.NotificationRecord, pageLimit int, after int64, now time.Time, leaseEnded bool) ([]pushPick, bool, bool, []string) {
 	var picks []pushPick
 	var left []string
 	h.mu.Lock()
@@ -667,7 +669,7 @@ func (h *Hub) pick(rows []ports.NotificationRecord, after int64, now time.Time, 
 	// limit: the highest seq the cursor may reach. A full page examined the
 	// log only up to its last row; a blocked row must be read again.
 	limit := int64(math.MaxInt64)
-	if len(rows) == pollLimit {
+	if len(rows) == pageLimit {
 		limit = rows[len(rows)-1].Seq
 	}
 	rooms := map[*HubSession]int{}
