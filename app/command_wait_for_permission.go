@@ -43,23 +43,14 @@ func (h WaitForPermissionHandler) Handle(ctx context.Context, threadID, role, st
 	if err != nil {
 		return WaitResult{}, err
 	}
-	// A grant made by a round that finished after the wait was answered
-	// (timed_out or cancelled) reaches no one: give it back unused.
-	late := func(r WaitResult) {
-		if r.Decision != DecisionAllowed || !r.NewGrant {
-			return
-		}
-		if err := t.store.ReleaseGrant(context.WithoutCancel(ctx), threadID, invocationID); err != nil {
-			t.log.Warn("waitFor: giving back a grant made after the wait was answered", "threadId", threadID, "err", err)
-		}
-	}
-	r, err := t.wait(ctx, timeout, func(rctx context.Context) (WaitResult, bool, error) {
-		return t.permission(rctx, p, c, threadID, role, stepName, invocationID)
-	}, late)
+	r, err := t.wait(ctx, timeout, func(rctx context.Context, commit func() bool) (WaitResult, bool, error) {
+		return t.permission(rctx, commit, p, c, threadID, role, stepName, invocationID)
+	})
 	if err == nil && r.Decision == DecisionAllowed && r.NewGrant && ctx.Err() != nil {
 		// Granted as the wait was cancelled: the answer reaches no one.
-		return WaitResult{Decision: DecisionCancelled, Message: "wait cancelled"},
-			t.store.ReleaseGrant(context.WithoutCancel(ctx), threadID, invocationID)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		return WaitResult{Decision: DecisionCancelled, Message: "wait cancelled"}, t.store.ReleaseGrant(rctx, threadID, invocationID)
 	}
 	return r, err
 }

@@ -32,11 +32,11 @@ func (h WaitForValidationHandler) Handle(ctx context.Context, threadID, stepID s
 	if err := checkVisible(p, &th, t.now()); err != nil {
 		return WaitResult{}, err
 	}
-	return t.wait(ctx, timeout, func(rctx context.Context) (WaitResult, bool, error) {
+	return t.wait(ctx, timeout, func(rctx context.Context, _ func() bool) (WaitResult, bool, error) {
 		v, found, err := t.store.StepValidation(rctx, threadID, stepID)
 		if err != nil || !found {
 			return WaitResult{}, false, err
 		}
 		return verdict(v), true, nil
-	}, nil)
+	})
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -238,19 +239,16 @@ func TestCancelledRepeatWaitKeepsTheEarlierGrant(t *testing.T) {
 }
 
 // A wait whose granting round waits on the thread's row lock past the
-// deadline still answers timed_out before the client's deadline, and the
-// grant that round makes once the lock is free is given back unused, so the
-// predecessor success stays for the next waiter.
+// deadline still answers timed_out before the client's deadline, and that
+// round, once the lock is free, makes no grant (its waiter was told
+// timed_out), so the predecessor success stays for the next waiter.
 func TestWaitTimesOutWhileTheRowLockIsHeld(t *testing.T) {
 	t.Parallel()
 	f := newThreadsFixture(t)
 	key := as("k1", domain.RoleMember)
 	th := orderForWarehouse(t, f, key)
 	f.pay(t, key, th)
-	lock := make(chan struct{})
-	f.store.mu.Lock()
-	f.store.rowLock = lock
-	f.store.mu.Unlock()
+	lock := f.holdRowLock(t)
 	start := time.Now()
 	r, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-1", 300*time.Millisecond)
 	took := time.Since(start)
@@ -260,26 +258,92 @@ func TestWaitTimesOutWhileTheRowLockIsHeld(t *testing.T) {
 	if took >= 300*time.Millisecond {
 		t.Fatalf("timed_out after %v, not before the 300ms deadline", took)
 	}
+	lock() // the late round decides under the lock, and grants nothing
+	eventuallyGrants(t, f, th, func(locks int, gs []domain.StepGrant) bool { return locks == 1 && len(gs) == 0 })
+	next, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-2", time.Second)
+	if err != nil || next.Decision != DecisionAllowed {
+		t.Fatalf("the next waiter on the same success: %+v %v, want allowed", next, err)
+	}
+}
+
+// The SDK waits again with the same invocationId after a timed_out while
+// the first wait's round is still queued on the row lock: the second wait
+// is answered allowed and its grant stays (the first round, answered
+// already, grants nothing and gives nothing back), so the success is
+// consumed once and a second invocation keeps waiting.
+func TestRepeatWaitKeepsItsGrantWhenAnEarlierRoundFinishesLate(t *testing.T) {
+	t.Parallel()
+	f := newThreadsFixture(t)
+	key := as("k1", domain.RoleMember)
+	th := orderForWarehouse(t, f, key)
+	f.pay(t, key, th)
+	lock := f.holdRowLock(t)
+	first, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-1", 200*time.Millisecond)
+	if err != nil || first.Decision != DecisionTimedOut {
+		t.Fatalf("first wait: %+v %v", first, err)
+	}
+	second := make(chan WaitResult, 1)
+	go func() {
+		r, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-1", 5*time.Second)
+		if err != nil {
+			t.Error(err)
+		}
+		second <- r
+	}()
+	time.Sleep(50 * time.Millisecond) // the second wait queues on the lock too
+	lock()
+	if r := <-second; r.Decision != DecisionAllowed {
+		t.Fatalf("repeat wait: %+v, want allowed", r)
+	}
+	time.Sleep(50 * time.Millisecond) // room for a late give-back, were there one
+	eventuallyGrants(t, f, th, func(_ int, gs []domain.StepGrant) bool {
+		return len(gs) == 1 && gs[0].InvocationID == "inv-1" && gs[0].Status == domain.GrantAllowed
+	})
+	other, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-2", 200*time.Millisecond)
+	if err != nil || other.Decision != DecisionTimedOut {
+		t.Fatalf("a second invocation on the consumed success: %+v %v, want timed_out", other, err)
+	}
+}
+
+// holdRowLock makes UpdateGrants wait, as behind a writer holding the
+// thread's row lock; the returned func (also run at cleanup, and after 5 s
+// so a wait that does not time out fails instead of hanging) frees it.
+func (f threadsFixture) holdRowLock(t *testing.T) func() {
+	t.Helper()
+	lock := make(chan struct{})
 	f.store.mu.Lock()
-	f.store.rowLock = nil
+	f.store.rowLock = lock
 	f.store.mu.Unlock()
-	close(lock) // the late round grants, then gives the grant back
+	var once sync.Once
+	free := func() {
+		once.Do(func() {
+			f.store.mu.Lock()
+			f.store.rowLock = nil
+			f.store.mu.Unlock()
+			close(lock)
+		})
+	}
+	time.AfterFunc(5*time.Second, free)
+	t.Cleanup(free)
+	return free
+}
+
+// eventuallyGrants waits up to 5 s until ok holds for the thread's locked
+// grant rounds and grants.
+func eventuallyGrants(t *testing.T, f threadsFixture, th string, ok func(locks int, gs []domain.StepGrant) bool) {
+	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		f.store.mu.Lock()
 		locks, gs := f.store.grantLocks, append([]domain.StepGrant(nil), f.store.grants[th]...)
 		f.store.mu.Unlock()
-		if locks == 1 && len(gs) == 0 {
-			break
+		if ok(locks, gs) {
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after the lock was freed: %d locked rounds, grants %+v; want the late grant given back", locks, gs)
+			t.Fatalf("%d locked rounds, grants %+v", locks, gs)
 		}
 		time.Sleep(10 * time.Millisecond)
-	}
-	next, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-2", time.Second)
-	if err != nil || next.Decision != DecisionAllowed {
-		t.Fatalf("the next waiter on the same success: %+v %v, want allowed", next, err)
 	}
 }
 

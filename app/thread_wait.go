@@ -5,6 +5,7 @@ package app
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -44,65 +45,88 @@ func timeoutMargin(d time.Duration) time.Duration {
 	return min(d/10, 500*time.Millisecond) + 50*time.Millisecond
 }
 
-// lateRoundLimit bounds a round still running when its wait was answered
-// (a row lock held long): past it the round is cancelled.
-const lateRoundLimit = 30 * time.Second
+// Answer gates: a round may make a grant (commit) only while its wait is
+// still unanswered, and the wait may answer timed_out or cancelled only
+// while no round is committing one. Whichever comes first wins.
+const (
+	gateOpen int32 = iota
+	gateCommitting
+	gateAnswered
+)
+
+// waitGate is that rule for one wait.
+type waitGate struct{ state atomic.Int32 }
+
+// commit reports whether the round may make its grant; the wait then takes
+// the round's answer, whatever the deadline.
+// A round's transaction may run its body again (a retried conflict), so a
+// committing round may ask again.
+func (g *waitGate) commit() bool {
+	return g.state.CompareAndSwap(gateOpen, gateCommitting) || g.state.Load() == gateCommitting
+}
+
+// answer reports whether the wait may answer without the round.
+func (g *waitGate) answer() bool { return g.state.CompareAndSwap(gateOpen, gateAnswered) }
 
 // wait re-runs check at every change committed on any replica (and at least
 // every second) until it decides, ctx ends (cancelled) or timeout is nearly
 // over (timed_out).
 //
 // A round may block on the thread's row lock (a writer holds it), so it runs
-// beside the deadline: timed_out (or cancelled) is answered on time whatever
-// the round is doing, and the round finishes on its own, not cancelled: a
-// cancelled commit may still have committed. Its late answer goes to late
-// (may be nil), which undoes what no one will hear of (an unused grant).
-func (t *Threads) wait(ctx context.Context, timeout time.Duration, check func(context.Context) (WaitResult, bool, error), late func(WaitResult)) (WaitResult, error) {
+// beside the deadline, and timed_out (or cancelled) is answered on time
+// whatever the round is doing. check calls commit before making a grant
+// (under the row lock): once the wait has answered, commit refuses and the
+// round makes nothing; once a round is committing, the wait takes its
+// answer. So no grant is ever made that its waiter does not hear of, and
+// nothing needs giving back (a grant given back could already have been
+// answered to a repeat wait of the same invocation).
+func (t *Threads) wait(ctx context.Context, timeout time.Duration, check func(ctx context.Context, commit func() bool) (WaitResult, bool, error)) (WaitResult, error) {
 	if timeout <= 0 || timeout > MaxWait {
 		return WaitResult{}, domain.Invalid("timeoutMs", "timeoutMs must be between 1 and %d", MaxWait.Milliseconds())
 	}
 	deadline := time.NewTimer(max(timeout-timeoutMargin(timeout), time.Millisecond))
 	defer deadline.Stop()
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout+lateRoundLimit)
+	// A committing round is never cancelled (a cancelled COMMIT may still
+	// have committed); a round that can no longer commit is.
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	var gate waitGate
 	type round struct {
 		r    WaitResult
 		done bool
 		err  error
 	}
-	abandon := func(ch <-chan round) {
-		go func() {
-			defer cancel()
-			if o := <-ch; o.err == nil && o.done && late != nil {
-				late(o.r)
-			}
-		}()
+	end := func(ch <-chan round, r WaitResult) (WaitResult, error) {
+		if gate.answer() {
+			return r, nil // the round (if any) can no longer commit; cancel ends it
+		}
+		o := <-ch // a round is committing a grant: its answer is the wait's
+		if o.err == nil && !o.done {
+			return r, nil
+		}
+		return o.r, o.err
 	}
 	for {
 		changed := t.hub.Changed() // taken before the check: a change during it wakes the next round
 		ch := make(chan round, 1)
 		go func() {
-			r, done, err := check(rctx)
+			r, done, err := check(rctx, gate.commit)
 			ch <- round{r, done, err}
 		}()
 		select {
 		case o := <-ch:
 			if o.err != nil || o.done {
-				cancel()
 				return o.r, o.err
 			}
 		case <-ctx.Done():
-			abandon(ch)
-			return WaitResult{Decision: DecisionCancelled, Message: "wait cancelled"}, nil
+			return end(ch, WaitResult{Decision: DecisionCancelled, Message: "wait cancelled"})
 		case <-deadline.C:
-			abandon(ch)
-			return WaitResult{Decision: DecisionTimedOut, Message: "no decision before the timeout"}, nil
+			return end(ch, WaitResult{Decision: DecisionTimedOut, Message: "no decision before the timeout"})
 		}
-		select {
+		select { // no round runs here
 		case <-ctx.Done():
-			cancel()
 			return WaitResult{Decision: DecisionCancelled, Message: "wait cancelled"}, nil
 		case <-deadline.C:
-			cancel()
 			return WaitResult{Decision: DecisionTimedOut, Message: "no decision before the timeout"}, nil
 		case <-changed:
 		case <-time.After(time.Second):
@@ -146,7 +170,7 @@ func checkInvocationID(id string) error {
 // nothing (the predecessor is not recorded yet) and every commit anywhere
 // wakes every waiter, so only a round that would make a grant takes the
 // thread's row lock, and decides again under it.
-func (t *Threads) permission(ctx context.Context, p domain.Principal, c *domain.Contract, threadID, role, stepName, invocationID string) (WaitResult, bool, error) {
+func (t *Threads) permission(ctx context.Context, commit func() bool, p domain.Principal, c *domain.Contract, threadID, role, stepName, invocationID string) (WaitResult, bool, error) {
 	decide := func(v ports.GrantTx) (domain.StepPermission, WaitResult, bool, error) {
 		th := v.Thread
 		if err := checkVisible(p, &th, t.now()); err != nil {
@@ -177,6 +201,10 @@ func (t *Threads) permission(ctx context.Context, p domain.Principal, c *domain.
 		}
 		r, done = res, ok
 		if d.Allowed && d.New {
+			if !commit() { // the wait was answered meanwhile: grant nothing
+				r, done = WaitResult{}, false
+				return nil, nil
+			}
 			return &d.Grant, nil
 		}
 		return nil, nil
