@@ -72,7 +72,12 @@ func (h StartThreadWithKeyHandler) resolve(ctx context.Context, p domain.Princip
 		}
 		if !created && len(also) > 0 {
 			// Another writer took one of the keys first: its thread gets the
-			// others too, and (namespace, key) decides where this goes.
+			// others too, and (namespace, key) decides where this goes —
+			// unless the caller may not see that thread, whose keys are not
+			// the caller's to bind.
+			if verr := checkVisible(p, &th, t.now()); verr != nil {
+				return t.startOutsideScope(ctx, p, namespace, key, in, verr)
+			}
 			for _, k := range also {
 				if _, err := t.store.BindThreadKey(ctx, k.Namespace, k.Key, th.ID); err != nil {
 					return domain.Thread{}, false, err

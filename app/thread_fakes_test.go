@@ -28,6 +28,9 @@ type fakeThreads struct {
 	// rowLock, when set, is received from before UpdateGrants runs: a
 	// writer holding the thread's row lock until it is closed.
 	rowLock chan struct{}
+	// beforeKeyedCreate, when set, runs at the start of the next
+	// CreateThreadWithKey (another replica winning the race meanwhile).
+	beforeKeyedCreate func()
 }
 
 func newFakeThreads() *fakeThreads {
@@ -218,6 +221,12 @@ func (c *testClock) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d)
 func (f *fakeThreads) CreateThreadWithKey(ctx context.Context, namespace, key string, t domain.Thread, refs map[string]string, also ...ports.KeyName) (domain.Thread, bool, error) {
 	names := append([]ports.KeyName{{Namespace: namespace, Key: key}}, also...)
 	f.mu.Lock()
+	if hook := f.beforeKeyedCreate; hook != nil {
+		f.beforeKeyedCreate = nil
+		f.mu.Unlock()
+		hook()
+		f.mu.Lock()
+	}
 	for _, k := range names {
 		if id, ok := f.keys[k.Namespace+"\x00"+k.Key]; ok {
 			th := clone(f.threads[id])

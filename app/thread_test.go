@@ -305,6 +305,42 @@ func TestRepeatWaitKeepsItsGrantWhenAnEarlierRoundFinishesLate(t *testing.T) {
 	}
 }
 
+// A party-scoped service account's keyed trace loses the creation race to
+// another principal's thread for the same trace id: the account gets a
+// thread of its own, and neither its application key nor anything else is
+// bound to the thread it may not see.
+func TestKeyedTraceRaceNeverBindsToAThreadTheCallerCannotSee(t *testing.T) {
+	t.Parallel()
+	f := newThreadsFixture(t)
+	cmd := f.threads.Application().Commands.StartThreadWithKey
+	other, _, err := cmd.Handle(as("u1", domain.RoleMember), KeyApp, "u1-order", StartThreadInput{Label: "u1's"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.store.mu.Lock()
+	f.store.beforeKeyedCreate = func() { // u1's batch of trace t9 commits first
+		f.store.mu.Lock()
+		f.store.keys[KeyTrace+"\x00t9"] = other.ID
+		f.store.mu.Unlock()
+	}
+	f.store.mu.Unlock()
+	sa := WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalServiceAccount, ID: "sa1",
+		Role: domain.RoleMember, Scope: domain.ScopeParty})
+	th, _, err := cmd.HandleTrace(sa, "t9", "sa-order", StartThreadInput{Label: "sa's"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if th.ID == other.ID {
+		t.Fatal("the party-scoped caller was handed a thread it may not see")
+	}
+	f.store.mu.Lock()
+	bound := f.store.keys[KeyApp+"\x00sa-order"]
+	f.store.mu.Unlock()
+	if bound == other.ID {
+		t.Fatal("the caller's key was bound to a thread it may not see")
+	}
+}
+
 // holdRowLock makes UpdateGrants wait, as behind a writer holding the
 // thread's row lock; the returned func (also run at cleanup, and after 5 s
 // so a wait that does not time out fails instead of hanging) frees it.
