@@ -3,6 +3,8 @@ package app
 import (
 	"sort"
 	"strconv"
+
+	"github.com/threadengine/engine/domain"
 )
 
 // ChainKeys are the installation's hash-chain secrets by version. Current
@@ -26,7 +28,9 @@ func (k ChainKeys) current() []byte { return k.Secrets[k.Current] }
 func (k ChainKeys) inviteKeys() []inviteKey {
 	versions := make([]string, 0, len(k.Secrets))
 	for v := range k.Secrets {
-		if v != k.Current {
+		// Alternates only verify old chains: no invitation was ever signed
+		// with one this installation accepts.
+		if v != k.Current && !domain.IsAlternateKey(v) {
 			versions = append(versions, v)
 		}
 	}

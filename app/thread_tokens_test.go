@@ -139,3 +139,14 @@ func TestInvitationTokensVerify(t *testing.T) {
 		t.Fatalf("join with a pre-upgrade token: %+v %v", j, err)
 	}
 }
+
+// A verify-only alternate of a hash-chain version (another replica's old
+// per-replica key) never verifies invitations.
+func TestInviteKeysLeaveOutAlternates(t *testing.T) {
+	k := ChainKeys{Current: "2", Secrets: map[string][]byte{"1": []byte("one"), "2": []byte("two"),
+		domain.AlternateKey("1", "fp"): []byte("alt")}}
+	got := k.inviteKeys()
+	if len(got) != 2 || got[0].ID != "2" || got[1].ID != "1" {
+		t.Fatalf("invitation keys %+v, want versions 2 and 1 only", got)
+	}
+}

@@ -1,6 +1,7 @@
 package sqldb
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/gofrs/flock"
@@ -14,6 +15,9 @@ import (
 func lockDataFile(path string) (*flock.Flock, error) {
 	l := flock.New(path+".lock", flock.SetPermissions(0o600))
 	ok, err := l.TryLock()
+	if errors.Is(err, errors.ErrUnsupported) {
+		return nil, nil // no file locking on this platform (plan9, wasm): unguarded, as before
+	}
 	if err != nil {
 		return nil, fmt.Errorf("database.url: lock %s.lock: %w", path, err)
 	}
