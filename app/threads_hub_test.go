@@ -457,3 +457,49 @@ func TestHubLeasesAsItReadsOnlyWhileEveryRowIsPushed(t *testing.T) {
 		t.Fatal("a subscription change did not go back to leasing as it reads")
 	}
 }
+
+// A page read and leased at once is as long as the sessions' room, so it
+// examined the log only up to its last row. Rows pushed earlier must not
+// move the cursor past the rest: a row held back while its session was full
+// was never leased, so the read of ended leases does not find it either,
+// and once behind the cursor it would never be delivered.
+func TestHubRoomLimitedPageKeepsTheCursorBeforeRowsItNeverRead(t *testing.T) {
+	t.Parallel()
+	clock := &stepClock{now: time.Now()}
+	log := &memLog{}
+	h := runHub(t, log, clock)
+	subA, subB := &fakeSub{}, &fakeSub{}
+	a := h.Register(subA, "u1", 1)
+	a.Subscribe("ship", nil)
+	b := h.Register(subB, "u2", 1)
+	b.Subscribe("ship", nil)
+	log.add(note("a1", "u1", "ship", clock.Now()))
+	h.Wake()
+	eventually(t, "a1", func() bool { return len(subA.ids()) == 1 })
+
+	// A row nobody wants is leased and given back: for the next 30 s the hub
+	// reads before it leases.
+	log.add(note("z", "u1", "pack", clock.Now().Add(-2*time.Minute)))
+	h.Wake()
+	eventually(t, "z given back", func() bool { r := log.row("z"); return !r.lease.IsZero() && !r.lease.After(clock.Now()) })
+
+	// u1's session is full: w and x are read and left without a lease, while
+	// y (higher) is pushed to u2's session.
+	for _, id := range []string{"w", "x"} {
+		log.add(note(id, "u1", "ship", clock.Now()))
+	}
+	log.add(note("y", "u2", "ship", clock.Now()))
+	h.Wake()
+	eventually(t, "y", func() bool { return len(subB.ids()) == 1 })
+
+	// Past the pause and the commit slack, inside the leases: the ack leaves
+	// room for one row, so the next page, leased as it is read, holds w only.
+	clock.Advance(31 * time.Second)
+	a.Ack("a1")
+	eventually(t, "w", func() bool { return len(subA.ids()) == 2 })
+	a.Ack("w")
+	eventually(t, "x, which the page that leased w never read", func() bool { return len(subA.ids()) == 3 })
+	if got := subA.ids(); got[2] != "x" {
+		t.Fatalf("pushed %v", got)
+	}
+}
