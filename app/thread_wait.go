@@ -118,6 +118,9 @@ func (t *Threads) wait(ctx context.Context, timeout time.Duration, check func(ct
 			if o.err != nil || o.done {
 				return o.r, o.err
 			}
+			// A retried transaction may have passed commit and then decided
+			// nothing: the gate opens again for the next round.
+			gate.state.CompareAndSwap(gateCommitting, gateOpen)
 		case <-ctx.Done():
 			return end(ch, WaitResult{Decision: DecisionCancelled, Message: "wait cancelled"})
 		case <-deadline.C:
