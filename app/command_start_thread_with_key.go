@@ -76,7 +76,13 @@ func (h StartThreadWithKeyHandler) resolve(ctx context.Context, p domain.Princip
 			// unless the caller may not see that thread, whose keys are not
 			// the caller's to bind.
 			if verr := checkVisible(p, &th, t.now()); verr != nil {
-				return t.startOutsideScope(ctx, p, namespace, key, in, verr)
+				// As without the race: a trace taken by another's thread
+				// starts the caller's own; an application key that names
+				// one is refused.
+				if taken, err := t.store.FindThreadByKey(ctx, namespace, key); err == nil && taken.ID == th.ID {
+					return t.startOutsideScope(ctx, p, namespace, key, in, verr)
+				}
+				return domain.Thread{}, false, verr
 			}
 			for _, k := range also {
 				if _, err := t.store.BindThreadKey(ctx, k.Namespace, k.Key, th.ID); err != nil {

@@ -341,6 +341,37 @@ func TestKeyedTraceRaceNeverBindsToAThreadTheCallerCannotSee(t *testing.T) {
 	}
 }
 
+// The same race lost on the application key instead (another principal's
+// thread took the key first) is refused as the key is without a race, and
+// binds the trace to nothing.
+func TestKeyedTraceRaceLostOnTheKeyIsRefused(t *testing.T) {
+	t.Parallel()
+	f := newThreadsFixture(t)
+	cmd := f.threads.Application().Commands.StartThreadWithKey
+	other, _, err := cmd.Handle(as("u1", domain.RoleMember), KeyApp, "u1-order", StartThreadInput{Label: "u1's"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.store.mu.Lock()
+	f.store.beforeKeyedCreate = func() {
+		f.store.mu.Lock()
+		f.store.keys[KeyApp+"\x00shared"] = other.ID
+		f.store.mu.Unlock()
+	}
+	f.store.mu.Unlock()
+	sa := WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalServiceAccount, ID: "sa1",
+		Role: domain.RoleMember, Scope: domain.ScopeParty})
+	if _, _, err := cmd.HandleTrace(sa, "t10", "shared", StartThreadInput{}); err == nil || domain.KindOf(err) != domain.KindNotFound {
+		t.Fatalf("a key naming a thread the caller may not see: %v, want not found", err)
+	}
+	f.store.mu.Lock()
+	_, bound := f.store.keys[KeyTrace+"\x00t10"]
+	f.store.mu.Unlock()
+	if bound {
+		t.Fatal("the trace was bound")
+	}
+}
+
 // holdRowLock makes UpdateGrants wait, as behind a writer holding the
 // thread's row lock; the returned func (also run at cleanup, and after 5 s
 // so a wait that does not time out fails instead of hanging) frees it.

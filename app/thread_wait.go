@@ -100,11 +100,22 @@ func (t *Threads) wait(ctx context.Context, timeout time.Duration, check func(ct
 		if gate.answer() {
 			return r, nil // the round (if any) can no longer commit; cancel ends it
 		}
-		o := <-ch // a round is committing a grant: its answer is the wait's
-		if o.err == nil && !o.done {
+		// A round is committing a grant: its answer is the wait's. That is an
+		// INSERT and a COMMIT under a lock already held, but a retried
+		// transaction would queue for the lock again: past half the margin
+		// the wait answers anyway and the round is cancelled (its grant, in
+		// that unlikely case, would stay unheard).
+		wait := time.NewTimer(max(timeoutMargin(timeout)/2, 25*time.Millisecond))
+		defer wait.Stop()
+		select {
+		case o := <-ch:
+			if o.err == nil && !o.done {
+				return r, nil
+			}
+			return o.r, o.err
+		case <-wait.C:
 			return r, nil
 		}
-		return o.r, o.err
 	}
 	for {
 		changed := t.hub.Changed() // taken before the check: a change during it wakes the next round

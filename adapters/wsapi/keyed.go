@@ -161,7 +161,9 @@ func (s *session) waitFor(ctx context.Context, m Message) (reply, error) {
 			// Cancelled by cancelWait: no late reply, and a grant made as it
 			// was cancelled is given back unused.
 			if err == nil && res.Decision == app.DecisionAllowed && res.NewGrant {
-				if err := s.threads.Commands.ReleaseGrant.Handle(context.WithoutCancel(ctx), base.ThreadID, base.InvocationID); err != nil {
+				rctx, cancelRelease := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+				defer cancelRelease()
+				if err := s.threads.Commands.ReleaseGrant.Handle(rctx, base.ThreadID, base.InvocationID); err != nil {
 					s.log.Warn("waitFor: releasing a cancelled grant", "threadId", base.ThreadID, "err", err)
 				}
 			}
