@@ -88,10 +88,7 @@ type Hub struct {
 	cursor   int64               // every pending row at or below it was examined (see poll)
 	pushed   []seenRow           // rows this hub leased, oldest first, not yet behind the cursor
 	seen     map[int64]time.Time // seq → when this hub first read it, for rows above the cursor
-	// claimOnReadFrom: polls of fresh rows lease as they read from then
-	// on (see pollClaiming); a subscription change sets it back.
-	claimOnReadFrom time.Time
-	rr              int
+	rr       int
 
 	ackMu     sync.Mutex
 	ackOpen   bool // the flusher runs (see threads_hub_acks.go)
@@ -319,7 +316,6 @@ func (s *HubSession) Subscribe(key string, eventTypes []string) {
 	s.hub.mu.Lock()
 	s.keys[key] = set
 	s.hub.cursor = 0
-	s.hub.claimOnReadFrom = time.Time{}
 	s.hub.mu.Unlock()
 	s.hub.Wake()
 }
@@ -356,7 +352,6 @@ func (s *HubSession) AddThread(id string) {
 	s.hub.mu.Lock()
 	s.threads[id] = true
 	s.hub.cursor = 0
-	s.hub.claimOnReadFrom = time.Time{}
 	s.hub.mu.Unlock()
 	s.hub.Wake()
 }
@@ -493,7 +488,6 @@ func (h *Hub) poll(ctx context.Context, leaseEnded bool) bool {
 	now := h.clock.Now()
 	h.mu.Lock()
 	owners, threads, steps := map[string]bool{}, map[string]bool{}, map[string]bool{}
-	room := 0
 	for s := range h.sessions {
 		if len(s.keys) == 0 {
 			continue
@@ -508,10 +502,8 @@ func (h *Hub) poll(ctx context.Context, leaseEnded bool) bool {
 		for t := range s.threads {
 			threads[t] = true
 		}
-		room += max(s.room(now), 0)
 	}
 	after := h.cursor
-	claimOnRead := !leaseEnded && !now.Before(h.claimOnReadFrom)
 	h.mu.Unlock()
 	if len(owners) == 0 {
 		return false
@@ -522,9 +514,6 @@ func (h *Hub) poll(ctx context.Context, leaseEnded bool) bool {
 	q := ports.PendingQuery{Owners: keys(owners), Threads: keys(threads),
 		StepNames: keys(steps), AfterSeq: after, LeaseEnded: leaseEnded,
 		Now: now, MaxDeliveries: cfg.MaxDeliveries, Limit: pollLimit}
-	if claimOnRead {
-		return h.pollClaiming(ctx, q, room, cfg)
-	}
 	rows, err := h.logStore.PendingNotifications(ctx, q)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -532,7 +521,7 @@ func (h *Hub) poll(ctx context.Context, leaseEnded bool) bool {
 		}
 		return false
 	}
-	picks, advanced, blocked, _ := h.pick(rows, pollLimit, after, now, leaseEnded)
+	picks, advanced, blocked := h.pick(rows, after, now, leaseEnded)
 	if len(picks) == 0 {
 		return len(rows) == pollLimit && !blocked && advanced
 	}
@@ -559,51 +548,6 @@ func (h *Hub) poll(ctx context.Context, leaseEnded bool) bool {
 	}
 	return len(rows) == pollLimit
 }
-
-// pollClaiming is a poll of fresh rows in one round trip: the rows are
-// read and leased by one statement (ports.NotificationLog.ClaimPending),
-// at most as many as the sessions have room for. It pays only while every
-// row it leases is pushed: a leased row no session here takes (another
-// principal's, an event type nobody wants, a full session) is given back
-// uncounted, and the hub reads first and leases what it picks for the next
-// claimOnReadPause (or until a subscription changes), so such rows are not
-// leased and given back at every poll.
-func (h *Hub) pollClaiming(ctx context.Context, q ports.PendingQuery, room int, cfg HubConfig) bool {
-	if room == 0 {
-		return false
-	}
-	q.Limit = min(q.Limit, room)
-	rows, err := h.logStore.ClaimPending(ctx, q, q.Now.Add(cfg.RedeliverAfter))
-	if err != nil {
-		if ctx.Err() == nil {
-			h.log.Warn("notifications: read and lease the log", "err", err)
-		}
-		return false
-	}
-	// The page is as long as the sessions' room: a full one examined the
-	// log only up to its last row, however short.
-	picks, _, _, left := h.pick(rows, q.Limit, q.AfterSeq, q.Now, false)
-	got := make(map[string]bool, len(rows))
-	for _, n := range rows {
-		got[n.ID] = true
-	}
-	refused := h.push(ctx, picks, got, q.Now, false, q.AfterSeq, cfg)
-	if len(left) > 0 {
-		h.mu.Lock()
-		h.claimOnReadFrom = q.Now.Add(claimOnReadPause)
-		h.cursor = min(h.cursor, q.AfterSeq)
-		h.mu.Unlock()
-		if err := h.logStore.ReleaseNotifications(ctx, left, q.Now, false); err != nil && ctx.Err() == nil {
-			h.log.Warn("notifications: release", "err", err)
-		}
-		return true // read again, the other way
-	}
-	return !refused && len(rows) == pollLimit
-}
-
-// claimOnReadPause: how long the hub reads before leasing after a poll
-// leased rows it could not push.
-const claimOnReadPause = 30 * time.Second
 
 // push hands the claimed picks (got: the ids leased for this push) to their
 // sessions and records them in flight; rows a socket refused are given
@@ -657,19 +601,17 @@ type pushPick struct {
 }
 
 // pick chooses a session with room for each row, in order, and moves the
-// cursor (unless leaseEnded) as poll describes; rows is a page read with
-// limit pageLimit. It reports whether the cursor moved, whether a matching
-// session was full, and the ids of the rows no session took.
-func (h *Hub) pick(rows []ports.NotificationRecord, pageLimit int, after int64, now time.Time, leaseEnded bool) ([]pushPick, bool, bool, []string) {
+// cursor (unless leaseEnded) as poll describes. It reports whether the
+// cursor moved and whether a matching session was full.
+func (h *Hub) pick(rows []ports.NotificationRecord, after int64, now time.Time, leaseEnded bool) ([]pushPick, bool, bool) {
 	var picks []pushPick
-	var left []string
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	cursor, blocked := after, false
 	// limit: the highest seq the cursor may reach. A full page examined the
 	// log only up to its last row; a blocked row must be read again.
 	limit := int64(math.MaxInt64)
-	if len(rows) == pageLimit {
+	if len(rows) == pollLimit {
 		limit = rows[len(rows)-1].Seq
 	}
 	rooms := map[*HubSession]int{}
@@ -694,9 +636,6 @@ func (h *Hub) pick(rows []ports.NotificationRecord, pageLimit int, after int64, 
 			}
 			rooms[s] = r
 		}
-		if chosen == nil {
-			left = append(left, n.ID)
-		}
 		switch {
 		case chosen != nil:
 			picks = append(picks, pushPick{n, chosen})
@@ -709,7 +648,7 @@ func (h *Hub) pick(rows []ports.NotificationRecord, pageLimit int, after int64, 
 		}
 	}
 	if leaseEnded || h.cursor != after { // a rescan was asked for meanwhile
-		return picks, false, blocked, left
+		return picks, false, blocked
 	}
 	// Rows pushed earlier are not read again: move past those old enough.
 	for len(h.pushed) > 0 && now.Sub(h.pushed[0].at) > commitSlack && h.pushed[0].seq <= limit {
@@ -722,7 +661,7 @@ func (h *Hub) pick(rows []ports.NotificationRecord, pageLimit int, after int64, 
 			delete(h.seen, seq)
 		}
 	}
-	return picks, h.cursor > after, blocked, left
+	return picks, h.cursor > after, blocked
 }
 
 // firstSeen is when this hub first read row n (now, the first time).

@@ -38,8 +38,6 @@ type memLog struct {
 	rows []*memRow
 	// afterSeq is the cursor of the latest read of fresh rows.
 	afterSeq int64
-	// claimReads counts ClaimPending calls (reads that lease).
-	claimReads int
 }
 
 type memRow struct {
@@ -94,23 +92,6 @@ func (l *memLog) ClaimNotifications(_ context.Context, ids []string, now, until 
 		}
 	}
 	return got, nil
-}
-
-func (l *memLog) ClaimPending(ctx context.Context, q ports.PendingQuery, until time.Time) ([]ports.NotificationRecord, error) {
-	rows, _ := l.PendingNotifications(ctx, q)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.claimReads++
-	out := rows[:0]
-	for _, n := range rows {
-		for _, r := range l.rows {
-			if r.n.ID == n.ID && r.settled == "" && !r.lease.After(q.Now) {
-				r.lease, r.n.Deliveries = until, r.n.Deliveries+1
-				out = append(out, r.n)
-			}
-		}
-	}
-	return out, nil
 }
 
 func (l *memLog) ReleaseNotifications(_ context.Context, ids []string, now time.Time, pushed bool) error {
@@ -387,12 +368,6 @@ func TestHubCursorWaitsFromFirstReadNotTheWritersClock(t *testing.T) {
 	eventually(t, "cursor past an old row at once", func() bool { return log.cursor() >= 2 })
 }
 
-func (l *memLog) claims() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.claimReads
-}
-
 // row is a copy of the row id (zero if there is none).
 func (l *memLog) row(id string) memRow {
 	l.mu.Lock()
@@ -403,103 +378,4 @@ func (l *memLog) row(id string) memRow {
 		}
 	}
 	return memRow{}
-}
-
-// Fresh rows are read and leased in one round trip while every leased row
-// is pushed. A leased row no session takes (here an event type nobody
-// wants) is given back uncounted, and the hub then reads before leasing,
-// so that row is not leased again at every poll; a subscription change
-// goes back to leasing as it reads.
-func TestHubLeasesAsItReadsOnlyWhileEveryRowIsPushed(t *testing.T) {
-	t.Parallel()
-	clock := &stepClock{now: time.Now()}
-	log := &memLog{}
-	h := runHub(t, log, clock)
-	sub := &fakeSub{}
-	s := h.Register(sub, "u1", 10)
-	s.Subscribe("ship", nil)
-	log.add(note("n1", "u1", "ship", clock.Now()))
-	h.Wake()
-	eventually(t, "n1", func() bool { return len(sub.ids()) == 1 })
-	if log.claims() == 0 {
-		t.Fatal("a poll with every row wanted did not lease as it read")
-	}
-
-	s.Subscribe("ship", []string{"step.failed"}) // n2 (a success) is wanted by nobody
-	log.add(note("n2", "u1", "ship", clock.Now()))
-	h.Wake()
-	eventually(t, "n2 given back", func() bool { r := log.row("n2"); return !r.lease.IsZero() && !r.lease.After(clock.Now()) })
-	if r := log.row("n2"); r.n.Deliveries != 0 {
-		t.Fatalf("n2 was never pushed but counts %d deliveries", r.n.Deliveries)
-	}
-	before := log.claims()
-	for range 5 {
-		h.Wake()
-		time.Sleep(15 * time.Millisecond)
-	}
-	if n := log.claims() - before; n != 0 {
-		t.Fatalf("%d more polls leased as they read after a row was left over", n)
-	}
-	failed := note("n3", "u1", "ship", clock.Now())
-	failed.NotificationType = "execution.failed"
-	log.add(failed)
-	h.Wake()
-	eventually(t, "n3 read, then leased", func() bool { return len(sub.ids()) == 2 })
-	if got := sub.ids(); got[1] != "n3" {
-		t.Fatalf("pushed %v", got)
-	}
-
-	s.Subscribe("pack", nil)
-	log.add(note("n4", "u1", "pack", clock.Now()))
-	h.Wake()
-	eventually(t, "n4", func() bool { return len(sub.ids()) == 3 })
-	if log.claims() == before {
-		t.Fatal("a subscription change did not go back to leasing as it reads")
-	}
-}
-
-// A page read and leased at once is as long as the sessions' room, so it
-// examined the log only up to its last row. Rows pushed earlier must not
-// move the cursor past the rest: a row held back while its session was full
-// was never leased, so the read of ended leases does not find it either,
-// and once behind the cursor it would never be delivered.
-func TestHubRoomLimitedPageKeepsTheCursorBeforeRowsItNeverRead(t *testing.T) {
-	t.Parallel()
-	clock := &stepClock{now: time.Now()}
-	log := &memLog{}
-	h := runHub(t, log, clock)
-	subA, subB := &fakeSub{}, &fakeSub{}
-	a := h.Register(subA, "u1", 1)
-	a.Subscribe("ship", nil)
-	b := h.Register(subB, "u2", 1)
-	b.Subscribe("ship", nil)
-	log.add(note("a1", "u1", "ship", clock.Now()))
-	h.Wake()
-	eventually(t, "a1", func() bool { return len(subA.ids()) == 1 })
-
-	// A row nobody wants is leased and given back: for the next 30 s the hub
-	// reads before it leases.
-	log.add(note("z", "u1", "pack", clock.Now().Add(-2*time.Minute)))
-	h.Wake()
-	eventually(t, "z given back", func() bool { r := log.row("z"); return !r.lease.IsZero() && !r.lease.After(clock.Now()) })
-
-	// u1's session is full: w and x are read and left without a lease, while
-	// y (higher) is pushed to u2's session.
-	for _, id := range []string{"w", "x"} {
-		log.add(note(id, "u1", "ship", clock.Now()))
-	}
-	log.add(note("y", "u2", "ship", clock.Now()))
-	h.Wake()
-	eventually(t, "y", func() bool { return len(subB.ids()) == 1 })
-
-	// Past the pause and the commit slack, inside the leases: the ack leaves
-	// room for one row, so the next page, leased as it is read, holds w only.
-	clock.Advance(31 * time.Second)
-	a.Ack("a1")
-	eventually(t, "w", func() bool { return len(subA.ids()) == 2 })
-	a.Ack("w")
-	eventually(t, "x, which the page that leased w never read", func() bool { return len(subA.ids()) == 3 })
-	if got := subA.ids(); got[2] != "x" {
-		t.Fatalf("pushed %v", got)
-	}
 }

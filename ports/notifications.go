@@ -32,12 +32,6 @@ type NotificationLog interface {
 	// it) and returns the ids it leased: settled ones, and ones another
 	// replica leased until after now, are skipped.
 	ClaimNotifications(ctx context.Context, ids []string, now, until time.Time) ([]string, error)
-	// ClaimPending is PendingNotifications and ClaimNotifications in one
-	// statement: it leases the rows q selects (not LeaseEnded) until until,
-	// counting one more push each, skipping rows another replica is
-	// claiming at the same moment, and returns them oldest first with their
-	// new delivery count.
-	ClaimPending(ctx context.Context, q PendingQuery, until time.Time) ([]NotificationRecord, error)
 	// ReleaseNotifications ends leases early, at now (the socket closed, or
 	// refused the push): the rows may be pushed again at once, and every
 	// replica's read of ended leases finds them, whatever its cursor.

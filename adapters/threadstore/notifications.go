@@ -3,7 +3,6 @@ package threadstore
 import (
 	"context"
 	"encoding/json"
-	"sort"
 	"strings"
 	"time"
 
@@ -88,40 +87,6 @@ func (s *Store) PendingNotifications(ctx context.Context, q ports.PendingQuery) 
 		return nil, sqldb.TranslateError(err)
 	}
 	return records(rows), nil
-}
-
-// ClaimPending: see ports.NotificationLog. On PostgreSQL the rows are
-// locked with SKIP LOCKED, so two replicas claiming at once take different
-// rows instead of waiting on each other; the UPDATE re-checks the lease
-// (a row leased and committed by another replica since is not taken).
-// SQLite has one writer at a time.
-func (s *Store) ClaimPending(ctx context.Context, q ports.PendingQuery, until time.Time) ([]ports.NotificationRecord, error) {
-	q.LeaseEnded = false
-	where, args, ok := pendingWhere(q)
-	if !ok || q.Limit <= 0 {
-		return nil, nil
-	}
-	lock := ""
-	if s.db.Dialect == sqldb.Postgres {
-		lock = " FOR UPDATE SKIP LOCKED"
-	}
-	args = append(args, q.Limit, sqldb.Time(until), sqldb.Time(q.Now))
-	// The CTE is materialized: as a plain IN (subquery) PostgreSQL may run
-	// the limited, locking subquery more than once and lease past the limit.
-	query, args, err := sqlx.In(`WITH picked AS MATERIALIZED (SELECT id FROM thread_notifications WHERE `+where+` ORDER BY seq LIMIT ?`+lock+`)
- UPDATE thread_notifications SET lease_until = ?, deliveries = deliveries + 1
- WHERE id IN (SELECT id FROM picked) AND delivery IS NULL AND (lease_until IS NULL OR lease_until < ?)
- RETURNING `+notificationColumns, args...)
-	if err != nil {
-		return nil, err
-	}
-	var rows []notificationRow
-	if err := s.db.SelectContext(ctx, &rows, s.q(query), args...); err != nil {
-		return nil, sqldb.TranslateError(err)
-	}
-	out := records(rows)
-	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq }) // RETURNING keeps no order
-	return out, nil
 }
 
 func records(rows []notificationRow) []ports.NotificationRecord {
