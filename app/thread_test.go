@@ -232,10 +232,7 @@ func TestCancelledRepeatWaitKeepsTheEarlierGrant(t *testing.T) {
 	if gs := f.store.grants[th]; len(gs) != 1 || gs[0].InvocationID != "inv-1" || gs[0].Status != domain.GrantAllowed {
 		t.Fatalf("grants after the cancelled repeat: %+v, want inv-1 kept", gs)
 	}
-	other, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-2", 200*time.Millisecond)
-	if err != nil || other.Decision != DecisionTimedOut {
-		t.Fatalf("a second invocation on the consumed success: %+v %v, want timed_out", other, err)
-	}
+	f.wantConsumed(t, key, th)
 }
 
 // A wait whose granting round waits on the thread's row lock past the
@@ -299,10 +296,7 @@ func TestRepeatWaitKeepsItsGrantWhenAnEarlierRoundFinishesLate(t *testing.T) {
 	eventuallyGrants(t, f, th, func(_ int, gs []domain.StepGrant) bool {
 		return len(gs) == 1 && gs[0].InvocationID == "inv-1" && gs[0].Status == domain.GrantAllowed
 	})
-	other, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-2", 200*time.Millisecond)
-	if err != nil || other.Decision != DecisionTimedOut {
-		t.Fatalf("a second invocation on the consumed success: %+v %v, want timed_out", other, err)
-	}
+	f.wantConsumed(t, key, th)
 }
 
 // A party-scoped service account's keyed trace loses the creation race to
@@ -369,6 +363,16 @@ func TestKeyedTraceRaceLostOnTheKeyIsRefused(t *testing.T) {
 	f.store.mu.Unlock()
 	if bound {
 		t.Fatal("the trace was bound")
+	}
+}
+
+// wantConsumed checks that pay's success is used up: a second invocation of
+// ship keeps waiting (times out).
+func (f threadsFixture) wantConsumed(t *testing.T, key context.Context, th string) {
+	t.Helper()
+	other, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-2", 200*time.Millisecond)
+	if err != nil || other.Decision != DecisionTimedOut {
+		t.Fatalf("a second invocation on the consumed success: %+v %v, want timed_out", other, err)
 	}
 }
 
