@@ -80,19 +80,14 @@ func IsAlternateKey(key string) bool { return strings.Contains(key, "#") }
 // linkVerifies reports whether a secret of version (its own, or an
 // alternate) reproduces l's hash, and whether version has any secret.
 func linkVerifies(secrets map[string][]byte, version string, l ChainLink) (ok, known bool) {
-	if secret, found := secrets[version]; found {
+	alternates := AlternateKey(version, "")
+	for k, secret := range secrets {
+		if k != version && !strings.HasPrefix(k, alternates) {
+			continue
+		}
 		known = true
 		if hmac.Equal([]byte(ChainHash(secret, version, l)), []byte(l.Hash)) {
 			return true, true
-		}
-	}
-	prefix := version + "#"
-	for k, secret := range secrets {
-		if strings.HasPrefix(k, prefix) {
-			known = true
-			if hmac.Equal([]byte(ChainHash(secret, version, l)), []byte(l.Hash)) {
-				return true, true
-			}
 		}
 	}
 	return false, known

@@ -65,7 +65,7 @@ func LoadChainKeys(ctx context.Context, db *sqldb.DB, cfg KeyConfig, dataDir str
 	if cfg.Secret != "" {
 		configured[cfg.Version] = cfg.Secret
 	}
-	rows, err := readKeys(ctx, db)
+	rows, err := readKeys(ctx, db, purposeHashChain)
 	if err != nil {
 		return app.ChainKeys{}, err
 	}
@@ -73,7 +73,7 @@ func LoadChainKeys(ctx context.Context, db *sqldb.DB, cfg KeyConfig, dataDir str
 		if err := seedKeys(ctx, db, cfg, dataDir, now); err != nil {
 			return app.ChainKeys{}, err
 		}
-		if rows, err = readKeys(ctx, db); err != nil {
+		if rows, err = readKeys(ctx, db, purposeHashChain); err != nil {
 			return app.ChainKeys{}, err
 		}
 	}
@@ -82,9 +82,9 @@ func LoadChainKeys(ctx context.Context, db *sqldb.DB, cfg KeyConfig, dataDir str
 	for _, r := range rows {
 		recorded[r.Version] = r
 		if r.Secret != nil {
-			sec, err := hex.DecodeString(*r.Secret)
-			if err != nil || domain.KeyFingerprint(sec) != r.Fingerprint {
-				return app.ChainKeys{}, fmt.Errorf("installation_keys: hash-chain key version %s is corrupt", r.Version)
+			sec, err := decodeKey(r)
+			if err != nil {
+				return app.ChainKeys{}, err
 			}
 			keys.Secrets[r.Version] = sec
 		}
@@ -94,7 +94,7 @@ func LoadChainKeys(ctx context.Context, db *sqldb.DB, cfg KeyConfig, dataDir str
 		fp := domain.KeyFingerprint(sec)
 		r, ok := recorded[v]
 		if !ok {
-			if err := insertKey(ctx, db, v, nil, fp, now); err != nil {
+			if err := insertKey(ctx, db, purposeHashChain, v, nil, fp, now); err != nil {
 				return app.ChainKeys{}, err
 			}
 			keys.Secrets[v] = sec
@@ -135,34 +135,35 @@ func LoadChainKeys(ctx context.Context, db *sqldb.DB, cfg KeyConfig, dataDir str
 // does not know it yet: every replica of an installation upgraded from
 // per-replica keys brings its own, and the chains it wrote verify on all.
 func loadLegacyKeys(ctx context.Context, db *sqldb.DB, recorded []keyRow, keys app.ChainKeys, dataDir string, now time.Time) error {
-	var alts []keyRow
-	err := db.SelectContext(ctx, &alts, db.Rebind(`SELECT version, secret, fingerprint FROM installation_keys
- WHERE purpose = ? ORDER BY version`), purposeLegacyKey)
+	alts, err := readKeys(ctx, db, purposeLegacyKey)
 	if err != nil {
-		return fmt.Errorf("installation_keys: %w", err)
+		return err
 	}
 	known := map[string]bool{}
-	for _, r := range append(recorded, alts...) {
-		known[r.Fingerprint] = true
-	}
-	if sec, err := legacyKeyFile(dataDir); err != nil {
-		return err
-	} else if fp := domain.KeyFingerprint(sec); sec != nil && !known[fp] {
-		if _, err := db.ExecContext(ctx, db.Rebind(`INSERT INTO installation_keys (purpose, version, secret, fingerprint, created_at)
- VALUES (?,?,?,?,?) ON CONFLICT (purpose, version) DO NOTHING`), purposeLegacyKey, domain.AlternateKey("1", fp), hex.EncodeToString(sec), fp, sqldb.Time(now)); err != nil {
-			return fmt.Errorf("installation_keys: %w", err)
+	for _, rs := range [][]keyRow{recorded, alts} {
+		for _, r := range rs {
+			known[r.Fingerprint] = true
 		}
-		alts = append(alts, keyRow{Version: domain.AlternateKey("1", fp), Secret: new(hex.EncodeToString(sec)), Fingerprint: fp})
 	}
 	for _, r := range alts {
 		if r.Secret == nil {
 			continue
 		}
-		sec, err := hex.DecodeString(*r.Secret)
-		if err != nil || domain.KeyFingerprint(sec) != r.Fingerprint {
-			return fmt.Errorf("installation_keys: legacy hash-chain key %s is corrupt", r.Version)
+		sec, err := decodeKey(r)
+		if err != nil {
+			return err
 		}
 		keys.Secrets[r.Version] = sec
+	}
+	sec, err := legacyKeyFile(dataDir)
+	if err != nil || sec == nil {
+		return err
+	}
+	if fp := domain.KeyFingerprint(sec); !known[fp] {
+		if err := insertKey(ctx, db, purposeLegacyKey, domain.AlternateKey("1", fp), sec, fp, now); err != nil {
+			return err
+		}
+		keys.Secrets[domain.AlternateKey("1", fp)] = sec
 	}
 	return nil
 }
@@ -176,17 +177,26 @@ func sortedVersions(m map[string]string) []string {
 	return out
 }
 
-func readKeys(ctx context.Context, db *sqldb.DB) ([]keyRow, error) {
+func readKeys(ctx context.Context, db *sqldb.DB, purpose string) ([]keyRow, error) {
 	var rows []keyRow
 	err := db.SelectContext(ctx, &rows, db.Rebind(`SELECT version, secret, fingerprint FROM installation_keys
- WHERE purpose = ? ORDER BY version`), purposeHashChain)
+ WHERE purpose = ? ORDER BY version`), purpose)
 	if err != nil {
 		return nil, fmt.Errorf("installation_keys: %w", err)
 	}
 	return rows, nil
 }
 
-func insertKey(ctx context.Context, db *sqldb.DB, version string, secret []byte, fp string, now time.Time) error {
+// decodeKey is a stored secret, checked against its fingerprint.
+func decodeKey(r keyRow) ([]byte, error) {
+	sec, err := hex.DecodeString(*r.Secret)
+	if err != nil || domain.KeyFingerprint(sec) != r.Fingerprint {
+		return nil, fmt.Errorf("installation_keys: hash-chain key version %s is corrupt", r.Version)
+	}
+	return sec, nil
+}
+
+func insertKey(ctx context.Context, db *sqldb.DB, purpose, version string, secret []byte, fp string, now time.Time) error {
 	var hexSecret any
 	if secret != nil {
 		hexSecret = hex.EncodeToString(secret)
@@ -194,7 +204,7 @@ func insertKey(ctx context.Context, db *sqldb.DB, version string, secret []byte,
 	// Two engines starting on an empty database race here; the first insert
 	// wins and both read it back.
 	_, err := db.ExecContext(ctx, db.Rebind(`INSERT INTO installation_keys (purpose, version, secret, fingerprint, created_at)
- VALUES (?,?,?,?,?) ON CONFLICT (purpose, version) DO NOTHING`), purposeHashChain, version, hexSecret, fp, sqldb.Time(now))
+ VALUES (?,?,?,?,?) ON CONFLICT (purpose, version) DO NOTHING`), purpose, version, hexSecret, fp, sqldb.Time(now))
 	if err != nil {
 		return fmt.Errorf("installation_keys: %w", err)
 	}
@@ -205,7 +215,7 @@ func insertKey(ctx context.Context, db *sqldb.DB, version string, secret []byte,
 // the one a previous engine generated into the data directory, or a new one.
 func seedKeys(ctx context.Context, db *sqldb.DB, cfg KeyConfig, dataDir string, now time.Time) error {
 	if cfg.Secret != "" {
-		return insertKey(ctx, db, cfg.Version, nil, domain.KeyFingerprint([]byte(cfg.Secret)), now)
+		return insertKey(ctx, db, purposeHashChain, cfg.Version, nil, domain.KeyFingerprint([]byte(cfg.Secret)), now)
 	}
 	sec, err := legacyKeyFile(dataDir)
 	if err != nil {
@@ -217,7 +227,7 @@ func seedKeys(ctx context.Context, db *sqldb.DB, cfg KeyConfig, dataDir string, 
 			return err
 		}
 	}
-	return insertKey(ctx, db, "1", sec, domain.KeyFingerprint(sec), now)
+	return insertKey(ctx, db, purposeHashChain, "1", sec, domain.KeyFingerprint(sec), now)
 }
 
 // legacyKeyFile reads data/hash_chain.key if an earlier engine generated it.
