@@ -96,11 +96,12 @@ type Hub struct {
 	ackSignal chan struct{}
 }
 
-// seenRow is a row the hub leased: commitSlack after at (when this hub
-// read it) the cursor may move past it.
+// seenRow is a row the hub leased: once settled (see settledAt) the cursor
+// may move past it.
 type seenRow struct {
-	seq int64
-	at  time.Time
+	seq     int64
+	created time.Time // the row's timestamp
+	at      time.Time // when this hub first read it
 }
 
 // HubSession is a subscriber's registration.
@@ -511,10 +512,9 @@ func (h *Hub) poll(ctx context.Context, leaseEnded bool) bool {
 	// Only subscribed step names are read: rows nobody here subscribed to
 	// stay pending (for another replica, a later subscription or expiry)
 	// without being read at every poll.
-	q := ports.PendingQuery{Owners: keys(owners), Threads: keys(threads),
+	rows, err := h.logStore.PendingNotifications(ctx, ports.PendingQuery{Owners: keys(owners), Threads: keys(threads),
 		StepNames: keys(steps), AfterSeq: after, LeaseEnded: leaseEnded,
-		Now: now, MaxDeliveries: cfg.MaxDeliveries, Limit: pollLimit}
-	rows, err := h.logStore.PendingNotifications(ctx, q)
+		Now: now, MaxDeliveries: cfg.MaxDeliveries, Limit: pollLimit})
 	if err != nil {
 		if ctx.Err() == nil {
 			h.log.Warn("notifications: read the log", "err", err)
@@ -540,35 +540,19 @@ func (h *Hub) poll(ctx context.Context, leaseEnded bool) bool {
 	for _, id := range claimed {
 		got[id] = true
 	}
-	for i := range picks {
-		picks[i].n.Deliveries++ // the claim counted this push
-	}
-	if h.push(ctx, picks, got, now, leaseEnded, after, cfg) {
-		return false
-	}
-	return len(rows) == pollLimit
-}
-
-// push hands the claimed picks (got: the ids leased for this push) to their
-// sessions and records them in flight; rows a socket refused are given
-// back. It reports whether any was refused.
-func (h *Hub) push(ctx context.Context, picks []pushPick, got map[string]bool, now time.Time, leaseEnded bool, after int64, cfg HubConfig) bool {
 	var refused []string
 	h.mu.Lock()
 	for _, p := range picks {
 		if !got[p.n.ID] {
 			continue // another replica leased it first
 		}
+		p.n.Deliveries++
 		if p.s.closed || !p.s.sub.Deliver(ackToken(p.n), p.n) {
 			refused = append(refused, p.n.ID)
 			continue
 		}
 		if !leaseEnded && len(h.pushed) < maxPushed {
-			at := h.firstSeen(p.n, now)
-			if now.Sub(p.n.CreatedAt) > oldRow {
-				at = p.n.CreatedAt
-			}
-			h.pushed = append(h.pushed, seenRow{seq: p.n.Seq, at: at})
+			h.pushed = append(h.pushed, seenRow{seq: p.n.Seq, created: p.n.CreatedAt, at: h.firstSeen(p.n, now)})
 		}
 		if _, again := p.s.inFlight[p.n.ID]; !again {
 			h.metrics.NotificationsPending(1)
@@ -589,9 +573,9 @@ func (h *Hub) push(ctx context.Context, picks []pushPick, got map[string]bool, n
 		if err := h.logStore.ReleaseNotifications(ctx, refused, now, false); err != nil && ctx.Err() == nil {
 			h.log.Warn("notifications: release", "err", err)
 		}
-		return true
+		return false
 	}
-	return false
+	return len(rows) == pollLimit
 }
 
 // pushPick is a row and the session chosen to receive it.
@@ -651,14 +635,16 @@ func (h *Hub) pick(rows []ports.NotificationRecord, after int64, now time.Time, 
 		return picks, false, blocked
 	}
 	// Rows pushed earlier are not read again: move past those old enough.
-	for len(h.pushed) > 0 && now.Sub(h.pushed[0].at) > commitSlack && h.pushed[0].seq <= limit {
+	for len(h.pushed) > 0 && settledAt(h.pushed[0].created, h.pushed[0].at, now) && h.pushed[0].seq <= limit {
 		cursor = max(cursor, h.pushed[0].seq)
 		h.pushed = h.pushed[1:]
 	}
 	h.cursor = min(cursor, limit)
-	for seq := range h.seen {
-		if seq <= h.cursor {
-			delete(h.seen, seq)
+	if h.cursor > after { // forget the first reads the cursor has passed
+		for seq := range h.seen {
+			if seq <= h.cursor {
+				delete(h.seen, seq)
+			}
 		}
 	}
 	return picks, h.cursor > after, blocked
@@ -679,13 +665,18 @@ func (h *Hub) firstSeen(n ports.NotificationRecord, now time.Time) time.Time {
 	return now
 }
 
-// settled reports whether no row with a lower seq than n can still commit:
-// commitSlack has passed since this hub first read n, by its own clock, so
-// another replica's clock does not matter; or n's own timestamp is older
-// than oldRow, which covers a backlog read again after a rescan. Caller
-// holds h.mu.
+// settled reports whether no row with a lower seq than n can still commit
+// (settledAt). Caller holds h.mu.
 func (h *Hub) settled(n ports.NotificationRecord, now time.Time) bool {
-	return now.Sub(n.CreatedAt) > oldRow || now.Sub(h.firstSeen(n, now)) > commitSlack
+	return settledAt(n.CreatedAt, h.firstSeen(n, now), now)
+}
+
+// settledAt: commitSlack has passed since this hub first read the row (seen),
+// by its own clock, so another replica's clock does not matter; or the row's
+// own timestamp (created) is older than oldRow, which covers a backlog read
+// again after a rescan.
+func settledAt(created, seen, now time.Time) bool {
+	return now.Sub(created) > oldRow || now.Sub(seen) > commitSlack
 }
 
 // commitSlack is how long after a row is visible a row with a lower seq

@@ -35,16 +35,12 @@ type notificationRow struct {
 	Deliveries       int       `db:"deliveries"`
 }
 
-// notificationColumns are what a pending read returns.
-const notificationColumns = `id, seq, thread_id, step_id, step_name, idempotency_key, contract_name, owner_id,
- source, notification_type, step_status, validation_status, violation_type, severity, message,
- CAST(details AS TEXT) AS details, created_at, deliveries`
-
-// pendingWhere is the condition and arguments of a pending read (ok false:
-// nobody to read for).
-func pendingWhere(q ports.PendingQuery) (string, []any, bool) {
+// PendingNotifications: see ports.NotificationLog. The partial indexes on
+// (owner_id, seq) and (owner_id, step_name, seq) hold only pending rows, so
+// this reads what is waiting for the subscribed principals, not the history.
+func (s *Store) PendingNotifications(ctx context.Context, q ports.PendingQuery) ([]ports.NotificationRecord, error) {
 	if len(q.Owners) == 0 && len(q.Threads) == 0 {
-		return "", nil, false
+		return nil, nil
 	}
 	var who []string
 	var args []any
@@ -65,20 +61,12 @@ func pendingWhere(q ports.PendingQuery) (string, []any, bool) {
 	if q.LeaseEnded { // thread_notifications_lease_ended (00015) holds just these
 		lease, leaseArgs = ` AND lease_until IS NOT NULL AND lease_until < ?`, []any{sqldb.Time(q.Now)}
 	}
-	args = append(append(args, leaseArgs...), q.MaxDeliveries)
-	return `delivery IS NULL AND (` + strings.Join(who, " OR ") + `)` + steps + lease + ` AND deliveries < ?`, args, true
-}
-
-// PendingNotifications: see ports.NotificationLog. The partial indexes on
-// (owner_id, seq) and (owner_id, step_name, seq) hold only pending rows, so
-// this reads what is waiting for the subscribed principals, not the history.
-func (s *Store) PendingNotifications(ctx context.Context, q ports.PendingQuery) ([]ports.NotificationRecord, error) {
-	where, args, ok := pendingWhere(q)
-	if !ok {
-		return nil, nil
-	}
-	query, args, err := sqlx.In(`SELECT `+notificationColumns+` FROM thread_notifications WHERE `+where+` ORDER BY seq LIMIT ?`,
-		append(args, q.Limit)...)
+	args = append(append(args, leaseArgs...), q.MaxDeliveries, q.Limit)
+	query, args, err := sqlx.In(`SELECT id, seq, thread_id, step_id, step_name, idempotency_key, contract_name, owner_id,
+ source, notification_type, step_status, validation_status, violation_type, severity, message,
+ CAST(details AS TEXT) AS details, created_at, deliveries
+ FROM thread_notifications WHERE delivery IS NULL AND (`+strings.Join(who, " OR ")+`)`+steps+lease+`
+ AND deliveries < ? ORDER BY seq LIMIT ?`, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -86,10 +74,6 @@ func (s *Store) PendingNotifications(ctx context.Context, q ports.PendingQuery) 
 	if err := s.db.SelectContext(ctx, &rows, s.q(query), args...); err != nil {
 		return nil, sqldb.TranslateError(err)
 	}
-	return records(rows), nil
-}
-
-func records(rows []notificationRow) []ports.NotificationRecord {
 	out := make([]ports.NotificationRecord, len(rows))
 	for i, r := range rows {
 		out[i] = ports.NotificationRecord{ID: r.ID, Seq: r.Seq, ThreadID: r.ThreadID, StepID: r.StepID, StepName: r.StepName,
@@ -99,7 +83,7 @@ func records(rows []notificationRow) []ports.NotificationRecord {
 			Deliveries: r.Deliveries}
 		_ = json.Unmarshal([]byte(r.Details), &out[i].Details)
 	}
-	return out
+	return out, nil
 }
 
 // ClaimNotifications: see ports.NotificationLog. One statement: two
