@@ -306,21 +306,8 @@ func TestRepeatWaitKeepsItsGrantWhenAnEarlierRoundFinishesLate(t *testing.T) {
 func TestKeyedTraceRaceNeverBindsToAThreadTheCallerCannotSee(t *testing.T) {
 	t.Parallel()
 	f := newThreadsFixture(t)
-	cmd := f.threads.Application().Commands.StartThreadWithKey
-	other, _, err := cmd.Handle(as("u1", domain.RoleMember), KeyApp, "u1-order", StartThreadInput{Label: "u1's"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.store.mu.Lock()
-	f.store.beforeKeyedCreate = func() { // u1's batch of trace t9 commits first
-		f.store.mu.Lock()
-		f.store.keys[KeyTrace+"\x00t9"] = other.ID
-		f.store.mu.Unlock()
-	}
-	f.store.mu.Unlock()
-	sa := WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalServiceAccount, ID: "sa1",
-		Role: domain.RoleMember, Scope: domain.ScopeParty})
-	th, _, err := cmd.HandleTrace(sa, "t9", "sa-order", StartThreadInput{Label: "sa's"})
+	other := f.loseKeyedRace(t, KeyTrace, "t9") // u1's batch of trace t9 commits first
+	th, _, err := f.threads.Application().Commands.StartThreadWithKey.HandleTrace(partyScoped("sa1"), "t9", "sa-order", StartThreadInput{Label: "sa's"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,21 +328,8 @@ func TestKeyedTraceRaceNeverBindsToAThreadTheCallerCannotSee(t *testing.T) {
 func TestKeyedTraceRaceLostOnTheKeyIsRefused(t *testing.T) {
 	t.Parallel()
 	f := newThreadsFixture(t)
-	cmd := f.threads.Application().Commands.StartThreadWithKey
-	other, _, err := cmd.Handle(as("u1", domain.RoleMember), KeyApp, "u1-order", StartThreadInput{Label: "u1's"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.store.mu.Lock()
-	f.store.beforeKeyedCreate = func() {
-		f.store.mu.Lock()
-		f.store.keys[KeyApp+"\x00shared"] = other.ID
-		f.store.mu.Unlock()
-	}
-	f.store.mu.Unlock()
-	sa := WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalServiceAccount, ID: "sa1",
-		Role: domain.RoleMember, Scope: domain.ScopeParty})
-	if _, _, err := cmd.HandleTrace(sa, "t10", "shared", StartThreadInput{}); err == nil || domain.KindOf(err) != domain.KindNotFound {
+	f.loseKeyedRace(t, KeyApp, "shared")
+	if _, _, err := f.threads.Application().Commands.StartThreadWithKey.HandleTrace(partyScoped("sa1"), "t10", "shared", StartThreadInput{}); err == nil || domain.KindOf(err) != domain.KindNotFound {
 		t.Fatalf("a key naming a thread the caller may not see: %v, want not found", err)
 	}
 	f.store.mu.Lock()
@@ -364,6 +338,31 @@ func TestKeyedTraceRaceLostOnTheKeyIsRefused(t *testing.T) {
 	if bound {
 		t.Fatal("the trace was bound")
 	}
+}
+
+// loseKeyedRace starts u1's own keyed thread and makes the next keyed
+// create find (namespace, key) taken by it, as when another replica's
+// create commits first; it returns u1's thread.
+func (f threadsFixture) loseKeyedRace(t *testing.T, namespace, key string) domain.Thread {
+	t.Helper()
+	other, _, err := f.threads.Application().Commands.StartThreadWithKey.Handle(as("u1", domain.RoleMember), KeyApp, "u1-order", StartThreadInput{Label: "u1's"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.store.mu.Lock()
+	f.store.beforeKeyedCreate = func() {
+		f.store.mu.Lock()
+		f.store.keys[namespace+"\x00"+key] = other.ID
+		f.store.mu.Unlock()
+	}
+	f.store.mu.Unlock()
+	return other
+}
+
+// partyScoped is a party-scoped service account's context.
+func partyScoped(id string) context.Context {
+	return WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalServiceAccount, ID: id,
+		Role: domain.RoleMember, Scope: domain.ScopeParty})
 }
 
 // wantConsumed checks that pay's success is used up: a second invocation of

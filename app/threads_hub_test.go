@@ -156,6 +156,19 @@ func note(id, owner, step string, at time.Time) ports.NotificationRecord {
 		NotificationType: "execution.success", CreatedAt: at}
 }
 
+// shipHub is a running hub over an empty log with one session of u1
+// subscribed to every event of step ship.
+func shipHub(t *testing.T) (*stepClock, *memLog, *app.Hub, *fakeSub, *app.HubSession) {
+	t.Helper()
+	clock := &stepClock{now: time.Now()}
+	log := &memLog{}
+	h := runHub(t, log, clock)
+	sub := &fakeSub{}
+	s := h.Register(sub, "u1", 10)
+	s.Subscribe("ship", nil)
+	return clock, log, h, sub, s
+}
+
 func runHub(t *testing.T, log *memLog, clock *stepClock) *app.Hub {
 	t.Helper()
 	h := app.NewHub(log, clock, nil)
@@ -209,12 +222,7 @@ func TestHubDeliversTheLogToLateSubscribers(t *testing.T) {
 // token settles it; a closed session's pushes go to another session at once.
 func TestHubRedeliversUntilAcked(t *testing.T) {
 	t.Parallel()
-	clock := &stepClock{now: time.Now()}
-	log := &memLog{}
-	h := runHub(t, log, clock)
-	sub := &fakeSub{}
-	s := h.Register(sub, "u1", 10)
-	s.Subscribe("ship", nil)
+	clock, log, h, sub, s := shipHub(t)
 	log.add(note("n1", "u1", "ship", clock.Now()))
 	h.Published([]ports.NotificationRecord{{}})
 	eventually(t, "first push", func() bool { return len(sub.ids()) == 1 })
@@ -295,12 +303,7 @@ func (l *memLog) cursor() int64 {
 // ends. Acks settle in the background (AckLater) or before returning (Ack).
 func TestHubCursorPassesPushedRowsAndLeasesStillEnd(t *testing.T) {
 	t.Parallel()
-	clock := &stepClock{now: time.Now()}
-	log := &memLog{}
-	h := runHub(t, log, clock)
-	sub := &fakeSub{}
-	s := h.Register(sub, "u1", 10)
-	s.Subscribe("ship", nil)
+	clock, log, h, sub, s := shipHub(t)
 	for _, id := range []string{"n1", "n2", "n3"} {
 		log.add(note(id, "u1", "ship", clock.Now()))
 	}
@@ -343,12 +346,7 @@ func TestHubCursorPassesPushedRowsAndLeasesStillEnd(t *testing.T) {
 // rows older than a minute by their timestamp (a backlog read again).
 func TestHubCursorWaitsFromFirstReadNotTheWritersClock(t *testing.T) {
 	t.Parallel()
-	clock := &stepClock{now: time.Now()}
-	log := &memLog{}
-	h := runHub(t, log, clock)
-	sub := &fakeSub{}
-	s := h.Register(sub, "u1", 10)
-	s.Subscribe("ship", nil)
+	clock, log, h, sub, _ := shipHub(t)
 	log.add(note("behind", "u1", "ship", clock.Now().Add(-30*time.Second)))
 	h.Wake()
 	eventually(t, "the push", func() bool { return len(sub.ids()) == 1 })
