@@ -34,7 +34,7 @@ const confirmWait = time.Second
 // that hears a message on it answers on the "ack" channel once its
 // listeners have run, and Publish waits for as many answers as there are
 // listening connections of this installation (counted in pg_stat_activity
-// by their application_name), so the caller's "done" comes after every
+// by their database and application_name), so the caller's "done" comes after every
 // replica acted on the message.
 type Postgres struct {
 	db       *sqldb.DB
@@ -187,8 +187,10 @@ func (b *Postgres) Publish(ctx context.Context, channel, payload string) error {
 		return err
 	}
 	var listeners int
-	if err := b.db.GetContext(ctx, &listeners, `SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE $1`,
-		b.appName+"%"); err != nil {
+	// pg_stat_activity lists the whole server; NOTIFY reaches only this
+	// database, so an installation in another one never answers.
+	if err := b.db.GetContext(ctx, &listeners, `SELECT count(*) FROM pg_stat_activity
+ WHERE datname = current_database() AND application_name LIKE $1`, b.appName+"%"); err != nil {
 		return err
 	}
 	t := time.NewTimer(confirmWait)

@@ -2,10 +2,14 @@ package broadcast_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"net/url"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jmoiron/sqlx"
 
 	"github.com/threadengine/engine/adapters/broadcast"
 	"github.com/threadengine/engine/adapters/sqldb"
@@ -17,7 +21,11 @@ import (
 // would, and waits until their listening connections are up.
 func openReplicas(t *testing.T, n int) []*broadcast.Postgres {
 	t.Helper()
-	u := sqldbtest.URL(t, sqldb.Postgres)
+	return openReplicasAt(t, sqldbtest.URL(t, sqldb.Postgres), n)
+}
+
+func openReplicasAt(t *testing.T, u string, n int) []*broadcast.Postgres {
+	t.Helper()
 	db, err := sqldb.Open(context.Background(), u)
 	if err != nil {
 		t.Fatal(err)
@@ -92,4 +100,47 @@ func TestConfirmedPublishWaitsForEveryReplica(t *testing.T) {
 		t.Fatalf("a wake-up waited %v for its listeners", d)
 	}
 	close(slow)
+}
+
+// Another installation on the same PostgreSQL server, in another database
+// whose schema has the same name, is not one of this installation's
+// replicas: NOTIFY does not cross databases, so waiting for its
+// acknowledgement would hold every credential change for the whole
+// confirmWait.
+func TestConfirmedPublishIgnoresInstallationsInOtherDatabases(t *testing.T) {
+	u := sqldbtest.URL(t, sqldb.Postgres)
+	pu, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := sqlx.Open("postgres", u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	other := fmt.Sprintf("bc_%d", time.Now().UnixNano())
+	if _, err := admin.Exec("CREATE DATABASE " + other); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = admin.Exec("DROP DATABASE " + other + " WITH (FORCE)") })
+	otherURL := *pu
+	otherURL.Path = "/" + other
+	schema := pu.Query().Get("search_path")
+	o, err := sqlx.Open("postgres", otherURL.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Exec("CREATE SCHEMA " + schema); err != nil {
+		t.Fatal(err)
+	}
+	o.Close()
+	openReplicasAt(t, otherURL.String(), 1) // the other installation, listening
+	rs := openReplicasAt(t, u, 2)
+	t0 := time.Now()
+	if err := rs[0].Publish(context.Background(), ports.ChannelIdentity, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(t0); d > 700*time.Millisecond {
+		t.Fatalf("Publish took %v: it waited for a listener of another database", d)
+	}
 }
