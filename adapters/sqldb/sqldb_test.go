@@ -96,3 +96,50 @@ func TestTxCancelledMidwayIsUnavailableNotInternal(t *testing.T) {
 		}
 	})
 }
+
+// AsyncCommit must turn synchronous_commit off for the transaction of the
+// write it is in, and for no other: steps' commits still wait for the flush.
+func TestAsyncCommitRelaxesOnlyItsOwnTransaction(t *testing.T) {
+	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
+		db := sqldbtest.Open(t, d)
+		ctx := context.Background()
+		if d == sqldb.SQLite {
+			if got := db.AsyncCommit(); got != "" {
+				t.Fatalf("AsyncCommit on SQLite = %q, want none", got)
+			}
+			return
+		}
+		conn, err := db.Connx(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		setting := func() string {
+			var v string
+			if err := conn.GetContext(ctx, &v, `SELECT current_setting('synchronous_commit')`); err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		mustExec := func(q string) {
+			if _, err := conn.ExecContext(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mustExec(`CREATE TEMP TABLE relaxed (id int PRIMARY KEY, v int)`)
+		mustExec(`INSERT INTO relaxed VALUES (1, 0)`)
+		mustExec(`BEGIN`)
+		mustExec(`UPDATE relaxed SET v = v + 1 WHERE id = 1` + db.AsyncCommit())
+		if got := setting(); got != "off" {
+			t.Errorf("synchronous_commit inside the write's transaction = %q, want off", got)
+		}
+		mustExec(`COMMIT`)
+		if got := setting(); got != "on" {
+			t.Errorf("synchronous_commit after it = %q, want on again", got)
+		}
+		var v int
+		if err := conn.GetContext(ctx, &v, `SELECT v FROM relaxed WHERE id = 1`); err != nil || v != 1 {
+			t.Errorf("the write applied %d times (err %v), want once", v, err)
+		}
+	})
+}

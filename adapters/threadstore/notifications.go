@@ -87,13 +87,16 @@ func (s *Store) PendingNotifications(ctx context.Context, q ports.PendingQuery) 
 }
 
 // ClaimNotifications: see ports.NotificationLog. One statement: two
-// replicas claiming the same row cannot both succeed.
+// replicas claiming the same row cannot both succeed. Leases, releases and
+// acknowledgements commit without waiting for the WAL flush
+// (sqldb.AsyncCommit): a crash of the database can only lose them, which
+// makes a notification be pushed again.
 func (s *Store) ClaimNotifications(ctx context.Context, ids []string, now, until time.Time) ([]string, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
 	query, args, err := sqlx.In(`UPDATE thread_notifications SET lease_until = ?, deliveries = deliveries + 1
- WHERE id IN (?) AND delivery IS NULL AND (lease_until IS NULL OR lease_until < ?) RETURNING id`,
+ WHERE id IN (?) AND delivery IS NULL AND (lease_until IS NULL OR lease_until < ?)`+s.db.AsyncCommit()+` RETURNING id`,
 		sqldb.Time(until), ids, sqldb.Time(now))
 	if err != nil {
 		return nil, err
@@ -117,7 +120,7 @@ func (s *Store) ReleaseNotifications(ctx context.Context, ids []string, now time
 	// The lease ended a microsecond before now (the times' precision), so a
 	// read at now already finds the row, with either read.
 	ended := sqldb.Time(now).Add(-time.Microsecond)
-	query, args, err := sqlx.In(`UPDATE thread_notifications SET lease_until = ?`+uncount+` WHERE id IN (?) AND delivery IS NULL`,
+	query, args, err := sqlx.In(`UPDATE thread_notifications SET lease_until = ?`+uncount+` WHERE id IN (?) AND delivery IS NULL`+s.db.AsyncCommit(),
 		ended, ids)
 	if err != nil {
 		return err
@@ -133,7 +136,7 @@ func (s *Store) AckNotifications(ctx context.Context, ids []string, now time.Tim
 		return nil, nil
 	}
 	query, args, err := sqlx.In(`UPDATE thread_notifications SET delivery = 'acked', settled_at = ?, lease_until = NULL
- WHERE id IN (?) AND delivery IS NULL RETURNING id`, sqldb.Time(now), ids)
+ WHERE id IN (?) AND delivery IS NULL`+s.db.AsyncCommit()+` RETURNING id`, sqldb.Time(now), ids)
 	if err != nil {
 		return nil, err
 	}
