@@ -89,6 +89,12 @@ type Hub struct {
 	pushed   []seenRow           // rows this hub leased, oldest first, not yet behind the cursor
 	seen     map[int64]time.Time // seq → when this hub first read it, for rows above the cursor
 	rr       int
+	claiming map[string]bool // rows picked by a poll whose lease is not settled yet
+	// Leases and pushes happen in the order the rows were picked, poll
+	// after poll, even when the reads overlap (see maxPolls): tickets are
+	// handed out at the pick and served one at a time.
+	ticket, serving uint64
+	turn            *sync.Cond // on mu
 
 	ackMu     sync.Mutex
 	ackOpen   bool // the flusher runs (see threads_hub_acks.go)
@@ -113,6 +119,7 @@ type HubSession struct {
 	keys        map[string]map[string]bool // routing key (step, contract@step, global) → event types (empty: all)
 	threads     map[string]bool            // threads started or joined on this session
 	inFlight    map[string]time.Time       // notification id → lease end
+	reserved    int                        // rows picked for it, lease not settled yet
 	closed      bool
 }
 
@@ -125,9 +132,12 @@ func NewHub(store ports.NotificationLog, clock ports.Clock, log *slog.Logger) *H
 	if clock == nil {
 		clock = ports.SystemClock{}
 	}
-	return &Hub{logStore: store, clock: clock, log: log, cfg: HubConfig{}.withDefaults(),
+	h := &Hub{logStore: store, clock: clock, log: log, cfg: HubConfig{}.withDefaults(),
 		wake: make(chan struct{}, 1), notify: make(chan struct{}, 1), sessions: map[*HubSession]struct{}{},
-		changed: make(chan struct{}), metrics: ports.NopMetrics{}, ackSignal: make(chan struct{}, 1)}
+		changed: make(chan struct{}), metrics: ports.NopMetrics{}, ackSignal: make(chan struct{}, 1),
+		claiming: map[string]bool{}}
+	h.turn = sync.NewCond(&h.mu)
+	return h
 }
 
 // Configure replaces the delivery settings.
@@ -175,23 +185,62 @@ func (h *Hub) Run(ctx context.Context, bus ports.Broadcast) {
 	acked := make(chan struct{})
 	go func() { defer close(acked); h.acker(ctx) }()
 	defer func() { <-acked }()
+	var polls sync.WaitGroup
+	defer polls.Wait()
 	t := time.NewTicker(h.config().PollEvery)
 	defer t.Stop()
+	slots := make(chan struct{}, maxPolls)
+	finished := make(chan struct{}, maxPolls)
+	// start runs a poll unless maxPolls already run; withLeases first looks
+	// for pushes whose lease ended (they lie behind the cursor: looked for
+	// once per interval, not at every wake-up).
+	start := func(withLeases bool) bool {
+		select {
+		case slots <- struct{}{}:
+		default:
+			return false
+		}
+		polls.Add(1)
+		go func() {
+			defer polls.Done()
+			for withLeases && h.poll(ctx, true) && ctx.Err() == nil {
+			}
+			for h.poll(ctx, false) && ctx.Err() == nil {
+			}
+			<-slots
+			finished <- struct{}{} // never blocks: one per slot
+		}()
+		return true
+	}
+	var due, leasesDue bool // a wake-up or tick came while every slot was taken
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-h.wake:
+			due = !start(false)
 		case <-t.C:
-			// Pushes whose lease ended lie behind the cursor; look for
-			// them once per interval, not at every wake-up.
-			for h.poll(ctx, true) && ctx.Err() == nil {
+			leasesDue = !start(true)
+		case <-finished:
+			switch {
+			case leasesDue:
+				leasesDue = !start(true)
+				due = due && leasesDue
+			case due:
+				due = !start(false)
 			}
-		}
-		for h.poll(ctx, false) && ctx.Err() == nil {
 		}
 	}
 }
+
+// maxPolls is how many polls may run at once. A row committed while a
+// poll's read is under way is not in that read: with one poll at a time it
+// waited for that read, the lease and the push to finish first, which on a
+// saturated machine was most of a cross-replica push's delay (see
+// docs/contributors/performance.md). A second poll reads it at once; rows
+// the first has picked are skipped (claiming) and the room they take is
+// reserved, so nothing is pushed twice or beyond maxInFlight.
+const maxPolls = 2
 
 // Changed returns a channel closed at the next wake-up: something was
 // committed here or on another replica (or a poll interval passed). Waits
@@ -459,7 +508,7 @@ func (s *HubSession) room(now time.Time) int {
 			s.hub.metrics.NotificationsPending(-1)
 		}
 	}
-	return s.maxInFlight - len(s.inFlight)
+	return s.maxInFlight - len(s.inFlight) - s.reserved
 }
 
 // pollLimit bounds the rows read per poll.
@@ -521,7 +570,7 @@ func (h *Hub) poll(ctx context.Context, leaseEnded bool) bool {
 		}
 		return false
 	}
-	picks, advanced, blocked := h.pick(rows, after, now, leaseEnded)
+	picks, ticket, advanced, blocked := h.pick(rows, after, now, leaseEnded)
 	if len(picks) == 0 {
 		return len(rows) == pollLimit && !blocked && advanced
 	}
@@ -529,19 +578,31 @@ func (h *Hub) poll(ctx context.Context, leaseEnded bool) bool {
 	for i, p := range picks {
 		ids[i] = p.n.ID
 	}
-	claimed, err := h.logStore.ClaimNotifications(ctx, ids, now, now.Add(cfg.RedeliverAfter))
-	if err != nil {
-		if ctx.Err() == nil {
-			h.log.Warn("notifications: lease", "err", err)
-		}
-		return false
+	h.mu.Lock()
+	for h.serving != ticket {
+		h.turn.Wait()
 	}
+	h.mu.Unlock()
+	claimed, err := h.logStore.ClaimNotifications(ctx, ids, now, now.Add(cfg.RedeliverAfter))
 	got := make(map[string]bool, len(claimed))
 	for _, id := range claimed {
 		got[id] = true
 	}
 	var refused []string
 	h.mu.Lock()
+	h.serving++
+	h.turn.Broadcast()
+	for _, p := range picks {
+		p.s.reserved--
+		delete(h.claiming, p.n.ID)
+	}
+	if err != nil {
+		h.mu.Unlock()
+		if ctx.Err() == nil {
+			h.log.Warn("notifications: lease", "err", err)
+		}
+		return false
+	}
 	for _, p := range picks {
 		if !got[p.n.ID] {
 			continue // another replica leased it first
@@ -584,13 +645,20 @@ type pushPick struct {
 	s *HubSession
 }
 
-// pick chooses a session with room for each row, in order, and moves the
-// cursor (unless leaseEnded) as poll describes. It reports whether the
+// pick chooses a session with room for each row, in order, reserves that
+// room, and moves the cursor (unless leaseEnded) as poll describes. It
+// returns the ticket the picks' lease waits for, and reports whether the
 // cursor moved and whether a matching session was full.
-func (h *Hub) pick(rows []ports.NotificationRecord, after int64, now time.Time, leaseEnded bool) ([]pushPick, bool, bool) {
+func (h *Hub) pick(rows []ports.NotificationRecord, after int64, now time.Time, leaseEnded bool) ([]pushPick, uint64, bool, bool) {
 	var picks []pushPick
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	ticket := h.ticket
+	defer func() {
+		if len(picks) > 0 {
+			h.ticket++
+		}
+	}()
 	cursor, blocked := after, false
 	// limit: the highest seq the cursor may reach. A full page examined the
 	// log only up to its last row; a blocked row must be read again.
@@ -600,6 +668,12 @@ func (h *Hub) pick(rows []ports.NotificationRecord, after int64, now time.Time, 
 	}
 	rooms := map[*HubSession]int{}
 	for _, n := range rows {
+		if h.claiming[n.ID] { // picked by the poll whose read overlaps this one
+			if !blocked && !leaseEnded && h.settled(n, now) {
+				cursor = n.Seq
+			}
+			continue
+		}
 		var cands []*HubSession
 		for s := range h.sessions {
 			if s.matches(n) {
@@ -623,6 +697,8 @@ func (h *Hub) pick(rows []ports.NotificationRecord, after int64, now time.Time, 
 		switch {
 		case chosen != nil:
 			picks = append(picks, pushPick{n, chosen})
+			chosen.reserved++
+			h.claiming[n.ID] = true
 		case len(cands) > 0 && !blocked:
 			blocked = true // a matching session is full: come back after an ack
 			limit = min(limit, n.Seq-1)
@@ -631,8 +707,8 @@ func (h *Hub) pick(rows []ports.NotificationRecord, after int64, now time.Time, 
 			cursor = n.Seq
 		}
 	}
-	if leaseEnded || h.cursor != after { // a rescan was asked for meanwhile
-		return picks, false, blocked
+	if leaseEnded || h.cursor != after { // a rescan was asked for (or another poll moved it) meanwhile
+		return picks, ticket, false, blocked
 	}
 	// Rows pushed earlier are not read again: move past those old enough.
 	for len(h.pushed) > 0 && settledAt(h.pushed[0].created, h.pushed[0].at, now) && h.pushed[0].seq <= limit {
@@ -647,7 +723,7 @@ func (h *Hub) pick(rows []ports.NotificationRecord, after int64, now time.Time, 
 			}
 		}
 	}
-	return picks, h.cursor > after, blocked
+	return picks, ticket, h.cursor > after, blocked
 }
 
 // firstSeen is when this hub first read row n (now, the first time).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -169,7 +170,7 @@ func shipHub(t *testing.T) (*stepClock, *memLog, *app.Hub, *fakeSub, *app.HubSes
 	return clock, log, h, sub, s
 }
 
-func runHub(t *testing.T, log *memLog, clock *stepClock) *app.Hub {
+func runHub(t *testing.T, log ports.NotificationLog, clock *stepClock) *app.Hub {
 	t.Helper()
 	h := app.NewHub(log, clock, nil)
 	h.Configure(app.HubConfig{RedeliverAfter: time.Minute, PollEvery: 10 * time.Millisecond, Retention: time.Hour})
@@ -376,4 +377,52 @@ func (l *memLog) row(id string) memRow {
 		}
 	}
 	return memRow{}
+}
+
+// slowLog holds one read (armed) after taking its rows, as a database
+// queued behind CPU does, until gate is closed.
+type slowLog struct {
+	*memLog
+	armed   atomic.Bool
+	holding chan struct{}
+	gate    chan struct{}
+}
+
+func (l *slowLog) PendingNotifications(ctx context.Context, q ports.PendingQuery) ([]ports.NotificationRecord, error) {
+	rows, err := l.memLog.PendingNotifications(ctx, q)
+	if l.armed.CompareAndSwap(true, false) {
+		close(l.holding)
+		<-l.gate
+	}
+	return rows, err
+}
+
+// A row committed while a poll's read is slow is pushed by a second poll at
+// its wake-up, not after the slow read; when the slow read comes back with
+// the same row (its snapshot predates the push) the row is not pushed twice.
+func TestHubPushesWhileAnEarlierReadIsSlow(t *testing.T) {
+	t.Parallel()
+	clock := &stepClock{now: time.Now()}
+	log := &slowLog{memLog: &memLog{}, holding: make(chan struct{}), gate: make(chan struct{})}
+	h := runHub(t, log, clock)
+	var release sync.Once
+	open := func() { release.Do(func() { close(log.gate) }) }
+	t.Cleanup(open) // runs before the hub stops, which waits for the held poll
+	sub := &fakeSub{}
+	h.Register(sub, "u1", 10).Subscribe("ship", nil)
+	time.Sleep(30 * time.Millisecond) // the subscription's own poll
+	log.add(note("n1", "u1", "ship", clock.Now()))
+	log.armed.Store(true)
+	h.Wake()
+	<-log.holding // a poll read n1 and is held
+	log.add(note("n2", "u1", "ship", clock.Now()))
+	h.Wake()
+	eventually(t, "n1 and n2 while the first read is held", func() bool { return len(sub.ids()) == 2 })
+	open()
+	time.Sleep(50 * time.Millisecond)
+	got := sub.ids()
+	sort.Strings(got)
+	if len(got) != 2 || got[0] != "n1" || got[1] != "n2" {
+		t.Fatalf("pushed %v, want n1 and n2 once each", got)
+	}
 }
