@@ -189,46 +189,50 @@ func (h *Hub) Run(ctx context.Context, bus ports.Broadcast) {
 	defer polls.Wait()
 	t := time.NewTicker(h.config().PollEvery)
 	defer t.Stop()
-	slots := make(chan struct{}, maxPolls)
-	finished := make(chan struct{}, maxPolls)
-	// start runs a poll unless maxPolls already run; withLeases first looks
-	// for pushes whose lease ended (they lie behind the cursor: looked for
-	// once per interval, not at every wake-up).
-	start := func(withLeases bool) bool {
-		select {
-		case slots <- struct{}{}:
-		default:
-			return false
+	var (
+		mu             sync.Mutex
+		running        int
+		due, leasesDue bool // a wake-up or tick came while maxPolls ran
+	)
+	// start runs a poll unless maxPolls already run; a poll that ends
+	// runs what came meanwhile itself. withLeases first looks for pushes
+	// whose lease ended (they lie behind the cursor: looked for once per
+	// interval, not at every wake-up).
+	start := func(withLeases bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if running == maxPolls {
+			due, leasesDue = due || !withLeases, leasesDue || withLeases
+			return
 		}
+		running++
 		polls.Add(1)
 		go func() {
 			defer polls.Done()
-			for withLeases && h.poll(ctx, true) && ctx.Err() == nil {
+			for {
+				for withLeases && h.poll(ctx, true) && ctx.Err() == nil {
+				}
+				for h.poll(ctx, false) && ctx.Err() == nil {
+				}
+				mu.Lock()
+				if ctx.Err() != nil || !(due || leasesDue) {
+					running--
+					mu.Unlock()
+					return
+				}
+				withLeases, due, leasesDue = leasesDue, false, false
+				mu.Unlock()
 			}
-			for h.poll(ctx, false) && ctx.Err() == nil {
-			}
-			<-slots
-			finished <- struct{}{} // never blocks: one per slot
 		}()
-		return true
 	}
-	var due, leasesDue bool // a wake-up or tick came while every slot was taken
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-h.wake:
-			due = !start(false)
+			start(false)
 		case <-t.C:
-			leasesDue = !start(true)
-		case <-finished:
-			switch {
-			case leasesDue:
-				leasesDue = !start(true)
-				due = due && leasesDue
-			case due:
-				due = !start(false)
-			}
+			start(true)
 		}
 	}
 }
