@@ -12,12 +12,13 @@ import (
 // ReleaseGrantHandler gives back an unanswered grant unused; one of Threads' Commands.
 type ReleaseGrantHandler struct{ t *Threads }
 
-// Handle gives back, unused, a grant whose allowed answer was never
-// sent (the waiter cancelled): what it consumed is enabled again.
-func (h ReleaseGrantHandler) Handle(ctx context.Context, threadID, invocationID string) error {
+// Handle gives back, unused, a grant whose allowed answer (WaitResult.Answer)
+// was never sent (the waiter cancelled): what it consumed is enabled again.
+// A later wait of the same invocation answered with the grant keeps it.
+func (h ReleaseGrantHandler) Handle(ctx context.Context, threadID, invocationID, answer string) error {
 	t := h.t
 	if _, err := Require(ctx, domain.PermThreadsWrite); err != nil {
 		return err
 	}
-	return t.store.ReleaseGrant(ctx, threadID, invocationID)
+	return t.store.ReleaseGrant(ctx, threadID, invocationID, answer)
 }

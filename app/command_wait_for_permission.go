@@ -50,7 +50,7 @@ func (h WaitForPermissionHandler) Handle(ctx context.Context, threadID, role, st
 		// Granted as the wait was cancelled: the answer reaches no one.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		return WaitResult{Decision: DecisionCancelled, Message: "wait cancelled"}, t.store.ReleaseGrant(rctx, threadID, invocationID)
+		return WaitResult{Decision: DecisionCancelled, Message: "wait cancelled"}, t.store.ReleaseGrant(rctx, threadID, invocationID, r.Answer)
 	}
 	return r, err
 }

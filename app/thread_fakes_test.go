@@ -335,7 +335,7 @@ func (f *fakeThreads) UpdateGrants(_ context.Context, threadID string, fn func(p
 	}
 	for i, old := range f.grants[threadID] {
 		if old.InvocationID == g.InvocationID {
-			f.grants[threadID][i].Status = g.Status
+			f.grants[threadID][i].Status, f.grants[threadID][i].Answer = g.Status, g.Answer
 			return nil
 		}
 	}
@@ -343,12 +343,12 @@ func (f *fakeThreads) UpdateGrants(_ context.Context, threadID string, fn func(p
 	return nil
 }
 
-func (f *fakeThreads) ReleaseGrant(_ context.Context, threadID, invocationID string) error {
+func (f *fakeThreads) ReleaseGrant(_ context.Context, threadID, invocationID, answer string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	kept := f.grants[threadID][:0:0]
 	for _, g := range f.grants[threadID] {
-		if g.InvocationID != invocationID || g.Status != domain.GrantAllowed {
+		if g.InvocationID != invocationID || g.Status != domain.GrantAllowed || g.Answer != answer {
 			kept = append(kept, g)
 		}
 	}

@@ -96,9 +96,9 @@ func (s validIDStore) ReadGrants(ctx context.Context, threadID string) (ports.Gr
 	return s.ThreadStore.ReadGrants(ctx, threadID)
 }
 
-func (s validIDStore) ReleaseGrant(ctx context.Context, threadID, invocationID string) error {
+func (s validIDStore) ReleaseGrant(ctx context.Context, threadID, invocationID, answer string) error {
 	if !domain.ValidID(threadID) {
 		return errNoThread()
 	}
-	return s.ThreadStore.ReleaseGrant(ctx, threadID, invocationID)
+	return s.ThreadStore.ReleaseGrant(ctx, threadID, invocationID, answer)
 }

@@ -235,6 +235,44 @@ func TestCancelledRepeatWaitKeepsTheEarlierGrant(t *testing.T) {
 	f.wantConsumed(t, key, th)
 }
 
+// A reconnected SDK asks again with the same invocationId while the wait
+// it lost is being given back (its answer reached no one): the repeat
+// wait's answer takes the grant over, so that give-back leaves it, and
+// the success stays consumed by it. Only the answer holding the grant
+// gives it back.
+func TestGiveBackLeavesAGrantARepeatWaitTookOver(t *testing.T) {
+	t.Parallel()
+	f := newThreadsFixture(t)
+	key := as("k1", domain.RoleMember)
+	th := orderForWarehouse(t, f, key)
+	f.pay(t, key, th)
+	wait := func() WaitResult {
+		t.Helper()
+		r, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-1", time.Second)
+		if err != nil || r.Decision != DecisionAllowed || r.Answer == "" {
+			t.Fatalf("wait: %+v %v", r, err)
+		}
+		return r
+	}
+	lost, again := wait(), wait()
+	if !lost.NewGrant || again.NewGrant || again.Answer == lost.Answer {
+		t.Fatalf("first %+v, repeat %+v: want a new grant, then the same grant under a new answer", lost, again)
+	}
+	if err := f.threads.Application().Commands.ReleaseGrant.Handle(key, th, "inv-1", lost.Answer); err != nil {
+		t.Fatal(err)
+	}
+	if gs := f.store.grants[th]; len(gs) != 1 || gs[0].Answer != again.Answer {
+		t.Fatalf("grants after the lost answer's give-back: %+v, want inv-1 held by the repeat", gs)
+	}
+	f.wantConsumed(t, key, th)
+	if err := f.threads.Application().Commands.ReleaseGrant.Handle(key, th, "inv-1", again.Answer); err != nil {
+		t.Fatal(err)
+	}
+	if gs := f.store.grants[th]; len(gs) != 0 {
+		t.Fatalf("grants after the holder's give-back: %+v, want none", gs)
+	}
+}
+
 // A wait whose granting round waits on the thread's row lock past the
 // deadline still answers timed_out before the client's deadline, and that
 // round, once the lock is free, makes no grant (its waiter was told

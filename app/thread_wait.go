@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/google/uuid"
+
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -37,6 +39,10 @@ type WaitResult struct {
 	// invocation did not). Only such a grant may be given back unused when
 	// the answer reaches no one; an earlier one was already answered.
 	NewGrant bool
+	// Answer names this allowed answer (domain.StepGrant.Answer): giving
+	// the grant back names it, so an answer that reached no one does not
+	// take the grant from a later wait that was answered with it.
+	Answer string
 }
 
 // timeoutMargin answers timed_out this long before the caller's deadline,
@@ -203,25 +209,32 @@ func (t *Threads) permission(ctx context.Context, commit func() bool, p domain.P
 	if err != nil {
 		return WaitResult{}, false, err
 	}
-	if d, r, done, err := decide(v); err != nil || !(d.Allowed && d.New) {
+	if d, r, done, err := decide(v); err != nil || !d.Allowed {
 		return r, done, err
 	}
+	// Allowed: a new grant, or this invocation's grant asked for again
+	// (an SDK that reconnected), which this answer takes over so that the
+	// earlier answer, if it reached no one, does not give it back.
 	var r WaitResult
 	var done bool
+	answer := uuid.NewString()
 	err = t.store.UpdateGrants(ctx, threadID, func(v ports.GrantTx) (*domain.StepGrant, error) {
 		d, res, ok, err := decide(v)
 		if err != nil {
 			return nil, err
 		}
 		r, done = res, ok
-		if d.Allowed && d.New {
-			if !commit() { // the wait was answered meanwhile: grant nothing
-				r, done = WaitResult{}, false
-				return nil, nil
-			}
-			return &d.Grant, nil
+		if !d.Allowed {
+			return nil, nil
 		}
-		return nil, nil
+		if !commit() { // the wait was answered meanwhile: grant nothing
+			r, done = WaitResult{}, false
+			return nil, nil
+		}
+		r.Answer = answer
+		g := d.Grant
+		g.Answer = answer
+		return &g, nil
 	})
 	return r, done, err
 }

@@ -29,6 +29,11 @@ type StepGrant struct {
 	// unless the step it was granted for is then recorded failed.
 	Consumed  string
 	GrantedAt time.Time
+	// Answer names the waitFor answer that holds an allowed grant; a wait
+	// asking again with the same invocation id takes it over, so giving
+	// back the grant of an answer that reached no one leaves it to the
+	// later answer.
+	Answer string
 }
 
 // grantOf returns the grant of invocationID, if any.

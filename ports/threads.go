@@ -198,8 +198,10 @@ type ThreadStore interface {
 	// write transaction: waits check it first and lock only to grant.
 	ReadGrants(ctx context.Context, threadID string) (GrantTx, error)
 	// ReleaseGrant deletes a grant whose answer never reached its waiter
-	// (the wait was cancelled as it was granted), under the thread's lock.
-	ReleaseGrant(ctx context.Context, threadID, invocationID string) error
+	// (the wait was cancelled as it was granted), under the thread's lock,
+	// if that answer still holds it (domain.StepGrant.Answer): a later wait
+	// of the same invocation that was answered with it keeps it.
+	ReleaseGrant(ctx context.Context, threadID, invocationID, answer string) error
 }
 
 // KeyName is one key of a thread: (namespace, key), e.g. an application

@@ -18,6 +18,7 @@ type grantRow struct {
 	Status       string    `db:"status"`
 	Consumed     string    `db:"consumed_step_id"`
 	GrantedAt    time.Time `db:"granted_at"`
+	Answer       string    `db:"answer_id"`
 }
 
 // UpdateGrants: see ports.ThreadStore. The thread row lock orders it with
@@ -43,10 +44,10 @@ func (s *Store) UpdateGrants(ctx context.Context, threadID string, fn func(ports
 		if g == nil {
 			return nil
 		}
-		return s.exec(ctx, tx, `INSERT INTO step_grants (thread_id, invocation_id, step_name, principal_id, status, consumed_step_id, granted_at)
- VALUES (?, ?, ?, ?, ?, ?, ?)
- ON CONFLICT (thread_id, invocation_id) DO UPDATE SET status = excluded.status`,
-			threadID, g.InvocationID, g.StepName, g.PrincipalID, string(g.Status), g.Consumed, g.GrantedAt.UTC())
+		return s.exec(ctx, tx, `INSERT INTO step_grants (thread_id, invocation_id, step_name, principal_id, status, consumed_step_id, granted_at, answer_id)
+ VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+ ON CONFLICT (thread_id, invocation_id) DO UPDATE SET status = excluded.status, answer_id = excluded.answer_id`,
+			threadID, g.InvocationID, g.StepName, g.PrincipalID, string(g.Status), g.Consumed, g.GrantedAt.UTC(), g.Answer)
 	})
 	return sqldb.TranslateError(err)
 }
@@ -71,26 +72,26 @@ func (s *Store) ReadGrants(ctx context.Context, threadID string) (ports.GrantTx,
 
 func (s *Store) grants(ctx context.Context, q sqlx.QueryerContext, threadID string) ([]domain.StepGrant, error) {
 	var rows []grantRow
-	if err := sqlx.SelectContext(ctx, q, &rows, s.q(`SELECT invocation_id, step_name, principal_id, status, consumed_step_id, granted_at
+	if err := sqlx.SelectContext(ctx, q, &rows, s.q(`SELECT invocation_id, step_name, principal_id, status, consumed_step_id, granted_at, answer_id
  FROM step_grants WHERE thread_id = ? ORDER BY granted_at, invocation_id`), threadID); err != nil {
 		return nil, err
 	}
 	grants := make([]domain.StepGrant, len(rows))
 	for i, r := range rows {
 		grants[i] = domain.StepGrant{InvocationID: r.InvocationID, StepName: r.StepName, PrincipalID: r.PrincipalID,
-			Status: domain.GrantStatus(r.Status), Consumed: r.Consumed, GrantedAt: r.GrantedAt.UTC()}
+			Status: domain.GrantStatus(r.Status), Consumed: r.Consumed, GrantedAt: r.GrantedAt.UTC(), Answer: r.Answer}
 	}
 	return grants, nil
 }
 
 // ReleaseGrant: see ports.ThreadStore.
-func (s *Store) ReleaseGrant(ctx context.Context, threadID, invocationID string) error {
+func (s *Store) ReleaseGrant(ctx context.Context, threadID, invocationID, answer string) error {
 	err := s.tx(ctx, func(tx *sqlx.Tx) error {
 		if _, err := s.lockThread(ctx, tx, threadID); err != nil {
 			return err
 		}
-		return s.exec(ctx, tx, `DELETE FROM step_grants WHERE thread_id = ? AND invocation_id = ? AND status = ?`,
-			threadID, invocationID, string(domain.GrantAllowed))
+		return s.exec(ctx, tx, `DELETE FROM step_grants WHERE thread_id = ? AND invocation_id = ? AND status = ? AND answer_id = ?`,
+			threadID, invocationID, string(domain.GrantAllowed), answer)
 	})
 	return sqldb.TranslateError(err)
 }

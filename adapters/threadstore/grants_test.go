@@ -74,7 +74,7 @@ func TestGrantsUnderTheThreadLock(t *testing.T) {
 		if err := store.UpdateGrants(ctx, th.ID, func(ports.GrantTx) (*domain.StepGrant, error) { return &cancelled, nil }); err != nil {
 			t.Fatal(err)
 		}
-		if err := store.ReleaseGrant(ctx, th.ID, inv); err != nil {
+		if err := store.ReleaseGrant(ctx, th.ID, inv, cancelled.Answer); err != nil {
 			t.Fatal(err)
 		}
 		read()
@@ -87,12 +87,26 @@ func TestGrantsUnderTheThreadLock(t *testing.T) {
 		if domain.CodeOf(err) != domain.CodeInvocationCancelled {
 			t.Fatalf("report under a cancelled grant: %v", err)
 		}
-		// A released allowed grant is gone.
-		other := domain.StepGrant{InvocationID: "inv-x", StepName: "pay", PrincipalID: "u1", Status: domain.GrantAllowed, GrantedAt: time.Now()}
-		if err := store.UpdateGrants(ctx, th.ID, func(ports.GrantTx) (*domain.StepGrant, error) { return &other, nil }); err != nil {
+		// A released allowed grant is gone, but only while the answer
+		// that releases it holds it: a later answer (the same invocation
+		// asked again) took it over.
+		other := domain.StepGrant{InvocationID: "inv-x", StepName: "pay", PrincipalID: "u1", Status: domain.GrantAllowed,
+			GrantedAt: time.Now(), Answer: "a1"}
+		taken := other
+		taken.Answer = "a2"
+		for _, g := range []*domain.StepGrant{&other, &taken} {
+			if err := store.UpdateGrants(ctx, th.ID, func(ports.GrantTx) (*domain.StepGrant, error) { return g, nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := store.ReleaseGrant(ctx, th.ID, "inv-x", "a1"); err != nil {
 			t.Fatal(err)
 		}
-		if err := store.ReleaseGrant(ctx, th.ID, "inv-x"); err != nil {
+		read()
+		if len(grants) != 2 || grants[1].Answer != "a2" {
+			t.Fatalf("the first answer gave back a grant a later one holds: %+v", grants)
+		}
+		if err := store.ReleaseGrant(ctx, th.ID, "inv-x", "a2"); err != nil {
 			t.Fatal(err)
 		}
 		read()

@@ -163,7 +163,7 @@ func (s *session) waitFor(ctx context.Context, m Message) (reply, error) {
 			if err == nil && res.Decision == app.DecisionAllowed && res.NewGrant {
 				rctx, cancelRelease := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 				defer cancelRelease()
-				if err := s.threads.Commands.ReleaseGrant.Handle(rctx, base.ThreadID, base.InvocationID); err != nil {
+				if err := s.threads.Commands.ReleaseGrant.Handle(rctx, base.ThreadID, base.InvocationID, res.Answer); err != nil {
 					s.log.Warn("waitFor: releasing a cancelled grant", "threadId", base.ThreadID, "err", err)
 				}
 			}
