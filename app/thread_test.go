@@ -455,8 +455,8 @@ func eventuallyGrants(t *testing.T, f threadsFixture, th string, ok func(locks i
 	}
 }
 
-// A wait takes the thread's row lock only to grant: its rounds that decide
-// nothing (the predecessor not recorded yet) are plain reads.
+// A wait takes the thread's row lock only to answer allowed: its rounds
+// that decide nothing (the predecessor not recorded yet) are plain reads.
 func TestWaitLocksOnlyToGrant(t *testing.T) {
 	t.Parallel()
 	f := newThreadsFixture(t)

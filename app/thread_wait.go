@@ -188,8 +188,9 @@ func checkInvocationID(id string) error {
 // permission is one round of a wait for permission to run a step. It reads
 // without locking first: most rounds of a wait decide
 // nothing (the predecessor is not recorded yet) and every commit anywhere
-// wakes every waiter, so only a round that would make a grant takes the
-// thread's row lock, and decides again under it.
+// wakes every waiter, so only a round that would answer allowed (a new grant,
+// or this invocation's grant asked for again, which the answer takes over)
+// takes the thread's row lock, and decides again under it.
 func (t *Threads) permission(ctx context.Context, commit func() bool, p domain.Principal, c *domain.Contract, threadID, role, stepName, invocationID string) (WaitResult, bool, error) {
 	decide := func(v ports.GrantTx) (domain.StepPermission, WaitResult, bool, error) {
 		th := v.Thread

@@ -85,11 +85,15 @@ type Hub struct {
 
 	mu       sync.Mutex
 	sessions map[*HubSession]struct{}
-	cursor   int64               // every pending row at or below it was examined (see poll)
-	pushed   []seenRow           // rows this hub leased, oldest first, not yet behind the cursor
-	seen     map[int64]time.Time // seq → when this hub first read it, for rows above the cursor
-	rr       int
-	claiming map[string]bool // rows picked by a poll whose lease is not settled yet
+	cursor   int64 // every pending row at or below it was examined (see poll)
+	// cursorGen counts writes of cursor (setCursor): a poll moves the
+	// cursor only if nobody wrote it since its read began — a rescan back
+	// to 0 that another poll then moved to the same value included.
+	cursorGen uint64
+	pushed    []seenRow           // rows this hub leased, oldest first, not yet behind the cursor
+	seen      map[int64]time.Time // seq → when this hub first read it, for rows above the cursor
+	rr        int
+	claiming  map[string]bool // rows picked by a poll whose lease is not settled yet
 	// Leases and pushes happen in the order the rows were picked, poll
 	// after poll, even when the reads overlap (see maxPolls): tickets are
 	// handed out at the pick and served one at a time.
@@ -355,8 +359,14 @@ func (h *Hub) Register(sub Subscriber, principalID string, maxInFlight int) *Hub
 // new subscription wants may be older than the cursor.
 func (h *Hub) rescan() {
 	h.mu.Lock()
-	h.cursor = 0
+	h.setCursor(0)
 	h.mu.Unlock()
+}
+
+// setCursor writes the cursor. Caller holds h.mu.
+func (h *Hub) setCursor(v int64) {
+	h.cursor = v
+	h.cursorGen++
 }
 
 // Subscribe sets a routing key (step name, "contract@step" or "global") and
@@ -369,7 +379,7 @@ func (s *HubSession) Subscribe(key string, eventTypes []string) {
 	}
 	s.hub.mu.Lock()
 	s.keys[key] = set
-	s.hub.cursor = 0
+	s.hub.setCursor(0)
 	s.hub.mu.Unlock()
 	s.hub.Wake()
 }
@@ -405,7 +415,7 @@ func (s *HubSession) Unsubscribe(key string) {
 func (s *HubSession) AddThread(id string) {
 	s.hub.mu.Lock()
 	s.threads[id] = true
-	s.hub.cursor = 0
+	s.hub.setCursor(0)
 	s.hub.mu.Unlock()
 	s.hub.Wake()
 }
@@ -557,7 +567,7 @@ func (h *Hub) poll(ctx context.Context, leaseEnded bool) bool {
 			threads[t] = true
 		}
 	}
-	after := h.cursor
+	after, gen := h.cursor, h.cursorGen
 	h.mu.Unlock()
 	if len(owners) == 0 {
 		return false
@@ -574,7 +584,7 @@ func (h *Hub) poll(ctx context.Context, leaseEnded bool) bool {
 		}
 		return false
 	}
-	picks, ticket, advanced, blocked := h.pick(rows, after, now, leaseEnded)
+	picks, ticket, advanced, blocked := h.pick(rows, after, gen, now, leaseEnded)
 	if len(picks) == 0 {
 		return len(rows) == pollLimit && !blocked && advanced
 	}
@@ -601,6 +611,11 @@ func (h *Hub) poll(ctx context.Context, leaseEnded bool) bool {
 		delete(h.claiming, p.n.ID)
 	}
 	if err != nil {
+		// The picks may lie behind the cursor now (a backlog row is
+		// settled at once): read them again.
+		if after < h.cursor {
+			h.setCursor(after)
+		}
 		h.mu.Unlock()
 		if ctx.Err() == nil {
 			h.log.Warn("notifications: lease", "err", err)
@@ -628,10 +643,16 @@ func (h *Hub) poll(ctx context.Context, leaseEnded bool) bool {
 			h.metrics.NotificationRedelivered()
 		}
 	}
-	if len(refused) > 0 {
-		h.cursor = min(h.cursor, after)
+	if len(refused) > 0 && after < h.cursor {
+		h.setCursor(after)
 	}
 	h.mu.Unlock()
+	if len(claimed) < len(picks) && blocked {
+		// Room reserved for rows another replica (or an overlapping poll)
+		// leased first held back a row behind them: read again now, not
+		// at the next tick.
+		h.Wake()
+	}
 	if len(refused) > 0 {
 		// The socket was saturated or gone: give the rows back; the next
 		// poll (at most PollEvery away) tries again.
@@ -653,7 +674,7 @@ type pushPick struct {
 // room, and moves the cursor (unless leaseEnded) as poll describes. It
 // returns the ticket the picks' lease waits for, and reports whether the
 // cursor moved and whether a matching session was full.
-func (h *Hub) pick(rows []ports.NotificationRecord, after int64, now time.Time, leaseEnded bool) ([]pushPick, uint64, bool, bool) {
+func (h *Hub) pick(rows []ports.NotificationRecord, after int64, gen uint64, now time.Time, leaseEnded bool) ([]pushPick, uint64, bool, bool) {
 	var picks []pushPick
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -672,17 +693,19 @@ func (h *Hub) pick(rows []ports.NotificationRecord, after int64, now time.Time, 
 	}
 	rooms := map[*HubSession]int{}
 	for _, n := range rows {
-		if h.claiming[n.ID] { // picked by the poll whose read overlaps this one
-			if !blocked && !leaseEnded && h.settled(n, now) {
-				cursor = n.Seq
-			}
-			continue
-		}
 		var cands []*HubSession
 		for s := range h.sessions {
 			if s.matches(n) {
 				cands = append(cands, s)
 			}
+		}
+		if h.claiming[n.ID] || held(cands, n.ID, now) {
+			// Picked by the poll whose read overlaps this one, or already
+			// pushed under a lease this read predates: not this poll's.
+			if !blocked && !leaseEnded && h.settled(n, now) {
+				cursor = n.Seq
+			}
+			continue
 		}
 		var chosen *HubSession
 		h.rr++
@@ -711,15 +734,20 @@ func (h *Hub) pick(rows []ports.NotificationRecord, after int64, now time.Time, 
 			cursor = n.Seq
 		}
 	}
-	if leaseEnded || h.cursor != after { // a rescan was asked for (or another poll moved it) meanwhile
+	if leaseEnded {
 		return picks, ticket, false, blocked
+	}
+	if h.cursorGen != gen { // a rescan was asked for, or another poll moved it, meanwhile: read from there
+		return picks, ticket, true, blocked
 	}
 	// Rows pushed earlier are not read again: move past those old enough.
 	for len(h.pushed) > 0 && settledAt(h.pushed[0].created, h.pushed[0].at, now) && h.pushed[0].seq <= limit {
 		cursor = max(cursor, h.pushed[0].seq)
 		h.pushed = h.pushed[1:]
 	}
-	h.cursor = min(cursor, limit)
+	if c := min(cursor, limit); c != h.cursor {
+		h.setCursor(c)
+	}
 	if h.cursor > after { // forget the first reads the cursor has passed
 		for seq := range h.seen {
 			if seq <= h.cursor {
@@ -728,6 +756,17 @@ func (h *Hub) pick(rows []ports.NotificationRecord, after int64, now time.Time, 
 		}
 	}
 	return picks, ticket, h.cursor > after, blocked
+}
+
+// held reports whether one of sessions has id pushed and its lease running.
+// Caller holds h.mu.
+func held(sessions []*HubSession, id string, now time.Time) bool {
+	for _, s := range sessions {
+		if until, ok := s.inFlight[id]; ok && until.After(now) {
+			return true
+		}
+	}
+	return false
 }
 
 // firstSeen is when this hub first read row n (now, the first time).

@@ -426,3 +426,108 @@ func TestHubPushesWhileAnEarlierReadIsSlow(t *testing.T) {
 		t.Fatalf("pushed %v, want n1 and n2 once each", got)
 	}
 }
+
+// heldLog holds the reads it is told to, each after taking its rows, until
+// the test lets it go; and fails the next lease when told to.
+type heldLog struct {
+	*memLog
+	mu        sync.Mutex
+	holds     []chan struct{} // the next reads to hold, in order
+	failLease bool
+}
+
+// holdNext makes the next read wait, after taking its rows, until the
+// returned func is called; the read has begun once holding is closed.
+func (l *heldLog) holdNext() (holding chan struct{}, release func()) {
+	gate := make(chan struct{})
+	holding = make(chan struct{})
+	l.mu.Lock()
+	l.holds = append(l.holds, gate, holding)
+	l.mu.Unlock()
+	var once sync.Once
+	return holding, func() { once.Do(func() { close(gate) }) }
+}
+
+func (l *heldLog) PendingNotifications(ctx context.Context, q ports.PendingQuery) ([]ports.NotificationRecord, error) {
+	rows, err := l.memLog.PendingNotifications(ctx, q)
+	l.mu.Lock()
+	var gate, holding chan struct{}
+	if len(l.holds) > 0 {
+		gate, holding, l.holds = l.holds[0], l.holds[1], l.holds[2:]
+	}
+	l.mu.Unlock()
+	if gate != nil {
+		close(holding)
+		<-gate
+	}
+	return rows, err
+}
+
+func (l *heldLog) ClaimNotifications(ctx context.Context, ids []string, now, until time.Time) ([]string, error) {
+	l.mu.Lock()
+	fail := l.failLease
+	l.failLease = false
+	l.mu.Unlock()
+	if fail {
+		return nil, context.DeadlineExceeded
+	}
+	return l.memLog.ClaimNotifications(ctx, ids, now, until)
+}
+
+// runHubEvery runs a hub that polls every pollEvery without a wake-up.
+func runHubEvery(t *testing.T, log ports.NotificationLog, clock *stepClock, pollEvery time.Duration) *app.Hub {
+	t.Helper()
+	h := app.NewHub(log, clock, nil)
+	h.Configure(app.HubConfig{RedeliverAfter: time.Minute, PollEvery: pollEvery, Retention: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); h.Run(ctx, nil) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return h
+}
+
+// A read that predates another poll's lease finds the row that poll has
+// pushed since: it is not picked again, so it takes none of the session's
+// room and the row behind it is pushed at once, not at the next tick.
+func TestHubStaleReadLeavesPushedRowsAlone(t *testing.T) {
+	t.Parallel()
+	clock := &stepClock{now: time.Now()}
+	log := &heldLog{memLog: &memLog{}}
+	h := runHubEvery(t, log, clock, time.Minute)
+	sub := &fakeSub{}
+	h.Register(sub, "u1", 2).Subscribe("ship", nil)
+	time.Sleep(30 * time.Millisecond) // the subscription's own poll
+	log.add(note("n1", "u1", "ship", clock.Now()))
+	holdingA, releaseA := log.holdNext()
+	t.Cleanup(releaseA)
+	h.Wake()
+	<-holdingA // poll A read n1
+	log.add(note("n2", "u1", "ship", clock.Now()))
+	holdingB, releaseB := log.holdNext()
+	t.Cleanup(releaseB)
+	h.Wake()
+	<-holdingB // poll B read n1 and n2, before A's lease
+	releaseA()
+	eventually(t, "n1 pushed by A", func() bool { return len(sub.ids()) == 1 })
+	releaseB()
+	deadline := time.Now().Add(time.Second)
+	for len(sub.ids()) < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := sub.ids(); len(got) != 2 || got[1] != "n2" {
+		t.Fatalf("pushed %v within 1 s, want n1 then n2 (the next tick is a minute away)", got)
+	}
+}
+
+// A lease that fails (the database blinked) leaves its rows to a later
+// poll, also rows old enough that the cursor passed them at once.
+func TestHubFailedLeaseReadsItsRowsAgain(t *testing.T) {
+	t.Parallel()
+	clock := &stepClock{now: time.Now()}
+	log := &heldLog{memLog: &memLog{}, failLease: true}
+	log.add(note("old", "u1", "ship", clock.Now().Add(-2*time.Minute)))
+	h := runHub(t, log, clock)
+	sub := &fakeSub{}
+	h.Register(sub, "u1", 10).Subscribe("ship", nil)
+	eventually(t, "the old row pushed after the failed lease", func() bool { return len(sub.ids()) == 1 })
+}

@@ -195,7 +195,8 @@ type ThreadStore interface {
 	// invocation id, in the same transaction.
 	UpdateGrants(ctx context.Context, threadID string, fn func(GrantTx) (*domain.StepGrant, error)) error
 	// ReadGrants loads what UpdateGrants's fn sees, without locking or a
-	// write transaction: waits check it first and lock only to grant.
+	// write transaction: waits check it first and lock only to answer
+	// allowed (a grant made or taken over).
 	ReadGrants(ctx context.Context, threadID string) (GrantTx, error)
 	// ReleaseGrant deletes a grant whose answer never reached its waiter
 	// (the wait was cancelled as it was granted), under the thread's lock,

@@ -128,14 +128,18 @@ func TestAsyncCommitRelaxesOnlyItsOwnTransaction(t *testing.T) {
 		}
 		mustExec(`CREATE TEMP TABLE relaxed (id int PRIMARY KEY, v int)`)
 		mustExec(`INSERT INTO relaxed VALUES (1, 0)`)
+		before := setting()
+		if before == "off" {
+			t.Skip("synchronous_commit is off on this server: nothing to relax")
+		}
 		mustExec(`BEGIN`)
 		mustExec(`UPDATE relaxed SET v = v + 1 WHERE id = 1` + db.AsyncCommit())
 		if got := setting(); got != "off" {
 			t.Errorf("synchronous_commit inside the write's transaction = %q, want off", got)
 		}
 		mustExec(`COMMIT`)
-		if got := setting(); got != "on" {
-			t.Errorf("synchronous_commit after it = %q, want on again", got)
+		if got := setting(); got != before {
+			t.Errorf("synchronous_commit after it = %q, want %q again", got, before)
 		}
 		var v int
 		if err := conn.GetContext(ctx, &v, `SELECT v FROM relaxed WHERE id = 1`); err != nil || v != 1 {
