@@ -30,6 +30,9 @@ func (c *wsClient) replyFor(id string, within time.Duration) map[string]any {
 			c.mu.Lock()
 			c.held = append(c.held, r)
 			c.mu.Unlock()
+		case <-time.After(10 * time.Millisecond):
+			// Another caller may have taken this reply off the channel and
+			// held it after the scan above: look again.
 		case <-deadline:
 			c.t.Fatalf("no reply to %s within %v", id, within)
 			return nil
@@ -51,6 +54,13 @@ func (c *wsClient) noReplyFor(id string, d time.Duration) {
 			c.held = append(c.held, r)
 			c.mu.Unlock()
 		case <-deadline:
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			for _, r := range c.held { // taken off the channel by another caller
+				if r["requestId"] == id {
+					c.t.Fatalf("unexpected reply to %s: %v", id, r)
+				}
+			}
 			return
 		}
 	}
