@@ -34,7 +34,13 @@ func (c *wsClient) replyFor(id string, within time.Duration) map[string]any {
 			// Another caller may have taken this reply off the channel and
 			// held it after the scan above: look again.
 		case <-deadline:
-			c.t.Fatalf("no reply to %s within %v", id, within)
+			c.mu.Lock()
+			var held []any
+			for _, r := range c.held {
+				held = append(held, r["requestId"])
+			}
+			c.mu.Unlock()
+			c.t.Fatalf("no reply to %s within %v (replies held for others: %v)", id, within, held)
 			return nil
 		}
 	}
