@@ -117,12 +117,19 @@ func TestConfirmedPublishIgnoresInstallationsInOtherDatabases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer admin.Close()
 	other := fmt.Sprintf("bc_%d", time.Now().UnixNano())
 	if _, err := admin.Exec("CREATE DATABASE " + other); err != nil {
+		admin.Close()
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = admin.Exec("DROP DATABASE " + other + " WITH (FORCE)") })
+	// Runs after the other installation's connections are closed (cleanups
+	// run last first); admin stays open until then.
+	t.Cleanup(func() {
+		if _, err := admin.Exec("DROP DATABASE " + other + " WITH (FORCE)"); err != nil {
+			t.Errorf("drop %s: %v", other, err)
+		}
+		admin.Close()
+	})
 	otherURL := *pu
 	otherURL.Path = "/" + other
 	schema := pu.Query().Get("search_path")
