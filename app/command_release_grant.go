@@ -5,6 +5,7 @@ package app
 
 import (
 	"context"
+	"time"
 
 	"github.com/threadengine/engine/domain"
 )
@@ -14,11 +15,18 @@ type ReleaseGrantHandler struct{ t *Threads }
 
 // Handle gives back, unused, a grant whose allowed answer (WaitResult.Answer)
 // was never sent (the waiter cancelled): what it consumed is enabled again.
-// A later wait of the same invocation answered with the grant keeps it.
+// A later wait of the same invocation answered with the grant keeps it. It
+// runs to its end when ctx is cancelled (a cancelled waiter is why it runs),
+// for at most giveBackLimit.
 func (h ReleaseGrantHandler) Handle(ctx context.Context, threadID, invocationID, answer string) error {
 	t := h.t
 	if _, err := Require(ctx, domain.PermThreadsWrite); err != nil {
 		return err
 	}
-	return t.store.ReleaseGrant(ctx, threadID, invocationID, answer)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), giveBackLimit)
+	defer cancel()
+	return t.store.ReleaseGrant(rctx, threadID, invocationID, answer)
 }
+
+// giveBackLimit bounds a give-back queued on the thread's row lock.
+const giveBackLimit = 30 * time.Second

@@ -46,11 +46,9 @@ func (h WaitForPermissionHandler) Handle(ctx context.Context, threadID, role, st
 	r, err := t.wait(ctx, timeout, func(rctx context.Context, commit func() bool) (WaitResult, bool, error) {
 		return t.permission(rctx, commit, p, c, threadID, role, stepName, invocationID)
 	})
-	if err == nil && r.Decision == DecisionAllowed && r.NewGrant && ctx.Err() != nil {
+	if err == nil && r.MadeGrant() && ctx.Err() != nil {
 		// Granted as the wait was cancelled: the answer reaches no one.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		return WaitResult{Decision: DecisionCancelled, Message: "wait cancelled"}, t.store.ReleaseGrant(rctx, threadID, invocationID, r.Answer)
+		return WaitResult{Decision: DecisionCancelled, Message: "wait cancelled"}, ReleaseGrantHandler{t}.Handle(ctx, threadID, invocationID, r.Answer)
 	}
 	return r, err
 }

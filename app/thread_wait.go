@@ -45,6 +45,10 @@ type WaitResult struct {
 	Answer string
 }
 
+// MadeGrant reports whether this answer is allowed with a grant this wait
+// made: the one kind that is given back when the answer reaches no one.
+func (r WaitResult) MadeGrant() bool { return r.Decision == DecisionAllowed && r.NewGrant }
+
 // timeoutMargin answers timed_out this long before the caller's deadline,
 // so the client does not time out first.
 func timeoutMargin(d time.Duration) time.Duration {

@@ -160,10 +160,8 @@ func (s *session) waitFor(ctx context.Context, m Message) (reply, error) {
 		if !s.waits.done(requestID) {
 			// Cancelled by cancelWait: no late reply, and a grant made as it
 			// was cancelled is given back unused.
-			if err == nil && res.Decision == app.DecisionAllowed && res.NewGrant {
-				rctx, cancelRelease := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-				defer cancelRelease()
-				if err := s.threads.Commands.ReleaseGrant.Handle(rctx, base.ThreadID, base.InvocationID, res.Answer); err != nil {
+			if err == nil && res.MadeGrant() {
+				if err := s.threads.Commands.ReleaseGrant.Handle(ctx, base.ThreadID, base.InvocationID, res.Answer); err != nil {
 					s.log.Warn("waitFor: releasing a cancelled grant", "threadId", base.ThreadID, "err", err)
 				}
 			}
