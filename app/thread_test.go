@@ -201,6 +201,17 @@ func orderForWarehouse(t *testing.T, f threadsFixture, key context.Context) stri
 	return th.ID
 }
 
+// paidOrder is a fixture with an order thread (orderForWarehouse) whose pay
+// is recorded, so warehouse may ship now; key is the member key of both.
+func paidOrder(t *testing.T) (threadsFixture, context.Context, string) {
+	t.Helper()
+	f := newThreadsFixture(t)
+	key := as("k1", domain.RoleMember)
+	th := orderForWarehouse(t, f, key)
+	f.pay(t, key, th)
+	return f, key, th
+}
+
 // pay records checkout's pay on thread th.
 func (f threadsFixture) pay(t *testing.T, key context.Context, th string) {
 	t.Helper()
@@ -215,10 +226,7 @@ func (f threadsFixture) pay(t *testing.T, key context.Context, th string) {
 // same predecessor success.
 func TestCancelledRepeatWaitKeepsTheEarlierGrant(t *testing.T) {
 	t.Parallel()
-	f := newThreadsFixture(t)
-	key := as("k1", domain.RoleMember)
-	th := orderForWarehouse(t, f, key)
-	f.pay(t, key, th)
+	f, key, th := paidOrder(t)
 	first, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-1", time.Second)
 	if err != nil || first.Decision != DecisionAllowed || !first.NewGrant {
 		t.Fatalf("first wait: %+v %v", first, err)
@@ -242,10 +250,7 @@ func TestCancelledRepeatWaitKeepsTheEarlierGrant(t *testing.T) {
 // gives it back.
 func TestGiveBackLeavesAGrantARepeatWaitTookOver(t *testing.T) {
 	t.Parallel()
-	f := newThreadsFixture(t)
-	key := as("k1", domain.RoleMember)
-	th := orderForWarehouse(t, f, key)
-	f.pay(t, key, th)
+	f, key, th := paidOrder(t)
 	wait := func() WaitResult {
 		t.Helper()
 		r, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-1", time.Second)
@@ -279,10 +284,7 @@ func TestGiveBackLeavesAGrantARepeatWaitTookOver(t *testing.T) {
 // timed_out), so the predecessor success stays for the next waiter.
 func TestWaitTimesOutWhileTheRowLockIsHeld(t *testing.T) {
 	t.Parallel()
-	f := newThreadsFixture(t)
-	key := as("k1", domain.RoleMember)
-	th := orderForWarehouse(t, f, key)
-	f.pay(t, key, th)
+	f, key, th := paidOrder(t)
 	lock := f.holdRowLock(t)
 	start := time.Now()
 	r, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-1", 300*time.Millisecond)
@@ -308,10 +310,7 @@ func TestWaitTimesOutWhileTheRowLockIsHeld(t *testing.T) {
 // consumed once and a second invocation keeps waiting.
 func TestRepeatWaitKeepsItsGrantWhenAnEarlierRoundFinishesLate(t *testing.T) {
 	t.Parallel()
-	f := newThreadsFixture(t)
-	key := as("k1", domain.RoleMember)
-	th := orderForWarehouse(t, f, key)
-	f.pay(t, key, th)
+	f, key, th := paidOrder(t)
 	lock := f.holdRowLock(t)
 	first, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-1", 200*time.Millisecond)
 	if err != nil || first.Decision != DecisionTimedOut {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -172,13 +171,7 @@ func shipHub(t *testing.T) (*stepClock, *memLog, *app.Hub, *fakeSub, *app.HubSes
 
 func runHub(t *testing.T, log ports.NotificationLog, clock *stepClock) *app.Hub {
 	t.Helper()
-	h := app.NewHub(log, clock, nil)
-	h.Configure(app.HubConfig{RedeliverAfter: time.Minute, PollEvery: 10 * time.Millisecond, Retention: time.Hour})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); h.Run(ctx, nil) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return h
+	return runHubEvery(t, log, clock, 10*time.Millisecond)
 }
 
 func eventually(t *testing.T, what string, cond func() bool) {
@@ -379,46 +372,26 @@ func (l *memLog) row(id string) memRow {
 	return memRow{}
 }
 
-// slowLog holds one read (armed) after taking its rows, as a database
-// queued behind CPU does, until gate is closed.
-type slowLog struct {
-	*memLog
-	armed   atomic.Bool
-	holding chan struct{}
-	gate    chan struct{}
-}
-
-func (l *slowLog) PendingNotifications(ctx context.Context, q ports.PendingQuery) ([]ports.NotificationRecord, error) {
-	rows, err := l.memLog.PendingNotifications(ctx, q)
-	if l.armed.CompareAndSwap(true, false) {
-		close(l.holding)
-		<-l.gate
-	}
-	return rows, err
-}
-
 // A row committed while a poll's read is slow is pushed by a second poll at
 // its wake-up, not after the slow read; when the slow read comes back with
 // the same row (its snapshot predates the push) the row is not pushed twice.
 func TestHubPushesWhileAnEarlierReadIsSlow(t *testing.T) {
 	t.Parallel()
 	clock := &stepClock{now: time.Now()}
-	log := &slowLog{memLog: &memLog{}, holding: make(chan struct{}), gate: make(chan struct{})}
+	log := &heldLog{memLog: &memLog{}}
 	h := runHub(t, log, clock)
-	var release sync.Once
-	open := func() { release.Do(func() { close(log.gate) }) }
-	t.Cleanup(open) // runs before the hub stops, which waits for the held poll
 	sub := &fakeSub{}
 	h.Register(sub, "u1", 10).Subscribe("ship", nil)
 	time.Sleep(30 * time.Millisecond) // the subscription's own poll
 	log.add(note("n1", "u1", "ship", clock.Now()))
-	log.armed.Store(true)
+	holding, release := log.holdNext()
+	t.Cleanup(release) // runs before the hub stops, which waits for the held poll
 	h.Wake()
-	<-log.holding // a poll read n1 and is held
+	<-holding // a poll read n1 and is held
 	log.add(note("n2", "u1", "ship", clock.Now()))
 	h.Wake()
 	eventually(t, "n1 and n2 while the first read is held", func() bool { return len(sub.ids()) == 2 })
-	open()
+	release()
 	time.Sleep(50 * time.Millisecond)
 	got := sub.ids()
 	sort.Strings(got)
@@ -427,38 +400,42 @@ func TestHubPushesWhileAnEarlierReadIsSlow(t *testing.T) {
 	}
 }
 
-// heldLog holds the reads it is told to, each after taking its rows, until
-// the test lets it go; and fails the next lease when told to.
+// heldLog holds the reads it is told to, each after taking its rows (as a
+// database queued behind CPU does), until the test lets it go; and fails
+// the next lease when told to.
 type heldLog struct {
 	*memLog
 	mu        sync.Mutex
-	holds     []chan struct{} // the next reads to hold, in order
+	holds     []readHold // the next reads to hold, in order
 	failLease bool
 }
+
+// readHold is one held read: holding is closed once it has its rows, and
+// it returns when gate is closed.
+type readHold struct{ holding, gate chan struct{} }
 
 // holdNext makes the next read wait, after taking its rows, until the
 // returned func is called; the read has begun once holding is closed.
 func (l *heldLog) holdNext() (holding chan struct{}, release func()) {
-	gate := make(chan struct{})
-	holding = make(chan struct{})
+	h := readHold{holding: make(chan struct{}), gate: make(chan struct{})}
 	l.mu.Lock()
-	l.holds = append(l.holds, gate, holding)
+	l.holds = append(l.holds, h)
 	l.mu.Unlock()
 	var once sync.Once
-	return holding, func() { once.Do(func() { close(gate) }) }
+	return h.holding, func() { once.Do(func() { close(h.gate) }) }
 }
 
 func (l *heldLog) PendingNotifications(ctx context.Context, q ports.PendingQuery) ([]ports.NotificationRecord, error) {
 	rows, err := l.memLog.PendingNotifications(ctx, q)
 	l.mu.Lock()
-	var gate, holding chan struct{}
+	var h *readHold
 	if len(l.holds) > 0 {
-		gate, holding, l.holds = l.holds[0], l.holds[1], l.holds[2:]
+		h, l.holds = &l.holds[0], l.holds[1:]
 	}
 	l.mu.Unlock()
-	if gate != nil {
-		close(holding)
-		<-gate
+	if h != nil {
+		close(h.holding)
+		<-h.gate
 	}
 	return rows, err
 }
