@@ -673,7 +673,9 @@ type pushPick struct {
 // pick chooses a session with room for each row, in order, reserves that
 // room, and moves the cursor (unless leaseEnded) as poll describes. It
 // returns the ticket the picks' lease waits for, and reports whether the
-// cursor moved and whether a matching session was full.
+// cursor moved since the poll's read began (here, or by a rescan or
+// another poll: reading again goes on from there) and whether a matching
+// session was full.
 func (h *Hub) pick(rows []ports.NotificationRecord, after int64, gen uint64, now time.Time, leaseEnded bool) ([]pushPick, uint64, bool, bool) {
 	var picks []pushPick
 	h.mu.Lock()
