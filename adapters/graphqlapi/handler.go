@@ -21,6 +21,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 	"github.com/threadengine/engine/schema"
@@ -502,7 +503,7 @@ func (h *Handler) Mount(e *echo.Echo, authenticate Authenticate) {
 			writeJSON(c.Response(), status, res)
 			return nil
 		}
-		h.ServeHTTP(c.Response(), r.WithContext(app.WithPrincipal(r.Context(), p)))
+		h.ServeHTTP(c.Response(), r.WithContext(authz.WithPrincipal(r.Context(), p)))
 		return nil
 	}
 	e.GET("/graphql", serve)

@@ -18,6 +18,7 @@ import (
 	"github.com/threadengine/engine/adapters/threadquery"
 	"github.com/threadengine/engine/adapters/threadstore"
 	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
 )
 
@@ -45,7 +46,7 @@ func newFixture(t testing.TB, d sqldb.Dialect) *fixture {
 		t.Fatal(err)
 	}
 	f.h = h
-	f.ctx = app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u-admin", Role: domain.RoleAdmin})
+	f.ctx = authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u-admin", Role: domain.RoleAdmin})
 	return f
 }
 
@@ -408,7 +409,7 @@ func TestErrorsAreCoded(t *testing.T) {
 func TestViewerMayQuery(t *testing.T) {
 	f := newFixture(t, sqldb.SQLite)
 	s := f.seed(t, "1", 1)
-	viewer := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u-view", Role: domain.RoleViewer})
+	viewer := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u-view", Role: domain.RoleViewer})
 	r, status := f.execCtx(t, viewer, graphqltest.GetThread, map[string]any{"id": s.ID})
 	if status != 200 || len(r.Errors) > 0 || r.Data["thread"].(map[string]any)["id"] != s.ID {
 		t.Fatalf("viewer: %d %+v", status, r)

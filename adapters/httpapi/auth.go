@@ -10,6 +10,7 @@ import (
 
 	"github.com/threadengine/engine/adapters/limits"
 	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
 )
 
@@ -210,7 +211,7 @@ func (a *Auth) authenticate(c echo.Context) (domain.Principal, bool, error) {
 }
 
 // Middleware requires a valid credential and stores the principal in the
-// request context (app.PrincipalFrom).
+// request context (authz.PrincipalFrom).
 func (a *Auth) Middleware() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -259,7 +260,7 @@ func (a *Auth) Authenticate(c echo.Context) (domain.Principal, error) {
 
 func setPrincipal(c echo.Context, p domain.Principal) {
 	r := c.Request()
-	c.SetRequest(r.WithContext(app.WithPrincipal(r.Context(), p)))
+	c.SetRequest(r.WithContext(authz.WithPrincipal(r.Context(), p)))
 }
 
 // ctx is the request context (carrying the principal).

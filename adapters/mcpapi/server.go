@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
 )
 
@@ -84,7 +85,7 @@ func New(d Deps) *Handler {
 // ServeHTTP serves the streamable HTTP transport. Without a principal in the
 // request context it refuses the request, so a mounting mistake fails closed.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if _, ok := app.PrincipalFrom(r.Context()); !ok {
+	if _, ok := authz.PrincipalFrom(r.Context()); !ok {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="threadengine"`)
 		http.Error(w, "authentication required", http.StatusUnauthorized)
 		return

@@ -19,6 +19,7 @@ import (
 	"github.com/threadengine/engine/adapters/threadquery"
 	"github.com/threadengine/engine/adapters/threadstore"
 	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -44,7 +45,7 @@ func TestExportStreamEndsWithAnErrorLine(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			db := sqldbtest.Open(t, d)
 			log := slog.New(slog.NewTextHandler(io.Discard, nil))
-			ctx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "admin", Role: domain.RoleAdmin})
+			ctx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "admin", Role: domain.RoleAdmin})
 			threads := app.NewThreads(threadstore.New(db), nil, nil, []byte("secret"), log)
 			for range app.ExportBatch {
 				if _, err := threads.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Label: "x"}); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/threadengine/engine/adapters/threadquery"
 	"github.com/threadengine/engine/adapters/threadstore"
 	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
 )
 
@@ -26,7 +27,7 @@ func TestStats(t *testing.T) {
 			now := time.Now().UTC().Truncate(time.Hour).Add(30 * time.Minute)
 			clock := &fixedClock{now.Add(-2 * time.Hour)}
 			th := app.NewThreads(threadstore.New(db), nil, clock, []byte("test-hash-chain-secret-0123456789abcdef"), slog.New(slog.NewTextHandler(io.Discard, nil)))
-			ctx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u1", Role: domain.RoleAdmin})
+			ctx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u1", Role: domain.RoleAdmin})
 			mk := func(steps ...string) string {
 				r, err := th.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{})
 				if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/adapters/threadstore"
 	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -61,7 +62,7 @@ func newEraseFixture(t *testing.T, d sqldb.Dialect) *eraseFixture {
 		t.Fatal(err)
 	}
 	f := &eraseFixture{db: db, store: threadstore.New(db), clock: &fixedClock{time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)},
-		ctx: app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u1", Role: domain.RoleMember})}
+		ctx: authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u1", Role: domain.RoleMember})}
 	f.threads = app.NewThreads(f.store, cs, f.clock, []byte("secret"), nil)
 	// A webhook on failed steps: each thread's failed attempt gets an
 	// outbox row (webhook_deliveries).
@@ -256,7 +257,7 @@ func TestRetentionSweep(t *testing.T) {
 			}
 
 			// The UI override wins over the config; 0 keeps everything.
-			admin := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "a", Role: domain.RoleAdmin})
+			admin := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "a", Role: domain.RoleAdmin})
 			if v, err := ret.Set(admin, 0); err != nil || v.ThreadsDays != 0 || v.Source != app.RetentionFromUI {
 				t.Fatalf("set %+v %v", v, err)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/adapters/threadstore"
 	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
 )
 
@@ -179,7 +180,7 @@ func TestRotationKeepsChainsAndInvitations(t *testing.T) {
 	if err != nil || !st.Verified || st.TotalEvents != 2 {
 		t.Fatalf("after rotation: %+v %v", st, err)
 	}
-	other := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u2", Role: domain.RoleMember})
+	other := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u2", Role: domain.RoleMember})
 	if _, err := threads.Application().Commands.JoinThread.Handle(other, app.JoinInput{Token: inv.Token}); err != nil {
 		t.Fatalf("invitation signed before rotation: %v", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/adapters/threadstore"
 	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -24,7 +25,7 @@ func TestNotificationLogContract(t *testing.T) {
 	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
 		threads, db, ctx := setup(t, d)
 		store := threadstore.New(db)
-		other := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u2", Role: domain.RoleMember})
+		other := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u2", Role: domain.RoleMember})
 		record := func(ctx context.Context, step string, n int) {
 			t.Helper()
 			th, err := threads.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Label: step})

@@ -12,6 +12,7 @@ import (
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/adapters/threadstore"
 	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -19,7 +20,7 @@ import (
 func setup(t testing.TB, d sqldb.Dialect) (*app.Threads, *sqldb.DB, context.Context) {
 	db := sqldbtest.Open(t, d)
 	th := app.NewThreads(threadstore.New(db), nil, nil, []byte("secret"), nil)
-	ctx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u1", Role: domain.RoleMember})
+	ctx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u1", Role: domain.RoleMember})
 	return th, db, ctx
 }
 
@@ -152,7 +153,7 @@ func TestGroupCommitRoundsKeepChainsAndRows(t *testing.T) {
 		db := sqldbtest.Open(t, d)
 		store := threadstore.New(db)
 		threads := app.NewThreads(store, nil, nil, []byte("secret"), nil)
-		ctx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u1", Role: domain.RoleMember})
+		ctx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u1", Role: domain.RoleMember})
 		const nThreads, writers, perWriter = 5, 20, 12
 		ids := make([]string, nThreads)
 		for i := range ids {
@@ -250,7 +251,7 @@ func storeWithThread(t *testing.T, d sqldb.Dialect, label string) (*sqldb.DB, *t
 	db := sqldbtest.Open(t, d)
 	store := threadstore.New(db)
 	threads := app.NewThreads(store, nil, nil, []byte("secret"), nil)
-	ctx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u1", Role: domain.RoleMember})
+	ctx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u1", Role: domain.RoleMember})
 	th, err := threads.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Label: label})
 	if err != nil {
 		t.Fatal(err)

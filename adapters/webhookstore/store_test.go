@@ -13,6 +13,7 @@ import (
 	"github.com/threadengine/engine/adapters/threadstore"
 	"github.com/threadengine/engine/adapters/webhookstore"
 	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -43,7 +44,7 @@ func deliveredTo(t *testing.T, ws *webhookstore.Store, ctx context.Context, ids 
 // concurrent callers gets there first.
 func TestAlertsFanOutToTheOutbox(t *testing.T) {
 	sqldbtest.ForEachDB(t, func(t *testing.T, db *sqldb.DB) {
-		ctx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u1", Role: domain.RoleMember})
+		ctx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u1", Role: domain.RoleMember})
 		ts := threadstore.New(db)
 		ws := webhookstore.New(db)
 		for _, w := range []ports.Webhook{

@@ -10,6 +10,7 @@ import (
 
 	"github.com/threadengine/engine/adapters/limits"
 	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
 )
 
@@ -82,7 +83,7 @@ func (s *session) handle(data []byte) bool {
 		s.send(requestID, refusal(m.Action, "Unknown action: "+m.Action))
 		return false
 	}
-	r, err := spec.run(s, app.WithPrincipal(s.ctx, *p), m)
+	r, err := spec.run(s, authz.WithPrincipal(s.ctx, *p), m)
 	if errors.Is(err, errAnswered) {
 		return false
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/test/enginetest"
 )
@@ -142,7 +143,7 @@ func shot(t *testing.T, ctx context.Context, name string) {
 // one still active after a failed step) through the same use case the WebSocket protocol calls.
 func seedThreads(t *testing.T, eng *enginetest.Engine) (okID, failedID, contractID string) {
 	t.Helper()
-	ctx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Email: eng.Admin.Email, Role: domain.RoleAdmin})
+	ctx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Email: eng.Admin.Email, Role: domain.RoleAdmin})
 	th := eng.Server.Threads
 	start := func(refs map[string]string) string {
 		r, err := th.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Refs: refs, ServiceName: "checkout"})
@@ -574,7 +575,7 @@ func TestWebUI(t *testing.T) {
 	})
 
 	t.Run("threads pagination", func(t *testing.T) {
-		ctx2 := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Role: domain.RoleAdmin})
+		ctx2 := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Role: domain.RoleAdmin})
 		for i := 0; i < 25; i++ {
 			eng.Clock.Advance(time.Second)
 			if _, err := eng.Server.Threads.Application().Commands.StartThread.Handle(ctx2, app.StartThreadInput{Refs: map[string]string{"batch": "b1"}}); err != nil {
@@ -660,7 +661,7 @@ func TestWebUI(t *testing.T) {
 func TestWebUICancelReason(t *testing.T) {
 	ctx := browser(t)
 	eng := enginetest.Start(t, sqldb.SQLite)
-	actx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Role: domain.RoleAdmin})
+	actx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Role: domain.RoleAdmin})
 	th, err := eng.Server.Threads.Application().Commands.StartThread.Handle(actx, app.StartThreadInput{Refs: map[string]string{"label": "Cancelled one"}})
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/test/enginetest"
 )
@@ -57,7 +58,7 @@ type seeded struct {
 // tampered chain, and 10,000 plain threads written straight into the store.
 func seedHealth(t *testing.T, eng *enginetest.Engine) seeded {
 	t.Helper()
-	ctx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Email: eng.Admin.Email, Role: domain.RoleAdmin})
+	ctx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Email: eng.Admin.Email, Role: domain.RoleAdmin})
 	th := eng.Server.Threads
 	if resp, body := eng.Do(t, http.MethodPost, "/v1/contracts", eng.AdminKey, map[string]string{"source": enginetest.OrderFlowYAML}); resp.StatusCode != http.StatusCreated {
 		t.Fatalf("contract: %d %s", resp.StatusCode, body)
@@ -290,7 +291,7 @@ func TestSupportEngineerPages(t *testing.T) {
 		if gqlAfter != gqlBefore || !strings.HasSuffix(polls, ",304") {
 			t.Fatalf("while nothing changed: graphql requests %s → %s, version answers %s", gqlBefore, gqlAfter, polls)
 		}
-		actx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Role: domain.RoleAdmin})
+		actx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Role: domain.RoleAdmin})
 		r, err := eng.Server.Threads.Application().Commands.StartThread.Handle(actx, app.StartThreadInput{Label: "Fresh one"})
 		if err != nil {
 			t.Fatal(err)
@@ -440,7 +441,7 @@ func TestSupportEngineerPages(t *testing.T) {
 
 	t.Run("an open thread updates live", func(t *testing.T) {
 		do(t, ctx, "open", chromedp.Navigate(base+"/ui/threads/"+s.parent), waitText(`#steps-count`, "showing 1 of 1"))
-		actx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Role: domain.RoleAdmin})
+		actx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Role: domain.RoleAdmin})
 		if _, err := eng.Server.Threads.Application().Commands.RecordStep.Handle(actx, app.RecordStepInput{ThreadID: s.parent, StepName: "ship", Status: "failed", IdempotencyKey: "s",
 			Context: map[string]string{}, Metadata: map[string]any{"error": "carrier down"}}); err != nil {
 			t.Fatal(err)
@@ -549,7 +550,7 @@ func TestSupportEngineerPages(t *testing.T) {
 
 	// The last subtests add contract threads as the admin, after every
 	// count above was checked.
-	actx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Role: domain.RoleAdmin})
+	actx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Role: domain.RoleAdmin})
 	cmds := eng.Server.Threads.Application().Commands
 	startOrder := func(t *testing.T, label string) domain.Thread {
 		t.Helper()

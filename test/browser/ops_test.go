@@ -10,6 +10,7 @@ import (
 
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/test/enginetest"
 )
@@ -100,5 +101,5 @@ func TestOperatorTools(t *testing.T) {
 }
 
 func adminCtx(eng *enginetest.Engine) context.Context {
-	return app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Role: domain.RoleAdmin})
+	return authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Role: domain.RoleAdmin})
 }

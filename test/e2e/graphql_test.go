@@ -12,6 +12,7 @@ import (
 
 	"github.com/threadengine/engine/adapters/graphqlapi/graphqltest"
 	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/test/enginetest"
 )
@@ -42,7 +43,7 @@ func gqlPost(t *testing.T, e *enginetest.Engine, key, query string, vars map[str
 }
 
 func adminCtx(e *enginetest.Engine) context.Context {
-	return app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: e.Admin.ID, Role: domain.RoleAdmin})
+	return authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: e.Admin.ID, Role: domain.RoleAdmin})
 }
 
 func TestGraphQLSDKQueries(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/threadengine/engine/adapters/graphqlapi/graphqltest"
 	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/test/enginetest"
 )
@@ -143,7 +144,7 @@ func setupMCPFixture(t testing.TB, e *enginetest.Engine) mcpFixture {
 	t.Helper()
 	member, memberKey := e.NewUser(t, domain.RoleMember)
 	_, viewerKey := e.NewUser(t, domain.RoleViewer)
-	ctx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: member.ID, Role: domain.RoleMember})
+	ctx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: member.ID, Role: domain.RoleMember})
 	th := e.Server.Threads
 	child, err := th.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Label: "shipment", ServiceName: "shipping", Refs: map[string]string{"order_id": "A-1042-ship"}})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/threadquery"
 	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
 )
 
@@ -49,7 +50,7 @@ func captureStatements(ctx context.Context, dbURL string, reqs map[string]graphq
 	if err != nil {
 		return nil, err
 	}
-	admin := app.WithPrincipal(ctx, domain.Principal{Kind: domain.PrincipalUser, ID: "compare", Role: domain.RoleAdmin})
+	admin := authz.WithPrincipal(ctx, domain.Principal{Kind: domain.PrincipalUser, ID: "compare", Role: domain.RoleAdmin})
 	out := map[string][]statement{}
 	for name, req := range reqs {
 		mu.Lock()

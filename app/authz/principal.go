@@ -1,6 +1,4 @@
-// Package app holds threadengine's use cases. Each orchestrates domain rules
-// and ports; transports (HTTP, GraphQL, WebSocket, MCP) call only this layer.
-package app
+package authz
 
 import (
 	"context"
