@@ -51,7 +51,7 @@ func NewQueries(d QueriesDeps) *Queries {
 // ChainSecrets returns the secrets map Threads signs with, so the composition
 // root can hand the same secret to Queries.
 func ChainSecrets(secret []byte) map[string][]byte {
-	return map[string][]byte{hashVersion: secret}
+	return domain.SingleChainKey(secret).Secrets
 }
 
 // ParseTimeArg parses an optional ISO-8601 time argument ("" means absent).

@@ -79,7 +79,7 @@ func (t *Threads) stepPlan(th domain.Thread, v ports.StepTx, c *domain.Contract,
 		ActorService: in.ServiceName, Context: in.Context, Metadata: in.Metadata, StartedAt: in.StartedAt,
 		FinishedAt: in.FinishedAt, RecordedAt: now, PrevHash: th.LastHash}
 	a.ContentHash = domain.ContentHash(a.Context, a.Metadata)
-	a.Hash = domain.ChainHash(t.keys.current(), t.keys.Current, domain.ChainLink{ThreadID: th.ID, StepID: stepID,
+	a.Hash = domain.ChainHash(t.keys.CurrentSecret(), t.keys.Current, domain.ChainLink{ThreadID: th.ID, StepID: stepID,
 		StepName: in.StepName, ContentHash: a.ContentHash, PrevHash: th.LastHash, RecordedAt: now})
 	plan := ports.StepPlan{Activity: a, State: state, Refs: in.Refs}
 	for i, ss := range in.SubSteps { // in the order sent: stored with their position

@@ -34,6 +34,24 @@ type inviteKey struct {
 
 const inviteKeyLabel = "threadengine-invite-v1"
 
+// inviteKeysOf derives one invitation key per version, current first: a
+// token signed before a rotation stays valid until it expires.
+func inviteKeysOf(k domain.ChainKeys) []inviteKey {
+	out := []inviteKey{{ID: k.Current, Key: deriveKey(k.CurrentSecret(), inviteKeyLabel)}}
+	for _, v := range k.OlderVersions() {
+		out = append(out, inviteKey{ID: v, Key: deriveKey(k.Secrets[v], inviteKeyLabel)})
+	}
+	return out
+}
+
+// UseChainKeys replaces the single secret given to NewThreads with the
+// installation's versioned keys (the composition root loads them from the
+// database).
+func (t *Threads) UseChainKeys(k domain.ChainKeys) {
+	t.keys = k
+	t.inviteKeys = inviteKeysOf(k)
+}
+
 // signToken signs cl with the current key, naming its version in "kid".
 func (t *Threads) signToken(cl inviteClaims, issued, expires time.Time) (string, error) {
 	k := t.inviteKeys[0]

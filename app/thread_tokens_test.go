@@ -51,7 +51,7 @@ func signWith(t *testing.T, alg jose.SignatureAlgorithm, key []byte, kid string,
 func TestInvitationTokenIsTypedJWS(t *testing.T) {
 	t.Parallel()
 	f := newThreadsFixture(t)
-	f.threads.UseChainKeys(ChainKeys{Current: "3", Secrets: map[string][]byte{"3": []byte("s3")}})
+	f.threads.UseChainKeys(domain.ChainKeys{Current: "3", Secrets: map[string][]byte{"3": []byte("s3")}})
 	owner := as("k1", domain.RoleMember)
 	th, _ := f.threads.Application().Commands.StartThread.Handle(owner, StartThreadInput{Contract: "order", Role: "checkout"})
 	inv, err := f.threads.Application().Commands.InviteParty.Handle(owner, InviteInput{ThreadID: th.ID, Role: "warehouse", AccessLevel: "observer", ExpiresIn: "2h"})
@@ -83,7 +83,7 @@ func TestInvitationTokenIsTypedJWS(t *testing.T) {
 func TestInvitationTokensVerify(t *testing.T) {
 	t.Parallel()
 	f := newThreadsFixture(t)
-	v1 := ChainKeys{Current: "1", Secrets: map[string][]byte{"1": []byte("one")}}
+	v1 := domain.ChainKeys{Current: "1", Secrets: map[string][]byte{"1": []byte("one")}}
 	f.threads.UseChainKeys(v1)
 	owner := as("k1", domain.RoleMember)
 	th, _ := f.threads.Application().Commands.StartThread.Handle(owner, StartThreadInput{Contract: "order", Role: "checkout"})
@@ -91,7 +91,7 @@ func TestInvitationTokensVerify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.threads.UseChainKeys(ChainKeys{Current: "2", Secrets: map[string][]byte{"1": []byte("one"), "2": []byte("two")}})
+	f.threads.UseChainKeys(domain.ChainKeys{Current: "2", Secrets: map[string][]byte{"1": []byte("one"), "2": []byte("two")}})
 	afterRotation, err := f.threads.Application().Commands.InviteParty.Handle(owner, InviteInput{ThreadID: th.ID, Role: "warehouse", AccessLevel: "observer"})
 	if err != nil {
 		t.Fatal(err)
@@ -143,9 +143,9 @@ func TestInvitationTokensVerify(t *testing.T) {
 // A verify-only alternate of a hash-chain version (another replica's old
 // per-replica key) never verifies invitations.
 func TestInviteKeysLeaveOutAlternates(t *testing.T) {
-	k := ChainKeys{Current: "2", Secrets: map[string][]byte{"1": []byte("one"), "2": []byte("two"),
+	k := domain.ChainKeys{Current: "2", Secrets: map[string][]byte{"1": []byte("one"), "2": []byte("two"),
 		domain.AlternateKey("1", "fp"): []byte("alt")}}
-	got := k.inviteKeys()
+	got := inviteKeysOf(k)
 	if len(got) != 2 || got[0].ID != "2" || got[1].ID != "1" {
 		t.Fatalf("invitation keys %+v, want versions 2 and 1 only", got)
 	}

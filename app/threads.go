@@ -26,10 +26,6 @@ const (
 	MaxInvocationIDLen = 128
 )
 
-// hashVersion names the current hash-chain secret. Secrets are kept by version
-// forever; a rotation adds a version, it never replaces one.
-const hashVersion = "1"
-
 // Threads records thread execution data: threads, steps (append-only, hash
 // chained, contract validated), refs, parties and notifications. It holds
 // what the use cases share (ports, contract cache, clock, chain and
@@ -41,7 +37,7 @@ type Threads struct {
 	store      ports.ThreadStore
 	contracts  ports.Contracts // nil: contract threads are refused
 	clock      ports.Clock
-	keys       ChainKeys
+	keys       domain.ChainKeys
 	inviteKeys []inviteKey // current first
 	hub        *Hub
 	publisher  ports.NotificationPublisher // the hub, behind its port
@@ -65,7 +61,7 @@ func NewThreads(store ports.ThreadStore, contracts ports.Contracts, clock ports.
 	hub := NewHub(notes, clock, log)
 	t := &Threads{store: validIDStore{store}, contracts: contracts, clock: clock, hub: hub, publisher: hub, log: log, metrics: ports.NopMetrics{},
 		cache: map[string]domain.Contract{}, threadRefs: map[string]contractRef{}}
-	t.UseChainKeys(singleKey(secret))
+	t.UseChainKeys(domain.SingleChainKey(secret))
 	return t
 }
 

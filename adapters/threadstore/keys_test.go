@@ -34,7 +34,7 @@ func TestChainKeysSharedThroughDatabase(t *testing.T) {
 			db := sqldbtest.Open(t, d)
 			ctx, now := context.Background(), time.Now()
 			var wg sync.WaitGroup
-			got := make([]app.ChainKeys, 4)
+			got := make([]domain.ChainKeys, 4)
 			errs := make([]error, 4)
 			for i := range got {
 				wg.Add(1)
@@ -136,7 +136,7 @@ func TestChainKeysImportEveryReplicasLegacyFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for name, k := range map[string]app.ChainKeys{"B": b, "A restarted": again} {
+		for name, k := range map[string]domain.ChainKeys{"B": b, "A restarted": again} {
 			if st := domain.VerifyChain(k.Secrets, []domain.ChainLink{link}); !st.Verified {
 				t.Fatalf("%s: B's old chain: %s", name, st.Error)
 			}
@@ -157,7 +157,7 @@ func TestChainKeysImportEveryReplicasLegacyFile(t *testing.T) {
 func TestRotationKeepsChainsAndInvitations(t *testing.T) {
 	t.Parallel()
 	threads, _, ctx := setup(t, "sqlite")
-	v1 := app.ChainKeys{Current: "1", Secrets: map[string][]byte{"1": []byte(secretA)}}
+	v1 := domain.ChainKeys{Current: "1", Secrets: map[string][]byte{"1": []byte(secretA)}}
 	threads.UseChainKeys(v1)
 	th, err := threads.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Label: "r"})
 	if err != nil {
@@ -174,7 +174,7 @@ func TestRotationKeepsChainsAndInvitations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	threads.UseChainKeys(app.ChainKeys{Current: "2", Secrets: map[string][]byte{"1": []byte(secretA), "2": []byte(secretB)}})
+	threads.UseChainKeys(domain.ChainKeys{Current: "2", Secrets: map[string][]byte{"1": []byte(secretA), "2": []byte(secretB)}})
 	record("b")
 	st, err := threads.Application().Queries.VerifyIntegrity.Handle(ctx, th.ID)
 	if err != nil || !st.Verified || st.TotalEvents != 2 {

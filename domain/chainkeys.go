@@ -1,11 +1,13 @@
-package app
+package domain
 
 import (
 	"sort"
 	"strconv"
-
-	"github.com/threadengine/engine/domain"
 )
+
+// firstChainKeyVersion names the first hash-chain secret. Secrets are kept
+// by version forever; a rotation adds a version, it never replaces one.
+const firstChainKeyVersion = "1"
 
 // ChainKeys are the installation's hash-chain secrets by version. Current
 // signs new links (and invitations); every version verifies. A rotation adds
@@ -16,30 +18,27 @@ type ChainKeys struct {
 	Secrets map[string][]byte
 }
 
-// singleKey is the keyring of one secret, version hashVersion.
-func singleKey(secret []byte) ChainKeys {
-	return ChainKeys{Current: hashVersion, Secrets: map[string][]byte{hashVersion: secret}}
+// SingleChainKey is the keyring of one secret, version 1.
+func SingleChainKey(secret []byte) ChainKeys {
+	return ChainKeys{Current: firstChainKeyVersion, Secrets: map[string][]byte{firstChainKeyVersion: secret}}
 }
 
-func (k ChainKeys) current() []byte { return k.Secrets[k.Current] }
+// CurrentSecret is the secret new links are signed with.
+func (k ChainKeys) CurrentSecret() []byte { return k.Secrets[k.Current] }
 
-// inviteKeys derives one invitation key per version, current first: a token
-// signed before a rotation stays valid until it expires.
-func (k ChainKeys) inviteKeys() []inviteKey {
+// OlderVersions lists the versions other than Current that may have signed
+// invitations (alternates only verify old chains), newest first.
+func (k ChainKeys) OlderVersions() []string {
 	versions := make([]string, 0, len(k.Secrets))
 	for v := range k.Secrets {
 		// Alternates only verify old chains: no invitation was ever signed
 		// with one this installation accepts.
-		if v != k.Current && !domain.IsAlternateKey(v) {
+		if v != k.Current && !IsAlternateKey(v) {
 			versions = append(versions, v)
 		}
 	}
 	sort.Slice(versions, func(i, j int) bool { return versionLess(versions[j], versions[i]) })
-	out := []inviteKey{{ID: k.Current, Key: deriveKey(k.current(), inviteKeyLabel)}}
-	for _, v := range versions {
-		out = append(out, inviteKey{ID: v, Key: deriveKey(k.Secrets[v], inviteKeyLabel)})
-	}
-	return out
+	return versions
 }
 
 // versionLess orders numeric versions numerically, others as strings.
@@ -50,14 +49,6 @@ func versionLess(a, b string) bool {
 		return ai < bi
 	}
 	return a < b
-}
-
-// UseChainKeys replaces the single secret given to NewThreads with the
-// installation's versioned keys (the composition root loads them from the
-// database).
-func (t *Threads) UseChainKeys(k ChainKeys) {
-	t.keys = k
-	t.inviteKeys = k.inviteKeys()
 }
 
 // LatestVersion is the highest of versions (numeric order where numeric).
