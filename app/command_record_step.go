@@ -47,7 +47,7 @@ func (h RecordStepHandler) Handle(ctx context.Context, in RecordStepInput) (Step
 					InvocationID: v.Current.InvocationID, LatestStepID: v.Current.LatestStepID}
 			}
 			attempt.Grant = v.Grant
-			d, err := th.RecordStep(who, c, attempt, cur, recorded(v.States), now)
+			d, err := th.RecordStep(who, c, attempt, cur, ports.Recorded(v.States), now)
 			if err != nil {
 				return ports.StepPlan{}, err
 			}

@@ -205,14 +205,3 @@ func stepOutcome(in RecordStepInput, prev *ports.StepState, vr *domain.Validatio
 	}
 	return o
 }
-
-// recorded turns step states (ordered by latest attempt) into the history
-// the rules judge.
-func recorded(states []ports.StepState) []domain.RecordedStep {
-	history := make([]domain.RecordedStep, 0, len(states))
-	for _, s := range states {
-		history = append(history, domain.RecordedStep{ID: s.LatestStepID, Name: s.StepName, Status: s.Status,
-			RecordedAt: s.LastUpdatedAt, Attempt: s.RetryCount + 1})
-	}
-	return history
-}

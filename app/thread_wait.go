@@ -201,7 +201,7 @@ func (t *Threads) permission(ctx context.Context, commit func() bool, p domain.P
 		if err := checkVisible(p, &th, t.now()); err != nil {
 			return domain.StepPermission{}, WaitResult{}, false, err
 		}
-		d := th.PermitStep(actor(p, role), c, stepName, invocationID, recorded(v.States), v.Grants, t.now())
+		d := th.PermitStep(actor(p, role), c, stepName, invocationID, ports.Recorded(v.States), v.Grants, t.now())
 		switch {
 		case d.Denied:
 			return d, WaitResult{Decision: DecisionDenied, Code: d.Code, Message: d.Message, Violations: d.Issues}, true, nil
