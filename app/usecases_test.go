@@ -84,38 +84,3 @@ func TestEngineSettingsAuditFailureIsLogged(t *testing.T) {
 		t.Fatalf("audit failure not logged: %q", buf.String())
 	}
 }
-
-func TestInviteChecksPermissionBeforeTheRequest(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t, "")
-	f.bootstrap(t)
-	viewer := as(domain.Principal{Kind: domain.PrincipalUser, ID: "v", Role: domain.RoleViewer})
-	if _, _, err := f.id.Application().Commands.InviteUser.Handle(viewer, app.InviteRequest{}); domain.KindOf(err) != domain.KindForbidden {
-		t.Fatalf("viewer with an empty request: %v, want forbidden", err)
-	}
-	if _, _, err := f.id.Application().Commands.InviteUser.Handle(f.admin, app.InviteRequest{Role: ptr("member")}); domain.CodeOf(err) != domain.CodeValidationFailed || domain.AsError(err).Field != "email" {
-		t.Fatalf("admin without email: %v", err)
-	}
-	if _, _, err := f.id.Application().Commands.InviteUser.Handle(f.admin, app.InviteRequest{Email: ptr("x@example.com")}); domain.AsError(err).Field != "role" {
-		t.Fatalf("admin without role: %v", err)
-	}
-	u, created, err := f.id.Application().Commands.InviteUser.Handle(f.admin, app.InviteRequest{Email: ptr("x@example.com"), Role: ptr("member"), FullName: "X"})
-	if err != nil || !created || u.Status != domain.StatusInvited {
-		t.Fatalf("invite: %+v %v %v", u, created, err)
-	}
-	list, err := f.id.Application().Queries.ListUsers.Handle(viewer)
-	if err != nil || list.CanManage || len(list.Users) != 2 {
-		t.Fatalf("viewer list: %+v %v", list, err)
-	}
-	if list, err = f.id.Application().Queries.ListUsers.Handle(f.admin); err != nil || !list.CanManage {
-		t.Fatalf("admin list: %+v %v", list, err)
-	}
-	if _, err := f.id.Application().Commands.UpdateUser.Handle(viewer, u.ID, app.UserPatch{}); domain.KindOf(err) != domain.KindForbidden {
-		t.Fatalf("viewer empty patch: %v", err)
-	}
-	if _, err := f.id.Application().Commands.UpdateUser.Handle(f.admin, u.ID, app.UserPatch{}); domain.CodeOf(err) != domain.CodeValidationFailed {
-		t.Fatalf("admin empty patch: %v", err)
-	}
-}
-
-func ptr(s string) *string { return &s }

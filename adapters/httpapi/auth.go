@@ -9,8 +9,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/threadengine/engine/adapters/limits"
-	"github.com/threadengine/engine/app"
 	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/app/identity"
 	"github.com/threadengine/engine/domain"
 )
 
@@ -38,10 +38,10 @@ const APIKeyHeader = "X-API-Key"
 // else 403 origin_denied: together with SameSite=Strict this is the CSRF
 // defence.
 type Auth struct {
-	Authn    app.Authenticator
-	Identity *app.Identity
+	Authn    identity.Authenticator
+	Identity *identity.Module
 	// App is Identity's use cases as handlers (commands and queries).
-	App app.IdentityApplication
+	App identity.Application
 	// Origin is the one browser origin allowed to send cookie-authenticated
 	// unsafe requests: registry.browser_origin, else the origin of
 	// server.public_url. When both are unset it is the request's own
@@ -68,7 +68,7 @@ func (a *Auth) SetExchangeThrottle(failures int, window time.Duration, c *limits
 }
 
 // NewAuth builds the HTTP authentication for the given origins.
-func NewAuth(id *app.Identity, publicURL, browserOrigin string) *Auth {
+func NewAuth(id *identity.Module, publicURL, browserOrigin string) *Auth {
 	origin := browserOrigin
 	if origin == "" {
 		origin = originOf(publicURL)

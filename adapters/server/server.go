@@ -39,6 +39,8 @@ import (
 	"github.com/threadengine/engine/adapters/webui"
 	"github.com/threadengine/engine/adapters/wsapi"
 	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/identity"
+	"github.com/threadengine/engine/app/signin"
 	"github.com/threadengine/engine/ports"
 	"github.com/threadengine/engine/schema"
 )
@@ -69,7 +71,7 @@ type Server struct {
 	// Store implements every identity port (users, keys, sessions, bindings,
 	// audit, settings, installation).
 	Store    *identitystore.Store
-	Identity *app.Identity
+	Identity *identity.Module
 	// Auth authenticates requests: use Auth.Middleware() (required) or
 	// Auth.Optional() on feature routes, or Auth.Authenticate(c) directly.
 	Auth *httpapi.Auth
@@ -177,7 +179,7 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 
 	// --- identity (users, API keys, sessions): s.Store, s.Identity, s.Auth ---
 	s.Store = identitystore.New(s.DB)
-	s.Identity = app.NewIdentity(app.IdentityDeps{
+	s.Identity = identity.New(identity.Deps{
 		Users: s.Store, ServiceAccounts: s.Store, APIKeys: s.Store, Sessions: s.Store, Audit: s.Store, Settings: s.Store,
 		Clock: s.Clock, Random: rand.Reader, NewID: func() string { return uuid.NewString() },
 		SessionTTL: s.Config.Auth.SessionTTL, LicenseKey: s.Config.Registry.LicenseKey, Log: s.Log,
@@ -276,7 +278,7 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 
 	// --- browser sign-in through the identity registry (OIDC: /login, /auth/login, /auth/callback) and license checks ---
 	{
-		lic := app.NewLicenseMonitor(registry.NewLicenseClient(s.Config.Registry.URL, s.Config.Registry.LicenseKey, s.Clock),
+		lic := signin.NewLicenseMonitor(registry.NewLicenseClient(s.Config.Registry.URL, s.Config.Registry.LicenseKey, s.Clock),
 			s.Clock, s.Config.Registry.CheckInterval, s.Log)
 		if s.Config.Registry.URL != "" {
 			// Checked in the background at start and then periodically: a
@@ -285,7 +287,8 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 			go func() { lic.Refresh(licCtx); lic.Run(licCtx) }()
 			s.OnClose(func() error { stop(); return nil })
 		}
-		signIn := app.NewSignIn(app.SignInDeps{Users: s.Store, Bindings: s.Store, StartSession: s.Identity.Application().Commands.StartUserSession, License: lic,
+		signIn := signin.New(signin.Deps{Users: s.Store, Bindings: s.Store, StartSession: s.Identity.Application().Commands.StartUserSession,
+			Invalidate: s.Identity.Invalidate, License: lic,
 			Product: s.Config.Registry.Product, Audit: s.Store, Setting: s.Store, Clock: s.Clock,
 			NewID: func() string { return uuid.NewString() }, Log: s.Log})
 		if s.Config.Registry.URL != "" {

@@ -19,6 +19,7 @@ import (
 	"github.com/threadengine/engine/adapters/config"
 	"github.com/threadengine/engine/adapters/limits"
 	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/identity"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -43,7 +44,7 @@ const maxFrameBytesInFlight = 16 << 20
 // Handler serves GET /threads.
 type Handler struct {
 	Threads *app.Threads
-	Authn   app.Authenticator
+	Authn   identity.Authenticator
 	Log     *slog.Logger
 	// PingInterval is how often the server pings (default 30 s); a missing
 	// pong within the same interval closes the connection.
