@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/threadengine/engine/app/delivery"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -39,7 +40,7 @@ type Threads struct {
 	clock      ports.Clock
 	keys       domain.ChainKeys
 	inviteKeys []inviteKey // current first
-	hub        *Hub
+	hub        *delivery.Hub
 	publisher  ports.NotificationPublisher // the hub, behind its port
 	log        *slog.Logger
 	metrics    ports.Metrics
@@ -58,7 +59,7 @@ func NewThreads(store ports.ThreadStore, contracts ports.Contracts, clock ports.
 		clock = ports.SystemClock{}
 	}
 	notes, _ := store.(ports.NotificationLog)
-	hub := NewHub(notes, clock, log)
+	hub := delivery.NewHub(notes, clock, log)
 	t := &Threads{store: validIDStore{store}, contracts: contracts, clock: clock, hub: hub, publisher: hub, log: log, metrics: ports.NopMetrics{},
 		cache: map[string]domain.Contract{}, threadRefs: map[string]contractRef{}}
 	t.UseChainKeys(domain.SingleChainKey(secret))
@@ -66,13 +67,13 @@ func NewThreads(store ports.ThreadStore, contracts ports.Contracts, clock ports.
 }
 
 // Hub delivers the notification log to WebSocket sessions.
-func (t *Threads) Hub() *Hub { return t.hub }
+func (t *Threads) Hub() *delivery.Hub { return t.hub }
 
 // SetMetrics makes the thread use cases and their hub report to m. Call it
 // before serving requests.
 func (t *Threads) SetMetrics(m ports.Metrics) {
 	t.metrics = m
-	t.hub.metrics = m
+	t.hub.SetMetrics(m)
 }
 
 // Metrics is where thread events are counted (never nil, even on a nil

@@ -39,6 +39,7 @@ import (
 	"github.com/threadengine/engine/adapters/webui"
 	"github.com/threadengine/engine/adapters/wsapi"
 	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/delivery"
 	"github.com/threadengine/engine/app/identity"
 	"github.com/threadengine/engine/app/signin"
 	"github.com/threadengine/engine/ports"
@@ -320,7 +321,7 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 func (s *Server) startHub() {
 	hub := s.Threads.Hub()
 	n := s.Config.Notifications
-	hub.Configure(app.HubConfig{RedeliverAfter: n.RedeliverAfter, MaxDeliveries: n.MaxDeliveries, Retention: n.Retention})
+	hub.Configure(delivery.HubConfig{RedeliverAfter: n.RedeliverAfter, MaxDeliveries: n.MaxDeliveries, Retention: n.Retention})
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); hub.Run(ctx, s.Broadcast) }()

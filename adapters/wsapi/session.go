@@ -19,6 +19,7 @@ import (
 	"github.com/threadengine/engine/adapters/config"
 	"github.com/threadengine/engine/adapters/limits"
 	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/delivery"
 	"github.com/threadengine/engine/app/identity"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
@@ -189,7 +190,7 @@ type session struct {
 	apiKey      string
 	serviceName string
 	parties     app.ConnParties // threads started or joined here, and the role on each
-	hub         *app.HubSession
+	hub         *delivery.HubSession
 	admitted    string          // principal key once connect succeeded (admission)
 	subs        map[string]bool // subscription keys held (limits.ws.max_subscriptions)
 	waits       waits
@@ -199,7 +200,7 @@ type session struct {
 	closeOnce sync.Once
 }
 
-// Deliver implements app.Subscriber: a non-blocking enqueue of a push.
+// Deliver implements delivery.Subscriber: a non-blocking enqueue of a push.
 func (s *session) Deliver(ackToken string, n ports.NotificationRecord) bool {
 	frame, err := json.Marshal(notificationFrame{Action: "notification", AckToken: ackToken,
 		Notification: s.inVocabulary(newNotificationJSON(n))})

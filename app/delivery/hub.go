@@ -1,4 +1,4 @@
-package app
+package delivery
 
 import (
 	"context"
@@ -75,10 +75,10 @@ type Hub struct {
 	expired   atomic.Int64
 	dropped   atomic.Int64
 	delivered atomic.Int64
-	// metrics (set by Threads.SetMetrics before Run): pending counts this
+	// metrics (set by SetMetrics before Run): pending counts this
 	// process's unacknowledged pushes; expired counts rows given up on
 	// (retention or max deliveries).
-	metrics ports.Metrics
+	metrics ports.DeliveryMetrics
 
 	chMu    sync.Mutex
 	changed chan struct{} // closed (and replaced) at every wake-up
@@ -101,7 +101,7 @@ type Hub struct {
 	turn            *sync.Cond // on mu
 
 	ackMu     sync.Mutex
-	ackOpen   bool // the flusher runs (see threads_hub_acks.go)
+	ackOpen   bool // the flusher runs (see acks.go)
 	ackQueue  []ackReq
 	ackSignal chan struct{}
 }
@@ -150,6 +150,9 @@ func (h *Hub) Configure(c HubConfig) {
 	h.cfg = c.withDefaults()
 	h.cfgMu.Unlock()
 }
+
+// SetMetrics makes the hub report its pushes to m. Call it before Run.
+func (h *Hub) SetMetrics(m ports.DeliveryMetrics) { h.metrics = m }
 
 // SetRedeliverAfter changes the acknowledgement timeout (tests shorten it).
 func (h *Hub) SetRedeliverAfter(d time.Duration) {

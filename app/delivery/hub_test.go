@@ -1,14 +1,13 @@
-package app_test
+package delivery_test
 
 import (
 	"context"
+	"github.com/threadengine/engine/app/delivery"
+	"github.com/threadengine/engine/ports"
 	"sort"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/threadengine/engine/app"
-	"github.com/threadengine/engine/ports"
 )
 
 // fakeSub records what the hub pushes to it.
@@ -158,7 +157,7 @@ func note(id, owner, step string, at time.Time) ports.NotificationRecord {
 
 // shipHub is a running hub over an empty log with one session of u1
 // subscribed to every event of step ship.
-func shipHub(t *testing.T) (*stepClock, *memLog, *app.Hub, *fakeSub, *app.HubSession) {
+func shipHub(t *testing.T) (*stepClock, *memLog, *delivery.Hub, *fakeSub, *delivery.HubSession) {
 	t.Helper()
 	clock := &stepClock{now: time.Now()}
 	log := &memLog{}
@@ -169,7 +168,7 @@ func shipHub(t *testing.T) (*stepClock, *memLog, *app.Hub, *fakeSub, *app.HubSes
 	return clock, log, h, sub, s
 }
 
-func runHub(t *testing.T, log ports.NotificationLog, clock *stepClock) *app.Hub {
+func runHub(t *testing.T, log ports.NotificationLog, clock *stepClock) *delivery.Hub {
 	t.Helper()
 	return runHubEvery(t, log, clock, 10*time.Millisecond)
 }
@@ -452,10 +451,10 @@ func (l *heldLog) ClaimNotifications(ctx context.Context, ids []string, now, unt
 }
 
 // runHubEvery runs a hub that polls every pollEvery without a wake-up.
-func runHubEvery(t *testing.T, log ports.NotificationLog, clock *stepClock, pollEvery time.Duration) *app.Hub {
+func runHubEvery(t *testing.T, log ports.NotificationLog, clock *stepClock, pollEvery time.Duration) *delivery.Hub {
 	t.Helper()
-	h := app.NewHub(log, clock, nil)
-	h.Configure(app.HubConfig{RedeliverAfter: time.Minute, PollEvery: pollEvery, Retention: time.Hour})
+	h := delivery.NewHub(log, clock, nil)
+	h.Configure(delivery.HubConfig{RedeliverAfter: time.Minute, PollEvery: pollEvery, Retention: time.Hour})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); h.Run(ctx, nil) }()
