@@ -9,15 +9,18 @@ import (
 
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
+	"github.com/threadengine/engine/ports/portstest"
 )
 
-// fakeAlerts is an in-memory ports.AlertSweepStore over a fakeThreads: the
-// fake's mutex stands for the thread row lock, the flags map for the
-// thread_alerts rows (the latest episode flagged).
+// fakeAlerts is an in-memory ports.AlertSweepStore: mu stands for the
+// thread row lock, the flags map for the thread_alerts rows (the latest
+// episode flagged).
 type fakeAlerts struct {
-	*fakeThreads
-	fmu   sync.Mutex
-	flags map[string]time.Time // thread + "\x00" + condition → episode
+	mu      sync.Mutex
+	threads map[string]domain.Thread
+	notes   []ports.NotificationRecord
+	fmu     sync.Mutex
+	flags   map[string]time.Time // thread + "\x00" + condition → episode
 	// racer, when set, runs before each RecordThreadAlert: another
 	// replica's sweep getting there first.
 	racer func(threadID, condition string)
@@ -26,6 +29,10 @@ type fakeAlerts struct {
 }
 
 var _ ports.AlertSweepStore = (*fakeAlerts)(nil)
+
+func newFakeAlerts() *fakeAlerts {
+	return &fakeAlerts{threads: map[string]domain.Thread{}, flags: map[string]time.Time{}}
+}
 
 func (f *fakeAlerts) OverdueThreads(_ context.Context, contract string, version int, startedAfter, startedBefore time.Time, limit int) ([]string, error) {
 	return f.find(limit, domain.AlertOverdue, func(t domain.Thread) time.Time { return time.Time{} }, func(t domain.Thread) bool {
@@ -72,7 +79,7 @@ func (f *fakeAlerts) RecordThreadAlert(_ context.Context, threadID, condition st
 	if !ok {
 		return false, domain.NotFound("thread")
 	}
-	t = clone(t)
+	t.Parties = append([]domain.Party(nil), t.Parties...)
 	a, ok := fn(&t)
 	if !ok {
 		return false, nil
@@ -89,32 +96,14 @@ func (f *fakeAlerts) RecordThreadAlert(_ context.Context, threadID, condition st
 	return true, nil
 }
 
-type listedContracts struct{ fakeContracts }
-
-func (c listedContracts) ListContracts(context.Context) ([]ports.ContractSummary, error) {
-	var out []ports.ContractSummary
-	for _, x := range c.fakeContracts {
-		out = append(out, ports.ContractSummary{Name: x.Name, Version: x.Version, LatestVersion: x.Version})
-	}
-	return out, nil
-}
-
-func (c listedContracts) ListContractVersions(_ context.Context, name string) ([]ports.ContractSummary, error) {
-	x, ok := c.fakeContracts[name]
-	if !ok {
-		return nil, domain.NotFound("contract")
-	}
-	return []ports.ContractSummary{{Name: x.Name, Version: x.Version}}, nil
-}
-
 // The sweep flags threads past max_duration and silent ones once each,
 // with a validation result and a notification that maps to the webhook
 // events, leaves other threads alone, and folds the issue into health.
 func TestAlertSweepOnFakes(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	clock := &testClock{now: t0}
-	store := &fakeAlerts{fakeThreads: newFakeThreads(), flags: map[string]time.Time{}}
+	clock := portstest.NewClock(t0)
+	store := newFakeAlerts()
 	put := func(id, contract string, created, updated time.Time, st domain.ThreadStatus) {
 		store.threads[id] = domain.Thread{ID: id, ContractName: contract, ContractVersion: 1, Status: st, OwnerID: "o",
 			CreatedAt: created, UpdatedAt: updated}
@@ -125,10 +114,10 @@ func TestAlertSweepOnFakes(t *testing.T) {
 	put("done", "flow", t0.Add(-9*time.Hour), t0.Add(-9*time.Hour), domain.ThreadCompleted)    // ended: nothing
 	put("free", "", t0.Add(-9*time.Hour), t0.Add(-5*time.Minute), domain.ThreadActive)         // no contract, recent
 	put("other", "nolimit", t0.Add(-9*time.Hour), t0.Add(-5*time.Minute), domain.ThreadActive) // no max_duration
-	contracts := listedContracts{fakeContracts{
+	contracts := portstest.Contracts{
 		"flow":    {Name: "flow", Version: 1, MaxDuration: 2 * time.Hour},
 		"nolimit": {Name: "nolimit", Version: 1},
-	}}
+	}
 	var recorded []ports.NotificationRecord
 	nudged := 0
 	sweep := NewAlertSweep(AlertSweepDeps{Store: store, Contracts: contracts, Clock: clock, SilentAfter: 30 * time.Minute,
@@ -184,8 +173,8 @@ func TestAlertSweepOnFakes(t *testing.T) {
 func TestAlertSweepFlagsEachSilence(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	clock := &testClock{now: t0}
-	store := &fakeAlerts{fakeThreads: newFakeThreads(), flags: map[string]time.Time{}}
+	clock := portstest.NewClock(t0)
+	store := newFakeAlerts()
 	store.threads["t"] = domain.Thread{ID: "t", Status: domain.ThreadActive, OwnerID: "o", CreatedAt: t0.Add(-time.Hour), UpdatedAt: t0.Add(-time.Hour)}
 	sweep := NewAlertSweep(AlertSweepDeps{Store: store, Clock: clock, SilentAfter: 30 * time.Minute})
 	want := func(what string, silent int) {
@@ -212,8 +201,8 @@ func TestAlertSweepFlagsEachSilence(t *testing.T) {
 func TestAlertSweepContinuesPastSkippedBatch(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	clock := &testClock{now: t0}
-	store := &fakeAlerts{fakeThreads: newFakeThreads(), flags: map[string]time.Time{}}
+	clock := portstest.NewClock(t0)
+	store := newFakeAlerts()
 	for _, id := range []string{"a", "b", "c"} {
 		store.threads[id] = domain.Thread{ID: id, Status: domain.ThreadActive, OwnerID: "o", CreatedAt: t0.Add(-5 * time.Hour), UpdatedAt: t0.Add(-5 * time.Hour)}
 	}

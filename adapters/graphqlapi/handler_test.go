@@ -19,13 +19,14 @@ import (
 	"github.com/threadengine/engine/adapters/threadstore"
 	"github.com/threadengine/engine/app"
 	"github.com/threadengine/engine/app/authz"
+	threadsapp "github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 )
 
 type fixture struct {
 	db         *sqldb.DB
 	h          *Handler
-	threads    *app.Threads
+	threads    *threadsapp.Module
 	ctx        context.Context // admin principal
 	statements atomic.Int64
 }
@@ -37,7 +38,7 @@ func newFixture(t testing.TB, d sqldb.Dialect) *fixture {
 	db := sqldbtest.Open(t, d)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	f := &fixture{db: db}
-	f.threads = app.NewThreads(threadstore.New(db), nil, nil, testSecret, log)
+	f.threads = threadsapp.New(threadstore.New(db), nil, nil, testSecret, log)
 	store := threadquery.New(db)
 	store.OnQuery(func(string, []any) { f.statements.Add(1) })
 	q := app.NewQueries(app.QueriesDeps{Store: store, ChainSecrets: app.ChainSecrets(testSecret)})
@@ -424,7 +425,7 @@ func TestFiltersAndPaging(t *testing.T) {
 			ids = append(ids, f.seed(t, fmt.Sprint(i), 1).ID)
 			time.Sleep(2 * time.Millisecond)
 		}
-		if _, err := f.threads.Application().Commands.EndThread.Handle(f.ctx, app.EndThreadInput{ThreadID: ids[0], Status: "completed", Reason: "done"}); err != nil {
+		if _, err := f.threads.Application().Commands.EndThread.Handle(f.ctx, threadsapp.EndThreadInput{ThreadID: ids[0], Status: "completed", Reason: "done"}); err != nil {
 			t.Fatal(err)
 		}
 		get := func(q string) map[string]any {

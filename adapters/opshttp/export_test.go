@@ -20,6 +20,7 @@ import (
 	"github.com/threadengine/engine/adapters/threadstore"
 	"github.com/threadengine/engine/app"
 	"github.com/threadengine/engine/app/authz"
+	threadsapp "github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -46,9 +47,9 @@ func TestExportStreamEndsWithAnErrorLine(t *testing.T) {
 			db := sqldbtest.Open(t, d)
 			log := slog.New(slog.NewTextHandler(io.Discard, nil))
 			ctx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "admin", Role: domain.RoleAdmin})
-			threads := app.NewThreads(threadstore.New(db), nil, nil, []byte("secret"), log)
+			threads := threadsapp.New(threadstore.New(db), nil, nil, []byte("secret"), log)
 			for range app.ExportBatch {
-				if _, err := threads.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Label: "x"}); err != nil {
+				if _, err := threads.Application().Commands.StartThread.Handle(ctx, threadsapp.StartThreadInput{Label: "x"}); err != nil {
 					t.Fatal(err)
 				}
 			}

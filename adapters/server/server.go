@@ -42,6 +42,7 @@ import (
 	"github.com/threadengine/engine/app/delivery"
 	"github.com/threadengine/engine/app/identity"
 	"github.com/threadengine/engine/app/signin"
+	"github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/ports"
 	"github.com/threadengine/engine/schema"
 )
@@ -88,7 +89,7 @@ type Server struct {
 	EngineMetrics ports.Metrics
 	// Threads records thread data (WebSocket /threads, OTLP /v1/traces)
 	// through its Application()'s handlers.
-	Threads *app.Threads
+	Threads *threads.Module
 	// Contracts uploads and reads contract versions (/v1/contracts).
 	Contracts *app.Contracts
 	// Erasure deletes whole threads (DELETE /v1/threads/:id); Retention
@@ -215,7 +216,7 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	}
 	threadStore := threadstore.New(s.DB)
 	threadStore.SetMetrics(s.EngineMetrics)
-	s.Threads = app.NewThreads(threadStore, s.threadContracts(), s.Clock, nil, s.Log)
+	s.Threads = threads.New(threadStore, s.threadContracts(), s.Clock, nil, s.Log)
 	s.Threads.UseChainKeys(chainKeys)
 	s.Threads.SetMetrics(s.EngineMetrics)
 	s.backfillHealth(threadStore)

@@ -15,6 +15,8 @@ import (
 	"github.com/threadengine/engine/adapters/threadstore"
 	"github.com/threadengine/engine/app"
 	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/app/delivery"
+	threadsapp "github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -45,7 +47,7 @@ func (c *fixedClock) Now() time.Time { return c.t }
 type eraseFixture struct {
 	db      *sqldb.DB
 	store   *threadstore.Store
-	threads *app.Threads
+	threads *threadsapp.Module
 	clock   *fixedClock
 	ctx     context.Context
 }
@@ -63,7 +65,7 @@ func newEraseFixture(t *testing.T, d sqldb.Dialect) *eraseFixture {
 	}
 	f := &eraseFixture{db: db, store: threadstore.New(db), clock: &fixedClock{time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)},
 		ctx: authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u1", Role: domain.RoleMember})}
-	f.threads = app.NewThreads(f.store, cs, f.clock, []byte("secret"), nil)
+	f.threads = threadsapp.New(f.store, cs, f.clock, []byte("secret"), nil)
 	// A webhook on failed steps: each thread's failed attempt gets an
 	// outbox row (webhook_deliveries).
 	if _, err := db.Exec(db.Rebind(`INSERT INTO webhooks (id, name, url, secret, event_mask, created_at, updated_at)
@@ -79,18 +81,18 @@ func newEraseFixture(t *testing.T, d sqldb.Dialect) *eraseFixture {
 // terminal step).
 func (f *eraseFixture) populate(t *testing.T, label string, end bool) domain.Thread {
 	t.Helper()
-	th, _, err := f.threads.Application().Commands.StartThreadWithKey.Handle(f.ctx, app.KeyApp, uuid.NewString(), app.StartThreadInput{Contract: "flow", Role: "p", Label: label,
+	th, _, err := f.threads.Application().Commands.StartThreadWithKey.Handle(f.ctx, threadsapp.KeyApp, uuid.NewString(), threadsapp.StartThreadInput{Contract: "flow", Role: "p", Label: label,
 		Refs: map[string]string{"order": label}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	steps := []app.RecordStepInput{
+	steps := []threadsapp.RecordStepInput{
 		{StepName: "a", Status: "failed", IdempotencyKey: "a1", Context: map[string]string{}},
 		{StepName: "a", Status: "success", IdempotencyKey: "a1", Context: map[string]string{"k": "v"},
-			SubSteps: []app.SubStepInput{{Name: "check", Status: "success"}}},
+			SubSteps: []threadsapp.SubStepInput{{Name: "check", Status: "success"}}},
 	}
 	if end {
-		steps = append(steps, app.RecordStepInput{StepName: "b", Status: "success", IdempotencyKey: "b1", Context: map[string]string{}})
+		steps = append(steps, threadsapp.RecordStepInput{StepName: "b", Status: "success", IdempotencyKey: "b1", Context: map[string]string{}})
 	}
 	for i, in := range steps {
 		in.ThreadID = th.ID
@@ -101,7 +103,7 @@ func (f *eraseFixture) populate(t *testing.T, label string, end bool) domain.Thr
 			t.Fatal(err)
 		}
 		if i == 1 { // a waitFor grant for b (step_grants)
-			if r, err := f.threads.Application().Commands.WaitForPermission.Handle(f.ctx, th.ID, "p", "b", "inv-b", time.Second); err != nil || r.Decision != app.DecisionAllowed {
+			if r, err := f.threads.Application().Commands.WaitForPermission.Handle(f.ctx, th.ID, "p", "b", "inv-b", time.Second); err != nil || r.Decision != delivery.DecisionAllowed {
 				t.Fatalf("grant for b: %+v, %v", r, err)
 			}
 		}

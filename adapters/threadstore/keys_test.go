@@ -13,8 +13,8 @@ import (
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/adapters/threadstore"
-	"github.com/threadengine/engine/app"
 	"github.com/threadengine/engine/app/authz"
+	threadsapp "github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 )
 
@@ -159,18 +159,18 @@ func TestRotationKeepsChainsAndInvitations(t *testing.T) {
 	threads, _, ctx := setup(t, "sqlite")
 	v1 := domain.ChainKeys{Current: "1", Secrets: map[string][]byte{"1": []byte(secretA)}}
 	threads.UseChainKeys(v1)
-	th, err := threads.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Label: "r"})
+	th, err := threads.Application().Commands.StartThread.Handle(ctx, threadsapp.StartThreadInput{Label: "r"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	record := func(key string) {
-		if _, err := threads.Application().Commands.RecordStep.Handle(ctx, app.RecordStepInput{ThreadID: th.ID, StepName: "s", Status: "success",
+		if _, err := threads.Application().Commands.RecordStep.Handle(ctx, threadsapp.RecordStepInput{ThreadID: th.ID, StepName: "s", Status: "success",
 			IdempotencyKey: key, Context: map[string]string{}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	record("a")
-	inv, err := threads.Application().Commands.InviteParty.Handle(ctx, app.InviteInput{ThreadID: th.ID, Role: "r"})
+	inv, err := threads.Application().Commands.InviteParty.Handle(ctx, threadsapp.InviteInput{ThreadID: th.ID, Role: "r"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestRotationKeepsChainsAndInvitations(t *testing.T) {
 		t.Fatalf("after rotation: %+v %v", st, err)
 	}
 	other := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u2", Role: domain.RoleMember})
-	if _, err := threads.Application().Commands.JoinThread.Handle(other, app.JoinInput{Token: inv.Token}); err != nil {
+	if _, err := threads.Application().Commands.JoinThread.Handle(other, threadsapp.JoinInput{Token: inv.Token}); err != nil {
 		t.Fatalf("invitation signed before rotation: %v", err)
 	}
 }

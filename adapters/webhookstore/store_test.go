@@ -14,6 +14,7 @@ import (
 	"github.com/threadengine/engine/adapters/webhookstore"
 	"github.com/threadengine/engine/app"
 	"github.com/threadengine/engine/app/authz"
+	threadsapp "github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -57,13 +58,13 @@ func TestAlertsFanOutToTheOutbox(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		threads := app.NewThreads(ts, nil, nil, []byte("secret"), nil)
-		th, err := threads.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Label: "x"})
+		threads := threadsapp.New(ts, nil, nil, []byte("secret"), nil)
+		th, err := threads.Application().Commands.StartThread.Handle(ctx, threadsapp.StartThreadInput{Label: "x"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i, st := range []string{"success", "failed"} {
-			if _, err := threads.Application().Commands.RecordStep.Handle(ctx, app.RecordStepInput{ThreadID: th.ID, StepName: "pay", Status: st,
+			if _, err := threads.Application().Commands.RecordStep.Handle(ctx, threadsapp.RecordStepInput{ThreadID: th.ID, StepName: "pay", Status: st,
 				IdempotencyKey: []string{"a", "b"}[i], Context: map[string]string{}}); err != nil {
 				t.Fatal(err)
 			}
@@ -119,7 +120,7 @@ func TestAlertsFanOutToTheOutbox(t *testing.T) {
 
 		// A step wakes the thread; when it falls silent again, that
 		// silence is flagged once more (once, by concurrent sweeps too).
-		if _, err := threads.Application().Commands.RecordStep.Handle(ctx, app.RecordStepInput{ThreadID: th.ID, StepName: "pay",
+		if _, err := threads.Application().Commands.RecordStep.Handle(ctx, threadsapp.RecordStepInput{ThreadID: th.ID, StepName: "pay",
 			Status: "success", IdempotencyKey: "c", Context: map[string]string{}}); err != nil {
 			t.Fatal(err)
 		}

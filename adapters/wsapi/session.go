@@ -18,9 +18,9 @@ import (
 
 	"github.com/threadengine/engine/adapters/config"
 	"github.com/threadengine/engine/adapters/limits"
-	"github.com/threadengine/engine/app"
 	"github.com/threadengine/engine/app/delivery"
 	"github.com/threadengine/engine/app/identity"
+	"github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -44,7 +44,7 @@ const maxFrameBytesInFlight = 16 << 20
 
 // Handler serves GET /threads.
 type Handler struct {
-	Threads *app.Threads
+	Threads *threads.Module
 	Authn   identity.Authenticator
 	Log     *slog.Logger
 	// PingInterval is how often the server pings (default 30 s); a missing
@@ -177,8 +177,8 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 // the API key.
 type session struct {
 	h       *Handler
-	addr    string                // client address, for the unauthenticated per-address count
-	threads app.ThreadApplication // h.Threads' use cases
+	addr    string              // client address, for the unauthenticated per-address count
+	threads threads.Application // h.Threads' use cases
 	conn    *websocket.Conn
 	log     *slog.Logger
 	out     chan []byte
@@ -189,7 +189,7 @@ type session struct {
 	principal   *domain.Principal
 	apiKey      string
 	serviceName string
-	parties     app.ConnParties // threads started or joined here, and the role on each
+	parties     threads.ConnParties // threads started or joined here, and the role on each
 	hub         *delivery.HubSession
 	admitted    string          // principal key once connect succeeded (admission)
 	subs        map[string]bool // subscription keys held (limits.ws.max_subscriptions)

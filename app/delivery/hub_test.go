@@ -2,12 +2,13 @@ package delivery_test
 
 import (
 	"context"
-	"github.com/threadengine/engine/app/delivery"
-	"github.com/threadengine/engine/ports"
 	"sort"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/threadengine/engine/app/delivery"
+	"github.com/threadengine/engine/ports"
 )
 
 // fakeSub records what the hub pushes to it.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
 	"github.com/threadengine/engine/app/identity"
 	"github.com/threadengine/engine/app/signin"
 	"github.com/threadengine/engine/domain"

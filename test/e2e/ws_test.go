@@ -3,13 +3,14 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"github.com/threadengine/engine/app/authz"
-	"github.com/threadengine/engine/domain"
-	"github.com/threadengine/engine/test/enginetest"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/domain"
+	"github.com/threadengine/engine/test/enginetest"
 )
 
 var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)

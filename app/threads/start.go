@@ -1,4 +1,4 @@
-package app
+package threads
 
 // What the start commands (StartThread, StartThreadWithKey) share: the input
 // and the building of a new thread.
@@ -9,7 +9,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
+	"github.com/threadengine/engine/ports"
 )
 
 // StartThreadInput is a new thread. Contract is "", "name", "name:N" or
@@ -26,7 +28,7 @@ type StartThreadInput struct {
 
 // newThread checks in and builds the thread (domain.NewThread: the caller
 // is its owner party).
-func (t *Threads) newThread(ctx context.Context, p domain.Principal, in StartThreadInput) (domain.Thread, error) {
+func newThread(ctx context.Context, contracts *contractCache, clock ports.Clock, p domain.Principal, in StartThreadInput) (domain.Thread, error) {
 	if err := checkRefs(in.Refs); err != nil {
 		return domain.Thread{}, err
 	}
@@ -35,13 +37,13 @@ func (t *Threads) newThread(ctx context.Context, p domain.Principal, in StartThr
 	}
 	var c *domain.Contract
 	if strings.TrimSpace(in.Contract) != "" {
-		cc, err := t.contractByRef(ctx, in.Contract)
+		cc, err := contracts.contractByRef(ctx, in.Contract)
 		if err != nil {
 			return domain.Thread{}, err
 		}
 		c = &cc
 	}
-	th, err := domain.NewThread(uuid.NewString(), actor(p, in.Role), c, t.now())
+	th, err := domain.NewThread(uuid.NewString(), authz.Actor(p, in.Role), c, now(clock))
 	if err != nil {
 		return domain.Thread{}, err
 	}

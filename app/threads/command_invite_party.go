@@ -1,4 +1,4 @@
-package app
+package threads
 
 // The InviteParty command: issues an invitation to a thread (WebSocket
 // inviteParty).
@@ -7,7 +7,9 @@ import (
 	"context"
 	"time"
 
+	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
+	"github.com/threadengine/engine/ports"
 )
 
 // InviteInput invites a party to a thread.
@@ -30,14 +32,23 @@ type Invitation struct {
 	ExpiresAt   time.Time
 }
 
-// InvitePartyHandler issues a thread invitation; one of Threads' Commands.
-type InvitePartyHandler struct{ t *Threads }
+// InvitePartyHandler issues a thread invitation; one of the Commands.
+type InvitePartyHandler struct {
+	threads   ports.ThreadGetter
+	contracts *contractCache
+	keys      invitationKeys
+	clock     ports.Clock
+}
+
+// NewInvitePartyHandler builds InviteParty: keys sign the invitations.
+func NewInvitePartyHandler(threads ports.ThreadGetter, contracts *contractCache, keys invitationKeys, clock ports.Clock) InvitePartyHandler {
+	return InvitePartyHandler{threads: threads, contracts: contracts, keys: keys, clock: clock}
+}
 
 // Handle issues a thread token (an HS256 JWT keyed by a key derived from the
 // installation secret). Who may invite whom is domain.Thread.Invite's rule.
 func (h InvitePartyHandler) Handle(ctx context.Context, in InviteInput) (Invitation, error) {
-	t := h.t
-	p, err := Require(ctx, domain.PermThreadsWrite)
+	p, err := authz.Require(ctx, domain.PermThreadsWrite)
 	if err != nil {
 		return Invitation{}, err
 	}
@@ -53,16 +64,16 @@ func (h InvitePartyHandler) Handle(ctx context.Context, in InviteInput) (Invitat
 	if err != nil {
 		return Invitation{}, err
 	}
-	c, err := t.threadContract(ctx, threadID)
+	c, err := h.contracts.ThreadContract(ctx, threadID)
 	if err != nil {
 		return Invitation{}, err
 	}
-	th, err := t.store.GetThread(ctx, threadID)
+	th, err := h.threads.GetThread(ctx, threadID)
 	if err != nil {
 		return Invitation{}, err
 	}
-	now := t.now()
-	if _, err := th.Invite(actor(p, in.Conn.Role(threadID)), in.Role, level, c, now); err != nil {
+	now := now(h.clock)
+	if _, err := th.Invite(authz.Actor(p, in.Conn.Role(threadID)), in.Role, level, c, now); err != nil {
 		return Invitation{}, err
 	}
 	perms := []string{"read", "write"}
@@ -70,7 +81,7 @@ func (h InvitePartyHandler) Handle(ctx context.Context, in InviteInput) (Invitat
 		perms = []string{"read"}
 	}
 	expires := time.Unix(now.Add(ttl).Unix(), 0).UTC() // the token holds whole seconds
-	tok, err := t.signToken(inviteClaims{ThreadID: th.ID, ContractID: th.ContractName, Role: in.Role, AccessLevel: level,
+	tok, err := h.keys.signToken(inviteClaims{ThreadID: th.ID, ContractID: th.ContractName, Role: in.Role, AccessLevel: level,
 		Permissions: perms, InvitedBy: p.ID}, now, expires)
 	if err != nil {
 		return Invitation{}, err

@@ -1,4 +1,4 @@
-package app
+package threads
 
 // The RecordStep command: appends one step attempt (WebSocket
 // recordThreadEvent, OTLP spans).
@@ -6,12 +6,27 @@ package app
 import (
 	"context"
 
+	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
 
-// RecordStepHandler appends one step attempt; one of Threads' Commands.
-type RecordStepHandler struct{ t *Threads }
+// RecordStepHandler appends one step attempt; one of the Commands.
+type RecordStepHandler struct {
+	steps     ports.StepAppender
+	contracts *contractCache
+	keys      domain.ChainKeys
+	publisher ports.NotificationPublisher
+	clock     ports.Clock
+	metrics   ports.ThreadMetrics
+}
+
+// NewRecordStepHandler builds RecordStep: keys sign the hash chain; the
+// publisher (the hub) hears of the notifications each append commits.
+func NewRecordStepHandler(steps ports.StepAppender, contracts *contractCache, keys domain.ChainKeys,
+	publisher ports.NotificationPublisher, clock ports.Clock, metrics ports.ThreadMetrics) RecordStepHandler {
+	return RecordStepHandler{steps: steps, contracts: contracts, keys: keys, publisher: publisher, clock: clock, metrics: metrics}
+}
 
 // Handle appends one attempt. The rules (who may write, duplicate or
 // retry, closed threads, contract judgement, completion and failure) are
@@ -20,8 +35,7 @@ type RecordStepHandler struct{ t *Threads }
 // step state, sub-steps, validation, refs and notifications.
 // The reply may be sent once this returns: the transaction has committed.
 func (h RecordStepHandler) Handle(ctx context.Context, in RecordStepInput) (StepResult, error) {
-	t := h.t
-	p, err := Require(ctx, domain.PermThreadsWrite)
+	p, err := authz.Require(ctx, domain.PermThreadsWrite)
 	if err != nil {
 		return StepResult{}, err
 	}
@@ -29,16 +43,16 @@ func (h RecordStepHandler) Handle(ctx context.Context, in RecordStepInput) (Step
 	if err != nil {
 		return StepResult{}, err
 	}
-	c, err := t.threadContract(ctx, in.ThreadID)
+	c, err := h.contracts.ThreadContract(ctx, in.ThreadID)
 	if err != nil {
 		return StepResult{}, err
 	}
-	now := t.now()
-	who := actor(p, in.Role)
+	now := now(h.clock)
+	who := authz.Actor(p, in.Role)
 	attempt := domain.StepAttempt{Name: in.StepName, IdempotencyKey: in.IdempotencyKey, InvocationID: in.InvocationID,
 		Status: status, Context: in.Context, StartedAt: in.StartedAt, FinishedAt: in.FinishedAt}
 	var res StepResult
-	plan, err := t.store.AppendStep(ctx, in.ThreadID, ports.AppendWriter{PrincipalID: p.ID, Role: in.Role, InvocationID: in.InvocationID}, in.StepName,
+	plan, err := h.steps.AppendStep(ctx, in.ThreadID, ports.AppendWriter{PrincipalID: p.ID, Role: in.Role, InvocationID: in.InvocationID}, in.StepName,
 		in.IdempotencyKey, c != nil, func(v ports.StepTx) (ports.StepPlan, error) {
 			th := v.Thread
 			var cur *domain.StepIdentity
@@ -57,7 +71,7 @@ func (h RecordStepHandler) Handle(ctx context.Context, in RecordStepInput) (Step
 					Attempt: d.Attempt, RetryCount: d.RetryCount, Role: d.Party.Role, ThreadStatus: th.Status}
 				return ports.StepPlan{Duplicate: true}, nil
 			}
-			plan := t.stepPlan(th, v, c, in, status, subs, d, now)
+			plan := stepPlan(h.keys, th, v, c, in, status, subs, d, now)
 			res = StepResult{StepID: plan.Activity.ID, StepName: in.StepName, IdempotencyKey: in.IdempotencyKey,
 				Status: in.Status, Attempt: d.Attempt, RetryCount: d.RetryCount, Role: d.Party.Role,
 				ThreadStatus: plan.Thread.Status, Validation: d.Validation}
@@ -67,8 +81,8 @@ func (h RecordStepHandler) Handle(ctx context.Context, in RecordStepInput) (Step
 		return StepResult{}, err
 	}
 	if !plan.Duplicate {
-		t.countStep(plan)
-		t.publisher.Published(plan.Notifications)
+		countStep(h.metrics, plan)
+		h.publisher.Published(plan.Notifications)
 	}
 	return res, nil
 }

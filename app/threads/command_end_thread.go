@@ -1,4 +1,4 @@
-package app
+package threads
 
 // The EndThread command: completes or cancels a thread (WebSocket threadEnd,
 // closeThread).
@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -23,15 +24,24 @@ type EndThreadInput struct {
 	ReasonObject map[string]any
 }
 
-// EndThreadHandler completes or cancels a thread; one of Threads' Commands.
-type EndThreadHandler struct{ t *Threads }
+// EndThreadHandler completes or cancels a thread; one of the Commands.
+type EndThreadHandler struct {
+	threads   ports.ThreadUpdater
+	publisher ports.NotificationPublisher
+	clock     ports.Clock
+	metrics   ports.ThreadMetrics
+}
+
+// NewEndThreadHandler builds EndThread.
+func NewEndThreadHandler(threads ports.ThreadUpdater, publisher ports.NotificationPublisher, clock ports.Clock, metrics ports.ThreadMetrics) EndThreadHandler {
+	return EndThreadHandler{threads: threads, publisher: publisher, clock: clock, metrics: metrics}
+}
 
 // Handle closes an active thread as completed or cancelled; the rules
 // (owner only, idempotent repeat, closed threads, contract threads complete
 // only through a terminal step) are domain.Thread.End's.
 func (h EndThreadHandler) Handle(ctx context.Context, in EndThreadInput) (domain.Thread, error) {
-	t := h.t
-	p, err := Require(ctx, domain.PermThreadsWrite)
+	p, err := authz.Require(ctx, domain.PermThreadsWrite)
 	if err != nil {
 		return domain.Thread{}, err
 	}
@@ -41,10 +51,10 @@ func (h EndThreadHandler) Handle(ctx context.Context, in EndThreadInput) (domain
 	}
 	reason := EndReason(in.Reason, in.ReasonObject)
 	var events []ports.NotificationRecord
-	th, err := t.store.UpdateThread(ctx, in.ThreadID, func(th *domain.Thread) (ports.ThreadEffects, error) {
+	th, err := h.threads.UpdateThread(ctx, in.ThreadID, func(th *domain.Thread) (ports.ThreadEffects, error) {
 		events = nil
-		now := t.now()
-		changed, err := th.End(actor(p, in.Role), status, reason, now)
+		now := now(h.clock)
+		changed, err := th.End(authz.Actor(p, in.Role), status, reason, now)
 		if err != nil || !changed {
 			return ports.ThreadEffects{}, err
 		}
@@ -63,9 +73,9 @@ func (h EndThreadHandler) Handle(ctx context.Context, in EndThreadInput) (domain
 		return domain.Thread{}, err
 	}
 	if len(events) > 0 {
-		t.metrics.ThreadEnded(string(th.Status))
+		h.metrics.ThreadEnded(string(th.Status))
 	}
-	t.publisher.Published(events)
+	h.publisher.Published(events)
 	return th, nil
 }
 

@@ -1,4 +1,4 @@
-package app
+package threads
 
 // Invitation tokens: compact JWS (HS256) with typed claims, signed by go-jose.
 
@@ -34,27 +34,23 @@ type inviteKey struct {
 
 const inviteKeyLabel = "threadengine-invite-v1"
 
+// invitationKeys sign invitations with the first (the current version's)
+// and verify them with any.
+type invitationKeys []inviteKey
+
 // inviteKeysOf derives one invitation key per version, current first: a
 // token signed before a rotation stays valid until it expires.
-func inviteKeysOf(k domain.ChainKeys) []inviteKey {
-	out := []inviteKey{{ID: k.Current, Key: deriveKey(k.CurrentSecret(), inviteKeyLabel)}}
+func inviteKeysOf(k domain.ChainKeys) invitationKeys {
+	out := invitationKeys{{ID: k.Current, Key: deriveKey(k.CurrentSecret(), inviteKeyLabel)}}
 	for _, v := range k.OlderVersions() {
 		out = append(out, inviteKey{ID: v, Key: deriveKey(k.Secrets[v], inviteKeyLabel)})
 	}
 	return out
 }
 
-// UseChainKeys replaces the single secret given to NewThreads with the
-// installation's versioned keys (the composition root loads them from the
-// database).
-func (t *Threads) UseChainKeys(k domain.ChainKeys) {
-	t.keys = k
-	t.inviteKeys = inviteKeysOf(k)
-}
-
 // signToken signs cl with the current key, naming its version in "kid".
-func (t *Threads) signToken(cl inviteClaims, issued, expires time.Time) (string, error) {
-	k := t.inviteKeys[0]
+func (keys invitationKeys) signToken(cl inviteClaims, issued, expires time.Time) (string, error) {
+	k := keys[0]
 	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.HS256, Key: k.Key},
 		(&jose.SignerOptions{}).WithType("JWT").WithHeader(jose.HeaderKey("kid"), k.ID))
 	if err != nil {
@@ -74,14 +70,14 @@ func (t *Threads) signToken(cl inviteClaims, issued, expires time.Time) (string,
 // one without a kid (issued before invitations were signed by go-jose) is
 // tried against every version, so tokens issued before an upgrade keep
 // working until they expire (at most MaxInviteTTL).
-func (t *Threads) verifyToken(s string) (inviteClaims, time.Time, error) {
+func (keys invitationKeys) verifyToken(s string) (inviteClaims, time.Time, error) {
 	bad := domain.E(domain.KindUnauthenticated, domain.CodeUnauthenticated, "invalid thread token")
 	tok, err := jwt.ParseSigned(s, []jose.SignatureAlgorithm{jose.HS256})
 	if err != nil || len(tok.Headers) != 1 {
 		return inviteClaims{}, time.Time{}, bad
 	}
 	kid := tok.Headers[0].KeyID
-	for _, k := range t.inviteKeys {
+	for _, k := range keys {
 		if kid != "" && k.ID != kid {
 			continue
 		}

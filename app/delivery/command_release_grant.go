@@ -1,4 +1,4 @@
-package app
+package delivery
 
 // The ReleaseGrant command: gives back, unused, a grant whose answer was never
 // sent (a WebSocket waitFor ended by cancelWait as it was granted).
@@ -7,11 +7,19 @@ import (
 	"context"
 	"time"
 
+	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
+	"github.com/threadengine/engine/ports"
 )
 
-// ReleaseGrantHandler gives back an unanswered grant unused; one of Threads' Commands.
-type ReleaseGrantHandler struct{ t *Threads }
+// ReleaseGrantHandler gives back an unanswered grant unused; one of the
+// thread Commands (threads.Application).
+type ReleaseGrantHandler struct{ grants ports.Grants }
+
+// NewReleaseGrantHandler builds ReleaseGrant.
+func NewReleaseGrantHandler(grants ports.Grants) ReleaseGrantHandler {
+	return ReleaseGrantHandler{grants: grants}
+}
 
 // Handle gives back, unused, a grant whose allowed answer (WaitResult.Answer)
 // was never sent (the waiter cancelled): what it consumed is enabled again.
@@ -19,13 +27,12 @@ type ReleaseGrantHandler struct{ t *Threads }
 // runs to its end when ctx is cancelled (a cancelled waiter is why it runs),
 // for at most giveBackLimit.
 func (h ReleaseGrantHandler) Handle(ctx context.Context, threadID, invocationID, answer string) error {
-	t := h.t
-	if _, err := Require(ctx, domain.PermThreadsWrite); err != nil {
+	if _, err := authz.Require(ctx, domain.PermThreadsWrite); err != nil {
 		return err
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), giveBackLimit)
 	defer cancel()
-	return t.store.ReleaseGrant(rctx, threadID, invocationID, answer)
+	return h.grants.ReleaseGrant(rctx, threadID, invocationID, answer)
 }
 
 // giveBackLimit bounds a give-back queued on the thread's row lock.

@@ -1,4 +1,4 @@
-package app
+package threads
 
 import (
 	"context"
@@ -6,7 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/app/delivery"
 	"github.com/threadengine/engine/domain"
+	"github.com/threadengine/engine/ports/portstest"
 )
 
 const orderYAML = `contract_name: order
@@ -25,9 +28,9 @@ terminal_steps: [ship]
 `
 
 type threadsFixture struct {
-	threads *Threads
+	threads *Module
 	store   *fakeThreads
-	clock   *testClock
+	clock   *portstest.Clock
 }
 
 func newThreadsFixture(t *testing.T) threadsFixture {
@@ -37,12 +40,12 @@ func newThreadsFixture(t *testing.T) threadsFixture {
 		t.Fatal(err)
 	}
 	store := newFakeThreads()
-	clock := &testClock{now: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)}
-	return threadsFixture{threads: NewThreads(store, fakeContracts{"order": c}, clock, []byte("secret"), nil), store: store, clock: clock}
+	clock := portstest.NewClock(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC))
+	return threadsFixture{threads: New(store, portstest.Contracts{"order": c}, clock, []byte("secret"), nil), store: store, clock: clock}
 }
 
 func as(id string, role domain.Role) context.Context {
-	return WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: id, Role: role})
+	return authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: id, Role: role})
 }
 
 func stepIn(threadID, role, name, status string) RecordStepInput {
@@ -228,7 +231,7 @@ func TestCancelledRepeatWaitKeepsTheEarlierGrant(t *testing.T) {
 	t.Parallel()
 	f, key, th := paidOrder(t)
 	first, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-1", time.Second)
-	if err != nil || first.Decision != DecisionAllowed || !first.NewGrant {
+	if err != nil || first.Decision != delivery.DecisionAllowed || !first.NewGrant {
 		t.Fatalf("first wait: %+v %v", first, err)
 	}
 	cancelled, cancel := context.WithCancel(key)
@@ -251,10 +254,10 @@ func TestCancelledRepeatWaitKeepsTheEarlierGrant(t *testing.T) {
 func TestGiveBackLeavesAGrantARepeatWaitTookOver(t *testing.T) {
 	t.Parallel()
 	f, key, th := paidOrder(t)
-	wait := func() WaitResult {
+	wait := func() delivery.WaitResult {
 		t.Helper()
 		r, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-1", time.Second)
-		if err != nil || r.Decision != DecisionAllowed || r.Answer == "" {
+		if err != nil || r.Decision != delivery.DecisionAllowed || r.Answer == "" {
 			t.Fatalf("wait: %+v %v", r, err)
 		}
 		return r
@@ -289,7 +292,7 @@ func TestWaitTimesOutWhileTheRowLockIsHeld(t *testing.T) {
 	start := time.Now()
 	r, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-1", 300*time.Millisecond)
 	took := time.Since(start)
-	if err != nil || r.Decision != DecisionTimedOut {
+	if err != nil || r.Decision != delivery.DecisionTimedOut {
 		t.Fatalf("wait behind a held row lock: %+v %v, want timed_out", r, err)
 	}
 	if took >= 300*time.Millisecond {
@@ -298,7 +301,7 @@ func TestWaitTimesOutWhileTheRowLockIsHeld(t *testing.T) {
 	lock() // the late round decides under the lock, and grants nothing
 	eventuallyGrants(t, f, th, func(locks int, gs []domain.StepGrant) bool { return locks == 1 && len(gs) == 0 })
 	next, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-2", time.Second)
-	if err != nil || next.Decision != DecisionAllowed {
+	if err != nil || next.Decision != delivery.DecisionAllowed {
 		t.Fatalf("the next waiter on the same success: %+v %v, want allowed", next, err)
 	}
 }
@@ -313,10 +316,10 @@ func TestRepeatWaitKeepsItsGrantWhenAnEarlierRoundFinishesLate(t *testing.T) {
 	f, key, th := paidOrder(t)
 	lock := f.holdRowLock(t)
 	first, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-1", 200*time.Millisecond)
-	if err != nil || first.Decision != DecisionTimedOut {
+	if err != nil || first.Decision != delivery.DecisionTimedOut {
 		t.Fatalf("first wait: %+v %v", first, err)
 	}
-	second := make(chan WaitResult, 1)
+	second := make(chan delivery.WaitResult, 1)
 	go func() {
 		r, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-1", 5*time.Second)
 		if err != nil {
@@ -326,7 +329,7 @@ func TestRepeatWaitKeepsItsGrantWhenAnEarlierRoundFinishesLate(t *testing.T) {
 	}()
 	time.Sleep(50 * time.Millisecond) // the second wait queues on the lock too
 	lock()
-	if r := <-second; r.Decision != DecisionAllowed {
+	if r := <-second; r.Decision != delivery.DecisionAllowed {
 		t.Fatalf("repeat wait: %+v, want allowed", r)
 	}
 	time.Sleep(50 * time.Millisecond) // room for a late give-back, were there one
@@ -398,7 +401,7 @@ func (f threadsFixture) loseKeyedRace(t *testing.T, namespace, key string) domai
 
 // partyScoped is a party-scoped service account's context.
 func partyScoped(id string) context.Context {
-	return WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalServiceAccount, ID: id,
+	return authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalServiceAccount, ID: id,
 		Role: domain.RoleMember, Scope: domain.ScopeParty})
 }
 
@@ -407,7 +410,7 @@ func partyScoped(id string) context.Context {
 func (f threadsFixture) wantConsumed(t *testing.T, key context.Context, th string) {
 	t.Helper()
 	other, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-2", 200*time.Millisecond)
-	if err != nil || other.Decision != DecisionTimedOut {
+	if err != nil || other.Decision != delivery.DecisionTimedOut {
 		t.Fatalf("a second invocation on the consumed success: %+v %v, want timed_out", other, err)
 	}
 }
@@ -462,7 +465,7 @@ func TestWaitLocksOnlyToGrant(t *testing.T) {
 	key := as("k1", domain.RoleMember)
 	th := orderForWarehouse(t, f, key)
 	r, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-1", 100*time.Millisecond)
-	if err != nil || r.Decision != DecisionTimedOut {
+	if err != nil || r.Decision != delivery.DecisionTimedOut {
 		t.Fatalf("wait before pay: %+v %v", r, err)
 	}
 	if f.store.grantLocks != 0 || f.store.grantReads == 0 {
@@ -470,7 +473,7 @@ func TestWaitLocksOnlyToGrant(t *testing.T) {
 	}
 	f.pay(t, key, th)
 	r, err = f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-1", time.Second)
-	if err != nil || r.Decision != DecisionAllowed || !r.NewGrant || f.store.grantLocks != 1 {
+	if err != nil || r.Decision != delivery.DecisionAllowed || !r.NewGrant || f.store.grantLocks != 1 {
 		t.Fatalf("granting wait: %+v %v, %d locked rounds", r, err, f.store.grantLocks)
 	}
 	if gs := f.store.grants[th]; len(gs) != 1 || gs[0].Consumed == "" {

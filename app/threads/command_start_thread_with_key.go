@@ -1,4 +1,4 @@
-package app
+package threads
 
 // The StartThreadWithKey command: starts or resumes the one thread of an
 // application key (WebSocket thread) or of an OpenTelemetry trace (OTLP).
@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -22,8 +23,22 @@ const (
 // MaxThreadKeyLen is in bytes (the Python SDK's bound).
 const MaxThreadKeyLen = 1024
 
-// StartThreadWithKeyHandler starts or resumes the thread of a key; one of Threads' Commands.
-type StartThreadWithKeyHandler struct{ t *Threads }
+// StartThreadWithKeyHandler starts or resumes the thread of a key; one of the Commands.
+type StartThreadWithKeyHandler struct {
+	keys      ports.KeyedThreads
+	creator   ports.ThreadCreator // a party-scoped caller's own thread for a trace
+	threads   ports.ThreadGetter
+	byRef     FindThreadByRefHandler
+	contracts *contractCache
+	clock     ports.Clock
+	metrics   ports.ThreadMetrics
+}
+
+// NewStartThreadWithKeyHandler builds StartThreadWithKey.
+func NewStartThreadWithKeyHandler(keys ports.KeyedThreads, creator ports.ThreadCreator, threads ports.ThreadGetter,
+	byRef FindThreadByRefHandler, contracts *contractCache, clock ports.Clock, metrics ports.ThreadMetrics) StartThreadWithKeyHandler {
+	return StartThreadWithKeyHandler{keys: keys, creator: creator, threads: threads, byRef: byRef, contracts: contracts, clock: clock, metrics: metrics}
+}
 
 // Handle returns the thread key names, creating it from in when
 // there is none — exactly one thread per key, also under concurrent calls on
@@ -33,8 +48,7 @@ type StartThreadWithKeyHandler struct{ t *Threads }
 // refused (thread_closed). Writes on a resumed thread are judged by the
 // thread's party rules as any other.
 func (h StartThreadWithKeyHandler) Handle(ctx context.Context, namespace, key string, in StartThreadInput) (domain.Thread, bool, error) {
-	t := h.t
-	p, err := Require(ctx, domain.PermThreadsWrite)
+	p, err := authz.Require(ctx, domain.PermThreadsWrite)
 	if err != nil {
 		return domain.Thread{}, false, err
 	}
@@ -47,7 +61,7 @@ func (h StartThreadWithKeyHandler) Handle(ctx context.Context, namespace, key st
 			return domain.Thread{}, false, domain.Invalid("threadKey", "threadKey is longer than %d bytes", MaxThreadKeyLen)
 		}
 	}
-	th, err := t.store.FindThreadByKey(ctx, namespace, key)
+	th, err := h.keys.FindThreadByKey(ctx, namespace, key)
 	return h.resolve(ctx, p, namespace, key, in, th, err)
 }
 
@@ -56,18 +70,17 @@ func (h StartThreadWithKeyHandler) Handle(ctx context.Context, namespace, key st
 // keys in also too.
 func (h StartThreadWithKeyHandler) resolve(ctx context.Context, p domain.Principal, namespace, key string, in StartThreadInput,
 	th domain.Thread, err error, also ...ports.KeyName) (domain.Thread, bool, error) {
-	t := h.t
 	created := false
 	switch {
 	case err == nil:
 	case domain.KindOf(err) != domain.KindNotFound:
 		return domain.Thread{}, false, err
 	default:
-		nt, err := t.newThread(ctx, p, in)
+		nt, err := newThread(ctx, h.contracts, h.clock, p, in)
 		if err != nil {
 			return domain.Thread{}, false, err
 		}
-		if th, created, err = t.store.CreateThreadWithKey(ctx, namespace, key, nt, in.Refs, also...); err != nil {
+		if th, created, err = h.keys.CreateThreadWithKey(ctx, namespace, key, nt, in.Refs, also...); err != nil {
 			return domain.Thread{}, false, err
 		}
 		if !created && len(also) > 0 {
@@ -75,17 +88,17 @@ func (h StartThreadWithKeyHandler) resolve(ctx context.Context, p domain.Princip
 			// others too, and (namespace, key) decides where this goes —
 			// unless the caller may not see that thread, whose keys are not
 			// the caller's to bind.
-			if verr := checkVisible(p, &th, t.now()); verr != nil {
+			if verr := authz.CheckVisible(p, &th, now(h.clock)); verr != nil {
 				// As without the race: a trace taken by another's thread
 				// starts the caller's own; an application key that names
 				// one is refused.
-				if taken, err := t.store.FindThreadByKey(ctx, namespace, key); err == nil && taken.ID == th.ID {
-					return t.startOutsideScope(ctx, p, namespace, key, in, verr)
+				if taken, err := h.keys.FindThreadByKey(ctx, namespace, key); err == nil && taken.ID == th.ID {
+					return h.startOutsideScope(ctx, p, namespace, key, in, verr)
 				}
 				return domain.Thread{}, false, verr
 			}
 			for _, k := range also {
-				if _, err := t.store.BindThreadKey(ctx, k.Namespace, k.Key, th.ID); err != nil {
+				if _, err := h.keys.BindThreadKey(ctx, k.Namespace, k.Key, th.ID); err != nil {
 					return domain.Thread{}, false, err
 				}
 			}
@@ -95,13 +108,13 @@ func (h StartThreadWithKeyHandler) resolve(ctx context.Context, p domain.Princip
 		}
 	}
 	if !created {
-		if verr := checkVisible(p, &th, t.now()); verr != nil {
-			return t.startOutsideScope(ctx, p, namespace, key, in, verr)
+		if verr := authz.CheckVisible(p, &th, now(h.clock)); verr != nil {
+			return h.startOutsideScope(ctx, p, namespace, key, in, verr)
 		}
 	}
-	t.rememberThread(th.ID, contractRef{th.ContractName, th.ContractVersion})
+	h.contracts.remember(th)
 	if created {
-		t.metrics.ThreadStarted(th.ContractName)
+		h.metrics.ThreadStarted(th.ContractName)
 		return th, true, nil
 	}
 	return th, false, checkResume(th, in)
@@ -110,11 +123,11 @@ func (h StartThreadWithKeyHandler) resolve(ctx context.Context, p domain.Princip
 // bound makes (namespace, key) name th unless it names a thread already, and
 // returns the thread it names.
 func (h StartThreadWithKeyHandler) bound(ctx context.Context, namespace, key string, th domain.Thread) (domain.Thread, error) {
-	id, err := h.t.store.BindThreadKey(ctx, namespace, key, th.ID)
+	id, err := h.keys.BindThreadKey(ctx, namespace, key, th.ID)
 	if err != nil || id == th.ID {
 		return th, err
 	}
-	return h.t.store.GetThread(ctx, id)
+	return h.threads.GetThread(ctx, id)
 }
 
 // HandleTrace is Handle for an OpenTelemetry trace: by the trace id, or by
@@ -126,28 +139,28 @@ func (h StartThreadWithKeyHandler) bound(ctx context.Context, namespace, key str
 // moment on another replica cannot split the trace (whichever commits
 // first, both end on the trace's one thread).
 func (h StartThreadWithKeyHandler) HandleTrace(ctx context.Context, traceID, appKey string, in StartThreadInput) (domain.Thread, bool, error) {
-	p, err := Require(ctx, domain.PermThreadsWrite)
+	p, err := authz.Require(ctx, domain.PermThreadsWrite)
 	if err != nil {
 		return domain.Thread{}, false, err
 	}
 	if appKey = strings.TrimSpace(appKey); len(appKey) > MaxThreadKeyLen {
 		return domain.Thread{}, false, domain.Invalid("threadify.thread_key", "threadify.thread_key is longer than %d bytes", MaxThreadKeyLen)
 	}
-	traced, err := h.t.store.FindThreadByKey(ctx, KeyTrace, traceID)
-	if err == nil && appKey != "" && checkVisible(p, &traced, h.t.now()) == nil {
+	traced, err := h.keys.FindThreadByKey(ctx, KeyTrace, traceID)
+	if err == nil && appKey != "" && authz.CheckVisible(p, &traced, now(h.clock)) == nil {
 		// The key's first use may come after the trace got its thread (from
 		// a batch without the key): the key names that thread then.
-		if _, err := h.t.store.BindThreadKey(ctx, KeyApp, appKey, traced.ID); err != nil {
+		if _, err := h.keys.BindThreadKey(ctx, KeyApp, appKey, traced.ID); err != nil {
 			return domain.Thread{}, false, err
 		}
 	}
 	if appKey == "" || err == nil || domain.KindOf(err) != domain.KindNotFound {
 		return h.resolve(ctx, p, KeyTrace, traceID, in, traced, err)
 	}
-	keyed, err := h.t.store.FindThreadByKey(ctx, KeyApp, appKey)
+	keyed, err := h.keys.FindThreadByKey(ctx, KeyApp, appKey)
 	switch {
 	case err == nil:
-		if verr := checkVisible(p, &keyed, h.t.now()); verr != nil {
+		if verr := authz.CheckVisible(p, &keyed, now(h.clock)); verr != nil {
 			return domain.Thread{}, false, verr // the key is not the caller's to use
 		}
 		th, err := h.bound(ctx, KeyTrace, traceID, keyed)
@@ -188,17 +201,17 @@ func storedContract(th domain.Thread) string {
 // trace, found by ref, as before keys existed — not idempotent across
 // replicas for such callers; an application key is answered as the unknown
 // thread it is to the caller.
-func (t *Threads) startOutsideScope(ctx context.Context, p domain.Principal, namespace, key string, in StartThreadInput, notVisible error) (domain.Thread, bool, error) {
+func (h StartThreadWithKeyHandler) startOutsideScope(ctx context.Context, p domain.Principal, namespace, key string, in StartThreadInput, notVisible error) (domain.Thread, bool, error) {
 	if namespace != KeyTrace {
 		return domain.Thread{}, false, notVisible
 	}
-	if id, err := (FindThreadByRefHandler{t}).Handle(ctx, "otel_trace_id", key); err == nil {
-		th, err := t.store.GetThread(ctx, id)
+	if id, err := h.byRef.Handle(ctx, "otel_trace_id", key); err == nil {
+		th, err := h.threads.GetThread(ctx, id)
 		return th, false, err
 	} else if domain.KindOf(err) != domain.KindNotFound {
 		return domain.Thread{}, false, err
 	}
-	th, err := t.newThread(ctx, p, in)
+	th, err := newThread(ctx, h.contracts, h.clock, p, in)
 	if err != nil {
 		return domain.Thread{}, false, err
 	}
@@ -209,10 +222,10 @@ func (t *Threads) startOutsideScope(ctx context.Context, p domain.Principal, nam
 		}
 		in.Refs = refs
 	}
-	if err := t.store.CreateThread(ctx, th, in.Refs); err != nil {
+	if err := h.creator.CreateThread(ctx, th, in.Refs); err != nil {
 		return domain.Thread{}, false, err
 	}
-	t.rememberThread(th.ID, contractRef{th.ContractName, th.ContractVersion})
-	t.metrics.ThreadStarted(th.ContractName)
+	h.contracts.remember(th)
+	h.metrics.ThreadStarted(th.ContractName)
 	return th, true, nil
 }

@@ -1,10 +1,9 @@
-package app
+package threads
 
 import (
 	"context"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
@@ -180,43 +179,6 @@ func (f *fakeThreads) HasActivity(_ context.Context, threadID, stepName, key str
 	}
 	return false, nil
 }
-
-// fakeContracts holds parsed contracts by name (latest only).
-type fakeContracts map[string]domain.Contract
-
-func (f fakeContracts) PutContractVersion(context.Context, domain.Contract, []byte, string, time.Time) error {
-	return nil
-}
-
-func (f fakeContracts) GetContract(_ context.Context, name string, version int) (domain.Contract, error) {
-	c, ok := f[name]
-	if !ok || version != 0 && version != c.Version {
-		return domain.Contract{}, domain.NotFound("contract")
-	}
-	return c, nil
-}
-
-func (f fakeContracts) GetContractSource(context.Context, string, int) ([]byte, ports.ContractSummary, error) {
-	return nil, ports.ContractSummary{}, domain.NotFound("contract")
-}
-
-func (f fakeContracts) ListContracts(context.Context) ([]ports.ContractSummary, error) {
-	return nil, nil
-}
-
-func (f fakeContracts) ListContractVersions(context.Context, string) ([]ports.ContractSummary, error) {
-	return nil, nil
-}
-
-// testClock is a settable clock.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
-func (c *testClock) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
 
 func (f *fakeThreads) CreateThreadWithKey(ctx context.Context, namespace, key string, t domain.Thread, refs map[string]string, also ...ports.KeyName) (domain.Thread, bool, error) {
 	names := append([]ports.KeyName{{Namespace: namespace, Key: key}}, also...)

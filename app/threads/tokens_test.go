@@ -1,4 +1,4 @@
-package app
+package threads
 
 import (
 	"crypto/hmac"
@@ -125,7 +125,7 @@ func TestInvitationTokensVerify(t *testing.T) {
 		{"no expiry", signWith(t, jose.HS256, key2, "2", map[string]any{"threadId": th.ID, "role": "x"}), false, ""},
 		{"unknown access level", signWith(t, jose.HS256, key2, "2", map[string]any{"threadId": th.ID, "exp": exp, "accessLevel": "owner"}), false, ""},
 	} {
-		cl, _, err := f.threads.verifyToken(c.token)
+		cl, _, err := inviteKeysOf(f.threads.keys).verifyToken(c.token)
 		if c.ok && (err != nil || cl.ThreadID != th.ID || cl.AccessLevel != c.level) {
 			t.Errorf("%s: %+v %v, want accepted at %s", c.name, cl, err, c.level)
 		}

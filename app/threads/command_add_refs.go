@@ -1,4 +1,4 @@
-package app
+package threads
 
 // The AddRefs command: merges refs into a thread's refs (WebSocket addRefs,
 // linkThread).
@@ -6,6 +6,7 @@ package app
 import (
 	"context"
 
+	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -17,14 +18,21 @@ type AddRefsInput struct {
 	Refs     map[string]string
 }
 
-// AddRefsHandler merges refs into a thread's refs; one of Threads' Commands.
-type AddRefsHandler struct{ t *Threads }
+// AddRefsHandler merges refs into a thread's refs; one of the Commands.
+type AddRefsHandler struct {
+	threads ports.ThreadUpdater
+	clock   ports.Clock
+}
+
+// NewAddRefsHandler builds AddRefs.
+func NewAddRefsHandler(threads ports.ThreadUpdater, clock ports.Clock) AddRefsHandler {
+	return AddRefsHandler{threads: threads, clock: clock}
+}
 
 // Handle merges refs (key by key) into a thread's refs; the caller must be a
 // party that may write (domain.ActAddRefs).
 func (h AddRefsHandler) Handle(ctx context.Context, in AddRefsInput) error {
-	t := h.t
-	p, err := Require(ctx, domain.PermThreadsWrite)
+	p, err := authz.Require(ctx, domain.PermThreadsWrite)
 	if err != nil {
 		return err
 	}
@@ -34,9 +42,9 @@ func (h AddRefsHandler) Handle(ctx context.Context, in AddRefsInput) error {
 	if err := checkRefs(in.Refs); err != nil {
 		return err
 	}
-	now := t.now()
-	_, err = t.store.UpdateThread(ctx, in.ThreadID, func(th *domain.Thread) (ports.ThreadEffects, error) {
-		if _, err := th.Authorize(actor(p, in.Role), domain.ActAddRefs, now); err != nil {
+	now := now(h.clock)
+	_, err = h.threads.UpdateThread(ctx, in.ThreadID, func(th *domain.Thread) (ports.ThreadEffects, error) {
+		if _, err := th.Authorize(authz.Actor(p, in.Role), domain.ActAddRefs, now); err != nil {
 			return ports.ThreadEffects{}, err
 		}
 		th.UpdatedAt = now

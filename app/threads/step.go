@@ -1,4 +1,4 @@
-package app
+package threads
 
 // The input and result of the RecordStep command, its input checks and what
 // it writes: the rows of one append, the step's health outcome, the history
@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/threadengine/engine/app/delivery"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -63,8 +64,9 @@ type StepResult struct {
 	Validation   *domain.ValidationResult
 }
 
-// stepPlan turns the rules' decision into the rows of one append.
-func (t *Threads) stepPlan(th domain.Thread, v ports.StepTx, c *domain.Contract, in RecordStepInput,
+// stepPlan turns the rules' decision into the rows of one append, its link
+// signed with keys' current secret.
+func stepPlan(keys domain.ChainKeys, th domain.Thread, v ports.StepTx, c *domain.Contract, in RecordStepInput,
 	status domain.StepStatus, subs []domain.StepStatus, d domain.StepDecision, now time.Time) ports.StepPlan {
 	stepID := uuid.NewString()
 	state := ports.StepState{StepName: in.StepName, IdempotencyKey: in.IdempotencyKey, Status: in.Status,
@@ -79,7 +81,7 @@ func (t *Threads) stepPlan(th domain.Thread, v ports.StepTx, c *domain.Contract,
 		ActorService: in.ServiceName, Context: in.Context, Metadata: in.Metadata, StartedAt: in.StartedAt,
 		FinishedAt: in.FinishedAt, RecordedAt: now, PrevHash: th.LastHash}
 	a.ContentHash = domain.ContentHash(a.Context, a.Metadata)
-	a.Hash = domain.ChainHash(t.keys.CurrentSecret(), t.keys.Current, domain.ChainLink{ThreadID: th.ID, StepID: stepID,
+	a.Hash = domain.ChainHash(keys.CurrentSecret(), keys.Current, domain.ChainLink{ThreadID: th.ID, StepID: stepID,
 		StepName: in.StepName, ContentHash: a.ContentHash, PrevHash: th.LastHash, RecordedAt: now})
 	plan := ports.StepPlan{Activity: a, State: state, Refs: in.Refs}
 	for i, ss := range in.SubSteps { // in the order sent: stored with their position
@@ -169,8 +171,8 @@ func checkStepInput(in RecordStepInput) (domain.StepStatus, []domain.StepStatus,
 		return "", nil, domain.Invalid("idempotencyKey", "Missing required field: idempotencyKey")
 	case in.Context == nil:
 		return "", nil, domain.Invalid("context", "Missing required field: context")
-	case utf8.RuneCountInString(in.InvocationID) > MaxInvocationIDLen:
-		return "", nil, domain.Invalid("invocationId", "invocationId must be at most %d characters", MaxInvocationIDLen)
+	case utf8.RuneCountInString(in.InvocationID) > delivery.MaxInvocationIDLen:
+		return "", nil, domain.Invalid("invocationId", "invocationId must be at most %d characters", delivery.MaxInvocationIDLen)
 	case len(in.SubSteps) > MaxSubSteps:
 		return "", nil, domain.Invalid("subSteps", "at most %d sub-steps", MaxSubSteps)
 	}

@@ -1,4 +1,4 @@
-package app
+package threads
 
 // What the party commands (InviteParty, JoinThread) share with the WebSocket
 // connection: the parties a connection holds, an invitation's lifetime.

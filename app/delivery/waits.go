@@ -1,7 +1,7 @@
-package app
+package delivery
 
 // What the waits share (WaitForPermission, WaitForValidation, CancelGrant):
-// decisions, the wait loop, verdicts, one round of a permission check.
+// the ports they wake and read by, decisions, the wait loop, verdicts.
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -28,6 +29,26 @@ const (
 
 // MaxWait bounds one wait (the SDK allows 0 < t ≤ 300 s).
 const MaxWait = 300 * time.Second
+
+// MaxInvocationIDLen bounds an invocation id, the client's name for one
+// attempt and its grant. It is in characters: SDKs generate the id,
+// typically a UUID.
+const MaxInvocationIDLen = 128
+
+// ChangeFeed wakes waits at every change committed on any replica (the Hub).
+type ChangeFeed interface {
+	// Changed returns a channel closed at the next change.
+	Changed() <-chan struct{}
+}
+
+// ThreadContracts finds the contract a thread was started with (nil for a
+// free-form thread); the thread use cases' cache answers it.
+type ThreadContracts interface {
+	ThreadContract(ctx context.Context, threadID string) (*domain.Contract, error)
+}
+
+// now is the waits' clock: UTC, at the microsecond the stores keep.
+func now(c ports.Clock) time.Time { return c.Now().UTC().Truncate(time.Microsecond) }
 
 // WaitResult is the answer to a wait.
 type WaitResult struct {
@@ -78,7 +99,7 @@ func (g *waitGate) commit() bool {
 // answer reports whether the wait may answer without the round.
 func (g *waitGate) answer() bool { return g.state.CompareAndSwap(gateOpen, gateAnswered) }
 
-// wait re-runs check at every change committed on any replica (and at least
+// wait re-runs check at every change changes reports (any replica's commit; and at least
 // every second) until it decides, ctx ends (cancelled) or timeout is nearly
 // over (timed_out).
 //
@@ -90,7 +111,7 @@ func (g *waitGate) answer() bool { return g.state.CompareAndSwap(gateOpen, gateA
 // answer. So no grant is ever made that its waiter does not hear of, and
 // nothing needs giving back (a grant given back could already have been
 // answered to a repeat wait of the same invocation).
-func (t *Threads) wait(ctx context.Context, timeout time.Duration, check func(ctx context.Context, commit func() bool) (WaitResult, bool, error)) (WaitResult, error) {
+func wait(ctx context.Context, changes ChangeFeed, timeout time.Duration, check func(ctx context.Context, commit func() bool) (WaitResult, bool, error)) (WaitResult, error) {
 	if timeout <= 0 || timeout > MaxWait {
 		return WaitResult{}, domain.Invalid("timeoutMs", "timeoutMs must be between 1 and %d", MaxWait.Milliseconds())
 	}
@@ -128,7 +149,7 @@ func (t *Threads) wait(ctx context.Context, timeout time.Duration, check func(ct
 		}
 	}
 	for {
-		changed := t.hub.Changed() // taken before the check: a change during it wakes the next round
+		changed := changes.Changed() // taken before the check: a change during it wakes the next round
 		ch := make(chan round, 1)
 		go func() {
 			r, done, err := check(rctx, gate.commit)
@@ -189,19 +210,20 @@ func checkInvocationID(id string) error {
 	return nil
 }
 
-// permission is one round of a wait for permission to run a step. It reads
+// permission is one round of a wait for permission to run a step (the
+// WaitForPermission handler's). It reads
 // without locking first: most rounds of a wait decide
 // nothing (the predecessor is not recorded yet) and every commit anywhere
 // wakes every waiter, so only a round that would answer allowed (a new grant,
 // or this invocation's grant asked for again, which the answer takes over)
 // takes the thread's row lock, and decides again under it.
-func (t *Threads) permission(ctx context.Context, commit func() bool, p domain.Principal, c *domain.Contract, threadID, role, stepName, invocationID string) (WaitResult, bool, error) {
+func (h WaitForPermissionHandler) permission(ctx context.Context, commit func() bool, p domain.Principal, c *domain.Contract, threadID, role, stepName, invocationID string) (WaitResult, bool, error) {
 	decide := func(v ports.GrantTx) (domain.StepPermission, WaitResult, bool, error) {
 		th := v.Thread
-		if err := checkVisible(p, &th, t.now()); err != nil {
+		if err := authz.CheckVisible(p, &th, now(h.clock)); err != nil {
 			return domain.StepPermission{}, WaitResult{}, false, err
 		}
-		d := th.PermitStep(actor(p, role), c, stepName, invocationID, ports.Recorded(v.States), v.Grants, t.now())
+		d := th.PermitStep(authz.Actor(p, role), c, stepName, invocationID, ports.Recorded(v.States), v.Grants, now(h.clock))
 		switch {
 		case d.Denied:
 			return d, WaitResult{Decision: DecisionDenied, Code: d.Code, Message: d.Message, Violations: d.Issues}, true, nil
@@ -210,7 +232,7 @@ func (t *Threads) permission(ctx context.Context, commit func() bool, p domain.P
 		}
 		return d, WaitResult{}, false, nil // a predecessor may still be recorded
 	}
-	v, err := t.store.ReadGrants(ctx, threadID)
+	v, err := h.grants.ReadGrants(ctx, threadID)
 	if err != nil {
 		return WaitResult{}, false, err
 	}
@@ -223,7 +245,7 @@ func (t *Threads) permission(ctx context.Context, commit func() bool, p domain.P
 	var r WaitResult
 	var done bool
 	answer := uuid.NewString()
-	err = t.store.UpdateGrants(ctx, threadID, func(v ports.GrantTx) (*domain.StepGrant, error) {
+	err = h.grants.UpdateGrants(ctx, threadID, func(v ports.GrantTx) (*domain.StepGrant, error) {
 		d, res, ok, err := decide(v)
 		if err != nil {
 			return nil, err
