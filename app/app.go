@@ -1,7 +1,7 @@
-// Package app holds threadengine's use cases, one package per area
-// (identity, signin, threads, delivery, readmodel, ops; authz for the
+// Package app holds threadengine's use cases, one package per area:
+// identity, signin, threads, delivery, readmodel, ops (and authz, the
 // caller in a context). The contract use cases (contracts.go) are still
-// here; they call the principal helpers below.
+// here; they and their tests call the forwarders below.
 package app
 
 import (
@@ -22,9 +22,4 @@ func PrincipalFrom(ctx context.Context) (domain.Principal, bool) { return authz.
 // Require is authz.Require.
 func Require(ctx context.Context, perm domain.Permission) (domain.Principal, error) {
 	return authz.Require(ctx, perm)
-}
-
-// RequirePrincipal is authz.RequirePrincipal.
-func RequirePrincipal(ctx context.Context) (domain.Principal, error) {
-	return authz.RequirePrincipal(ctx)
 }

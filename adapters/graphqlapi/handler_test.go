@@ -17,8 +17,8 @@ import (
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/adapters/threadquery"
 	"github.com/threadengine/engine/adapters/threadstore"
-	"github.com/threadengine/engine/app"
 	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/app/readmodel"
 	threadsapp "github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 )
@@ -41,7 +41,7 @@ func newFixture(t testing.TB, d sqldb.Dialect) *fixture {
 	f.threads = threadsapp.New(threadstore.New(db), nil, nil, testSecret, log)
 	store := threadquery.New(db)
 	store.OnQuery(func(string, []any) { f.statements.Add(1) })
-	q := app.NewQueries(app.QueriesDeps{Store: store, ChainSecrets: app.ChainSecrets(testSecret)})
+	q := readmodel.New(readmodel.Deps{Store: store, ChainSecrets: readmodel.ChainSecrets(testSecret)})
 	h, err := New(q, log)
 	if err != nil {
 		t.Fatal(err)

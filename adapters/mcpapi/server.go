@@ -13,8 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/threadengine/engine/app"
 	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/app/readmodel"
 	"github.com/threadengine/engine/domain"
 )
 
@@ -33,8 +33,8 @@ type GraphQLFunc func(ctx context.Context, query, operationName string, variable
 // Deps are the use cases the MCP tools call. Every field is required.
 type Deps struct {
 	// Queries are the read use cases GraphQL resolves with.
-	Queries *app.Queries
-	Actors  *app.Actors
+	Queries *readmodel.Queries
+	Actors  *readmodel.Actors
 	GraphQL GraphQLFunc
 	// Schema is the GraphQL SDL served as the graphql://schema resource.
 	Schema string

@@ -13,9 +13,9 @@ import (
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/adapters/threadstore"
-	"github.com/threadengine/engine/app"
 	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/app/delivery"
+	"github.com/threadengine/engine/app/ops"
 	threadsapp "github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
@@ -212,7 +212,7 @@ func TestRetentionSweep(t *testing.T) {
 			ids := identitystore.New(f.db)
 			day := 24 * time.Hour
 			var deletedNotice []string
-			ret := app.NewRetention(app.RetentionDeps{Store: f.store, Settings: ids, Audit: ids, Clock: f.clock,
+			ret := ops.NewRetention(ops.RetentionDeps{Store: f.store, Settings: ids, Audit: ids, Clock: f.clock,
 				NewID: func() string { return uuid.NewString() }, Deleted: func(ids []string) { deletedNotice = append(deletedNotice, ids...) },
 				ConfigDays: 30, IdleDays: 90, BatchSize: 2})
 
@@ -260,7 +260,7 @@ func TestRetentionSweep(t *testing.T) {
 
 			// The UI override wins over the config; 0 keeps everything.
 			admin := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "a", Role: domain.RoleAdmin})
-			if v, err := ret.Set(admin, 0); err != nil || v.ThreadsDays != 0 || v.Source != app.RetentionFromUI {
+			if v, err := ret.Set(admin, 0); err != nil || v.ThreadsDays != 0 || v.Source != ops.RetentionFromUI {
 				t.Fatalf("set %+v %v", v, err)
 			}
 			if _, err := ret.Set(f.ctx, 5); domain.KindOf(err) != domain.KindForbidden {
@@ -278,7 +278,7 @@ func TestRetentionSweep(t *testing.T) {
 				t.Fatalf("sweep with override 0: %+v %v", res, err)
 			}
 			wantAllRows(t, f, ended.ID)
-			if v, err := ret.Reset(admin); err != nil || v.ThreadsDays != 30 || v.Source != app.RetentionFromConfig {
+			if v, err := ret.Reset(admin); err != nil || v.ThreadsDays != 30 || v.Source != ops.RetentionFromConfig {
 				t.Fatalf("reset %+v %v", v, err)
 			}
 			if res, err := ret.Sweep(f.ctx); err != nil || res.Threads != 1 {

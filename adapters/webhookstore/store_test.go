@@ -12,8 +12,8 @@ import (
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/adapters/threadstore"
 	"github.com/threadengine/engine/adapters/webhookstore"
-	"github.com/threadengine/engine/app"
 	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/app/ops"
 	threadsapp "github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
@@ -98,7 +98,7 @@ func TestAlertsFanOutToTheOutbox(t *testing.T) {
 		}
 
 		// Silent: 8 concurrent recorders, one alert.
-		silent := app.NewAlertSweep(app.AlertSweepDeps{Store: ts, Clock: fixedClock(time.Now().Add(time.Hour)), SilentAfter: time.Minute})
+		silent := ops.NewAlertSweep(ops.AlertSweepDeps{Store: ts, Clock: fixedClock(time.Now().Add(time.Hour)), SilentAfter: time.Minute})
 		if total := sweepConcurrently(t, ctx, silent, 8); total != 1 {
 			t.Fatalf("%d silent alerts recorded by concurrent sweeps; want 1", total)
 		}
@@ -127,7 +127,7 @@ func TestAlertsFanOutToTheOutbox(t *testing.T) {
 		if r, err := silent.Sweep(ctx); err != nil || r.Silent != 0 {
 			t.Fatalf("sweep right after a step, with the clock before it: %+v %v", r, err)
 		}
-		again := app.NewAlertSweep(app.AlertSweepDeps{Store: ts, Clock: fixedClock(time.Now().Add(3 * time.Hour)), SilentAfter: time.Minute})
+		again := ops.NewAlertSweep(ops.AlertSweepDeps{Store: ts, Clock: fixedClock(time.Now().Add(3 * time.Hour)), SilentAfter: time.Minute})
 		total := sweepConcurrently(t, ctx, again, 4)
 		if r, err := again.Sweep(ctx); err != nil || total != 1 || r.Silent != 0 {
 			t.Fatalf("second silence: %d alerts by concurrent sweeps, then %+v %v; want 1, then 0", total, r, err)
@@ -149,7 +149,7 @@ func TestAlertsFanOutToTheOutbox(t *testing.T) {
 
 // sweepConcurrently runs n sweeps at once, as n replicas would, and
 // returns how many silent alerts they recorded together.
-func sweepConcurrently(t *testing.T, ctx context.Context, sweep *app.AlertSweep, n int) int {
+func sweepConcurrently(t *testing.T, ctx context.Context, sweep *ops.AlertSweep, n int) int {
 	t.Helper()
 	var wg sync.WaitGroup
 	var mu sync.Mutex

@@ -1,4 +1,4 @@
-package app
+package ops
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -21,7 +22,7 @@ type WebhooksDeps struct {
 	Audit  ports.Audit
 	Clock  ports.Clock
 	// Metrics counts delivery attempts (optional).
-	Metrics ports.Metrics
+	Metrics ports.WebhookMetrics
 	Log     *slog.Logger
 	// AllowedHosts, when not empty, is the only hosts webhooks may post to
 	// (alerts.allowed_hosts).
@@ -63,7 +64,7 @@ const (
 // NewWebhooks builds the use cases.
 func NewWebhooks(d WebhooksDeps) *Webhooks {
 	if d.Store == nil || d.Sender == nil || d.Audit == nil || d.Clock == nil {
-		panic("app.NewWebhooks: missing dependency")
+		panic("ops.NewWebhooks: missing dependency")
 	}
 	if d.Log == nil {
 		d.Log = slog.Default()
@@ -184,7 +185,7 @@ func newSecret() (string, error) {
 // Create adds a webhook (settings.manage) and returns it with its secret,
 // shown this once. Audited.
 func (h *Webhooks) Create(ctx context.Context, in WebhookInput) (WebhookView, string, error) {
-	p, err := Require(ctx, domain.PermSettingsManage)
+	p, err := authz.Require(ctx, domain.PermSettingsManage)
 	if err != nil {
 		return WebhookView{}, "", err
 	}
@@ -209,7 +210,7 @@ func (h *Webhooks) Create(ctx context.Context, in WebhookInput) (WebhookView, st
 
 // List returns every webhook (settings.manage), secrets hidden.
 func (h *Webhooks) List(ctx context.Context) ([]WebhookView, error) {
-	if _, err := Require(ctx, domain.PermSettingsManage); err != nil {
+	if _, err := authz.Require(ctx, domain.PermSettingsManage); err != nil {
 		return nil, err
 	}
 	ws, err := h.d.Store.ListWebhooks(ctx)
@@ -225,7 +226,7 @@ func (h *Webhooks) List(ctx context.Context) ([]WebhookView, error) {
 
 // Get returns one webhook (settings.manage), its secret hidden.
 func (h *Webhooks) Get(ctx context.Context, id string) (WebhookView, error) {
-	if _, err := Require(ctx, domain.PermSettingsManage); err != nil {
+	if _, err := authz.Require(ctx, domain.PermSettingsManage); err != nil {
 		return WebhookView{}, err
 	}
 	w, err := h.d.Store.GetWebhook(ctx, id)
@@ -234,7 +235,7 @@ func (h *Webhooks) Get(ctx context.Context, id string) (WebhookView, error) {
 
 // Update changes the fields in set (settings.manage). Audited.
 func (h *Webhooks) Update(ctx context.Context, id string, in WebhookInput) (WebhookView, error) {
-	p, err := Require(ctx, domain.PermSettingsManage)
+	p, err := authz.Require(ctx, domain.PermSettingsManage)
 	if err != nil {
 		return WebhookView{}, err
 	}
@@ -255,7 +256,7 @@ func (h *Webhooks) Update(ctx context.Context, id string, in WebhookInput) (Webh
 // RotateSecret replaces the signing secret and returns the new one, shown
 // this once (settings.manage). Audited.
 func (h *Webhooks) RotateSecret(ctx context.Context, id string) (WebhookView, string, error) {
-	p, err := Require(ctx, domain.PermSettingsManage)
+	p, err := authz.Require(ctx, domain.PermSettingsManage)
 	if err != nil {
 		return WebhookView{}, "", err
 	}
@@ -276,7 +277,7 @@ func (h *Webhooks) RotateSecret(ctx context.Context, id string) (WebhookView, st
 
 // Delete removes a webhook and its deliveries (settings.manage). Audited.
 func (h *Webhooks) Delete(ctx context.Context, id string) error {
-	p, err := Require(ctx, domain.PermSettingsManage)
+	p, err := authz.Require(ctx, domain.PermSettingsManage)
 	if err != nil {
 		return err
 	}
@@ -294,7 +295,7 @@ func (h *Webhooks) Delete(ctx context.Context, id string) error {
 // SendTest queues a webhook.test delivery for the webhook, delivered like
 // any alert (signed, retried), and wakes the deliverer (settings.manage).
 func (h *Webhooks) SendTest(ctx context.Context, id string) (ports.WebhookDelivery, error) {
-	p, err := Require(ctx, domain.PermSettingsManage)
+	p, err := authz.Require(ctx, domain.PermSettingsManage)
 	if err != nil {
 		return ports.WebhookDelivery{}, err
 	}
@@ -320,7 +321,7 @@ func (h *Webhooks) SendTest(ctx context.Context, id string) (ports.WebhookDelive
 // Deliveries returns the webhook's latest deliveries, newest first
 // (settings.manage); limit 0 means DefaultDeliveriesListed.
 func (h *Webhooks) Deliveries(ctx context.Context, id string, limit int) ([]ports.WebhookDelivery, error) {
-	if _, err := Require(ctx, domain.PermSettingsManage); err != nil {
+	if _, err := authz.Require(ctx, domain.PermSettingsManage); err != nil {
 		return nil, err
 	}
 	if limit == 0 {

@@ -1,4 +1,4 @@
-package app
+package ops
 
 import (
 	"context"
@@ -19,7 +19,7 @@ type AlertSweepDeps struct {
 	Store     ports.AlertSweepStore
 	Contracts ports.Contracts
 	Clock     ports.Clock
-	Metrics   ports.Metrics
+	Metrics   ports.AlertMetrics
 	Log       *slog.Logger
 	// SilentAfter flags active threads without an update for that long
 	// (alerts.silent_after; 0 turns the check off).
@@ -57,7 +57,7 @@ const sweepOverlap = 10 * time.Minute
 // NewAlertSweep builds the sweep.
 func NewAlertSweep(d AlertSweepDeps) *AlertSweep {
 	if d.Store == nil || d.Clock == nil {
-		panic("app.NewAlertSweep: missing dependency")
+		panic("ops.NewAlertSweep: missing dependency")
 	}
 	if d.Log == nil {
 		d.Log = slog.Default()

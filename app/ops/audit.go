@@ -1,4 +1,4 @@
-package app
+package ops
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/app/readmodel"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -19,15 +21,15 @@ const (
 // AuditLog reads the audit log (administrators).
 type AuditLog struct {
 	store  ports.AuditReader
-	actors *Actors
+	actors *readmodel.Actors
 }
 
 // NewAuditLog builds the audit listing use case; actors names the users and
 // service accounts that acted, so the log reads "Ada Lovelace" rather than a
 // UUID.
-func NewAuditLog(store ports.AuditReader, actors *Actors) *AuditLog {
+func NewAuditLog(store ports.AuditReader, actors *readmodel.Actors) *AuditLog {
 	if store == nil || actors == nil {
-		panic("app.NewAuditLog: missing dependency")
+		panic("ops.NewAuditLog: missing dependency")
 	}
 	return &AuditLog{store: store, actors: actors}
 }
@@ -57,7 +59,7 @@ type AuditPage struct {
 
 // List returns one page of audit lines. It needs audit.read.
 func (a *AuditLog) List(ctx context.Context, q AuditQuery) (AuditPage, error) {
-	if _, err := Require(ctx, domain.PermAuditRead); err != nil {
+	if _, err := authz.Require(ctx, domain.PermAuditRead); err != nil {
 		return AuditPage{}, err
 	}
 	limit := q.Limit
@@ -93,7 +95,7 @@ func (a *AuditLog) List(ctx context.Context, q AuditQuery) (AuditPage, error) {
 	for i, e := range entries {
 		name, seen := names[e.ActorID]
 		if !seen && e.ActorID != "" && e.ActorKind != domain.PrincipalSystem {
-			act, ok, err := a.actors.resolve(ctx, e.ActorID, true)
+			act, ok, err := a.actors.Resolve(ctx, e.ActorID, true)
 			if err != nil {
 				return AuditPage{}, err
 			}

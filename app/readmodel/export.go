@@ -1,9 +1,10 @@
-package app
+package readmodel
 
 import (
 	"context"
 	"math"
 
+	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -34,18 +35,21 @@ type ThreadExport struct {
 // Exports reads whole threads for download (threads.read, the same access as
 // the query API).
 type Exports struct {
-	q      *Queries
-	lister ports.ThreadLister
+	threads   *ThreadReads
+	integrity *IntegrityReads
+	lister    ports.ThreadLister
 }
 
-// NewExports builds the export use cases over the read side.
-func NewExports(q *Queries, lister ports.ThreadLister) *Exports {
-	return &Exports{q: q, lister: lister}
+// NewExports builds the export use cases over the read side: the threads
+// and their chains' verdicts, read through the caller's scope, listed a
+// page at a time by lister.
+func NewExports(threads *ThreadReads, integrity *IntegrityReads, lister ports.ThreadLister) *Exports {
+	return &Exports{threads: threads, integrity: integrity, lister: lister}
 }
 
 // Thread exports one thread; an unknown one is not found.
 func (x *Exports) Thread(ctx context.Context, id string) (ThreadExport, error) {
-	threads, err := x.q.Threads(ctx, []string{id})
+	threads, err := x.threads.Threads(ctx, []string{id})
 	if err != nil {
 		return ThreadExport{}, err
 	}
@@ -62,7 +66,7 @@ func (x *Exports) Thread(ctx context.Context, id string) (ThreadExport, error) {
 // Stream exports every thread matching f, oldest first, calling emit for
 // each; it stops at the first error emit returns (the client went away).
 func (x *Exports) Stream(ctx context.Context, f ports.ExportFilter, emit func(ThreadExport) error) error {
-	if _, err := x.q.reader(ctx); err != nil {
+	if _, err := x.threads.reader(ctx); err != nil {
 		return err
 	}
 	var after *ports.ThreadCursor
@@ -78,7 +82,7 @@ func (x *Exports) Stream(ctx context.Context, f ports.ExportFilter, emit func(Th
 		for i, c := range page {
 			ids[i] = c.ID
 		}
-		threads, err := x.q.Threads(ctx, ids)
+		threads, err := x.threads.Threads(ctx, ids)
 		if err != nil {
 			return err
 		}
@@ -108,7 +112,7 @@ func (x *Exports) batch(ctx context.Context, threads []ports.ThreadView) ([]Thre
 	if len(threads) == 0 {
 		return nil, nil
 	}
-	st, err := x.q.reader(ctx)
+	st, err := x.threads.reader(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +146,7 @@ func (x *Exports) batch(ctx context.Context, threads []ports.ThreadView) ([]Thre
 	if err != nil {
 		return nil, err
 	}
-	chains, err := x.q.VerifyThreads(ctx, ids)
+	chains, err := x.integrity.VerifyThreads(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +165,7 @@ func (x *Exports) batch(ctx context.Context, threads []ports.ThreadView) ([]Thre
 // AuthorizeStream refuses a caller that may not export, before the transport
 // commits to a response (Stream checks the same again).
 func (x *Exports) AuthorizeStream(ctx context.Context) error {
-	_, err := Require(ctx, domain.PermThreadsRead)
+	_, err := authz.Require(ctx, domain.PermThreadsRead)
 	return err
 }
 

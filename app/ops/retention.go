@@ -1,4 +1,4 @@
-package app
+package ops
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -44,7 +45,7 @@ type Retention struct{ d RetentionDeps }
 // NewRetention builds the retention use cases.
 func NewRetention(d RetentionDeps) *Retention {
 	if d.Store == nil || d.Settings == nil || d.Audit == nil || d.Clock == nil || d.NewID == nil {
-		panic("app.NewRetention: missing dependency")
+		panic("ops.NewRetention: missing dependency")
 	}
 	if d.Log == nil {
 		d.Log = slog.Default()
@@ -91,7 +92,7 @@ func (r *Retention) effective(ctx context.Context) (RetentionView, error) {
 
 // Get returns the policy (administrators: settings.manage).
 func (r *Retention) Get(ctx context.Context) (RetentionView, error) {
-	if _, err := Require(ctx, domain.PermSettingsManage); err != nil {
+	if _, err := authz.Require(ctx, domain.PermSettingsManage); err != nil {
 		return RetentionView{}, err
 	}
 	return r.effective(ctx)
@@ -99,7 +100,7 @@ func (r *Retention) Get(ctx context.Context) (RetentionView, error) {
 
 // Set overrides retention.threads_days (0 keeps threads forever). Audited.
 func (r *Retention) Set(ctx context.Context, days int) (RetentionView, error) {
-	p, err := Require(ctx, domain.PermSettingsManage)
+	p, err := authz.Require(ctx, domain.PermSettingsManage)
 	if err != nil {
 		return RetentionView{}, err
 	}
@@ -116,7 +117,7 @@ func (r *Retention) Set(ctx context.Context, days int) (RetentionView, error) {
 
 // Reset removes the override so retention.threads_days applies again.
 func (r *Retention) Reset(ctx context.Context) (RetentionView, error) {
-	p, err := Require(ctx, domain.PermSettingsManage)
+	p, err := authz.Require(ctx, domain.PermSettingsManage)
 	if err != nil {
 		return RetentionView{}, err
 	}

@@ -1,4 +1,4 @@
-package app_test
+package ops_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/ops"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports/portstest"
 )
@@ -70,7 +70,7 @@ func TestRetentionGoesOnPastABatchDeletedElsewhere(t *testing.T) {
 		store.mu.Unlock()
 	}
 	ids := portstest.NewIdentity()
-	r := app.NewRetention(app.RetentionDeps{Store: store, Settings: ids, Audit: ids, Clock: &fakeClock{now: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)},
+	r := ops.NewRetention(ops.RetentionDeps{Store: store, Settings: ids, Audit: ids, Clock: portstest.NewClock(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)),
 		NewID: func() string { return "id" }, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), ConfigDays: 30, BatchSize: 2})
 	res, err := r.Sweep(context.Background())
 	if err != nil || res.Threads != 3 || len(store.threads) != 0 {

@@ -1,4 +1,4 @@
-package app_test
+package ops_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/ops"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 	"github.com/threadengine/engine/ports/portstest"
@@ -47,19 +47,19 @@ func (s *scriptSender) Send(ctx context.Context, r ports.WebhookRequest) (ports.
 }
 
 type webhookFixture struct {
-	hooks  *app.Webhooks
+	hooks  *ops.Webhooks
 	store  *portstest.Webhooks
 	ids    *portstest.Identity
 	sender *scriptSender
-	clock  *fakeClock
+	clock  *portstest.Clock
 	admin  context.Context
 }
 
 func newWebhookFixture(t *testing.T, allow ...string) *webhookFixture {
 	t.Helper()
 	f := &webhookFixture{store: portstest.NewWebhooks(), ids: portstest.NewIdentity(), sender: &scriptSender{},
-		clock: &fakeClock{now: time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)}}
-	f.hooks = app.NewWebhooks(app.WebhooksDeps{Store: f.store, Sender: f.sender, Audit: f.ids, Clock: f.clock,
+		clock: portstest.NewClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))}
+	f.hooks = ops.NewWebhooks(ops.WebhooksDeps{Store: f.store, Sender: f.sender, Audit: f.ids, Clock: f.clock,
 		AllowedHosts: allow, Retry: domain.WebhookRetry{Base: time.Minute, Max: time.Hour, MaxAttempts: 3},
 		Jitter: func() float64 { return 0 }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	f.admin = as(domain.Principal{Kind: domain.PrincipalUser, ID: "admin", Role: domain.RoleAdmin})
@@ -72,7 +72,7 @@ func TestWebhookManagementIsForAdmins(t *testing.T) {
 	t.Parallel()
 	f := newWebhookFixture(t, "hooks.example.com")
 	member := as(domain.Principal{Kind: domain.PrincipalUser, ID: "m", Role: domain.RoleMember})
-	in := app.WebhookInput{Name: ref("ops"), URL: ref("https://hooks.example.com/x"), Events: &[]string{"step.failed"}}
+	in := ops.WebhookInput{Name: ref("ops"), URL: ref("https://hooks.example.com/x"), Events: &[]string{"step.failed"}}
 	if _, _, err := f.hooks.Create(member, in); domain.CodeOf(err) != domain.CodeForbidden {
 		t.Fatalf("member create: %v", err)
 	}
@@ -100,7 +100,7 @@ func TestWebhookManagementIsForAdmins(t *testing.T) {
 	if err != nil || v.Secret != "" || len(secret) < 40 || v.SecretHint != "…"+secret[len(secret)-4:] || v.MinSeverity != domain.SeverityMajor {
 		t.Fatalf("create %+v %q %v", v, secret, err)
 	}
-	if _, err := f.hooks.Update(member, v.ID, app.WebhookInput{Enabled: ref(false)}); domain.CodeOf(err) != domain.CodeForbidden {
+	if _, err := f.hooks.Update(member, v.ID, ops.WebhookInput{Enabled: ref(false)}); domain.CodeOf(err) != domain.CodeForbidden {
 		t.Fatalf("member update: %v", err)
 	}
 	if _, err := f.hooks.SendTest(member, v.ID); domain.CodeOf(err) != domain.CodeForbidden {
@@ -124,7 +124,7 @@ func TestDeliverDueRetriesThenFails(t *testing.T) {
 	t.Parallel()
 	f := newWebhookFixture(t)
 	ctx := context.Background()
-	v, secret, err := f.hooks.Create(f.admin, app.WebhookInput{Name: ref("ops"), URL: ref("http://127.0.0.1:9/x")})
+	v, secret, err := f.hooks.Create(f.admin, ops.WebhookInput{Name: ref("ops"), URL: ref("http://127.0.0.1:9/x")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,25 +132,25 @@ func TestDeliverDueRetriesThenFails(t *testing.T) {
 	if _, err := f.hooks.SendTest(f.admin, v.ID); err != nil {
 		t.Fatal(err)
 	}
-	wantRound := func(want app.DeliveryRound) {
+	wantRound := func(want ops.DeliveryRound) {
 		t.Helper()
 		r, err := f.hooks.DeliverDue(ctx)
 		if err != nil || r != want {
 			t.Fatalf("round %+v %v; want %+v", r, err, want)
 		}
 	}
-	wantRound(app.DeliveryRound{Attempted: 1, Retried: 1})
-	wantRound(app.DeliveryRound{}) // not due before a minute
+	wantRound(ops.DeliveryRound{Attempted: 1, Retried: 1})
+	wantRound(ops.DeliveryRound{}) // not due before a minute
 	f.clock.Advance(59 * time.Second)
-	wantRound(app.DeliveryRound{})
+	wantRound(ops.DeliveryRound{})
 	f.clock.Advance(time.Second)
-	wantRound(app.DeliveryRound{Attempted: 1, Retried: 1})
+	wantRound(ops.DeliveryRound{Attempted: 1, Retried: 1})
 	f.clock.Advance(time.Minute) // second retry waits two minutes
-	wantRound(app.DeliveryRound{})
+	wantRound(ops.DeliveryRound{})
 	f.clock.Advance(time.Minute)
-	wantRound(app.DeliveryRound{Attempted: 1, Failed: 1})
+	wantRound(ops.DeliveryRound{Attempted: 1, Failed: 1})
 	f.clock.Advance(time.Hour)
-	wantRound(app.DeliveryRound{})
+	wantRound(ops.DeliveryRound{})
 
 	if len(f.sender.got) != 3 {
 		t.Fatalf("%d requests", len(f.sender.got))
@@ -174,25 +174,25 @@ func TestDeliverDueRetriesThenFails(t *testing.T) {
 	}
 
 	// Slack format.
-	if _, err := f.hooks.Update(f.admin, v.ID, app.WebhookInput{Format: ref("slack")}); err != nil {
+	if _, err := f.hooks.Update(f.admin, v.ID, ops.WebhookInput{Format: ref("slack")}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.hooks.SendTest(f.admin, v.ID); err != nil {
 		t.Fatal(err)
 	}
-	wantRound(app.DeliveryRound{Attempted: 1, Delivered: 1})
+	wantRound(ops.DeliveryRound{Attempted: 1, Delivered: 1})
 	var slack struct{ Text string }
 	if err := json.Unmarshal(f.sender.got[3].Body, &slack); err != nil || slack.Text == "" {
 		t.Fatalf("slack body %s", f.sender.got[3].Body)
 	}
 	// A disabled webhook's deliveries wait.
-	if _, err := f.hooks.Update(f.admin, v.ID, app.WebhookInput{Enabled: ref(false)}); err != nil {
+	if _, err := f.hooks.Update(f.admin, v.ID, ops.WebhookInput{Enabled: ref(false)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.hooks.SendTest(f.admin, v.ID); err != nil {
 		t.Fatal(err)
 	}
-	wantRound(app.DeliveryRound{})
+	wantRound(ops.DeliveryRound{})
 	if n, _ := f.store.CountPendingDeliveries(ctx); n != 1 {
 		t.Fatalf("pending %d", n)
 	}
@@ -203,7 +203,7 @@ func TestDeliverDueRetriesThenFails(t *testing.T) {
 func TestDeliveryInterruptedByShutdownIsNotCounted(t *testing.T) {
 	t.Parallel()
 	f := newWebhookFixture(t)
-	v, _, err := f.hooks.Create(f.admin, app.WebhookInput{Name: ref("ops"), URL: ref("http://127.0.0.1:9/x")})
+	v, _, err := f.hooks.Create(f.admin, ops.WebhookInput{Name: ref("ops"), URL: ref("http://127.0.0.1:9/x")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,18 +230,18 @@ func TestDeliveryInterruptedByShutdownIsNotCounted(t *testing.T) {
 func TestDeliverDueRechecksTheAllowList(t *testing.T) {
 	t.Parallel()
 	f := newWebhookFixture(t)
-	v, _, err := f.hooks.Create(f.admin, app.WebhookInput{Name: ref("ops"), URL: ref("https://old.example.com/x")})
+	v, _, err := f.hooks.Create(f.admin, ops.WebhookInput{Name: ref("ops"), URL: ref("https://old.example.com/x")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	strict := app.NewWebhooks(app.WebhooksDeps{Store: f.store, Sender: f.sender, Audit: f.ids, Clock: f.clock,
+	strict := ops.NewWebhooks(ops.WebhooksDeps{Store: f.store, Sender: f.sender, Audit: f.ids, Clock: f.clock,
 		AllowedHosts: []string{"new.example.com"}, Retry: domain.WebhookRetry{Base: time.Minute, Max: time.Hour, MaxAttempts: 1},
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if _, err := strict.SendTest(f.admin, v.ID); err != nil {
 		t.Fatal(err)
 	}
 	r, err := strict.DeliverDue(context.Background())
-	if err != nil || r != (app.DeliveryRound{Attempted: 1, Failed: 1}) || len(f.sender.got) != 0 {
+	if err != nil || r != (ops.DeliveryRound{Attempted: 1, Failed: 1}) || len(f.sender.got) != 0 {
 		t.Fatalf("round %+v %v, %d requests", r, err, len(f.sender.got))
 	}
 }
@@ -253,10 +253,10 @@ func TestDeliveredAlertsLinkToTheirThread(t *testing.T) {
 	t.Parallel()
 	f := newWebhookFixture(t)
 	engineURL := ""
-	linked := app.NewWebhooks(app.WebhooksDeps{Store: f.store, Sender: f.sender, Audit: f.ids, Clock: f.clock,
+	linked := ops.NewWebhooks(ops.WebhooksDeps{Store: f.store, Sender: f.sender, Audit: f.ids, Clock: f.clock,
 		Retry: domain.WebhookRetry{Base: time.Minute, Max: time.Hour, MaxAttempts: 1}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		EngineURL: func(context.Context) (string, error) { return engineURL, nil }})
-	v, _, err := linked.Create(f.admin, app.WebhookInput{Name: ref("ops"), URL: ref("https://hooks.example.com/x")})
+	v, _, err := linked.Create(f.admin, ops.WebhookInput{Name: ref("ops"), URL: ref("https://hooks.example.com/x")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +286,7 @@ func TestDeliveredAlertsLinkToTheirThread(t *testing.T) {
 		p.Data.ThreadID != "order 42" || p.Data.Message != "card declined" {
 		t.Fatalf("standard body %s", body)
 	}
-	if _, err := linked.Update(f.admin, v.ID, app.WebhookInput{Format: ref("slack")}); err != nil {
+	if _, err := linked.Update(f.admin, v.ID, ops.WebhookInput{Format: ref("slack")}); err != nil {
 		t.Fatal(err)
 	}
 	var slack struct{ Text string }

@@ -1,4 +1,4 @@
-package app_test
+package ops_test
 
 import (
 	"bytes"
@@ -9,11 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/app/ops"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 	"github.com/threadengine/engine/ports/portstest"
 )
+
+func as(p domain.Principal) context.Context { return authz.WithPrincipal(context.Background(), p) }
 
 type failingAudit struct{}
 
@@ -21,11 +24,11 @@ func (failingAudit) RecordAudit(context.Context, ports.AuditEntry) error {
 	return errors.New("audit table unavailable")
 }
 
-func settingsFixture(audit ports.Audit, log *slog.Logger) (*app.EngineSettings, *portstest.Identity) {
+func settingsFixture(audit ports.Audit, log *slog.Logger) (*ops.EngineSettings, *portstest.Identity) {
 	st := portstest.NewIdentity()
-	return &app.EngineSettings{
+	return &ops.EngineSettings{
 		Store: st, ConfigURL: "http://127.0.0.1:8081", Audit: audit, Log: log,
-		Clock: &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}, NewID: func() string { return "id-1" },
+		Clock: portstest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)), NewID: func() string { return "id-1" },
 	}, st
 }
 
@@ -40,7 +43,7 @@ func TestEngineSettingsPermissionsInApp(t *testing.T) {
 		t.Fatalf("anonymous get: %v", err)
 	}
 	v, err := s.Get(member)
-	if err != nil || v.CanManage || v.Source != app.EngineURLFromConfig || v.PublicURL != "http://127.0.0.1:8081" {
+	if err != nil || v.CanManage || v.Source != ops.EngineURLFromConfig || v.PublicURL != "http://127.0.0.1:8081" {
 		t.Fatalf("member get: %+v %v", v, err)
 	}
 	if _, err := s.Set(member, "https://x.example.com"); domain.KindOf(err) != domain.KindForbidden {
@@ -54,14 +57,14 @@ func TestEngineSettingsPermissionsInApp(t *testing.T) {
 		t.Fatalf("member set with a bad URL: %v", err)
 	}
 	v, err = s.Set(admin, "https://Example.com/engine/")
-	if err != nil || v.PublicURL != "https://example.com/engine" || v.Source != app.EngineURLFromUI || !v.CanManage ||
+	if err != nil || v.PublicURL != "https://example.com/engine" || v.Source != ops.EngineURLFromUI || !v.CanManage ||
 		v.Endpoints.WebSocket != "wss://example.com/engine/threads" {
 		t.Fatalf("admin set: %+v %v", v, err)
 	}
 	if log := st.AuditLog(); len(log) != 1 || log[0].Action != "engine.public_url.set" || log[0].ActorID != "a" {
 		t.Fatalf("audit: %+v", log)
 	}
-	if v, err = s.Reset(admin); err != nil || v.Source != app.EngineURLFromConfig {
+	if v, err = s.Reset(admin); err != nil || v.Source != ops.EngineURLFromConfig {
 		t.Fatalf("admin reset: %+v %v", v, err)
 	}
 }
@@ -77,7 +80,7 @@ func TestEngineSettingsAuditFailureIsLogged(t *testing.T) {
 	if err != nil || v.PublicURL != "https://example.com" {
 		t.Fatalf("set: %+v %v", v, err)
 	}
-	if got, src, err := s.Effective(context.Background()); err != nil || got != "https://example.com" || src != app.EngineURLFromUI {
+	if got, src, err := s.Effective(context.Background()); err != nil || got != "https://example.com" || src != ops.EngineURLFromUI {
 		t.Fatalf("stored: %q %q %v", got, src, err)
 	}
 	if !strings.Contains(buf.String(), "audit record failed") || !strings.Contains(buf.String(), "audit table unavailable") {

@@ -1,4 +1,4 @@
-package app
+package ops
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -81,7 +82,7 @@ func (s *EngineSettings) Effective(ctx context.Context) (string, EngineURLSource
 // Get returns the settings to any signed-in principal: every client needs the
 // address it should use.
 func (s *EngineSettings) Get(ctx context.Context) (EngineSettingsView, error) {
-	p, err := RequirePrincipal(ctx)
+	p, err := authz.RequirePrincipal(ctx)
 	if err != nil {
 		return EngineSettingsView{}, err
 	}
@@ -90,7 +91,7 @@ func (s *EngineSettings) Get(ctx context.Context) (EngineSettingsView, error) {
 
 // Set stores an override (administrators only).
 func (s *EngineSettings) Set(ctx context.Context, raw string) (EngineSettingsView, error) {
-	p, err := Require(ctx, domain.PermSettingsManage)
+	p, err := authz.Require(ctx, domain.PermSettingsManage)
 	if err != nil {
 		return EngineSettingsView{}, err
 	}
@@ -107,7 +108,7 @@ func (s *EngineSettings) Set(ctx context.Context, raw string) (EngineSettingsVie
 
 // Reset removes the override so the config value applies again.
 func (s *EngineSettings) Reset(ctx context.Context) (EngineSettingsView, error) {
-	p, err := Require(ctx, domain.PermSettingsManage)
+	p, err := authz.Require(ctx, domain.PermSettingsManage)
 	if err != nil {
 		return EngineSettingsView{}, err
 	}

@@ -1,9 +1,10 @@
-package app
+package readmodel
 
 import (
 	"context"
 	"time"
 
+	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -18,11 +19,24 @@ type Overview struct {
 	Steps []ports.StepStat
 }
 
+// Stats are the engine-wide aggregates behind the contracts and overview
+// pages: they count every thread, so a party-scoped service account may not
+// read them.
+type Stats struct {
+	stats ports.ThreadStats // nil: the aggregate queries answer not found
+	clock ports.Clock
+}
+
+// NewStats builds the statistics reads (stats may be nil).
+func NewStats(stats ports.ThreadStats, clock ports.Clock) *Stats {
+	return &Stats{stats: stats, clock: clock}
+}
+
 // companyWide checks threads.read for a principal that sees every thread:
 // the aggregates count all of them, so a party-scoped service account, which
 // sees only its own threads, may not read them.
 func companyWide(ctx context.Context) error {
-	p, err := Require(ctx, domain.PermThreadsRead)
+	p, err := authz.Require(ctx, domain.PermThreadsRead)
 	if err != nil {
 		return err
 	}
@@ -32,7 +46,7 @@ func companyWide(ctx context.Context) error {
 	return nil
 }
 
-func (q *Queries) statsStore() (ports.ThreadStats, error) {
+func (q *Stats) statsStore() (ports.ThreadStats, error) {
 	if q.stats == nil {
 		return nil, domain.NotFound("statistics")
 	}
@@ -40,7 +54,7 @@ func (q *Queries) statsStore() (ports.ThreadStats, error) {
 }
 
 // ContractStats counts threads per contract version by status and health.
-func (q *Queries) ContractStats(ctx context.Context) ([]ports.ContractStat, error) {
+func (q *Stats) ContractStats(ctx context.Context) ([]ports.ContractStat, error) {
 	if err := companyWide(ctx); err != nil {
 		return nil, err
 	}
@@ -52,7 +66,7 @@ func (q *Queries) ContractStats(ctx context.Context) ([]ports.ContractStat, erro
 }
 
 // StepStats counts a contract version's steps (version 0: every version).
-func (q *Queries) StepStats(ctx context.Context, name string, version int) ([]ports.StepStat, error) {
+func (q *Stats) StepStats(ctx context.Context, name string, version int) ([]ports.StepStat, error) {
 	if err := companyWide(ctx); err != nil {
 		return nil, err
 	}
@@ -68,7 +82,7 @@ func (q *Queries) StepStats(ctx context.Context, name string, version int) ([]po
 
 // Overview returns the last hours (1..MaxOverviewHours, default 24) by hour
 // and the worst steps in that window (at most limit, default 10, max 50).
-func (q *Queries) Overview(ctx context.Context, hours, limit *int) (Overview, error) {
+func (q *Stats) Overview(ctx context.Context, hours, limit *int) (Overview, error) {
 	if err := companyWide(ctx); err != nil {
 		return Overview{}, err
 	}

@@ -1,9 +1,10 @@
-package app
+package readmodel
 
 import (
 	"context"
 	"strings"
 
+	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -38,7 +39,7 @@ type Actors struct {
 // NewActors builds the actor resolver.
 func NewActors(users ports.Users, sas ports.ServiceAccounts) *Actors {
 	if users == nil || sas == nil {
-		panic("app.NewActors: missing dependency")
+		panic("readmodel.NewActors: missing dependency")
 	}
 	return &Actors{users: users, sas: sas}
 }
@@ -49,7 +50,7 @@ func NewActors(users ports.Users, sas ports.ServiceAccounts) *Actors {
 // only to callers that may read the user list (users.read), so a service
 // account never learns staff emails through this door.
 func (a *Actors) ResolveActors(ctx context.Context, ids []string) (ResolvedActors, error) {
-	caller, err := Require(ctx, domain.PermThreadsRead)
+	caller, err := authz.Require(ctx, domain.PermThreadsRead)
 	if err != nil {
 		return ResolvedActors{}, err
 	}
@@ -72,7 +73,7 @@ func (a *Actors) ResolveActors(ctx context.Context, ids []string) (ResolvedActor
 	showEmail := caller.Can(domain.PermUsersRead)
 	out := ResolvedActors{Actors: []Actor{}, Unresolved: []string{}}
 	for _, id := range uniq {
-		act, ok, err := a.resolve(ctx, id, showEmail)
+		act, ok, err := a.Resolve(ctx, id, showEmail)
 		if err != nil {
 			return ResolvedActors{}, err
 		}
@@ -85,7 +86,10 @@ func (a *Actors) ResolveActors(ctx context.Context, ids []string) (ResolvedActor
 	return out, nil
 }
 
-func (a *Actors) resolve(ctx context.Context, id string, showEmail bool) (Actor, bool, error) {
+// Resolve names one principal id (false: none has it). A user without a
+// full name is named by email only when showEmail (the caller may read the
+// user list).
+func (a *Actors) Resolve(ctx context.Context, id string, showEmail bool) (Actor, bool, error) {
 	u, err := a.users.GetUser(ctx, id)
 	switch {
 	case err == nil:

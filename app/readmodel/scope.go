@@ -1,11 +1,19 @@
-package app
+package readmodel
 
 import (
 	"context"
 
+	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
+
+// scope is what every read goes through: the store, limited to what the
+// caller may see, and the clock grants are judged by.
+type scope struct {
+	store ports.ThreadQueries
+	clock ports.Clock
+}
 
 // reader checks threads.read and returns the store the caller reads through:
 // the whole store for humans and company-scoped service accounts, and for a
@@ -13,8 +21,8 @@ import (
 // party of before anything about it is read. Every query reads through it,
 // so a thread the caller may not see answers exactly like one that does not
 // exist, at the root of a request and in every nested list and link.
-func (q *Queries) reader(ctx context.Context) (ports.ThreadQueries, error) {
-	p, err := Require(ctx, domain.PermThreadsRead)
+func (q scope) reader(ctx context.Context) (ports.ThreadQueries, error) {
+	p, err := authz.Require(ctx, domain.PermThreadsRead)
 	if err != nil {
 		return nil, err
 	}
@@ -285,7 +293,7 @@ func (v partyView) LatestValidations(ctx context.Context, steps []ports.StepKey)
 // that must refuse before doing any work (GraphQL before pricing a query);
 // every read use case checks the same again.
 func (q *Queries) AuthorizeRead(ctx context.Context) error {
-	_, err := Require(ctx, domain.PermThreadsRead)
+	_, err := authz.Require(ctx, domain.PermThreadsRead)
 	return err
 }
 

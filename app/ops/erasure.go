@@ -1,10 +1,11 @@
-package app
+package ops
 
 import (
 	"context"
 	"log/slog"
 	"strings"
 
+	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -28,7 +29,7 @@ type Erasure struct{ d ErasureDeps }
 // NewErasure builds the deletion use cases.
 func NewErasure(d ErasureDeps) *Erasure {
 	if d.Store == nil || d.Audit == nil || d.Clock == nil || d.NewID == nil {
-		panic("app.NewErasure: missing dependency")
+		panic("ops.NewErasure: missing dependency")
 	}
 	if d.Log == nil {
 		d.Log = slog.Default()
@@ -39,7 +40,7 @@ func NewErasure(d ErasureDeps) *Erasure {
 // DeleteThread deletes one thread with every row that belongs to it. It
 // needs data.delete (administrators).
 func (e *Erasure) DeleteThread(ctx context.Context, id string) error {
-	p, err := Require(ctx, domain.PermDataDelete)
+	p, err := authz.Require(ctx, domain.PermDataDelete)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package app_test
+package readmodel_test
 
 import (
 	"context"
@@ -7,7 +7,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/app/readmodel"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -49,11 +50,11 @@ func TestResolveActors(t *testing.T) {
 		"u2": {ID: "u2", Email: "noname@example.com"},
 	}}
 	sas := actorSAs{byID: map[string]domain.ServiceAccount{"s1": {ID: "s1", Name: "billing-worker", Role: domain.RoleMember, Active: true}}}
-	actors := app.NewActors(users, sas)
+	actors := readmodel.NewActors(users, sas)
 
 	viewer := domain.Principal{Kind: domain.PrincipalUser, ID: "v", Role: domain.RoleViewer}
 	service := domain.Principal{Kind: domain.PrincipalServiceAccount, ID: "s9", Role: domain.RoleViewer}
-	many := make([]string, app.MaxResolveActors+1)
+	many := make([]string, readmodel.MaxResolveActors+1)
 	for i := range many {
 		many[i] = fmt.Sprint("id", i)
 	}
@@ -62,14 +63,14 @@ func TestResolveActors(t *testing.T) {
 		name     string
 		caller   *domain.Principal
 		ids      []string
-		want     app.ResolvedActors
+		want     readmodel.ResolvedActors
 		wantCode domain.Code
 	}{
 		{
 			name: "users and service accounts keep caller order, unknown ids are unresolved", caller: &viewer,
 			ids: []string{"s1", "u1", "billing-service", "u2"},
-			want: app.ResolvedActors{
-				Actors: []app.Actor{
+			want: readmodel.ResolvedActors{
+				Actors: []readmodel.Actor{
 					{ID: "s1", Name: "billing-worker", Type: domain.PrincipalServiceAccount},
 					{ID: "u1", Name: "Ada Lovelace", Type: domain.PrincipalUser},
 					{ID: "u2", Name: "noname@example.com", Type: domain.PrincipalUser},
@@ -79,11 +80,11 @@ func TestResolveActors(t *testing.T) {
 		},
 		{
 			name: "duplicates and blanks are dropped", caller: &viewer, ids: []string{"u1", " u1 ", "", "u1"},
-			want: app.ResolvedActors{Actors: []app.Actor{{ID: "u1", Name: "Ada Lovelace", Type: domain.PrincipalUser}}, Unresolved: []string{}},
+			want: readmodel.ResolvedActors{Actors: []readmodel.Actor{{ID: "u1", Name: "Ada Lovelace", Type: domain.PrincipalUser}}, Unresolved: []string{}},
 		},
 		{
 			name: "a service account never sees an email in place of a missing name", caller: &service, ids: []string{"u2"},
-			want: app.ResolvedActors{Actors: []app.Actor{{ID: "u2", Name: "", Type: domain.PrincipalUser}}, Unresolved: []string{}},
+			want: readmodel.ResolvedActors{Actors: []readmodel.Actor{{ID: "u2", Name: "", Type: domain.PrincipalUser}}, Unresolved: []string{}},
 		},
 		{name: "no ids", caller: &viewer, ids: []string{" "}, wantCode: domain.CodeValidationFailed},
 		{name: "too many ids", caller: &viewer, ids: many, wantCode: domain.CodeValidationFailed},
@@ -93,7 +94,7 @@ func TestResolveActors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
 			if tt.caller != nil {
-				ctx = app.WithPrincipal(ctx, *tt.caller)
+				ctx = authz.WithPrincipal(ctx, *tt.caller)
 			}
 			got, err := actors.ResolveActors(ctx, tt.ids)
 			if tt.wantCode != "" {
@@ -112,8 +113,8 @@ func TestResolveActors(t *testing.T) {
 	}
 
 	t.Run("a store failure is returned, not reported as unresolved", func(t *testing.T) {
-		broken := app.NewActors(actorUsers{err: errors.New("db down")}, sas)
-		_, err := broken.ResolveActors(app.WithPrincipal(context.Background(), viewer), []string{"u1"})
+		broken := readmodel.NewActors(actorUsers{err: errors.New("db down")}, sas)
+		_, err := broken.ResolveActors(authz.WithPrincipal(context.Background(), viewer), []string{"u1"})
 		if domain.KindOf(err) != domain.KindInternal {
 			t.Fatalf("err = %v, want internal", err)
 		}
