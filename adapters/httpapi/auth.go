@@ -40,7 +40,7 @@ const APIKeyHeader = "X-API-Key"
 type Auth struct {
 	Authn    identity.Authenticator
 	Identity *identity.Module
-	// App is Identity's use cases as handlers (commands and queries).
+	// App is the identity use cases as handlers (commands and queries).
 	App identity.Application
 	// Origin is the one browser origin allowed to send cookie-authenticated
 	// unsafe requests: registry.browser_origin, else the origin of

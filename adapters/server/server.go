@@ -320,7 +320,7 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 }
 
 // startHub delivers the notification log until Close (its counts go to
-// the engine metrics, see Threads.SetMetrics).
+// the engine metrics, see threads.Module.SetMetrics).
 func (s *Server) startHub() {
 	hub := s.Threads.Hub()
 	n := s.Config.Notifications

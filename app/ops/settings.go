@@ -124,7 +124,7 @@ func (s *EngineSettings) audit(ctx context.Context, p domain.Principal, action s
 		return
 	}
 	// The setting is already stored; an audit failure must not undo it (nor
-	// tell the caller it failed), so it is logged, as Identity does.
+	// tell the caller it failed), so it is logged, as the identity use cases do.
 	err := s.Audit.RecordAudit(ctx, ports.AuditEntry{
 		ID: s.NewID(), At: s.Clock.Now().UTC(), ActorKind: p.Kind, ActorID: p.ID,
 		Action: action, Target: PublicURLSetting, Details: details,

@@ -7,7 +7,7 @@ import (
 	"github.com/threadengine/engine/ports"
 )
 
-// validIDStore is the thread store as every Threads use case sees it: an
+// validIDStore is the thread store as every thread use case sees it: an
 // id that cannot exist (domain.ValidID: NUL, invalid UTF-8, control
 // characters) is not found before any store is asked, so SQLite and
 // PostgreSQL (which refuses such text) answer alike.
