@@ -99,9 +99,9 @@ func (g *waitGate) commit() bool {
 // answer reports whether the wait may answer without the round.
 func (g *waitGate) answer() bool { return g.state.CompareAndSwap(gateOpen, gateAnswered) }
 
-// wait re-runs check at every change changes reports (any replica's commit; and at least
-// every second) until it decides, ctx ends (cancelled) or timeout is nearly
-// over (timed_out).
+// wait re-runs check at every change committed on any replica (changes
+// reports it; and at least every second) until it decides, ctx ends
+// (cancelled) or timeout is nearly over (timed_out).
 //
 // A round may block on the thread's row lock (a writer holds it), so it runs
 // beside the deadline, and timed_out (or cancelled) is answered on time

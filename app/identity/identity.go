@@ -134,8 +134,6 @@ func notFoundAs(err, repl error) error {
 	return err
 }
 
-// --- users ---
-
 // auditTrail records an action; a failure is logged, not returned, because
 // the action itself has already been committed.
 type auditTrail struct {
