@@ -7,6 +7,19 @@ import "time"
 // and never fail; label values passed in must come from small, fixed sets
 // (statuses, severities, contract names), never from request data.
 type Metrics interface {
+	ThreadMetrics
+	SessionMetrics
+	DeliveryMetrics
+	SpanMetrics
+	CommitMetrics
+	GraphQLMetrics
+	AuthMetrics
+	WebhookMetrics
+	AlertMetrics
+}
+
+// ThreadMetrics count what the thread use cases record.
+type ThreadMetrics interface {
 	// StepRecorded counts one appended step attempt (duplicates are not).
 	StepRecorded(status, contract string)
 	// ValidationRecorded counts one stored validation result by its overall
@@ -16,9 +29,17 @@ type Metrics interface {
 	// ThreadStarted and ThreadEnded count thread lifecycle transitions.
 	ThreadStarted(contract string)
 	ThreadEnded(status string)
+}
+
+// SessionMetrics track open WebSocket connections.
+type SessionMetrics interface {
 	// SessionOpened and SessionClosed track open WebSocket connections.
 	SessionOpened()
 	SessionClosed()
+}
+
+// DeliveryMetrics count the notification hub's pushes.
+type DeliveryMetrics interface {
 	// NotificationsPending moves the number of notifications waiting for an
 	// acknowledgement (queued, in flight or held for a reconnect) by delta.
 	NotificationsPending(delta int)
@@ -28,25 +49,49 @@ type Metrics interface {
 	NotificationDelivered()
 	NotificationRedelivered()
 	NotificationExpired()
+}
+
+// SpanMetrics count OTLP spans.
+type SpanMetrics interface {
 	// SpansAccepted and SpansRejected count OTLP spans by outcome.
 	SpansAccepted(n int)
 	SpansRejected(n int)
+}
+
+// CommitMetrics measure the thread store's group commits.
+type CommitMetrics interface {
 	// CommitBatch records one committed group-commit transaction: how many
 	// step appends it held and how long the transaction took.
 	CommitBatch(size int, latency time.Duration)
+}
+
+// GraphQLMetrics measure GraphQL operations.
+type GraphQLMetrics interface {
 	// GraphQLCost records the computed cost of an executed operation;
 	// GraphQLRefused counts one refused before execution (reason: complexity,
 	// invalid — too deep, a fragment cycle, no runnable operation — or size).
 	GraphQLCost(cost int)
 	GraphQLRefused(reason string)
+}
+
+// AuthMetrics count refused credentials.
+type AuthMetrics interface {
 	// AuthFailed counts a refused credential by method (api_key, session)
 	// and the error code returned.
 	AuthFailed(method, code string)
+}
+
+// WebhookMetrics measure alert webhook deliveries.
+type WebhookMetrics interface {
 	// WebhookAttempt records one webhook delivery attempt by outcome
 	// (delivered, retry, failed) and how long the receiver took.
 	WebhookAttempt(outcome string, latency time.Duration)
 	// WebhookPending sets the number of outbox rows not settled yet.
 	WebhookPending(n int)
+}
+
+// AlertMetrics count the alert sweep's alerts.
+type AlertMetrics interface {
 	// AlertRecorded counts one alert the sweep recorded on a thread, by
 	// condition (overdue, silent).
 	AlertRecorded(condition string)

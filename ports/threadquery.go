@@ -246,8 +246,16 @@ type ChainLink struct {
 	Depth    int // the root is 1
 }
 
-// ThreadQueries reads threads and everything recorded about them.
+// ThreadQueries reads threads and everything recorded about them: the
+// small read ports below.
 type ThreadQueries interface {
+	ThreadReads
+	StepReads
+	ValidationReads
+}
+
+// ThreadReads reads threads, their refs and links.
+type ThreadReads interface {
 	// GetThreads returns the threads with these ids that exist, in any
 	// order. Threads come with their refs (GetThreads and ListThreads).
 	GetThreads(ctx context.Context, ids []string) ([]ThreadView, error)
@@ -255,9 +263,33 @@ type ThreadQueries interface {
 	ListThreads(ctx context.Context, f ThreadFilter) ([]ThreadView, int, error)
 	// Refs returns each thread's refs (key → value).
 	Refs(ctx context.Context, threadIDs []string) (map[string]map[string]string, error)
+	// Counts returns the sizes of each thread's step and validation lists.
+	Counts(ctx context.Context, threadIDs []string) (map[string]ThreadCounts, error)
+	// LinkedFrom returns, for each thread, the ids of the threads whose
+	// "linkedThread:*" refs point at it (at most limit per thread).
+	LinkedFrom(ctx context.Context, threadIDs []string, limit int) (map[string][]string, error)
+	// Chains returns, for each root, the root (depth 1) and the threads
+	// linked from it through "linkedThread:*" refs, breadth first, up to
+	// maxDepth and at most limit threads per root.
+	Chains(ctx context.Context, rootIDs []string, maxDepth, limit int) (map[string][]ChainLink, error)
+	// PartyThreads returns those of ids that p is a party of, in any order.
+	PartyThreads(ctx context.Context, p PartyOf, ids []string) ([]string, error)
+	// ThreadsVersion is an opaque value that changes whenever a thread is
+	// started or updated (a step, an end, a health change), cheap enough to
+	// poll: what a list's "anything new?" check compares.
+	ThreadsVersion(ctx context.Context) (string, error)
+}
+
+// StepReads reads the steps of threads: states, attempts, sub-steps.
+type StepReads interface {
 	// Steps returns at most perThread step states of each thread, ordered by
 	// first_seen_at.
 	Steps(ctx context.Context, threadIDs []string, f StepFilter, perThread int) (map[string][]StepView, error)
+	// Attempts returns a page of each thread's attempts in chain (seq) order.
+	Attempts(ctx context.Context, threadIDs []string, limit, offset int) (map[string][]ActivityView, error)
+	// Activities returns each thread's whole chain in seq order (for
+	// integrity verification).
+	Activities(ctx context.Context, threadIDs []string) (map[string][]ActivityView, error)
 	// StepHistories returns the activities of each step, newest first, paged
 	// per step.
 	StepHistories(ctx context.Context, steps []StepKey, f HistoryFilter) (map[StepKey][]ActivityView, error)
@@ -266,32 +298,16 @@ type ThreadQueries interface {
 	History(ctx context.Context, key StepKey, f HistoryFilter) ([]ActivityView, error)
 	// SubSteps returns the sub-steps recorded under any attempt of each step.
 	SubSteps(ctx context.Context, steps []StepKey) (map[StepKey][]SubStepView, error)
+}
+
+// ValidationReads reads validation results and notifications.
+type ValidationReads interface {
 	// Validations returns each thread's validation results, paged per thread.
 	Validations(ctx context.Context, threadIDs []string, f ValidationFilter) (map[string][]ValidationView, error)
+	// LatestValidations returns the newest validation result of each step.
+	LatestValidations(ctx context.Context, steps []StepKey) (map[StepKey]ValidationView, error)
 	// Notifications returns each thread's notifications, paged per thread.
 	Notifications(ctx context.Context, threadIDs []string, f NotificationFilter) (map[string][]NotificationView, error)
 	// NotificationCounts aggregates each thread's notifications.
 	NotificationCounts(ctx context.Context, threadIDs []string) (map[string]NotificationCounts, error)
-	// Chains returns, for each root, the root (depth 1) and the threads
-	// linked from it through "linkedThread:*" refs, breadth first, up to
-	// maxDepth and at most limit threads per root.
-	Chains(ctx context.Context, rootIDs []string, maxDepth, limit int) (map[string][]ChainLink, error)
-	// Activities returns each thread's whole chain in seq order (for
-	// integrity verification).
-	Activities(ctx context.Context, threadIDs []string) (map[string][]ActivityView, error)
-	// PartyThreads returns those of ids that p is a party of, in any order.
-	PartyThreads(ctx context.Context, p PartyOf, ids []string) ([]string, error)
-	// Attempts returns a page of each thread's attempts in chain (seq) order.
-	Attempts(ctx context.Context, threadIDs []string, limit, offset int) (map[string][]ActivityView, error)
-	// LatestValidations returns the newest validation result of each step.
-	LatestValidations(ctx context.Context, steps []StepKey) (map[StepKey]ValidationView, error)
-	// Counts returns the sizes of each thread's step and validation lists.
-	Counts(ctx context.Context, threadIDs []string) (map[string]ThreadCounts, error)
-	// LinkedFrom returns, for each thread, the ids of the threads whose
-	// "linkedThread:*" refs point at it (at most limit per thread).
-	LinkedFrom(ctx context.Context, threadIDs []string, limit int) (map[string][]string, error)
-	// ThreadsVersion is an opaque value that changes whenever a thread is
-	// started or updated (a step, an end, a health change), cheap enough to
-	// poll: what a list's "anything new?" check compares.
-	ThreadsVersion(ctx context.Context) (string, error)
 }

@@ -143,13 +143,20 @@ type ThreadEffects struct {
 // is new or changed, and the effects.
 type ThreadUpdate func(t *domain.Thread) (ThreadEffects, error)
 
-// ThreadStore is the write side of thread storage. Every method is one
-// transaction; success means it committed.
-type ThreadStore interface {
+// ThreadCreator starts threads.
+type ThreadCreator interface {
 	// CreateThread inserts the thread, its refs and its parties (the owner).
 	CreateThread(ctx context.Context, t domain.Thread, refs map[string]string) error
+}
+
+// ThreadGetter reads one thread.
+type ThreadGetter interface {
 	// GetThread returns the thread with all its parties.
 	GetThread(ctx context.Context, id string) (domain.Thread, error)
+}
+
+// StepAppender appends step attempts.
+type StepAppender interface {
 	// AppendStep locks the thread row, loads what StepTx holds (the parties
 	// of principalID, the one acting as role in full), calls plan and writes
 	// what it returns (activity, sub-steps, state, validation, refs,
@@ -158,12 +165,23 @@ type ThreadStore interface {
 	// appends; an error from plan refuses only its own append.
 	AppendStep(ctx context.Context, threadID string, writer AppendWriter, stepName, idempotencyKey string, withStates bool,
 		plan func(StepTx) (StepPlan, error)) (StepPlan, error)
-	// ListStepStates returns the thread's current step states by latest attempt.
-	ListStepStates(ctx context.Context, threadID string) ([]StepState, error)
+}
+
+// ThreadUpdater changes a thread under its lock.
+type ThreadUpdater interface {
 	// UpdateThread locks the thread, applies fn and stores the result.
 	UpdateThread(ctx context.Context, threadID string, fn ThreadUpdate) (domain.Thread, error)
+}
+
+// ThreadRefFinder finds a thread by one of its refs.
+type ThreadRefFinder interface {
 	// FindThreadByRef returns the id of the oldest thread with ref key=value.
 	FindThreadByRef(ctx context.Context, key, value string) (string, error)
+}
+
+// KeyedThreads are the threads named by keys (an application key, an
+// OpenTelemetry trace id).
+type KeyedThreads interface {
 	// CreateThreadWithKey creates the thread as CreateThread does, named by
 	// (namespace, key) and by every key in also, in one transaction, unless
 	// one of them already names a thread: then nothing is written and the
@@ -177,19 +195,37 @@ type ThreadStore interface {
 	// BindThreadKey makes (namespace, key) name threadID too, unless it
 	// already names a thread; it returns the thread the key names after.
 	BindThreadKey(ctx context.Context, namespace, key, threadID string) (string, error)
+}
+
+// ThreadDetailsReader reads what a thread reply shows beyond the thread.
+type ThreadDetailsReader interface {
 	// ThreadKey returns the application key of a thread ("" if none).
 	ThreadKey(ctx context.Context, threadID string) (string, error)
-	// StepValidation returns the stored validation of one recorded step
-	// attempt (nil for a free-form thread's step); found is false while no
-	// attempt with that id exists on the thread.
-	StepValidation(ctx context.Context, threadID, stepID string) (v *ValidationRecord, found bool, err error)
 	// ListRefs returns a thread's refs.
 	ListRefs(ctx context.Context, threadID string) (map[string]string, error)
+}
+
+// StepLog reads a thread's recorded steps on the write side.
+type StepLog interface {
+	// ListStepStates returns the thread's current step states by latest attempt.
+	ListStepStates(ctx context.Context, threadID string) ([]StepState, error)
 	// ListActivities returns the thread's activities ordered by seq.
 	ListActivities(ctx context.Context, threadID string) ([]Activity, error)
 	// HasActivity reports whether any attempt of (thread, step, key) exists;
 	// OTLP uses it to drop spans it has already ingested.
 	HasActivity(ctx context.Context, threadID, stepName, idempotencyKey string) (bool, error)
+}
+
+// StepValidations reads the validation of one recorded attempt.
+type StepValidations interface {
+	// StepValidation returns the stored validation of one recorded step
+	// attempt (nil for a free-form thread's step); found is false while no
+	// attempt with that id exists on the thread.
+	StepValidation(ctx context.Context, threadID, stepID string) (v *ValidationRecord, found bool, err error)
+}
+
+// Grants stores the grants of waitFor (may this step run now).
+type Grants interface {
 	// UpdateGrants locks the thread row, loads GrantTx, calls fn and stores
 	// the grant it returns (nil: nothing), replacing the one with the same
 	// invocation id, in the same transaction.
@@ -203,6 +239,22 @@ type ThreadStore interface {
 	// if that answer still holds it (domain.StepGrant.Answer): a later wait
 	// of the same invocation that was answered with it keeps it.
 	ReleaseGrant(ctx context.Context, threadID, invocationID, answer string) error
+}
+
+// ThreadStore is the write side of thread storage: every small port above.
+// Every method is one transaction; success means it committed. The thread
+// use cases each take only the ones they use.
+type ThreadStore interface {
+	ThreadCreator
+	ThreadGetter
+	StepAppender
+	ThreadUpdater
+	ThreadRefFinder
+	KeyedThreads
+	ThreadDetailsReader
+	StepLog
+	StepValidations
+	Grants
 }
 
 // KeyName is one key of a thread: (namespace, key), e.g. an application
@@ -226,4 +278,15 @@ type AppendWriter struct {
 	// InvocationID is the attempt's invocation id: StepTx.Grant is the
 	// status of the waitFor grant it names.
 	InvocationID string
+}
+
+// Recorded turns step states (ordered by latest attempt) into the history
+// the thread rules judge.
+func Recorded(states []StepState) []domain.RecordedStep {
+	history := make([]domain.RecordedStep, 0, len(states))
+	for _, s := range states {
+		history = append(history, domain.RecordedStep{ID: s.LatestStepID, Name: s.StepName, Status: s.Status,
+			RecordedAt: s.LastUpdatedAt, Attempt: s.RetryCount + 1})
+	}
+	return history
 }

@@ -11,14 +11,14 @@ import (
 	"github.com/threadengine/engine/adapters/graphqlapi/graphqltest"
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/threadquery"
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/readmodel"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
 
 func testHandler(t testing.TB) *Handler {
 	t.Helper()
-	h, err := New(app.NewQueries(app.QueriesDeps{}), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h, err := New(readmodel.New(readmodel.Deps{}), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,8 +225,8 @@ func BenchmarkThreadWith20StepsInMemory(b *testing.B) {
 	if err != nil || len(steps[s.ID]) != 20 {
 		b.Fatalf("steps: %v %d", err, len(steps[s.ID]))
 	}
-	q := app.NewQueries(app.QueriesDeps{Store: snapshotQueries{ThreadQueries: store, threads: threads, steps: steps},
-		ChainSecrets: app.ChainSecrets(testSecret)})
+	q := readmodel.New(readmodel.Deps{Store: snapshotQueries{ThreadQueries: store, threads: threads, steps: steps},
+		ChainSecrets: readmodel.ChainSecrets(testSecret)})
 	h, err := New(q, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		b.Fatal(err)

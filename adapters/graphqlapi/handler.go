@@ -1,6 +1,6 @@
 // Package graphqlapi serves the query API: POST /graphql (graph-gophers
 // graphql-go) with a cost limit checked before any resolver runs, batched
-// resolvers over app.Queries, and a small explorer page at GET /graphql.
+// resolvers over readmodel.Queries, and a small explorer page at GET /graphql.
 package graphqlapi
 
 import (
@@ -20,7 +20,8 @@ import (
 	gqlerrors "github.com/graph-gophers/graphql-go/errors"
 	"github.com/labstack/echo/v4"
 
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/app/readmodel"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 	"github.com/threadengine/engine/schema"
@@ -80,7 +81,7 @@ type Response struct {
 
 // Handler executes GraphQL operations for the principal in the context.
 type Handler struct {
-	queries *app.Queries
+	queries *readmodel.Queries
 	schema  *graphql.Schema
 	idx     *schemaIndex
 	model   domain.CostModel
@@ -90,14 +91,14 @@ type Handler struct {
 	// verifyBudget is the hash-chain steps one request may verify.
 	verifyBudget int64
 	metrics      ports.Metrics
-	actors       *app.Actors
+	actors       *readmodel.Actors
 }
 
 // SetMetrics reports operation costs and refusals to m. Call it before serving.
 func (h *Handler) SetMetrics(m ports.Metrics) { h.metrics = m }
 
 // New parses the schema and binds it to the read use cases.
-func New(q *app.Queries, log *slog.Logger) (*Handler, error) {
+func New(q *readmodel.Queries, log *slog.Logger) (*Handler, error) {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -502,7 +503,7 @@ func (h *Handler) Mount(e *echo.Echo, authenticate Authenticate) {
 			writeJSON(c.Response(), status, res)
 			return nil
 		}
-		h.ServeHTTP(c.Response(), r.WithContext(app.WithPrincipal(r.Context(), p)))
+		h.ServeHTTP(c.Response(), r.WithContext(authz.WithPrincipal(r.Context(), p)))
 		return nil
 	}
 	e.GET("/graphql", serve)

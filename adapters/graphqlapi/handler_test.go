@@ -17,14 +17,16 @@ import (
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/adapters/threadquery"
 	"github.com/threadengine/engine/adapters/threadstore"
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/app/readmodel"
+	threadsapp "github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 )
 
 type fixture struct {
 	db         *sqldb.DB
 	h          *Handler
-	threads    *app.Threads
+	threads    *threadsapp.Module
 	ctx        context.Context // admin principal
 	statements atomic.Int64
 }
@@ -36,16 +38,16 @@ func newFixture(t testing.TB, d sqldb.Dialect) *fixture {
 	db := sqldbtest.Open(t, d)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	f := &fixture{db: db}
-	f.threads = app.NewThreads(threadstore.New(db), nil, nil, testSecret, log)
+	f.threads = threadsapp.New(threadstore.New(db), nil, nil, testSecret, log)
 	store := threadquery.New(db)
 	store.OnQuery(func(string, []any) { f.statements.Add(1) })
-	q := app.NewQueries(app.QueriesDeps{Store: store, ChainSecrets: app.ChainSecrets(testSecret)})
+	q := readmodel.New(readmodel.Deps{Store: store, ChainSecrets: readmodel.ChainSecrets(testSecret)})
 	h, err := New(q, log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.h = h
-	f.ctx = app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u-admin", Role: domain.RoleAdmin})
+	f.ctx = authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u-admin", Role: domain.RoleAdmin})
 	return f
 }
 
@@ -408,7 +410,7 @@ func TestErrorsAreCoded(t *testing.T) {
 func TestViewerMayQuery(t *testing.T) {
 	f := newFixture(t, sqldb.SQLite)
 	s := f.seed(t, "1", 1)
-	viewer := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u-view", Role: domain.RoleViewer})
+	viewer := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u-view", Role: domain.RoleViewer})
 	r, status := f.execCtx(t, viewer, graphqltest.GetThread, map[string]any{"id": s.ID})
 	if status != 200 || len(r.Errors) > 0 || r.Data["thread"].(map[string]any)["id"] != s.ID {
 		t.Fatalf("viewer: %d %+v", status, r)
@@ -423,7 +425,7 @@ func TestFiltersAndPaging(t *testing.T) {
 			ids = append(ids, f.seed(t, fmt.Sprint(i), 1).ID)
 			time.Sleep(2 * time.Millisecond)
 		}
-		if _, err := f.threads.Application().Commands.EndThread.Handle(f.ctx, app.EndThreadInput{ThreadID: ids[0], Status: "completed", Reason: "done"}); err != nil {
+		if _, err := f.threads.Application().Commands.EndThread.Handle(f.ctx, threadsapp.EndThreadInput{ThreadID: ids[0], Status: "completed", Reason: "done"}); err != nil {
 			t.Fatal(err)
 		}
 		get := func(q string) map[string]any {

@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/readmodel"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
 
 // SetActors enables resolveActors (nil leaves it answering not found).
-func (h *Handler) SetActors(a *app.Actors) { h.actors = a }
+func (h *Handler) SetActors(a *readmodel.Actors) { h.actors = a }
 
 type healthResolver struct {
 	h      domain.ThreadHealth
@@ -82,7 +82,7 @@ func (r *hashStatusResolver) BrokenStepID() *string         { return strPtr(r.st
 func (r *hashStatusResolver) BrokenStepName() *string       { return strPtr(r.st.BrokenStepName) }
 func (r *hashStatusResolver) BrokenIdempotencyKey() *string { return strPtr(r.st.BrokenIdempotencyKey) }
 
-type stepIntegrityResolver struct{ s app.StepIntegrity }
+type stepIntegrityResolver struct{ s readmodel.StepIntegrity }
 
 func (r *stepIntegrityResolver) Verified() bool    { return r.s.Verified }
 func (r *stepIntegrityResolver) Hash() *string     { return strPtr(r.s.Hash) }
@@ -97,7 +97,7 @@ func (r *queryResolver) VerifyStepIntegrity(ctx context.Context, a struct{ Threa
 	return &stepIntegrityResolver{s}, nil
 }
 
-type actorResolver struct{ a app.Actor }
+type actorResolver struct{ a readmodel.Actor }
 
 func (r *actorResolver) ID() string           { return r.a.ID }
 func (r *actorResolver) Name() string         { return r.a.Name }
@@ -221,7 +221,7 @@ func (r *queryResolver) StepStats(ctx context.Context, a struct {
 	return stepStats(l), nil
 }
 
-type overviewResolver struct{ o app.Overview }
+type overviewResolver struct{ o readmodel.Overview }
 
 func (r *overviewResolver) Steps() []*stepStatsResolver { return stepStats(r.o.Steps) }
 func (r *overviewResolver) Hours() []*hourResolver {

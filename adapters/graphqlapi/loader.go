@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/readmodel"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -51,7 +51,7 @@ func (mm *memoMap[T]) get(key string, load func() (T, error)) (T, error) {
 
 // threadGroup is a list of threads resolved together.
 type threadGroup struct {
-	q      *app.Queries
+	q      *readmodel.Queries
 	ids    []string
 	work   int // recorded steps of every thread: the work of verifying them
 	counts memo[map[string]ports.NotificationCounts]
@@ -70,7 +70,7 @@ type stepLoad struct {
 	group    *stepGroup
 }
 
-func newThreadGroup(q *app.Queries, threads []ports.ThreadView) *threadGroup {
+func newThreadGroup(q *readmodel.Queries, threads []ports.ThreadView) *threadGroup {
 	ids := make([]string, len(threads))
 	steps := 0
 	for i, t := range threads {
@@ -101,7 +101,7 @@ func (g *threadGroup) resolvers(threads []ports.ThreadView) []*threadResolver {
 
 // loadSteps loads the steps of every thread of the group for one argument
 // set, and makes all of them one step group.
-func (g *threadGroup) loadSteps(ctx context.Context, key string, sel app.StepSelection) (stepLoad, error) {
+func (g *threadGroup) loadSteps(ctx context.Context, key string, sel readmodel.StepSelection) (stepLoad, error) {
 	return g.steps.get(key, func() (stepLoad, error) {
 		m, err := g.q.Steps(ctx, g.ids, sel)
 		if err != nil {
@@ -119,7 +119,7 @@ func (g *threadGroup) loadSteps(ctx context.Context, key string, sel app.StepSel
 
 // stepGroup is every step state loaded by one Thread.steps argument set.
 type stepGroup struct {
-	q       *app.Queries
+	q       *readmodel.Queries
 	tg      *threadGroup
 	keys    []ports.StepKey
 	history memoMap[map[ports.StepKey][]ports.ActivityView]

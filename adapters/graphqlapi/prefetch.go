@@ -11,7 +11,7 @@ import (
 
 	graphql "github.com/graph-gophers/graphql-go"
 
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/readmodel"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -35,7 +35,7 @@ type request struct {
 }
 
 type pageRead struct {
-	page app.ThreadPage
+	page readmodel.ThreadPage
 	err  error
 }
 
@@ -162,7 +162,7 @@ func chainKey(root string, depth *int32) string {
 }
 
 // searchKey identifies a thread search: the resolvers look their page up by it.
-func searchKey(s app.ThreadSearch) string {
+func searchKey(s readmodel.ThreadSearch) string {
 	return fmt.Sprintf("%q|%q|%d|%q|%q|%q|%q|%q|%q|%q|%q|%q|%q|%q|%t|%d|%d", s.Actor, s.ContractName, deref32(s.ContractVersion),
 		s.Status, s.StartedAfter, s.StartedBefore, s.CompletedAfter, s.CompletedBefore, s.RefKey, s.RefValue,
 		fmt.Sprint(s.Health), s.Tag, s.IDPrefix, s.OrderBy, s.Ascending, deref32(s.Limit), deref32(s.Offset))
@@ -172,10 +172,10 @@ func searchKey(s app.ThreadSearch) string {
 // does: the arguments are decoded into the resolver's own argument struct
 // (so a filter added there is read here too); ok is false when an argument
 // has a type graph-gophers will refuse.
-func searchOf(field string, a argMap) (app.ThreadSearch, error, bool) {
+func searchOf(field string, a argMap) (readmodel.ThreadSearch, error, bool) {
 	b, err := json.Marshal(a)
 	if err != nil {
-		return app.ThreadSearch{}, nil, false
+		return readmodel.ThreadSearch{}, nil, false
 	}
 	decode := func(dst any) bool {
 		d := json.NewDecoder(bytes.NewReader(b))
@@ -186,26 +186,26 @@ func searchOf(field string, a argMap) (app.ThreadSearch, error, bool) {
 	case "threads":
 		var args threadsArgs
 		if !decode(&args) {
-			return app.ThreadSearch{}, nil, false
+			return readmodel.ThreadSearch{}, nil, false
 		}
 		s, err := args.search()
 		return s, err, true
 	case "threadsByContract":
 		var args byContractArgs
 		if !decode(&args) {
-			return app.ThreadSearch{}, nil, false
+			return readmodel.ThreadSearch{}, nil, false
 		}
 		s, err := args.search()
 		return s, err, true
 	case "threadsByRef":
 		var args byRefArgs
 		if !decode(&args) {
-			return app.ThreadSearch{}, nil, false
+			return readmodel.ThreadSearch{}, nil, false
 		}
 		s, err := args.search()
 		return s, err, true
 	}
-	return app.ThreadSearch{}, nil, false
+	return readmodel.ThreadSearch{}, nil, false
 }
 
 // argMap holds a field's argument values, variables resolved, as JSON-like
@@ -298,7 +298,7 @@ func prefetchedThread(ctx context.Context, id graphql.ID) (t *ports.ThreadView, 
 	return t, r.threadsErr, true
 }
 
-func (h *Handler) prefetchedPage(ctx context.Context, s app.ThreadSearch) (pageRead, bool) {
+func (h *Handler) prefetchedPage(ctx context.Context, s readmodel.ThreadSearch) (pageRead, bool) {
 	r := requestOf(ctx)
 	if r == nil {
 		return pageRead{}, false

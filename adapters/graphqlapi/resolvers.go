@@ -10,7 +10,7 @@ import (
 
 	graphql "github.com/graph-gophers/graphql-go"
 
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/readmodel"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -98,12 +98,12 @@ type threadsArgs struct {
 
 // search builds the search the resolver runs (pricing decodes the same
 // arguments through it, so a filter added here is priced too).
-func (a threadsArgs) search() (app.ThreadSearch, error) {
+func (a threadsArgs) search() (readmodel.ThreadSearch, error) {
 	health, err := healthArgs(a.Health)
 	if err != nil {
-		return app.ThreadSearch{}, err
+		return readmodel.ThreadSearch{}, err
 	}
-	return app.ThreadSearch{Actor: deref(a.Actor), ContractName: deref(a.ContractName),
+	return readmodel.ThreadSearch{Actor: deref(a.Actor), ContractName: deref(a.ContractName),
 		ContractVersion: i32(a.ContractVersion), Status: deref(a.Status), StartedAfter: deref(a.StartedAfter),
 		StartedBefore: deref(a.StartedBefore), CompletedAfter: deref(a.CompletedAfter),
 		CompletedBefore: deref(a.CompletedBefore), Health: health, Tag: deref(a.Tag), IDPrefix: deref(a.IDPrefix),
@@ -126,11 +126,11 @@ type byContractArgs struct {
 	Limit, Offset                              *int32
 }
 
-func (a byContractArgs) search() (app.ThreadSearch, error) {
+func (a byContractArgs) search() (readmodel.ThreadSearch, error) {
 	if a.ContractName == "" {
-		return app.ThreadSearch{}, domain.Invalid("contractName", "contractName is required")
+		return readmodel.ThreadSearch{}, domain.Invalid("contractName", "contractName is required")
 	}
-	return app.ThreadSearch{ContractName: a.ContractName, ContractVersion: i32(a.ContractVersion),
+	return readmodel.ThreadSearch{ContractName: a.ContractName, ContractVersion: i32(a.ContractVersion),
 		Actor: deref(a.Actor), Status: deref(a.Status), StartedAfter: deref(a.StartedAfter),
 		StartedBefore: deref(a.StartedBefore), Limit: i32(a.Limit), Offset: i32(a.Offset)}, nil
 }
@@ -150,11 +150,11 @@ type byRefArgs struct {
 	Limit, Offset                       *int32
 }
 
-func (a byRefArgs) search() (app.ThreadSearch, error) {
+func (a byRefArgs) search() (readmodel.ThreadSearch, error) {
 	if a.RefValue == "" {
-		return app.ThreadSearch{}, domain.Invalid("refValue", "refValue is required")
+		return readmodel.ThreadSearch{}, domain.Invalid("refValue", "refValue is required")
 	}
-	return app.ThreadSearch{RefKey: deref(a.RefKey), RefValue: a.RefValue, Status: deref(a.Status),
+	return readmodel.ThreadSearch{RefKey: deref(a.RefKey), RefValue: a.RefValue, Status: deref(a.Status),
 		StartedAfter: deref(a.StartedAfter), StartedBefore: deref(a.StartedBefore), Limit: i32(a.Limit), Offset: i32(a.Offset)}, nil
 }
 
@@ -166,8 +166,8 @@ func (r *queryResolver) ThreadsByRef(ctx context.Context, a byRefArgs) (*connect
 	return r.search(ctx, s)
 }
 
-func (r *queryResolver) search(ctx context.Context, s app.ThreadSearch) (*connectionResolver, error) {
-	var page app.ThreadPage
+func (r *queryResolver) search(ctx context.Context, s readmodel.ThreadSearch) (*connectionResolver, error) {
+	var page readmodel.ThreadPage
 	var err error
 	if pr, ok := r.h.prefetchedPage(ctx, s); ok {
 		page, err = pr.page, pr.err
@@ -208,7 +208,7 @@ type stepHistoryArgs struct {
 }
 
 func (r *queryResolver) StepHistory(ctx context.Context, a stepHistoryArgs) ([]*historyResolver, error) {
-	acts, err := r.h.queries.StepHistory(ctx, app.HistoryArgs{ThreadID: a.ThreadID, StepName: a.StepName,
+	acts, err := r.h.queries.StepHistory(ctx, readmodel.HistoryArgs{ThreadID: a.ThreadID, StepName: a.StepName,
 		IdempotencyKey: deref(a.IdempotencyKey), Limit: i32(a.Limit), Offset: i32(a.Offset), StartAt: deref(a.StartAt),
 		EndAt: deref(a.EndAt), ActivityType: deref(a.ActivityType), Actor: deref(a.Actor)})
 	if err != nil {
@@ -221,7 +221,7 @@ func (r *queryResolver) ValidationResults(ctx context.Context, a struct {
 	ThreadID, StepName, IdempotencyKey string
 	Limit                              *int32
 }) ([]*validationResolver, error) {
-	vs, err := r.h.queries.ValidationResults(ctx, a.ThreadID, app.ValidationArgs{StepName: a.StepName,
+	vs, err := r.h.queries.ValidationResults(ctx, a.ThreadID, readmodel.ValidationArgs{StepName: a.StepName,
 		IdempotencyKey: a.IdempotencyKey, Limit: i32(a.Limit)})
 	if err != nil {
 		return nil, err
@@ -308,7 +308,7 @@ func (r *threadResolver) ContractVersion() *int32 {
 }
 
 func (r *threadResolver) Refs() *JSON {
-	s := app.RefsJSON(r.t.Refs)
+	s := readmodel.RefsJSON(r.t.Refs)
 	if s == nil {
 		return nil
 	}
@@ -319,7 +319,7 @@ func (r *threadResolver) Steps(ctx context.Context, a struct {
 	StepName, IdempotencyKey, Status *string
 	Limit, Offset                    *int32
 }) ([]*stepResolver, error) {
-	sel := app.StepSelection{StepName: deref(a.StepName), IdempotencyKey: deref(a.IdempotencyKey), Status: deref(a.Status),
+	sel := readmodel.StepSelection{StepName: deref(a.StepName), IdempotencyKey: deref(a.IdempotencyKey), Status: deref(a.Status),
 		Limit: i32(a.Limit), Offset: i32(a.Offset)}
 	key := fmt.Sprintf("%s\x00%s\x00%s\x00%d\x00%d", sel.StepName, sel.IdempotencyKey, sel.Status, deref32(sel.Limit), deref32(sel.Offset))
 	l, err := r.g.loadSteps(ctx, key, sel)
@@ -340,9 +340,9 @@ type validationOptions struct {
 }
 
 func (r *threadResolver) ValidationResults(ctx context.Context, a struct{ Options *validationOptions }) ([]*validationResolver, error) {
-	var va app.ValidationArgs
+	var va readmodel.ValidationArgs
 	if o := a.Options; o != nil {
-		va = app.ValidationArgs{StepID: deref(o.StepID), StepName: deref(o.StepName), IdempotencyKey: deref(o.IdempotencyKey),
+		va = readmodel.ValidationArgs{StepID: deref(o.StepID), StepName: deref(o.StepName), IdempotencyKey: deref(o.IdempotencyKey),
 			ValidationType: deref(o.ValidationType), Limit: i32(o.Limit), Offset: i32(o.Offset)}
 		// options.threadId narrows to one thread: others get nothing.
 		if o.ThreadID != nil && *o.ThreadID != "" && *o.ThreadID != r.t.ID {
@@ -379,12 +379,12 @@ type notificationOptions struct {
 }
 
 func (r *threadResolver) Notifications(ctx context.Context, a struct{ Options *notificationOptions }) ([]*notificationResolver, error) {
-	var na app.NotificationArgs
+	var na readmodel.NotificationArgs
 	if o := a.Options; o != nil {
 		if o.ThreadID != nil && *o.ThreadID != "" && *o.ThreadID != r.t.ID {
 			return []*notificationResolver{}, nil
 		}
-		na = app.NotificationArgs{StepID: deref(o.StepID), StepName: deref(o.StepName), Source: deref(o.Source),
+		na = readmodel.NotificationArgs{StepID: deref(o.StepID), StepName: deref(o.StepName), Source: deref(o.Source),
 			NotificationType: deref(o.NotificationType), Limit: i32(o.Limit), Offset: i32(o.Offset)}
 		if o.Severity != nil {
 			na.Severities = *o.Severity
@@ -505,7 +505,7 @@ type historyArgs struct {
 }
 
 func (r *stepResolver) History(ctx context.Context, a historyArgs) ([]*historyResolver, error) {
-	ha := app.HistoryArgs{Limit: i32(a.Limit), Offset: i32(a.Offset), StartAt: deref(a.StartAt), EndAt: deref(a.EndAt),
+	ha := readmodel.HistoryArgs{Limit: i32(a.Limit), Offset: i32(a.Offset), StartAt: deref(a.StartAt), EndAt: deref(a.EndAt),
 		ActivityType: deref(a.ActivityType), Actor: deref(a.Actor)}
 	key := fmt.Sprintf("%d|%d|%s|%s|%s|%s", deref32(ha.Limit), deref32(ha.Offset), ha.StartAt, ha.EndAt, ha.ActivityType, ha.Actor)
 	g := r.g

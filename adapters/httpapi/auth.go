@@ -9,7 +9,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/threadengine/engine/adapters/limits"
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/app/identity"
 	"github.com/threadengine/engine/domain"
 )
 
@@ -37,10 +38,10 @@ const APIKeyHeader = "X-API-Key"
 // else 403 origin_denied: together with SameSite=Strict this is the CSRF
 // defence.
 type Auth struct {
-	Authn    app.Authenticator
-	Identity *app.Identity
-	// App is Identity's use cases as handlers (commands and queries).
-	App app.IdentityApplication
+	Authn    identity.Authenticator
+	Identity *identity.Module
+	// App is the identity use cases as handlers (commands and queries).
+	App identity.Application
 	// Origin is the one browser origin allowed to send cookie-authenticated
 	// unsafe requests: registry.browser_origin, else the origin of
 	// server.public_url. When both are unset it is the request's own
@@ -67,7 +68,7 @@ func (a *Auth) SetExchangeThrottle(failures int, window time.Duration, c *limits
 }
 
 // NewAuth builds the HTTP authentication for the given origins.
-func NewAuth(id *app.Identity, publicURL, browserOrigin string) *Auth {
+func NewAuth(id *identity.Module, publicURL, browserOrigin string) *Auth {
 	origin := browserOrigin
 	if origin == "" {
 		origin = originOf(publicURL)
@@ -210,7 +211,7 @@ func (a *Auth) authenticate(c echo.Context) (domain.Principal, bool, error) {
 }
 
 // Middleware requires a valid credential and stores the principal in the
-// request context (app.PrincipalFrom).
+// request context (authz.PrincipalFrom).
 func (a *Auth) Middleware() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -259,7 +260,7 @@ func (a *Auth) Authenticate(c echo.Context) (domain.Principal, error) {
 
 func setPrincipal(c echo.Context, p domain.Principal) {
 	r := c.Request()
-	c.SetRequest(r.WithContext(app.WithPrincipal(r.Context(), p)))
+	c.SetRequest(r.WithContext(authz.WithPrincipal(r.Context(), p)))
 }
 
 // ctx is the request context (carrying the principal).

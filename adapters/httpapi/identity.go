@@ -7,7 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/identity"
 	"github.com/threadengine/engine/domain"
 )
 
@@ -88,7 +88,7 @@ func ServiceAccountToJSON(sa domain.ServiceAccount) ServiceAccountJSON {
 // withServiceAccounts adds each service-account key's account, when the
 // caller may list them (others see their personal keys only).
 func (a *Auth) withServiceAccounts(c echo.Context, keys []APIKeyJSON) error {
-	if !app.CanManageAllKeys(ctx(c)) {
+	if !identity.CanManageAllKeys(ctx(c)) {
 		return nil
 	}
 	sas, err := a.App.Queries.ListServiceAccounts.Handle(ctx(c))
@@ -200,7 +200,7 @@ func (a *Auth) inviteUser(c echo.Context) error {
 	if err := DecodeJSON(c, &req); err != nil {
 		return err
 	}
-	u, created, err := a.App.Commands.InviteUser.Handle(ctx(c), app.InviteRequest{Email: req.Email, FullName: req.FullName, Role: req.Role})
+	u, created, err := a.App.Commands.InviteUser.Handle(ctx(c), identity.InviteRequest{Email: req.Email, FullName: req.FullName, Role: req.Role})
 	if err != nil {
 		return err
 	}
@@ -222,7 +222,7 @@ func (a *Auth) updateUser(c echo.Context) error {
 	if err := DecodeJSON(c, &req); err != nil {
 		return err
 	}
-	u, err := a.App.Commands.UpdateUser.Handle(ctx(c), c.Param("id"), app.UserPatch{FullName: req.FullName, Role: req.Role, Status: req.Status})
+	u, err := a.App.Commands.UpdateUser.Handle(ctx(c), c.Param("id"), identity.UserPatch{FullName: req.FullName, Role: req.Role, Status: req.Status})
 	if err != nil {
 		return err
 	}
@@ -275,7 +275,7 @@ func (a *Auth) createAPIKey(c echo.Context) error {
 	if err := DecodeJSON(c, &req); err != nil {
 		return err
 	}
-	in := app.CreateAPIKeyInput{Name: req.Name, ExpiresInDays: req.ExpiresInDays, ServiceAccountID: req.ServiceAccountID}
+	in := identity.CreateAPIKeyInput{Name: req.Name, ExpiresInDays: req.ExpiresInDays, ServiceAccountID: req.ServiceAccountID}
 	if req.ExpiresAt != nil {
 		t, err := time.Parse(time.RFC3339, *req.ExpiresAt)
 		if err != nil {
@@ -284,7 +284,7 @@ func (a *Auth) createAPIKey(c echo.Context) error {
 		in.ExpiresAt = &t
 	}
 	if req.CreateServiceAccount != nil {
-		in.CreateServiceAccount = &app.NewServiceAccountInput{Name: req.CreateServiceAccount.Name, Role: req.CreateServiceAccount.Role,
+		in.CreateServiceAccount = &identity.NewServiceAccountInput{Name: req.CreateServiceAccount.Name, Role: req.CreateServiceAccount.Role,
 			Scope: req.CreateServiceAccount.Scope}
 	}
 	secret, k, err := a.App.Commands.CreateAPIKey.Handle(ctx(c), in)

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
 )
 
@@ -103,7 +103,7 @@ func Observe(m *Metrics, log *slog.Logger) echo.MiddlewareFunc {
 				slog.Int("status", status), slog.Duration("duration", d), slog.Int64("bytes", c.Response().Size),
 				slog.String("remote", c.RealIP()),
 			}
-			if p, ok := app.PrincipalFrom(c.Request().Context()); ok {
+			if p, ok := authz.PrincipalFrom(c.Request().Context()); ok {
 				attrs = append(attrs, slog.String("principal", string(p.Kind)+":"+p.ID))
 			}
 			log.LogAttrs(c.Request().Context(), level, "http request", attrs...)

@@ -13,7 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/app/readmodel"
 	"github.com/threadengine/engine/domain"
 )
 
@@ -32,8 +33,8 @@ type GraphQLFunc func(ctx context.Context, query, operationName string, variable
 // Deps are the use cases the MCP tools call. Every field is required.
 type Deps struct {
 	// Queries are the read use cases GraphQL resolves with.
-	Queries *app.Queries
-	Actors  *app.Actors
+	Queries *readmodel.Queries
+	Actors  *readmodel.Actors
 	GraphQL GraphQLFunc
 	// Schema is the GraphQL SDL served as the graphql://schema resource.
 	Schema string
@@ -84,7 +85,7 @@ func New(d Deps) *Handler {
 // ServeHTTP serves the streamable HTTP transport. Without a principal in the
 // request context it refuses the request, so a mounting mistake fails closed.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if _, ok := app.PrincipalFrom(r.Context()); !ok {
+	if _, ok := authz.PrincipalFrom(r.Context()); !ok {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="threadengine"`)
 		http.Error(w, "authentication required", http.StatusUnauthorized)
 		return

@@ -8,7 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/readmodel"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -186,7 +186,7 @@ func (t *tools) loadThread(ctx context.Context, in GetThreadInput) (GetThreadOut
 		th = v
 	case refValue != "":
 		one := 1
-		page, err := q.SearchThreads(ctx, app.ThreadSearch{RefKey: refKey, RefValue: refValue, Limit: &one})
+		page, err := q.SearchThreads(ctx, readmodel.ThreadSearch{RefKey: refKey, RefValue: refValue, Limit: &one})
 		if err != nil {
 			return out, err
 		}
@@ -207,7 +207,7 @@ func (t *tools) loadThread(ctx context.Context, in GetThreadInput) (GetThreadOut
 		return out, err
 	}
 	out.Thread = threadJSON(*th, refs[th.ID])
-	steps, err := q.Steps(ctx, ids, app.StepSelection{})
+	steps, err := q.Steps(ctx, ids, readmodel.StepSelection{})
 	if err != nil {
 		return out, err
 	}
@@ -216,7 +216,7 @@ func (t *tools) loadThread(ctx context.Context, in GetThreadInput) (GetThreadOut
 		out.Steps = append(out.Steps, stepJSON(s))
 	}
 	nv := threadValidations
-	vals, err := q.Validations(ctx, ids, app.ValidationArgs{Limit: &nv})
+	vals, err := q.Validations(ctx, ids, readmodel.ValidationArgs{Limit: &nv})
 	if err != nil {
 		return out, err
 	}
@@ -228,7 +228,7 @@ func (t *tools) loadThread(ctx context.Context, in GetThreadInput) (GetThreadOut
 			Issues: rawJSON(v.Issues), CreatedAt: v.CreatedAt.UTC()})
 	}
 	nn := threadNotifications
-	notes, err := q.Notifications(ctx, ids, app.NotificationArgs{Limit: &nn})
+	notes, err := q.Notifications(ctx, ids, readmodel.NotificationArgs{Limit: &nn})
 	if err != nil {
 		return out, err
 	}
@@ -305,7 +305,7 @@ func (t *tools) searchThreads(ctx context.Context, _ *mcp.CallToolRequest, in Se
 		return nil, SearchThreadsOutput{}, t.toolErr(ctx, ToolSearchThreads,
 			invalidArg("contract_version", "contract_version filters only together with contract_name"))
 	}
-	page, err := t.d.Queries.SearchThreads(ctx, app.ThreadSearch{
+	page, err := t.d.Queries.SearchThreads(ctx, readmodel.ThreadSearch{
 		Actor: strings.TrimSpace(in.Actor), ContractName: strings.TrimSpace(in.ContractName), ContractVersion: in.ContractVersion,
 		Status: strings.TrimSpace(in.Status), RefKey: strings.TrimSpace(in.RefKey), RefValue: strings.TrimSpace(in.RefValue),
 		StartedAfter: in.StartedAfter, StartedBefore: in.StartedBefore, CompletedAfter: in.CompletedAfter,

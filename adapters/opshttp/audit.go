@@ -7,7 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/ops"
 	"github.com/threadengine/engine/domain"
 )
 
@@ -33,7 +33,7 @@ type AuditPageJSON struct {
 
 // listAudit: GET /v1/audit?action=&actor_id=&target=&since=&until=&limit=&cursor=
 func (h *Handler) listAudit(c echo.Context) error {
-	q := app.AuditQuery{Action: c.QueryParam("action"), ActorID: c.QueryParam("actor_id"), Target: c.QueryParam("target"),
+	q := ops.AuditQuery{Action: c.QueryParam("action"), ActorID: c.QueryParam("actor_id"), Target: c.QueryParam("target"),
 		Cursor: c.QueryParam("cursor")}
 	var err error
 	if q.Since, err = timeParam(c, "since"); err != nil {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/readmodel"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -130,7 +130,7 @@ func raw(s, empty string) json.RawMessage {
 	return json.RawMessage(s)
 }
 
-func toExportJSON(x app.ThreadExport) ExportJSON {
+func toExportJSON(x readmodel.ThreadExport) ExportJSON {
 	t := x.Thread
 	refs := t.Refs
 	if refs == nil {
@@ -214,11 +214,11 @@ func (h *Handler) exportThreads(c echo.Context) error {
 	w.WriteHeader(http.StatusOK)
 	enc := json.NewEncoder(w)
 	n := 0
-	err = h.Exports.Stream(ctx, f, func(x app.ThreadExport) error {
+	err = h.Exports.Stream(ctx, f, func(x readmodel.ThreadExport) error {
 		if err := enc.Encode(toExportJSON(x)); err != nil {
 			return err
 		}
-		if n++; n%app.ExportBatch == 0 {
+		if n++; n%readmodel.ExportBatch == 0 {
 			w.Flush()
 		}
 		return nil

@@ -18,7 +18,9 @@ import (
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/adapters/threadquery"
 	"github.com/threadengine/engine/adapters/threadstore"
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/app/readmodel"
+	threadsapp "github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -44,16 +46,16 @@ func TestExportStreamEndsWithAnErrorLine(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			db := sqldbtest.Open(t, d)
 			log := slog.New(slog.NewTextHandler(io.Discard, nil))
-			ctx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "admin", Role: domain.RoleAdmin})
-			threads := app.NewThreads(threadstore.New(db), nil, nil, []byte("secret"), log)
-			for range app.ExportBatch {
-				if _, err := threads.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Label: "x"}); err != nil {
+			ctx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "admin", Role: domain.RoleAdmin})
+			threads := threadsapp.New(threadstore.New(db), nil, nil, []byte("secret"), log)
+			for range readmodel.ExportBatch {
+				if _, err := threads.Application().Commands.StartThread.Handle(ctx, threadsapp.StartThreadInput{Label: "x"}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			tq := threadquery.New(db)
-			q := app.NewQueries(app.QueriesDeps{Store: tq, ChainSecrets: app.ChainSecrets([]byte("secret"))})
-			h := &opshttp.Handler{Exports: app.NewExports(q, &failingLister{ThreadLister: tq})}
+			q := readmodel.New(readmodel.Deps{Store: tq, ChainSecrets: readmodel.ChainSecrets([]byte("secret"))})
+			h := &opshttp.Handler{Exports: readmodel.NewExports(q.ThreadReads, q.IntegrityReads, &failingLister{ThreadLister: tq})}
 			e := echo.New()
 			h.Mount(e, func(next echo.HandlerFunc) echo.HandlerFunc {
 				return func(c echo.Context) error {
@@ -72,8 +74,8 @@ func TestExportStreamEndsWithAnErrorLine(t *testing.T) {
 			for sc.Scan() {
 				lines = append(lines, sc.Text())
 			}
-			if len(lines) != app.ExportBatch+1 {
-				t.Fatalf("%d lines, want %d threads and the error line", len(lines), app.ExportBatch)
+			if len(lines) != readmodel.ExportBatch+1 {
+				t.Fatalf("%d lines, want %d threads and the error line", len(lines), readmodel.ExportBatch)
 			}
 			var last opshttp.StreamErrorJSON
 			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil || last.Error.Code == "" ||

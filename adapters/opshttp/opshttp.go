@@ -9,19 +9,20 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/ops"
+	"github.com/threadengine/engine/app/readmodel"
 )
 
 // Handler serves the operator endpoints.
 type Handler struct {
-	Erasure   *app.Erasure
-	Audit     *app.AuditLog
-	Exports   *app.Exports
-	Retention *app.Retention
+	Erasure   *ops.Erasure
+	Audit     *ops.AuditLog
+	Exports   *readmodel.Exports
+	Retention *ops.Retention
 	// Webhooks serves /v1/webhooks (not mounted when nil).
-	Webhooks *app.Webhooks
+	Webhooks *ops.Webhooks
 	// Queries serves GET /v1/threads/version.
-	Queries *app.Queries
+	Queries *readmodel.Queries
 }
 
 // Mount registers the routes behind mw (authentication).

@@ -6,7 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/threadengine/engine/adapters/httpapi"
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/ops"
 	"github.com/threadengine/engine/domain"
 )
 
@@ -22,7 +22,7 @@ type retentionBody struct {
 	ThreadsDays *int `json:"threads_days"`
 }
 
-func retentionJSON(v app.RetentionView) RetentionJSON {
+func retentionJSON(v ops.RetentionView) RetentionJSON {
 	return RetentionJSON{ThreadsDays: v.ThreadsDays, Source: string(v.Source), ConfigThreadsDays: v.ConfigDays,
 		ActiveIdleDays: v.ActiveIdleDays}
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/threadengine/engine/adapters/httpapi"
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/ops"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -67,11 +67,11 @@ type webhookBody struct {
 	Enabled     *bool     `json:"enabled"`
 }
 
-func (b webhookBody) input() app.WebhookInput {
-	return app.WebhookInput{Name: b.Name, URL: b.URL, Format: b.Format, Events: b.Events, MinSeverity: b.MinSeverity, Enabled: b.Enabled}
+func (b webhookBody) input() ops.WebhookInput {
+	return ops.WebhookInput{Name: b.Name, URL: b.URL, Format: b.Format, Events: b.Events, MinSeverity: b.MinSeverity, Enabled: b.Enabled}
 }
 
-func webhookJSON(v app.WebhookView, secret string) WebhookJSON {
+func webhookJSON(v ops.WebhookView, secret string) WebhookJSON {
 	evs := make([]string, len(v.Events))
 	for i, e := range v.Events {
 		evs[i] = string(e)

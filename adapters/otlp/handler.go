@@ -27,13 +27,13 @@ import (
 
 	"github.com/threadengine/engine/adapters/config"
 	"github.com/threadengine/engine/adapters/limits"
-	"github.com/threadengine/engine/app"
+	threadsapp "github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 )
 
 // Handler serves POST /v1/traces.
 type Handler struct {
-	Threads *app.Threads
+	Threads *threadsapp.Module
 	Log     *slog.Logger
 	// Limits bound one request (zero: config.DefaultLimits().OTLP).
 	Limits config.OTLPLimits
@@ -57,7 +57,7 @@ type span struct {
 	own                       map[string]string // the span's own attributes (its step context)
 	failed                    bool
 	statusMsg                 string
-	events                    []app.SubStepInput
+	events                    []threadsapp.SubStepInput
 }
 
 type trace struct {
@@ -249,7 +249,7 @@ func collect(td *tracepb.TracesData, lim config.OTLPLimits) ([]*trace, error) {
 					if name == "" {
 						name = "event"
 					}
-					sp.events = append(sp.events, app.SubStepInput{Name: name, Status: "success", Payload: payload,
+					sp.events = append(sp.events, threadsapp.SubStepInput{Name: name, Status: "success", Payload: payload,
 						RecordedAt: nanos(ev.GetTimeUnixNano())})
 				}
 				tr := byID[sp.traceID]
@@ -344,7 +344,7 @@ func (h *Handler) ingest(ctx context.Context, tr *trace) (int, error) {
 		// only party on the thread). The span id is also the invocation id: a
 		// batch re-sent to this or another replica is recognised as the same
 		// attempt, never a retry.
-		in := app.RecordStepInput{ThreadID: threadID, Role: sp.attrs["threadify.role"], StepName: name, Status: "success", IdempotencyKey: sp.spanID,
+		in := threadsapp.RecordStepInput{ThreadID: threadID, Role: sp.attrs["threadify.role"], StepName: name, Status: "success", IdempotencyKey: sp.spanID,
 			InvocationID: sp.spanID,
 			Context:      stepContext(sp.attrs, sp.own), ServiceName: serviceOf(sp.attrs), SubSteps: sp.events,
 			Metadata: map[string]any{"otel_trace_id": sp.traceID, "otel_span_id": sp.spanID}}
@@ -406,7 +406,7 @@ func (h *Handler) thread(ctx context.Context, tr *trace) (string, error) {
 	if label == "" {
 		label = root.name
 	}
-	in := app.StartThreadInput{Contract: attrs["threadify.contract"], Role: attrs["threadify.role"], Label: label,
+	in := threadsapp.StartThreadInput{Contract: attrs["threadify.contract"], Role: attrs["threadify.role"], Label: label,
 		ServiceName: serviceOf(attrs), Refs: map[string]string{"otel_trace_id": tr.id, "label": label}}
 	if in.Contract != "" && in.Role == "" {
 		in.Role = strings.TrimSuffix(in.ServiceName, "-service")

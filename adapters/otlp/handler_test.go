@@ -17,7 +17,7 @@ import (
 
 	"github.com/threadengine/engine/adapters/config"
 	"github.com/threadengine/engine/adapters/limits"
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
 )
 
@@ -37,7 +37,7 @@ func serve(h *Handler, role domain.Role, body io.ReadCloser, header map[string]s
 	auth := func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			p := domain.Principal{Kind: domain.PrincipalServiceAccount, ID: "sa", Role: role, Via: domain.CredentialAPIKey}
-			c.SetRequest(c.Request().WithContext(app.WithPrincipal(c.Request().Context(), p)))
+			c.SetRequest(c.Request().WithContext(authz.WithPrincipal(c.Request().Context(), p)))
 			return next(c)
 		}
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/zitadel/oidc/v3/pkg/oidc"
 
 	"github.com/threadengine/engine/adapters/httpapi"
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/signin"
 	"github.com/threadengine/engine/domain"
 )
 
@@ -44,10 +44,10 @@ type OIDCConfig struct {
 
 // OIDC is the browser sign-in adapter: GET /auth/login starts an
 // authorization code flow with PKCE and a nonce, GET /auth/callback finishes
-// it and hands the verified identity to app.SignIn.
+// it and hands the verified identity to signin.SignIn.
 type OIDC struct {
 	cfg    OIDCConfig
-	signIn *app.SignIn
+	signIn *signin.SignIn
 	auth   *httpapi.Auth
 
 	mu sync.Mutex
@@ -56,7 +56,7 @@ type OIDC struct {
 
 // NewOIDC builds the adapter. Provider discovery happens on first use, so
 // the engine starts even while the registry is down.
-func NewOIDC(cfg OIDCConfig, signIn *app.SignIn, auth *httpapi.Auth) *OIDC {
+func NewOIDC(cfg OIDCConfig, signIn *signin.SignIn, auth *httpapi.Auth) *OIDC {
 	if cfg.HTTP == nil {
 		cfg.HTTP = &http.Client{Timeout: 10 * time.Second}
 	}
@@ -216,7 +216,7 @@ func (o *OIDC) callback(c echo.Context) error {
 		return o.failNext(c, e, st.Next)
 	}
 	claims := tokens.IDTokenClaims
-	id := app.RegistryIdentity{
+	id := signin.RegistryIdentity{
 		Issuer: claims.Issuer, Subject: claims.Subject,
 		Email: claims.Email, EmailVerified: bool(claims.EmailVerified), Name: claims.Name,
 	}

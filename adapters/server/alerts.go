@@ -7,7 +7,7 @@ import (
 	"github.com/threadengine/engine/adapters/threadstore"
 	"github.com/threadengine/engine/adapters/webhooksender"
 	"github.com/threadengine/engine/adapters/webhookstore"
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/ops"
 	"github.com/threadengine/engine/domain"
 )
 
@@ -16,7 +16,7 @@ import (
 // thread_alerts key keep them from doing the same work twice.
 func (s *Server) startAlerts(threadStore *threadstore.Store) {
 	a := s.Config.Alerts
-	s.Webhooks = app.NewWebhooks(app.WebhooksDeps{Store: webhookstore.New(s.DB),
+	s.Webhooks = ops.NewWebhooks(ops.WebhooksDeps{Store: webhookstore.New(s.DB),
 		Sender: webhooksender.New(a.Timeout, a.BlockPrivateAddresses), Audit: s.Store, Clock: s.Clock,
 		Metrics: s.EngineMetrics, Log: s.Log, AllowedHosts: a.AllowedHosts,
 		Retry: domain.WebhookRetry{Base: a.RetryBase, Max: a.RetryMax, MaxAttempts: a.MaxAttempts},
@@ -32,7 +32,7 @@ func (s *Server) startAlerts(threadStore *threadstore.Store) {
 			return u, err
 		}})
 	hub := s.Threads.Hub()
-	s.Alerts = app.NewAlertSweep(app.AlertSweepDeps{Store: threadStore, Contracts: s.threadContracts(), Clock: s.Clock,
+	s.Alerts = ops.NewAlertSweep(ops.AlertSweepDeps{Store: threadStore, Contracts: s.threadContracts(), Clock: s.Clock,
 		Metrics: s.EngineMetrics, Log: s.Log, SilentAfter: a.SilentAfter, Recorded: hub.Published, Nudge: s.Webhooks.Nudge})
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)

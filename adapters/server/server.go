@@ -39,6 +39,12 @@ import (
 	"github.com/threadengine/engine/adapters/webui"
 	"github.com/threadengine/engine/adapters/wsapi"
 	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/delivery"
+	"github.com/threadengine/engine/app/identity"
+	"github.com/threadengine/engine/app/ops"
+	"github.com/threadengine/engine/app/readmodel"
+	"github.com/threadengine/engine/app/signin"
+	"github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/ports"
 	"github.com/threadengine/engine/schema"
 )
@@ -69,13 +75,13 @@ type Server struct {
 	// Store implements every identity port (users, keys, sessions, bindings,
 	// audit, settings, installation).
 	Store    *identitystore.Store
-	Identity *app.Identity
+	Identity *identity.Module
 	// Auth authenticates requests: use Auth.Middleware() (required) or
 	// Auth.Optional() on feature routes, or Auth.Authenticate(c) directly.
 	Auth *httpapi.Auth
 	// EngineSettings resolves the effective engine URL (UI override of
 	// server.public_url); features advertising the address should use it.
-	EngineSettings *app.EngineSettings
+	EngineSettings *ops.EngineSettings
 	// Metrics is the Prometheus registry served at /metrics.
 	Metrics *prometheus.Registry
 	// Refusals counts refusals per limit (threadengine_limit_refusals_total).
@@ -85,20 +91,20 @@ type Server struct {
 	EngineMetrics ports.Metrics
 	// Threads records thread data (WebSocket /threads, OTLP /v1/traces)
 	// through its Application()'s handlers.
-	Threads *app.Threads
+	Threads *threads.Module
 	// Contracts uploads and reads contract versions (/v1/contracts).
 	Contracts *app.Contracts
 	// Erasure deletes whole threads (DELETE /v1/threads/:id); Retention
 	// sweeps old ones (retention.*, /v1/engine/retention).
-	Erasure   *app.Erasure
-	Retention *app.Retention
+	Erasure   *ops.Erasure
+	Retention *ops.Retention
 	// Webhooks manages alert webhooks and delivers their outbox; Alerts
 	// is the sweep for overdue and silent threads (alerts.*).
-	Webhooks *app.Webhooks
-	Alerts   *app.AlertSweep
+	Webhooks *ops.Webhooks
+	Alerts   *ops.AlertSweep
 	// Queries are the read use cases (GraphQL, MCP); GraphQL executes
 	// operations with the cost limit (POST/GET /graphql, MCP graphql_query).
-	Queries *app.Queries
+	Queries *readmodel.Queries
 	GraphQL *graphqlapi.Handler
 	// Broadcast reaches every engine on the database (LISTEN/NOTIFY on
 	// PostgreSQL, in-process on SQLite).
@@ -177,7 +183,7 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 
 	// --- identity (users, API keys, sessions): s.Store, s.Identity, s.Auth ---
 	s.Store = identitystore.New(s.DB)
-	s.Identity = app.NewIdentity(app.IdentityDeps{
+	s.Identity = identity.New(identity.Deps{
 		Users: s.Store, ServiceAccounts: s.Store, APIKeys: s.Store, Sessions: s.Store, Audit: s.Store, Settings: s.Store,
 		Clock: s.Clock, Random: rand.Reader, NewID: func() string { return uuid.NewString() },
 		SessionTTL: s.Config.Auth.SessionTTL, LicenseKey: s.Config.Registry.LicenseKey, Log: s.Log,
@@ -212,7 +218,7 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	}
 	threadStore := threadstore.New(s.DB)
 	threadStore.SetMetrics(s.EngineMetrics)
-	s.Threads = app.NewThreads(threadStore, s.threadContracts(), s.Clock, nil, s.Log)
+	s.Threads = threads.New(threadStore, s.threadContracts(), s.Clock, nil, s.Log)
 	s.Threads.UseChainKeys(chainKeys)
 	s.Threads.SetMetrics(s.EngineMetrics)
 	s.backfillHealth(threadStore)
@@ -230,12 +236,12 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	(&otlp.Handler{Threads: s.Threads, Log: s.Log, Limits: s.Config.Limits.OTLP, Refusals: s.Refusals}).Mount(s.Echo, s.Auth.Middleware())
 
 	// --- operators: thread deletion (s.Erasure) ---
-	s.Erasure = app.NewErasure(app.ErasureDeps{Store: threadStore, Audit: s.Store, Clock: s.Clock,
+	s.Erasure = ops.NewErasure(ops.ErasureDeps{Store: threadStore, Audit: s.Store, Clock: s.Clock,
 		NewID: func() string { return uuid.NewString() }, Deleted: s.Threads.ForgetThreads, Log: s.Log})
 
 	// --- GraphQL query API: POST/GET /graphql (s.Queries, s.GraphQL) ---
 	tq := threadquery.New(s.DB)
-	s.Queries = app.NewQueries(app.QueriesDeps{Store: tq, Stats: tq, Contracts: s.threadContracts(),
+	s.Queries = readmodel.New(readmodel.Deps{Store: tq, Stats: tq, Contracts: s.threadContracts(),
 		ChainSecrets: chainKeys.Secrets, Clock: s.Clock})
 	{
 		// Per-step hourly roll-up behind the contracts and overview pages.
@@ -248,17 +254,17 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 		return err
 	}
 	s.GraphQL.SetMetrics(s.EngineMetrics)
-	s.GraphQL.SetActors(app.NewActors(s.Store, s.Store))
+	s.GraphQL.SetActors(readmodel.NewActors(s.Store, s.Store))
 	s.GraphQL.Mount(s.Echo, s.Auth.Authenticate)
 
 	// --- operators: thread deletion (s.Erasure), audit log, export ---
 	rc := s.Config.Retention
-	s.Retention = app.NewRetention(app.RetentionDeps{Store: threadStore, Settings: s.Store, Audit: s.Store,
+	s.Retention = ops.NewRetention(ops.RetentionDeps{Store: threadStore, Settings: s.Store, Audit: s.Store,
 		Clock: s.Clock, NewID: func() string { return uuid.NewString() }, Deleted: s.Threads.ForgetThreads, Log: s.Log,
 		ConfigDays: rc.ThreadsDays, IdleDays: rc.ActiveIdleDays, BatchSize: rc.BatchSize, BatchPause: rc.BatchPause})
 	s.startAlerts(threadStore)
-	(&opshttp.Handler{Erasure: s.Erasure, Audit: app.NewAuditLog(s.Store, app.NewActors(s.Store, s.Store)),
-		Exports: app.NewExports(s.Queries, threadquery.New(s.DB)), Retention: s.Retention,
+	(&opshttp.Handler{Erasure: s.Erasure, Audit: ops.NewAuditLog(s.Store, readmodel.NewActors(s.Store, s.Store)),
+		Exports: readmodel.NewExports(s.Queries.ThreadReads, s.Queries.IntegrityReads, threadquery.New(s.DB)), Retention: s.Retention,
 		Webhooks: s.Webhooks, Queries: s.Queries}).Mount(s.Echo, s.Auth.Middleware())
 	{
 		retCtx, stop := context.WithCancel(context.Background())
@@ -269,14 +275,14 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 
 	// --- MCP for AI agents: /mcp (streamable HTTP) over s.Queries and s.GraphQL, API-key auth ---
 	{
-		mcpH := mcpapi.New(mcpapi.Deps{Queries: s.Queries, Actors: app.NewActors(s.Store, s.Store), Schema: schema.GraphQL,
+		mcpH := mcpapi.New(mcpapi.Deps{Queries: s.Queries, Actors: readmodel.NewActors(s.Store, s.Store), Schema: schema.GraphQL,
 			GraphQL: s.GraphQL.ExecuteJSON, Log: s.Log})
 		s.Echo.Any("/mcp", echo.WrapHandler(mcpH), s.Auth.Middleware())
 	}
 
 	// --- browser sign-in through the identity registry (OIDC: /login, /auth/login, /auth/callback) and license checks ---
 	{
-		lic := app.NewLicenseMonitor(registry.NewLicenseClient(s.Config.Registry.URL, s.Config.Registry.LicenseKey, s.Clock),
+		lic := signin.NewLicenseMonitor(registry.NewLicenseClient(s.Config.Registry.URL, s.Config.Registry.LicenseKey, s.Clock),
 			s.Clock, s.Config.Registry.CheckInterval, s.Log)
 		if s.Config.Registry.URL != "" {
 			// Checked in the background at start and then periodically: a
@@ -285,7 +291,8 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 			go func() { lic.Refresh(licCtx); lic.Run(licCtx) }()
 			s.OnClose(func() error { stop(); return nil })
 		}
-		signIn := app.NewSignIn(app.SignInDeps{Users: s.Store, Bindings: s.Store, StartSession: s.Identity.Application().Commands.StartUserSession, License: lic,
+		signIn := signin.New(signin.Deps{Users: s.Store, Bindings: s.Store, StartSession: s.Identity.Application().Commands.StartUserSession,
+			Invalidate: s.Identity.Invalidate, License: lic,
 			Product: s.Config.Registry.Product, Audit: s.Store, Setting: s.Store, Clock: s.Clock,
 			NewID: func() string { return uuid.NewString() }, Log: s.Log})
 		if s.Config.Registry.URL != "" {
@@ -303,7 +310,7 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	}
 
 	// --- web UI (/ and /ui/*) and engine settings (/v1/engine/settings) ---
-	s.EngineSettings = &app.EngineSettings{Store: s.Store, ConfigURL: s.Config.Server.PublicURL, Clock: s.Clock,
+	s.EngineSettings = &ops.EngineSettings{Store: s.Store, ConfigURL: s.Config.Server.PublicURL, Clock: s.Clock,
 		Audit: s.Store, NewID: func() string { return uuid.NewString() }, Log: s.Log}
 	if err := webui.Mount(s.Echo, s.EngineSettings, s.Auth.Middleware()); err != nil {
 		return err
@@ -313,11 +320,11 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 }
 
 // startHub delivers the notification log until Close (its counts go to
-// the engine metrics, see Threads.SetMetrics).
+// the engine metrics, see threads.Module.SetMetrics).
 func (s *Server) startHub() {
 	hub := s.Threads.Hub()
 	n := s.Config.Notifications
-	hub.Configure(app.HubConfig{RedeliverAfter: n.RedeliverAfter, MaxDeliveries: n.MaxDeliveries, Retention: n.Retention})
+	hub.Configure(delivery.HubConfig{RedeliverAfter: n.RedeliverAfter, MaxDeliveries: n.MaxDeliveries, Retention: n.Retention})
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); hub.Run(ctx, s.Broadcast) }()

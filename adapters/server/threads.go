@@ -6,5 +6,5 @@ import (
 )
 
 // threadContracts is the contract store thread ingestion validates steps
-// against (contract versions are immutable, so app.Threads caches them).
+// against (contract versions are immutable, so the thread use cases cache them).
 func (s *Server) threadContracts() ports.Contracts { return contractstore.New(s.DB) }

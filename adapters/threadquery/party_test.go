@@ -12,7 +12,8 @@ import (
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/adapters/threadquery"
 	"github.com/threadengine/engine/adapters/threadstore"
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -25,9 +26,9 @@ func TestPartyOf(t *testing.T) {
 			t.Parallel()
 			db := sqldbtest.Open(t, d)
 			store := threadstore.New(db)
-			th := app.NewThreads(store, nil, nil, []byte("test-hash-chain-secret-0123456789abcdef"), slog.New(slog.NewTextHandler(io.Discard, nil)))
+			th := threads.New(store, nil, nil, []byte("test-hash-chain-secret-0123456789abcdef"), slog.New(slog.NewTextHandler(io.Discard, nil)))
 			as := func(id string) context.Context {
-				return app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalServiceAccount, ID: id, Role: domain.RoleMember})
+				return authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalServiceAccount, ID: id, Role: domain.RoleMember})
 			}
 			a, err := graphqltest.SeedThread(as("s1"), th, "a", 1)
 			if err != nil {

@@ -10,7 +10,8 @@ import (
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/adapters/threadquery"
 	"github.com/threadengine/engine/adapters/threadstore"
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 )
 
@@ -25,15 +26,15 @@ func TestStats(t *testing.T) {
 			db := sqldbtest.Open(t, d)
 			now := time.Now().UTC().Truncate(time.Hour).Add(30 * time.Minute)
 			clock := &fixedClock{now.Add(-2 * time.Hour)}
-			th := app.NewThreads(threadstore.New(db), nil, clock, []byte("test-hash-chain-secret-0123456789abcdef"), slog.New(slog.NewTextHandler(io.Discard, nil)))
-			ctx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u1", Role: domain.RoleAdmin})
+			th := threads.New(threadstore.New(db), nil, clock, []byte("test-hash-chain-secret-0123456789abcdef"), slog.New(slog.NewTextHandler(io.Discard, nil)))
+			ctx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u1", Role: domain.RoleAdmin})
 			mk := func(steps ...string) string {
-				r, err := th.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{})
+				r, err := th.Application().Commands.StartThread.Handle(ctx, threads.StartThreadInput{})
 				if err != nil {
 					t.Fatal(err)
 				}
 				for i, st := range steps {
-					if _, err := th.Application().Commands.RecordStep.Handle(ctx, app.RecordStepInput{ThreadID: r.ID, StepName: "s" + string(rune('a'+i)), Status: st,
+					if _, err := th.Application().Commands.RecordStep.Handle(ctx, threads.RecordStepInput{ThreadID: r.ID, StepName: "s" + string(rune('a'+i)), Status: st,
 						IdempotencyKey: "k", Context: map[string]string{}}); err != nil {
 						t.Fatal(err)
 					}
@@ -43,7 +44,7 @@ func TestStats(t *testing.T) {
 			a := mk("success", "failed") // two hours ago: started
 			clock.t = now
 			mk("success")
-			if _, err := th.Application().Commands.EndThread.Handle(ctx, app.EndThreadInput{ThreadID: a, Status: "completed"}); err != nil {
+			if _, err := th.Application().Commands.EndThread.Handle(ctx, threads.EndThreadInput{ThreadID: a, Status: "completed"}); err != nil {
 				t.Fatal(err)
 			}
 			s := threadquery.New(db)

@@ -13,7 +13,10 @@ import (
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/adapters/threadstore"
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/app/delivery"
+	"github.com/threadengine/engine/app/ops"
+	threadsapp "github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -44,7 +47,7 @@ func (c *fixedClock) Now() time.Time { return c.t }
 type eraseFixture struct {
 	db      *sqldb.DB
 	store   *threadstore.Store
-	threads *app.Threads
+	threads *threadsapp.Module
 	clock   *fixedClock
 	ctx     context.Context
 }
@@ -61,8 +64,8 @@ func newEraseFixture(t *testing.T, d sqldb.Dialect) *eraseFixture {
 		t.Fatal(err)
 	}
 	f := &eraseFixture{db: db, store: threadstore.New(db), clock: &fixedClock{time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)},
-		ctx: app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u1", Role: domain.RoleMember})}
-	f.threads = app.NewThreads(f.store, cs, f.clock, []byte("secret"), nil)
+		ctx: authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u1", Role: domain.RoleMember})}
+	f.threads = threadsapp.New(f.store, cs, f.clock, []byte("secret"), nil)
 	// A webhook on failed steps: each thread's failed attempt gets an
 	// outbox row (webhook_deliveries).
 	if _, err := db.Exec(db.Rebind(`INSERT INTO webhooks (id, name, url, secret, event_mask, created_at, updated_at)
@@ -78,18 +81,18 @@ func newEraseFixture(t *testing.T, d sqldb.Dialect) *eraseFixture {
 // terminal step).
 func (f *eraseFixture) populate(t *testing.T, label string, end bool) domain.Thread {
 	t.Helper()
-	th, _, err := f.threads.Application().Commands.StartThreadWithKey.Handle(f.ctx, app.KeyApp, uuid.NewString(), app.StartThreadInput{Contract: "flow", Role: "p", Label: label,
+	th, _, err := f.threads.Application().Commands.StartThreadWithKey.Handle(f.ctx, threadsapp.KeyApp, uuid.NewString(), threadsapp.StartThreadInput{Contract: "flow", Role: "p", Label: label,
 		Refs: map[string]string{"order": label}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	steps := []app.RecordStepInput{
+	steps := []threadsapp.RecordStepInput{
 		{StepName: "a", Status: "failed", IdempotencyKey: "a1", Context: map[string]string{}},
 		{StepName: "a", Status: "success", IdempotencyKey: "a1", Context: map[string]string{"k": "v"},
-			SubSteps: []app.SubStepInput{{Name: "check", Status: "success"}}},
+			SubSteps: []threadsapp.SubStepInput{{Name: "check", Status: "success"}}},
 	}
 	if end {
-		steps = append(steps, app.RecordStepInput{StepName: "b", Status: "success", IdempotencyKey: "b1", Context: map[string]string{}})
+		steps = append(steps, threadsapp.RecordStepInput{StepName: "b", Status: "success", IdempotencyKey: "b1", Context: map[string]string{}})
 	}
 	for i, in := range steps {
 		in.ThreadID = th.ID
@@ -100,7 +103,7 @@ func (f *eraseFixture) populate(t *testing.T, label string, end bool) domain.Thr
 			t.Fatal(err)
 		}
 		if i == 1 { // a waitFor grant for b (step_grants)
-			if r, err := f.threads.Application().Commands.WaitForPermission.Handle(f.ctx, th.ID, "p", "b", "inv-b", time.Second); err != nil || r.Decision != app.DecisionAllowed {
+			if r, err := f.threads.Application().Commands.WaitForPermission.Handle(f.ctx, th.ID, "p", "b", "inv-b", time.Second); err != nil || r.Decision != delivery.DecisionAllowed {
 				t.Fatalf("grant for b: %+v, %v", r, err)
 			}
 		}
@@ -209,7 +212,7 @@ func TestRetentionSweep(t *testing.T) {
 			ids := identitystore.New(f.db)
 			day := 24 * time.Hour
 			var deletedNotice []string
-			ret := app.NewRetention(app.RetentionDeps{Store: f.store, Settings: ids, Audit: ids, Clock: f.clock,
+			ret := ops.NewRetention(ops.RetentionDeps{Store: f.store, Settings: ids, Audit: ids, Clock: f.clock,
 				NewID: func() string { return uuid.NewString() }, Deleted: func(ids []string) { deletedNotice = append(deletedNotice, ids...) },
 				ConfigDays: 30, IdleDays: 90, BatchSize: 2})
 
@@ -256,8 +259,8 @@ func TestRetentionSweep(t *testing.T) {
 			}
 
 			// The UI override wins over the config; 0 keeps everything.
-			admin := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "a", Role: domain.RoleAdmin})
-			if v, err := ret.Set(admin, 0); err != nil || v.ThreadsDays != 0 || v.Source != app.RetentionFromUI {
+			admin := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "a", Role: domain.RoleAdmin})
+			if v, err := ret.Set(admin, 0); err != nil || v.ThreadsDays != 0 || v.Source != ops.RetentionFromUI {
 				t.Fatalf("set %+v %v", v, err)
 			}
 			if _, err := ret.Set(f.ctx, 5); domain.KindOf(err) != domain.KindForbidden {
@@ -275,7 +278,7 @@ func TestRetentionSweep(t *testing.T) {
 				t.Fatalf("sweep with override 0: %+v %v", res, err)
 			}
 			wantAllRows(t, f, ended.ID)
-			if v, err := ret.Reset(admin); err != nil || v.ThreadsDays != 30 || v.Source != app.RetentionFromConfig {
+			if v, err := ret.Reset(admin); err != nil || v.ThreadsDays != 30 || v.Source != ops.RetentionFromConfig {
 				t.Fatalf("reset %+v %v", v, err)
 			}
 			if res, err := ret.Sweep(f.ctx); err != nil || res.Threads != 1 {

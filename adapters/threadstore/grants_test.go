@@ -9,7 +9,7 @@ import (
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/adapters/threadstore"
-	"github.com/threadengine/engine/app"
+	threadsapp "github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -23,7 +23,7 @@ func TestGrantsUnderTheThreadLock(t *testing.T) {
 	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
 		threads, db, ctx := setup(t, d)
 		store := threadstore.New(db)
-		th, err := threads.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Label: "g"})
+		th, err := threads.Application().Commands.StartThread.Handle(ctx, threadsapp.StartThreadInput{Label: "g"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +82,7 @@ func TestGrantsUnderTheThreadLock(t *testing.T) {
 			t.Fatalf("after cancel and release: %+v", grants)
 		}
 		// A report carrying the cancelled invocation is refused.
-		_, err = threads.Application().Commands.RecordStep.Handle(ctx, app.RecordStepInput{ThreadID: th.ID, StepName: "pay", Status: "success",
+		_, err = threads.Application().Commands.RecordStep.Handle(ctx, threadsapp.RecordStepInput{ThreadID: th.ID, StepName: "pay", Status: "success",
 			IdempotencyKey: inv, InvocationID: inv, Context: map[string]string{}})
 		if domain.CodeOf(err) != domain.CodeInvocationCancelled {
 			t.Fatalf("report under a cancelled grant: %v", err)

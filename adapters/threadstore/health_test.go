@@ -7,7 +7,7 @@ import (
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/adapters/threadstore"
-	"github.com/threadengine/engine/app"
+	threadsapp "github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 )
 
@@ -18,13 +18,13 @@ func TestHealthKeptOnWriteAndBackfilled(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			threads, db, ctx := setup(t, d)
 			store := threadstore.New(db)
-			th, err := threads.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Label: "h"})
+			th, err := threads.Application().Commands.StartThread.Handle(ctx, threadsapp.StartThreadInput{Label: "h"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			record := func(name, key, status string, meta map[string]any) {
 				t.Helper()
-				if _, err := threads.Application().Commands.RecordStep.Handle(ctx, app.RecordStepInput{ThreadID: th.ID, StepName: name, Status: status,
+				if _, err := threads.Application().Commands.RecordStep.Handle(ctx, threadsapp.RecordStepInput{ThreadID: th.ID, StepName: name, Status: status,
 					IdempotencyKey: key, Context: map[string]string{}, Metadata: meta}); err != nil {
 					t.Fatal(err)
 				}
@@ -50,7 +50,7 @@ func TestHealthKeptOnWriteAndBackfilled(t *testing.T) {
 			if health != "FAILED" || dur < 0 {
 				t.Fatalf("health column %q, duration %d", health, dur)
 			}
-			if _, err := threads.Application().Commands.EndThread.Handle(ctx, app.EndThreadInput{ThreadID: th.ID, Status: "cancelled", Reason: "operator"}); err != nil {
+			if _, err := threads.Application().Commands.EndThread.Handle(ctx, threadsapp.EndThreadInput{ThreadID: th.ID, Status: "cancelled", Reason: "operator"}); err != nil {
 				t.Fatal(err)
 			}
 			ended, _ := store.GetThread(ctx, th.ID)

@@ -13,7 +13,8 @@ import (
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/adapters/threadstore"
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
+	threadsapp "github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 )
 
@@ -33,7 +34,7 @@ func TestChainKeysSharedThroughDatabase(t *testing.T) {
 			db := sqldbtest.Open(t, d)
 			ctx, now := context.Background(), time.Now()
 			var wg sync.WaitGroup
-			got := make([]app.ChainKeys, 4)
+			got := make([]domain.ChainKeys, 4)
 			errs := make([]error, 4)
 			for i := range got {
 				wg.Add(1)
@@ -135,7 +136,7 @@ func TestChainKeysImportEveryReplicasLegacyFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for name, k := range map[string]app.ChainKeys{"B": b, "A restarted": again} {
+		for name, k := range map[string]domain.ChainKeys{"B": b, "A restarted": again} {
 			if st := domain.VerifyChain(k.Secrets, []domain.ChainLink{link}); !st.Verified {
 				t.Fatalf("%s: B's old chain: %s", name, st.Error)
 			}
@@ -156,31 +157,31 @@ func TestChainKeysImportEveryReplicasLegacyFile(t *testing.T) {
 func TestRotationKeepsChainsAndInvitations(t *testing.T) {
 	t.Parallel()
 	threads, _, ctx := setup(t, "sqlite")
-	v1 := app.ChainKeys{Current: "1", Secrets: map[string][]byte{"1": []byte(secretA)}}
+	v1 := domain.ChainKeys{Current: "1", Secrets: map[string][]byte{"1": []byte(secretA)}}
 	threads.UseChainKeys(v1)
-	th, err := threads.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Label: "r"})
+	th, err := threads.Application().Commands.StartThread.Handle(ctx, threadsapp.StartThreadInput{Label: "r"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	record := func(key string) {
-		if _, err := threads.Application().Commands.RecordStep.Handle(ctx, app.RecordStepInput{ThreadID: th.ID, StepName: "s", Status: "success",
+		if _, err := threads.Application().Commands.RecordStep.Handle(ctx, threadsapp.RecordStepInput{ThreadID: th.ID, StepName: "s", Status: "success",
 			IdempotencyKey: key, Context: map[string]string{}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	record("a")
-	inv, err := threads.Application().Commands.InviteParty.Handle(ctx, app.InviteInput{ThreadID: th.ID, Role: "r"})
+	inv, err := threads.Application().Commands.InviteParty.Handle(ctx, threadsapp.InviteInput{ThreadID: th.ID, Role: "r"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	threads.UseChainKeys(app.ChainKeys{Current: "2", Secrets: map[string][]byte{"1": []byte(secretA), "2": []byte(secretB)}})
+	threads.UseChainKeys(domain.ChainKeys{Current: "2", Secrets: map[string][]byte{"1": []byte(secretA), "2": []byte(secretB)}})
 	record("b")
 	st, err := threads.Application().Queries.VerifyIntegrity.Handle(ctx, th.ID)
 	if err != nil || !st.Verified || st.TotalEvents != 2 {
 		t.Fatalf("after rotation: %+v %v", st, err)
 	}
-	other := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u2", Role: domain.RoleMember})
-	if _, err := threads.Application().Commands.JoinThread.Handle(other, app.JoinInput{Token: inv.Token}); err != nil {
+	other := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u2", Role: domain.RoleMember})
+	if _, err := threads.Application().Commands.JoinThread.Handle(other, threadsapp.JoinInput{Token: inv.Token}); err != nil {
 		t.Fatalf("invitation signed before rotation: %v", err)
 	}
 }

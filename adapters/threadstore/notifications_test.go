@@ -10,7 +10,8 @@ import (
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/adapters/threadstore"
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
+	threadsapp "github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -24,15 +25,15 @@ func TestNotificationLogContract(t *testing.T) {
 	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
 		threads, db, ctx := setup(t, d)
 		store := threadstore.New(db)
-		other := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u2", Role: domain.RoleMember})
+		other := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u2", Role: domain.RoleMember})
 		record := func(ctx context.Context, step string, n int) {
 			t.Helper()
-			th, err := threads.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Label: step})
+			th, err := threads.Application().Commands.StartThread.Handle(ctx, threadsapp.StartThreadInput{Label: step})
 			if err != nil {
 				t.Fatal(err)
 			}
 			for i := range n {
-				if _, err := threads.Application().Commands.RecordStep.Handle(ctx, app.RecordStepInput{ThreadID: th.ID, StepName: step,
+				if _, err := threads.Application().Commands.RecordStep.Handle(ctx, threadsapp.RecordStepInput{ThreadID: th.ID, StepName: step,
 					Status: "success", IdempotencyKey: fmt.Sprint(step, i), Context: map[string]string{}}); err != nil {
 					t.Fatal(err)
 				}

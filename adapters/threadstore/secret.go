@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/threadengine/engine/adapters/sqldb"
-	"github.com/threadengine/engine/app"
 	"github.com/threadengine/engine/domain"
 )
 
@@ -54,7 +53,7 @@ type keyRow struct {
 // stored in installation_keys; a configured key is recorded by fingerprint,
 // and an engine configured with a key whose fingerprint differs from the
 // recorded one for that version refuses to start.
-func LoadChainKeys(ctx context.Context, db *sqldb.DB, cfg KeyConfig, dataDir string, now time.Time) (app.ChainKeys, error) {
+func LoadChainKeys(ctx context.Context, db *sqldb.DB, cfg KeyConfig, dataDir string, now time.Time) (domain.ChainKeys, error) {
 	if cfg.Version == "" {
 		cfg.Version = "1"
 	}
@@ -67,24 +66,24 @@ func LoadChainKeys(ctx context.Context, db *sqldb.DB, cfg KeyConfig, dataDir str
 	}
 	rows, err := readKeys(ctx, db, purposeHashChain)
 	if err != nil {
-		return app.ChainKeys{}, err
+		return domain.ChainKeys{}, err
 	}
 	if len(rows) == 0 {
 		if err := seedKeys(ctx, db, cfg, dataDir, now); err != nil {
-			return app.ChainKeys{}, err
+			return domain.ChainKeys{}, err
 		}
 		if rows, err = readKeys(ctx, db, purposeHashChain); err != nil {
-			return app.ChainKeys{}, err
+			return domain.ChainKeys{}, err
 		}
 	}
-	keys := app.ChainKeys{Secrets: map[string][]byte{}}
+	keys := domain.ChainKeys{Secrets: map[string][]byte{}}
 	recorded := map[string]keyRow{}
 	for _, r := range rows {
 		recorded[r.Version] = r
 		if r.Secret != nil {
 			sec, err := decodeKey(r)
 			if err != nil {
-				return app.ChainKeys{}, err
+				return domain.ChainKeys{}, err
 			}
 			keys.Secrets[r.Version] = sec
 		}
@@ -95,13 +94,13 @@ func LoadChainKeys(ctx context.Context, db *sqldb.DB, cfg KeyConfig, dataDir str
 		r, ok := recorded[v]
 		if !ok {
 			if err := insertKey(ctx, db, purposeHashChain, v, nil, fp, now); err != nil {
-				return app.ChainKeys{}, err
+				return domain.ChainKeys{}, err
 			}
 			keys.Secrets[v] = sec
 			continue
 		}
 		if r.Fingerprint != fp {
-			return app.ChainKeys{}, fmt.Errorf("security.hash_chain_secret: the configured key for version %s (fingerprint %s) "+
+			return domain.ChainKeys{}, fmt.Errorf("security.hash_chain_secret: the configured key for version %s (fingerprint %s) "+
 				"is not the key this installation's database records for that version (fingerprint %s); every engine "+
 				"sharing the database must use the same hash-chain secret, or chains written by one would not verify on another",
 				v, fp, r.Fingerprint)
@@ -110,7 +109,7 @@ func LoadChainKeys(ctx context.Context, db *sqldb.DB, cfg KeyConfig, dataDir str
 	}
 	for _, r := range rows {
 		if _, ok := keys.Secrets[r.Version]; !ok {
-			return app.ChainKeys{}, fmt.Errorf("security.hash_chain_secret: this installation's hash-chain key version %s "+
+			return domain.ChainKeys{}, fmt.Errorf("security.hash_chain_secret: this installation's hash-chain key version %s "+
 				"(fingerprint %s) was configured, not generated, and is not configured here; set it in "+
 				"security.hash_chain_secret or security.hash_chain_previous_secrets", r.Version, r.Fingerprint)
 		}
@@ -122,10 +121,10 @@ func LoadChainKeys(ctx context.Context, db *sqldb.DB, cfg KeyConfig, dataDir str
 		for v := range keys.Secrets {
 			versions = append(versions, v)
 		}
-		keys.Current = app.LatestVersion(versions)
+		keys.Current = domain.LatestVersion(versions)
 	}
 	if err := loadLegacyKeys(ctx, db, rows, keys, dataDir, now); err != nil {
-		return app.ChainKeys{}, err
+		return domain.ChainKeys{}, err
 	}
 	return keys, nil
 }
@@ -134,7 +133,7 @@ func LoadChainKeys(ctx context.Context, db *sqldb.DB, cfg KeyConfig, dataDir str
 // recording this data directory's hash_chain.key first when the database
 // does not know it yet: every replica of an installation upgraded from
 // per-replica keys brings its own, and the chains it wrote verify on all.
-func loadLegacyKeys(ctx context.Context, db *sqldb.DB, recorded []keyRow, keys app.ChainKeys, dataDir string, now time.Time) error {
+func loadLegacyKeys(ctx context.Context, db *sqldb.DB, recorded []keyRow, keys domain.ChainKeys, dataDir string, now time.Time) error {
 	alts, err := readKeys(ctx, db, purposeLegacyKey)
 	if err != nil {
 		return err

@@ -11,15 +11,16 @@ import (
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/adapters/threadstore"
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
+	threadsapp "github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
 
-func setup(t testing.TB, d sqldb.Dialect) (*app.Threads, *sqldb.DB, context.Context) {
+func setup(t testing.TB, d sqldb.Dialect) (*threadsapp.Module, *sqldb.DB, context.Context) {
 	db := sqldbtest.Open(t, d)
-	th := app.NewThreads(threadstore.New(db), nil, nil, []byte("secret"), nil)
-	ctx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u1", Role: domain.RoleMember})
+	th := threadsapp.New(threadstore.New(db), nil, nil, []byte("secret"), nil)
+	ctx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u1", Role: domain.RoleMember})
 	return th, db, ctx
 }
 
@@ -28,7 +29,7 @@ func setup(t testing.TB, d sqldb.Dialect) (*app.Threads, *sqldb.DB, context.Cont
 func TestConcurrentAppendsKeepOneChain(t *testing.T) {
 	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
 		threads, db, ctx := setup(t, d)
-		th, err := threads.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Label: "c"})
+		th, err := threads.Application().Commands.StartThread.Handle(ctx, threadsapp.StartThreadInput{Label: "c"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -38,7 +39,7 @@ func TestConcurrentAppendsKeepOneChain(t *testing.T) {
 			go func(w int) {
 				defer wg.Done()
 				for i := 0; i < 20; i++ {
-					_, err := threads.Application().Commands.RecordStep.Handle(ctx, app.RecordStepInput{ThreadID: th.ID, StepName: fmt.Sprint("s", w),
+					_, err := threads.Application().Commands.RecordStep.Handle(ctx, threadsapp.RecordStepInput{ThreadID: th.ID, StepName: fmt.Sprint("s", w),
 						Status: "success", IdempotencyKey: fmt.Sprint(w, "-", i), Context: map[string]string{}})
 					if err != nil {
 						t.Error(err)
@@ -70,13 +71,13 @@ func BenchmarkRecordStep(b *testing.B) {
 			var seq atomic.Int64
 			b.SetParallelism(8)
 			b.RunParallel(func(pb *testing.PB) {
-				th, err := threads.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Label: "bench"})
+				th, err := threads.Application().Commands.StartThread.Handle(ctx, threadsapp.StartThreadInput{Label: "bench"})
 				if err != nil {
 					b.Error(err)
 					return
 				}
 				for i := 0; pb.Next(); i++ {
-					_, err := threads.Application().Commands.RecordStep.Handle(ctx, app.RecordStepInput{ThreadID: th.ID, StepName: fmt.Sprint("s", i%8),
+					_, err := threads.Application().Commands.RecordStep.Handle(ctx, threadsapp.RecordStepInput{ThreadID: th.ID, StepName: fmt.Sprint("s", i%8),
 						Status: "success", IdempotencyKey: fmt.Sprint(seq.Add(1)), Context: map[string]string{"i": "1"}})
 					if err != nil {
 						b.Error(err)
@@ -93,9 +94,9 @@ func BenchmarkRecordStep(b *testing.B) {
 func TestBatchedAppendsFailAlone(t *testing.T) {
 	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
 		threads, db, ctx := setup(t, d)
-		open, _ := threads.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Label: "open"})
-		closed, _ := threads.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Label: "closed"})
-		if _, err := threads.Application().Commands.EndThread.Handle(ctx, app.EndThreadInput{ThreadID: closed.ID, Status: "cancelled", Reason: "x"}); err != nil {
+		open, _ := threads.Application().Commands.StartThread.Handle(ctx, threadsapp.StartThreadInput{Label: "open"})
+		closed, _ := threads.Application().Commands.StartThread.Handle(ctx, threadsapp.StartThreadInput{Label: "closed"})
+		if _, err := threads.Application().Commands.EndThread.Handle(ctx, threadsapp.EndThreadInput{ThreadID: closed.ID, Status: "cancelled", Reason: "x"}); err != nil {
 			t.Fatal(err)
 		}
 		var wg sync.WaitGroup
@@ -112,7 +113,7 @@ func TestBatchedAppendsFailAlone(t *testing.T) {
 					if w%4 == 2 {
 						key = fmt.Sprint("same-", i) // workers 2, 6, 10, 14 collide
 					}
-					r, err := threads.Application().Commands.RecordStep.Handle(ctx, app.RecordStepInput{ThreadID: tid, StepName: "s", Status: "success",
+					r, err := threads.Application().Commands.RecordStep.Handle(ctx, threadsapp.RecordStepInput{ThreadID: tid, StepName: "s", Status: "success",
 						IdempotencyKey: key, Context: map[string]string{}})
 					switch {
 					case err == nil && r.Duplicate:
@@ -151,12 +152,12 @@ func TestGroupCommitRoundsKeepChainsAndRows(t *testing.T) {
 	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
 		db := sqldbtest.Open(t, d)
 		store := threadstore.New(db)
-		threads := app.NewThreads(store, nil, nil, []byte("secret"), nil)
-		ctx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u1", Role: domain.RoleMember})
+		threads := threadsapp.New(store, nil, nil, []byte("secret"), nil)
+		ctx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u1", Role: domain.RoleMember})
 		const nThreads, writers, perWriter = 5, 20, 12
 		ids := make([]string, nThreads)
 		for i := range ids {
-			th, err := threads.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Label: fmt.Sprint("g", i)})
+			th, err := threads.Application().Commands.StartThread.Handle(ctx, threadsapp.StartThreadInput{Label: fmt.Sprint("g", i)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -173,9 +174,9 @@ func TestGroupCommitRoundsKeepChainsAndRows(t *testing.T) {
 					// success again (a duplicate).
 					key := fmt.Sprint(w, "-", i/3)
 					status := [...]string{"failed", "success", "success"}[i%3]
-					r, err := threads.Application().Commands.RecordStep.Handle(ctx, app.RecordStepInput{ThreadID: ids[w%nThreads], StepName: fmt.Sprint("s", w%3),
+					r, err := threads.Application().Commands.RecordStep.Handle(ctx, threadsapp.RecordStepInput{ThreadID: ids[w%nThreads], StepName: fmt.Sprint("s", w%3),
 						Status: status, IdempotencyKey: key, Context: map[string]string{"w": fmt.Sprint(w)},
-						SubSteps: []app.SubStepInput{{Name: "a", Status: "success"}, {Name: "b", Status: "success"}}})
+						SubSteps: []threadsapp.SubStepInput{{Name: "a", Status: "success"}, {Name: "b", Status: "success"}}})
 					switch {
 					case err != nil:
 						t.Error(err)
@@ -249,9 +250,9 @@ func storeWithThread(t *testing.T, d sqldb.Dialect, label string) (*sqldb.DB, *t
 	t.Helper()
 	db := sqldbtest.Open(t, d)
 	store := threadstore.New(db)
-	threads := app.NewThreads(store, nil, nil, []byte("secret"), nil)
-	ctx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u1", Role: domain.RoleMember})
-	th, err := threads.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Label: label})
+	threads := threadsapp.New(store, nil, nil, []byte("secret"), nil)
+	ctx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u1", Role: domain.RoleMember})
+	th, err := threads.Application().Commands.StartThread.Handle(ctx, threadsapp.StartThreadInput{Label: label})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/adapters/threadstore"
-	"github.com/threadengine/engine/app"
+	threadsapp "github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -28,7 +28,7 @@ func TestThreadKeyCreatesOneThread(t *testing.T) {
 			wg.Add(1)
 			go func(i int) {
 				defer wg.Done()
-				th, c, err := threads.Application().Commands.StartThreadWithKey.Handle(ctx, app.KeyApp, "order-42", app.StartThreadInput{Label: "order"})
+				th, c, err := threads.Application().Commands.StartThreadWithKey.Handle(ctx, threadsapp.KeyApp, "order-42", threadsapp.StartThreadInput{Label: "order"})
 				if err != nil {
 					t.Error(err)
 					return
@@ -50,26 +50,26 @@ func TestThreadKeyCreatesOneThread(t *testing.T) {
 			t.Fatalf("%d callers created the thread", n)
 		}
 		// The resumed thread is the stored one, with its owner party.
-		th, c, err := threads.Application().Commands.StartThreadWithKey.Handle(ctx, app.KeyApp, "order-42", app.StartThreadInput{Label: "ignored"})
+		th, c, err := threads.Application().Commands.StartThreadWithKey.Handle(ctx, threadsapp.KeyApp, "order-42", threadsapp.StartThreadInput{Label: "ignored"})
 		if err != nil || c || th.ID != ids[0] || th.Label != "order" || len(th.Parties) != 1 || th.Parties[0].Level != domain.AccessOwner {
 			t.Fatalf("resume: %+v created=%v %v", th, c, err)
 		}
 		// A trace-only start resumes the trace's thread.
-		a, err := threads.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Refs: map[string]string{"otel_trace_id": "abc"}})
+		a, err := threads.Application().Commands.StartThread.Handle(ctx, threadsapp.StartThreadInput{Refs: map[string]string{"otel_trace_id": "abc"}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := threads.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Refs: map[string]string{"otel_trace_id": "abc"}})
+		b, err := threads.Application().Commands.StartThread.Handle(ctx, threadsapp.StartThreadInput{Refs: map[string]string{"otel_trace_id": "abc"}})
 		if err != nil || a.ID != b.ID {
 			t.Fatalf("trace start did not resume: %s %s %v", a.ID, b.ID, err)
 		}
-		if _, _, err := threads.Application().Commands.StartThreadWithKey.Handle(ctx, app.KeyApp, "order-42", app.StartThreadInput{Contract: "other"}); domain.CodeOf(err) != domain.CodeContractConflict {
+		if _, _, err := threads.Application().Commands.StartThreadWithKey.Handle(ctx, threadsapp.KeyApp, "order-42", threadsapp.StartThreadInput{Contract: "other"}); domain.CodeOf(err) != domain.CodeContractConflict {
 			t.Fatalf("different contract on resume: %v", err)
 		}
-		if _, err := threads.Application().Commands.EndThread.Handle(ctx, app.EndThreadInput{ThreadID: ids[0], Status: "cancelled"}); err != nil {
+		if _, err := threads.Application().Commands.EndThread.Handle(ctx, threadsapp.EndThreadInput{ThreadID: ids[0], Status: "cancelled"}); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := threads.Application().Commands.StartThreadWithKey.Handle(ctx, app.KeyApp, "order-42", app.StartThreadInput{}); domain.CodeOf(err) != domain.CodeThreadClosed {
+		if _, _, err := threads.Application().Commands.StartThreadWithKey.Handle(ctx, threadsapp.KeyApp, "order-42", threadsapp.StartThreadInput{}); domain.CodeOf(err) != domain.CodeThreadClosed {
 			t.Fatalf("resume of a closed thread: %v", err)
 		}
 	})
@@ -96,7 +96,7 @@ func TestKeyedAndUnkeyedFirstBatchesOfATraceShareOneThread(t *testing.T) {
 					if i%2 == 0 {
 						k = key
 					}
-					th, _, err := cmd.HandleTrace(ctx, trace, k, app.StartThreadInput{Label: "otlp"})
+					th, _, err := cmd.HandleTrace(ctx, trace, k, threadsapp.StartThreadInput{Label: "otlp"})
 					if err != nil {
 						t.Error(err)
 						return
@@ -110,11 +110,11 @@ func TestKeyedAndUnkeyedFirstBatchesOfATraceShareOneThread(t *testing.T) {
 					t.Fatalf("round %d: the trace split over threads %v", round, ids)
 				}
 			}
-			keyed, _, err := cmd.Handle(ctx, app.KeyApp, key, app.StartThreadInput{})
+			keyed, _, err := cmd.Handle(ctx, threadsapp.KeyApp, key, threadsapp.StartThreadInput{})
 			if err != nil || keyed.ID != ids[0] {
 				t.Fatalf("round %d: key names %s (%v), the trace %s", round, keyed.ID, err, ids[0])
 			}
-			again, _, err := cmd.HandleTrace(ctx, trace, key, app.StartThreadInput{})
+			again, _, err := cmd.HandleTrace(ctx, trace, key, threadsapp.StartThreadInput{})
 			if err != nil || again.ID != ids[0] {
 				t.Fatalf("round %d: a later keyed batch: %s %v", round, again.ID, err)
 			}
@@ -138,15 +138,15 @@ func TestCreateThreadWithKeysIsAllOrNothing(t *testing.T) {
 			return domain.Thread{ID: id, Status: domain.ThreadActive, OwnerKind: string(domain.PrincipalUser), OwnerID: "u1", CreatedAt: now, UpdatedAt: now}
 		}
 		first := mk(uuid.NewString())
-		if _, created, err := store.CreateThreadWithKey(ctx, app.KeyTrace, "t1", first, nil); err != nil || !created {
+		if _, created, err := store.CreateThreadWithKey(ctx, threadsapp.KeyTrace, "t1", first, nil); err != nil || !created {
 			t.Fatalf("first: %v %v", created, err)
 		}
 		second := mk(uuid.NewString())
-		got, created, err := store.CreateThreadWithKey(ctx, app.KeyApp, "k1", second, nil, ports.KeyName{Namespace: app.KeyTrace, Key: "t1"})
+		got, created, err := store.CreateThreadWithKey(ctx, threadsapp.KeyApp, "k1", second, nil, ports.KeyName{Namespace: threadsapp.KeyTrace, Key: "t1"})
 		if err != nil || created || got.ID != first.ID {
 			t.Fatalf("second: %s created=%v %v, want the trace's thread %s", got.ID, created, err, first.ID)
 		}
-		if _, err := store.FindThreadByKey(ctx, app.KeyApp, "k1"); domain.KindOf(err) != domain.KindNotFound {
+		if _, err := store.FindThreadByKey(ctx, threadsapp.KeyApp, "k1"); domain.KindOf(err) != domain.KindNotFound {
 			t.Fatalf("the refused create bound its first key: %v", err)
 		}
 		if _, err := store.GetThread(ctx, second.ID); domain.KindOf(err) != domain.KindNotFound {

@@ -12,7 +12,9 @@ import (
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/adapters/threadstore"
 	"github.com/threadengine/engine/adapters/webhookstore"
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/app/ops"
+	threadsapp "github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -43,7 +45,7 @@ func deliveredTo(t *testing.T, ws *webhookstore.Store, ctx context.Context, ids 
 // concurrent callers gets there first.
 func TestAlertsFanOutToTheOutbox(t *testing.T) {
 	sqldbtest.ForEachDB(t, func(t *testing.T, db *sqldb.DB) {
-		ctx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u1", Role: domain.RoleMember})
+		ctx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u1", Role: domain.RoleMember})
 		ts := threadstore.New(db)
 		ws := webhookstore.New(db)
 		for _, w := range []ports.Webhook{
@@ -56,13 +58,13 @@ func TestAlertsFanOutToTheOutbox(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		threads := app.NewThreads(ts, nil, nil, []byte("secret"), nil)
-		th, err := threads.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Label: "x"})
+		threads := threadsapp.New(ts, nil, nil, []byte("secret"), nil)
+		th, err := threads.Application().Commands.StartThread.Handle(ctx, threadsapp.StartThreadInput{Label: "x"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i, st := range []string{"success", "failed"} {
-			if _, err := threads.Application().Commands.RecordStep.Handle(ctx, app.RecordStepInput{ThreadID: th.ID, StepName: "pay", Status: st,
+			if _, err := threads.Application().Commands.RecordStep.Handle(ctx, threadsapp.RecordStepInput{ThreadID: th.ID, StepName: "pay", Status: st,
 				IdempotencyKey: []string{"a", "b"}[i], Context: map[string]string{}}); err != nil {
 				t.Fatal(err)
 			}
@@ -96,7 +98,7 @@ func TestAlertsFanOutToTheOutbox(t *testing.T) {
 		}
 
 		// Silent: 8 concurrent recorders, one alert.
-		silent := app.NewAlertSweep(app.AlertSweepDeps{Store: ts, Clock: fixedClock(time.Now().Add(time.Hour)), SilentAfter: time.Minute})
+		silent := ops.NewAlertSweep(ops.AlertSweepDeps{Store: ts, Clock: fixedClock(time.Now().Add(time.Hour)), SilentAfter: time.Minute})
 		if total := sweepConcurrently(t, ctx, silent, 8); total != 1 {
 			t.Fatalf("%d silent alerts recorded by concurrent sweeps; want 1", total)
 		}
@@ -118,14 +120,14 @@ func TestAlertsFanOutToTheOutbox(t *testing.T) {
 
 		// A step wakes the thread; when it falls silent again, that
 		// silence is flagged once more (once, by concurrent sweeps too).
-		if _, err := threads.Application().Commands.RecordStep.Handle(ctx, app.RecordStepInput{ThreadID: th.ID, StepName: "pay",
+		if _, err := threads.Application().Commands.RecordStep.Handle(ctx, threadsapp.RecordStepInput{ThreadID: th.ID, StepName: "pay",
 			Status: "success", IdempotencyKey: "c", Context: map[string]string{}}); err != nil {
 			t.Fatal(err)
 		}
 		if r, err := silent.Sweep(ctx); err != nil || r.Silent != 0 {
 			t.Fatalf("sweep right after a step, with the clock before it: %+v %v", r, err)
 		}
-		again := app.NewAlertSweep(app.AlertSweepDeps{Store: ts, Clock: fixedClock(time.Now().Add(3 * time.Hour)), SilentAfter: time.Minute})
+		again := ops.NewAlertSweep(ops.AlertSweepDeps{Store: ts, Clock: fixedClock(time.Now().Add(3 * time.Hour)), SilentAfter: time.Minute})
 		total := sweepConcurrently(t, ctx, again, 4)
 		if r, err := again.Sweep(ctx); err != nil || total != 1 || r.Silent != 0 {
 			t.Fatalf("second silence: %d alerts by concurrent sweeps, then %+v %v; want 1, then 0", total, r, err)
@@ -147,7 +149,7 @@ func TestAlertsFanOutToTheOutbox(t *testing.T) {
 
 // sweepConcurrently runs n sweeps at once, as n replicas would, and
 // returns how many silent alerts they recorded together.
-func sweepConcurrently(t *testing.T, ctx context.Context, sweep *app.AlertSweep, n int) int {
+func sweepConcurrently(t *testing.T, ctx context.Context, sweep *ops.AlertSweep, n int) int {
 	t.Helper()
 	var wg sync.WaitGroup
 	var mu sync.Mutex

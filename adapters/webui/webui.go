@@ -21,7 +21,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/threadengine/engine/adapters/httpapi"
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/ops"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/web"
 )
@@ -34,7 +34,7 @@ const StylesheetPath = AssetsPrefix + "app.css"
 
 // Mount registers the UI, its assets and the engine settings API on e.
 // auth authenticates API requests (httpapi.Auth middleware).
-func Mount(e *echo.Echo, settings *app.EngineSettings, auth echo.MiddlewareFunc) error {
+func Mount(e *echo.Echo, settings *ops.EngineSettings, auth echo.MiddlewareFunc) error {
 	assets, err := fs.Sub(web.Files, "assets")
 	if err != nil {
 		return err
@@ -92,7 +92,7 @@ func Mount(e *echo.Echo, settings *app.EngineSettings, auth echo.MiddlewareFunc)
 }
 
 type handler struct {
-	settings *app.EngineSettings
+	settings *ops.EngineSettings
 	index    []byte
 }
 

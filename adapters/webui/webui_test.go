@@ -12,7 +12,7 @@ import (
 	"github.com/threadengine/engine/adapters/server"
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/ops"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/test/enginetest"
 )
@@ -22,7 +22,7 @@ type view struct {
 	ConfigPublicURL string        `json:"config_public_url"`
 	Source          string        `json:"source"`
 	CanManage       bool          `json:"can_manage"`
-	Endpoints       app.Endpoints `json:"endpoints"`
+	Endpoints       ops.Endpoints `json:"endpoints"`
 	Code            string        `json:"code"`
 	Field           string        `json:"field"`
 }
@@ -86,7 +86,7 @@ func TestEngineSettingsAPI(t *testing.T) {
 		if v := decode(t, body); v.PublicURL != "https://proxy.example.com/engine" || v.Source != "ui" {
 			t.Fatalf("member sees %+v", v)
 		}
-		if got, src, err := eng.Server.EngineSettings.Effective(context.Background()); err != nil || got != "https://proxy.example.com/engine" || src != app.EngineURLFromUI {
+		if got, src, err := eng.Server.EngineSettings.Effective(context.Background()); err != nil || got != "https://proxy.example.com/engine" || src != ops.EngineURLFromUI {
 			t.Fatalf("Effective: %q %q %v", got, src, err)
 		}
 
@@ -100,7 +100,7 @@ func TestEngineSettingsAPI(t *testing.T) {
 			t.Fatalf("restart: %v", err)
 		}
 		defer srv2.Close()
-		if got, src, err := srv2.EngineSettings.Effective(ctx); err != nil || got != "https://proxy.example.com/engine" || src != app.EngineURLFromUI {
+		if got, src, err := srv2.EngineSettings.Effective(ctx); err != nil || got != "https://proxy.example.com/engine" || src != ops.EngineURLFromUI {
 			t.Fatalf("after restart: %q %q %v", got, src, err)
 		}
 		if err := srv2.Close(); err != nil {
@@ -125,9 +125,9 @@ func TestEngineSettingsResetAndUnset(t *testing.T) {
 	}
 
 	// Without server.public_url the source is "unset" and there are no endpoints.
-	s := &app.EngineSettings{Store: eng.Server.Store, Clock: eng.Clock}
+	s := &ops.EngineSettings{Store: eng.Server.Store, Clock: eng.Clock}
 	ctx := context.Background()
-	if got, src, err := s.Effective(ctx); err != nil || got != "" || src != app.EngineURLUnset {
+	if got, src, err := s.Effective(ctx); err != nil || got != "" || src != ops.EngineURLUnset {
 		t.Fatalf("unset: %q %q %v", got, src, err)
 	}
 }

@@ -9,7 +9,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/threadengine/engine/adapters/limits"
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 )
 
@@ -82,7 +83,7 @@ func (s *session) handle(data []byte) bool {
 		s.send(requestID, refusal(m.Action, "Unknown action: "+m.Action))
 		return false
 	}
-	r, err := spec.run(s, app.WithPrincipal(s.ctx, *p), m)
+	r, err := spec.run(s, authz.WithPrincipal(s.ctx, *p), m)
 	if errors.Is(err, errAnswered) {
 		return false
 	}
@@ -209,7 +210,7 @@ func (s *session) startThread(ctx context.Context, m Message) (reply, error) {
 	if svc == "" {
 		svc = s.serviceName
 	}
-	th, err := s.threads.Commands.StartThread.Handle(ctx, app.StartThreadInput{Contract: m.Str("contractName"), Role: m.Str("role"),
+	th, err := s.threads.Commands.StartThread.Handle(ctx, threads.StartThreadInput{Contract: m.Str("contractName"), Role: m.Str("role"),
 		Label: refs["label"], ServiceName: svc, Refs: refs, Tags: tags})
 	if err != nil {
 		return nil, err
@@ -261,11 +262,11 @@ func (s *session) recordStep(ctx context.Context, m Message) (reply, error) {
 		svc = s.serviceName
 	}
 	threadID := m.Str("threadId")
-	in := app.RecordStepInput{ThreadID: threadID, Role: s.parties.Role(threadID), StepName: stepName, Status: m.Str("status"),
+	in := threads.RecordStepInput{ThreadID: threadID, Role: s.parties.Role(threadID), StepName: stepName, Status: m.Str("status"),
 		IdempotencyKey: key, InvocationID: m.Str("invocationId"), Context: sctx, Metadata: meta, ServiceName: svc,
 		StartedAt: started, FinishedAt: finished, Refs: refs}
 	for _, ss := range subs {
-		si := app.SubStepInput{Name: ss.Name, Status: ss.Status, Payload: ss.Payload}
+		si := threads.SubStepInput{Name: ss.Name, Status: ss.Status, Payload: ss.Payload}
 		if ss.RecordedAt != nil {
 			si.RecordedAt = *ss.RecordedAt
 		}
@@ -320,14 +321,14 @@ func (s *session) addRefs(ctx context.Context, m Message) (reply, error) {
 	if threadID == "" {
 		return nil, invalidFrame("Missing required field: threadId")
 	}
-	if err := s.threads.Commands.AddRefs.Handle(ctx, app.AddRefsInput{ThreadID: threadID, Role: s.parties.Role(threadID), Refs: refs}); err != nil {
+	if err := s.threads.Commands.AddRefs.Handle(ctx, threads.AddRefsInput{ThreadID: threadID, Role: s.parties.Role(threadID), Refs: refs}); err != nil {
 		return nil, &failure{err: err, threadID: threadID}
 	}
 	return &threadReply{replyHead: success(m.Action, "References added successfully"), ThreadID: threadID}, nil
 }
 
 func (s *session) invite(ctx context.Context, m Message) (reply, error) {
-	inv, err := s.threads.Commands.InviteParty.Handle(ctx, app.InviteInput{ThreadID: m.Str("threadId"), Conn: &s.parties, Role: m.Str("role"),
+	inv, err := s.threads.Commands.InviteParty.Handle(ctx, threads.InviteInput{ThreadID: m.Str("threadId"), Conn: &s.parties, Role: m.Str("role"),
 		AccessLevel: m.Str("accessLevel"), ExpiresIn: m.Str("expiresIn")})
 	if err != nil {
 		return nil, err
@@ -337,7 +338,7 @@ func (s *session) invite(ctx context.Context, m Message) (reply, error) {
 }
 
 func (s *session) join(ctx context.Context, m Message) (reply, error) {
-	res, err := s.threads.Commands.JoinThread.Handle(ctx, app.JoinInput{Token: m.Str("threadToken"), ThreadID: m.Str("threadId"), Role: m.Str("role")})
+	res, err := s.threads.Commands.JoinThread.Handle(ctx, threads.JoinInput{Token: m.Str("threadToken"), ThreadID: m.Str("threadId"), Role: m.Str("role")})
 	if err != nil {
 		return nil, err
 	}
@@ -363,7 +364,7 @@ func (s *session) endThread(ctx context.Context, m Message) (reply, error) {
 	if r, ok := m.Obj("reason"); ok && r != nil { // an object sent as reason
 		obj, reason = mergeObj(obj, r), ""
 	}
-	th, err := s.threads.Commands.EndThread.Handle(ctx, app.EndThreadInput{ThreadID: threadID, Role: s.parties.Role(threadID),
+	th, err := s.threads.Commands.EndThread.Handle(ctx, threads.EndThreadInput{ThreadID: threadID, Role: s.parties.Role(threadID),
 		Status: m.Str("status"), Reason: reason, ReasonObject: obj})
 	if err != nil {
 		return nil, &failure{err: err, prefix: prefix, threadID: threadID}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 )
 
@@ -31,7 +31,7 @@ func (f *fakeAuthn) AuthenticateSession(context.Context, string) (domain.Princip
 // A key revoked while its socket is open stops working within a ping interval.
 func TestRevokedKeyClosesOpenSocket(t *testing.T) {
 	authn := &fakeAuthn{}
-	h := &Handler{Threads: app.NewThreads(nil, nil, nil, []byte("k"), nil), Authn: authn, PingInterval: 100 * time.Millisecond}
+	h := &Handler{Threads: threads.New(nil, nil, nil, []byte("k"), nil), Authn: authn, PingInterval: 100 * time.Millisecond}
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

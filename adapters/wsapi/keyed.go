@@ -7,7 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/delivery"
+	"github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 )
 
@@ -39,7 +40,7 @@ func (s *session) thread(ctx context.Context, m Message) (reply, error) {
 	if svc == "" {
 		svc = s.serviceName
 	}
-	th, created, err := s.threads.Commands.StartThreadWithKey.Handle(ctx, app.KeyApp, key, app.StartThreadInput{
+	th, created, err := s.threads.Commands.StartThreadWithKey.Handle(ctx, threads.KeyApp, key, threads.StartThreadInput{
 		Contract: m.Str("contractName"), Role: m.Str("role"), Label: m.Str("label"), ServiceName: svc, Refs: refs, Tags: tags})
 	if err != nil {
 		return nil, err
@@ -150,7 +151,7 @@ func (s *session) waitFor(ctx context.Context, m Message) (reply, error) {
 	}
 	go func() {
 		defer cancel()
-		var res app.WaitResult
+		var res delivery.WaitResult
 		var err error
 		if base.StepID != "" {
 			res, err = s.threads.Queries.WaitForValidation.Handle(wctx, base.ThreadID, base.StepID, timeout)
@@ -208,8 +209,8 @@ func connRole(th domain.Thread, p *domain.Principal, role string) string {
 
 // stepVerdict adds the verdict of the step just recorded to its reply, for a
 // recordThreadEvent frame sent with waitFor:true.
-func stepVerdict(r *stepReply, res app.StepResult) {
-	v := app.ValidationVerdict(res.Validation)
+func stepVerdict(r *stepReply, res threads.StepResult) {
+	v := delivery.ValidationVerdict(res.Validation)
 	r.Validation = &verdictJSON{Decision: v.Decision, StepID: res.StepID, Message: v.Message, Violations: v.Violations}
 }
 

@@ -18,7 +18,9 @@ import (
 
 	"github.com/threadengine/engine/adapters/config"
 	"github.com/threadengine/engine/adapters/limits"
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/delivery"
+	"github.com/threadengine/engine/app/identity"
+	"github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -42,8 +44,8 @@ const maxFrameBytesInFlight = 16 << 20
 
 // Handler serves GET /threads.
 type Handler struct {
-	Threads *app.Threads
-	Authn   app.Authenticator
+	Threads *threads.Module
+	Authn   identity.Authenticator
 	Log     *slog.Logger
 	// PingInterval is how often the server pings (default 30 s); a missing
 	// pong within the same interval closes the connection.
@@ -175,8 +177,8 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 // the API key.
 type session struct {
 	h       *Handler
-	addr    string                // client address, for the unauthenticated per-address count
-	threads app.ThreadApplication // h.Threads' use cases
+	addr    string              // client address, for the unauthenticated per-address count
+	threads threads.Application // h.Threads' use cases
 	conn    *websocket.Conn
 	log     *slog.Logger
 	out     chan []byte
@@ -187,8 +189,8 @@ type session struct {
 	principal   *domain.Principal
 	apiKey      string
 	serviceName string
-	parties     app.ConnParties // threads started or joined here, and the role on each
-	hub         *app.HubSession
+	parties     threads.ConnParties // threads started or joined here, and the role on each
+	hub         *delivery.HubSession
 	admitted    string          // principal key once connect succeeded (admission)
 	subs        map[string]bool // subscription keys held (limits.ws.max_subscriptions)
 	waits       waits
@@ -198,7 +200,7 @@ type session struct {
 	closeOnce sync.Once
 }
 
-// Deliver implements app.Subscriber: a non-blocking enqueue of a push.
+// Deliver implements delivery.Subscriber: a non-blocking enqueue of a push.
 func (s *session) Deliver(ackToken string, n ports.NotificationRecord) bool {
 	frame, err := json.Marshal(notificationFrame{Action: "notification", AckToken: ackToken,
 		Notification: s.inVocabulary(newNotificationJSON(n))})

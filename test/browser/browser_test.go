@@ -17,7 +17,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/threadengine/engine/adapters/sqldb"
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/test/enginetest"
 )
@@ -142,10 +143,10 @@ func shot(t *testing.T, ctx context.Context, name string) {
 // one still active after a failed step) through the same use case the WebSocket protocol calls.
 func seedThreads(t *testing.T, eng *enginetest.Engine) (okID, failedID, contractID string) {
 	t.Helper()
-	ctx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Email: eng.Admin.Email, Role: domain.RoleAdmin})
+	ctx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Email: eng.Admin.Email, Role: domain.RoleAdmin})
 	th := eng.Server.Threads
 	start := func(refs map[string]string) string {
-		r, err := th.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Refs: refs, ServiceName: "checkout"})
+		r, err := th.Application().Commands.StartThread.Handle(ctx, threads.StartThreadInput{Refs: refs, ServiceName: "checkout"})
 		if err != nil {
 			t.Fatalf("start thread: %v", err)
 		}
@@ -153,7 +154,7 @@ func seedThreads(t *testing.T, eng *enginetest.Engine) (okID, failedID, contract
 	}
 	step := func(id, name, status string, c map[string]string) {
 		eng.Clock.Advance(1500 * time.Millisecond)
-		if _, err := th.Application().Commands.RecordStep.Handle(ctx, app.RecordStepInput{ThreadID: id, StepName: name, Status: status, IdempotencyKey: name, Context: c}); err != nil {
+		if _, err := th.Application().Commands.RecordStep.Handle(ctx, threads.RecordStepInput{ThreadID: id, StepName: name, Status: status, IdempotencyKey: name, Context: c}); err != nil {
 			t.Fatalf("record %s: %v", name, err)
 		}
 	}
@@ -162,7 +163,7 @@ func seedThreads(t *testing.T, eng *enginetest.Engine) (okID, failedID, contract
 	step(okID, "charge_card", "failed", map[string]string{"psp": "acme", "reason": "timeout"})
 	step(okID, "charge_card", "success", map[string]string{"psp": "acme"})
 	step(okID, "ship", "success", map[string]string{"carrier": "DHL"})
-	if _, err := th.Application().Commands.EndThread.Handle(ctx, app.EndThreadInput{ThreadID: okID, Status: "completed"}); err != nil {
+	if _, err := th.Application().Commands.EndThread.Handle(ctx, threads.EndThreadInput{ThreadID: okID, Status: "completed"}); err != nil {
 		t.Fatalf("end thread: %v", err)
 	}
 	failedID = start(map[string]string{"orderId": "ORD-2002"})
@@ -174,14 +175,14 @@ func seedThreads(t *testing.T, eng *enginetest.Engine) (okID, failedID, contract
 	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
 		t.Fatalf("upload contract: %d %s", resp.StatusCode, body)
 	}
-	r, err := th.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Contract: "order_flow:1", Role: "checkout", Refs: map[string]string{"orderId": "ORD-3003", "label": "Order ORD-3003"}})
+	r, err := th.Application().Commands.StartThread.Handle(ctx, threads.StartThreadInput{Contract: "order_flow:1", Role: "checkout", Refs: map[string]string{"orderId": "ORD-3003", "label": "Order ORD-3003"}})
 	if err != nil {
 		t.Fatalf("start contract thread: %v", err)
 	}
 	contractID = r.ID
 	stepKey := func(name, status, key string, c map[string]string) {
 		eng.Clock.Advance(time.Second)
-		if _, err := th.Application().Commands.RecordStep.Handle(ctx, app.RecordStepInput{ThreadID: contractID, StepName: name, Status: status, IdempotencyKey: key, Context: c}); err != nil {
+		if _, err := th.Application().Commands.RecordStep.Handle(ctx, threads.RecordStepInput{ThreadID: contractID, StepName: name, Status: status, IdempotencyKey: key, Context: c}); err != nil {
 			t.Fatalf("record %s: %v", name, err)
 		}
 	}
@@ -189,7 +190,7 @@ func seedThreads(t *testing.T, eng *enginetest.Engine) (okID, failedID, contract
 	stepKey("pay", "failed", "p1", map[string]string{"psp": "acme"})
 	stepKey("pay", "success", "p1", map[string]string{"psp": "acme"})
 	// Link the failed thread as a follow-up, so the chain has two threads.
-	if err := th.Application().Commands.AddRefs.Handle(ctx, app.AddRefsInput{ThreadID: contractID, Refs: map[string]string{"linkedThread:retry": failedID}}); err != nil {
+	if err := th.Application().Commands.AddRefs.Handle(ctx, threads.AddRefsInput{ThreadID: contractID, Refs: map[string]string{"linkedThread:retry": failedID}}); err != nil {
 		t.Fatalf("link threads: %v", err)
 	}
 	return okID, failedID, contractID
@@ -574,10 +575,10 @@ func TestWebUI(t *testing.T) {
 	})
 
 	t.Run("threads pagination", func(t *testing.T) {
-		ctx2 := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Role: domain.RoleAdmin})
+		ctx2 := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Role: domain.RoleAdmin})
 		for i := 0; i < 25; i++ {
 			eng.Clock.Advance(time.Second)
-			if _, err := eng.Server.Threads.Application().Commands.StartThread.Handle(ctx2, app.StartThreadInput{Refs: map[string]string{"batch": "b1"}}); err != nil {
+			if _, err := eng.Server.Threads.Application().Commands.StartThread.Handle(ctx2, threads.StartThreadInput{Refs: map[string]string{"batch": "b1"}}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -660,12 +661,12 @@ func TestWebUI(t *testing.T) {
 func TestWebUICancelReason(t *testing.T) {
 	ctx := browser(t)
 	eng := enginetest.Start(t, sqldb.SQLite)
-	actx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Role: domain.RoleAdmin})
-	th, err := eng.Server.Threads.Application().Commands.StartThread.Handle(actx, app.StartThreadInput{Refs: map[string]string{"label": "Cancelled one"}})
+	actx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Role: domain.RoleAdmin})
+	th, err := eng.Server.Threads.Application().Commands.StartThread.Handle(actx, threads.StartThreadInput{Refs: map[string]string{"label": "Cancelled one"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := eng.Server.Threads.Application().Commands.EndThread.Handle(actx, app.EndThreadInput{ThreadID: th.ID, Reason: "customer left"}); err != nil {
+	if _, err := eng.Server.Threads.Application().Commands.EndThread.Handle(actx, threads.EndThreadInput{ThreadID: th.ID, Reason: "customer left"}); err != nil {
 		t.Fatal(err)
 	}
 	do(t, ctx, "sign in", chromedp.Navigate(eng.URL+"/ui/threads"), chromedp.WaitVisible(css(`#api-key`)),

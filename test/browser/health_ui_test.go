@@ -18,7 +18,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/threadengine/engine/adapters/sqldb"
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/test/enginetest"
 )
@@ -57,13 +58,13 @@ type seeded struct {
 // tampered chain, and 10,000 plain threads written straight into the store.
 func seedHealth(t *testing.T, eng *enginetest.Engine) seeded {
 	t.Helper()
-	ctx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Email: eng.Admin.Email, Role: domain.RoleAdmin})
+	ctx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Email: eng.Admin.Email, Role: domain.RoleAdmin})
 	th := eng.Server.Threads
 	if resp, body := eng.Do(t, http.MethodPost, "/v1/contracts", eng.AdminKey, map[string]string{"source": enginetest.OrderFlowYAML}); resp.StatusCode != http.StatusCreated {
 		t.Fatalf("contract: %d %s", resp.StatusCode, body)
 	}
 	var s seeded
-	start := func(in app.StartThreadInput) string {
+	start := func(in threads.StartThreadInput) string {
 		r, err := th.Application().Commands.StartThread.Handle(ctx, in)
 		if err != nil {
 			t.Fatal(err)
@@ -78,7 +79,7 @@ func seedHealth(t *testing.T, eng *enginetest.Engine) seeded {
 		if c == nil {
 			c = map[string]string{}
 		}
-		if _, err := th.Application().Commands.RecordStep.Handle(ctx, app.RecordStepInput{ThreadID: id, StepName: name, Status: status, IdempotencyKey: key,
+		if _, err := th.Application().Commands.RecordStep.Handle(ctx, threads.RecordStepInput{ThreadID: id, StepName: name, Status: status, IdempotencyKey: key,
 			Context: c, Metadata: meta, StartedAt: &at, FinishedAt: &fin}); err != nil {
 			t.Fatalf("record %s: %v", name, err)
 		}
@@ -127,33 +128,33 @@ func seedHealth(t *testing.T, eng *enginetest.Engine) seeded {
 	s.bulk = n
 
 	// A contract violation on a running thread: pay is not an entry point.
-	s.violated = start(app.StartThreadInput{Contract: "order_flow", Role: "checkout", Label: "Order ORD-VIOL", Refs: map[string]string{"orderId": "ORD-VIOL"}, Tags: []string{"vip"}})
+	s.violated = start(threads.StartThreadInput{Contract: "order_flow", Role: "checkout", Label: "Order ORD-VIOL", Refs: map[string]string{"orderId": "ORD-VIOL"}, Tags: []string{"vip"}})
 	step(s.violated, "pay", "p1", "success", map[string]string{"psp": "acme"}, nil, 800*time.Millisecond)
 	// A free-form thread whose step failed.
-	s.failed = start(app.StartThreadInput{Label: "Refund R-9", Refs: map[string]string{"refundId": "R-9"}})
+	s.failed = start(threads.StartThreadInput{Label: "Refund R-9", Refs: map[string]string{"refundId": "R-9"}})
 	step(s.failed, "refund", "r1", "failed", map[string]string{"amount": "12"}, map[string]any{"error": "PSP refused the refund: account closed"}, 2*time.Second)
 	// Its next attempt carries sub-steps, in the order sent.
-	if _, err := th.Application().Commands.RecordStep.Handle(ctx, app.RecordStepInput{ThreadID: s.failed, StepName: "refund", Status: "failed",
+	if _, err := th.Application().Commands.RecordStep.Handle(ctx, threads.RecordStepInput{ThreadID: s.failed, StepName: "refund", Status: "failed",
 		IdempotencyKey: "r2", Context: map[string]string{"amount": "12"}, Metadata: map[string]any{"error": "PSP refused the refund: account closed"},
-		SubSteps: []app.SubStepInput{{Name: "lookup-account", Status: "success"}, {Name: "call-psp", Status: "failed"}}}); err != nil {
+		SubSteps: []threads.SubStepInput{{Name: "lookup-account", Status: "success"}, {Name: "call-psp", Status: "failed"}}}); err != nil {
 		t.Fatal(err)
 	}
 	// Cancelled with a reason.
-	s.cancelled = start(app.StartThreadInput{Label: "Order ORD-CANCEL"})
+	s.cancelled = start(threads.StartThreadInput{Label: "Order ORD-CANCEL"})
 	step(s.cancelled, "validate", "v", "success", nil, nil, time.Second)
-	if _, err := th.Application().Commands.EndThread.Handle(ctx, app.EndThreadInput{ThreadID: s.cancelled, Status: "cancelled", Reason: "customer changed their mind"}); err != nil {
+	if _, err := th.Application().Commands.EndThread.Handle(ctx, threads.EndThreadInput{ThreadID: s.cancelled, Status: "cancelled", Reason: "customer changed their mind"}); err != nil {
 		t.Fatal(err)
 	}
 	// Linked threads: parent → child.
-	s.parent = start(app.StartThreadInput{Label: "Order ORD-PARENT"})
+	s.parent = start(threads.StartThreadInput{Label: "Order ORD-PARENT"})
 	step(s.parent, "validate", "v", "success", nil, nil, time.Second)
-	s.child = start(app.StartThreadInput{Label: "Refund of ORD-PARENT"})
+	s.child = start(threads.StartThreadInput{Label: "Refund of ORD-PARENT"})
 	step(s.child, "refund", "r", "success", nil, nil, time.Second)
-	if err := th.Application().Commands.AddRefs.Handle(ctx, app.AddRefsInput{ThreadID: s.parent, Refs: map[string]string{"linkedThread:refund": s.child}}); err != nil {
+	if err := th.Application().Commands.AddRefs.Handle(ctx, threads.AddRefsInput{ThreadID: s.parent, Refs: map[string]string{"linkedThread:refund": s.child}}); err != nil {
 		t.Fatal(err)
 	}
 	// OTLP-style spans: a root with two children, one of which has a child.
-	s.spans = start(app.StartThreadInput{Label: "Trace checkout", ServiceName: "otel"})
+	s.spans = start(threads.StartThreadInput{Label: "Trace checkout", ServiceName: "otel"})
 	span := func(name, id, parent string, d time.Duration, status string) {
 		meta := map[string]any{"otel_trace_id": "t1", "otel_span_id": id}
 		if parent != "" {
@@ -166,13 +167,13 @@ func seedHealth(t *testing.T, eng *enginetest.Engine) seeded {
 	span("psp.charge", "b2", "a1", 900*time.Millisecond, "success")
 	span("http.post", "c1", "b2", 400*time.Millisecond, "failed")
 	// 500 steps.
-	s.long = start(app.StartThreadInput{Label: "Batch import 500"})
+	s.long = start(threads.StartThreadInput{Label: "Batch import 500"})
 	for i := 0; i < 500; i++ {
 		step(s.long, fmt.Sprintf("row_%03d", i), "k", "success", nil, nil, 500*time.Millisecond)
 	}
 	// A tampered chain: the second and third steps' stored contexts are
 	// altered; the page must name the first, approve.
-	s.tampered = start(app.StartThreadInput{Label: "Tampered T-1"})
+	s.tampered = start(threads.StartThreadInput{Label: "Tampered T-1"})
 	step(s.tampered, "create", "c", "success", map[string]string{"amount": "10"}, nil, time.Second)
 	step(s.tampered, "approve", "a", "success", map[string]string{"amount": "10"}, nil, time.Second)
 	step(s.tampered, "pay_out", "p", "success", map[string]string{"amount": "10"}, nil, time.Second)
@@ -290,8 +291,8 @@ func TestSupportEngineerPages(t *testing.T) {
 		if gqlAfter != gqlBefore || !strings.HasSuffix(polls, ",304") {
 			t.Fatalf("while nothing changed: graphql requests %s → %s, version answers %s", gqlBefore, gqlAfter, polls)
 		}
-		actx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Role: domain.RoleAdmin})
-		r, err := eng.Server.Threads.Application().Commands.StartThread.Handle(actx, app.StartThreadInput{Label: "Fresh one"})
+		actx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Role: domain.RoleAdmin})
+		r, err := eng.Server.Threads.Application().Commands.StartThread.Handle(actx, threads.StartThreadInput{Label: "Fresh one"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -440,8 +441,8 @@ func TestSupportEngineerPages(t *testing.T) {
 
 	t.Run("an open thread updates live", func(t *testing.T) {
 		do(t, ctx, "open", chromedp.Navigate(base+"/ui/threads/"+s.parent), waitText(`#steps-count`, "showing 1 of 1"))
-		actx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Role: domain.RoleAdmin})
-		if _, err := eng.Server.Threads.Application().Commands.RecordStep.Handle(actx, app.RecordStepInput{ThreadID: s.parent, StepName: "ship", Status: "failed", IdempotencyKey: "s",
+		actx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Role: domain.RoleAdmin})
+		if _, err := eng.Server.Threads.Application().Commands.RecordStep.Handle(actx, threads.RecordStepInput{ThreadID: s.parent, StepName: "ship", Status: "failed", IdempotencyKey: "s",
 			Context: map[string]string{}, Metadata: map[string]any{"error": "carrier down"}}); err != nil {
 			t.Fatal(err)
 		}
@@ -549,11 +550,11 @@ func TestSupportEngineerPages(t *testing.T) {
 
 	// The last subtests add contract threads as the admin, after every
 	// count above was checked.
-	actx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Role: domain.RoleAdmin})
+	actx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Role: domain.RoleAdmin})
 	cmds := eng.Server.Threads.Application().Commands
 	startOrder := func(t *testing.T, label string) domain.Thread {
 		t.Helper()
-		r, err := cmds.StartThread.Handle(actx, app.StartThreadInput{Contract: "order_flow", Role: "checkout", Label: label})
+		r, err := cmds.StartThread.Handle(actx, threads.StartThreadInput{Contract: "order_flow", Role: "checkout", Label: label})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -564,7 +565,7 @@ func TestSupportEngineerPages(t *testing.T) {
 		// 25 attempts of the entry step (retries after failures): each is
 		// judged, none fails the thread.
 		for i := range 25 {
-			if _, err := cmds.RecordStep.Handle(actx, app.RecordStepInput{ThreadID: r.ID, StepName: "validate", Status: "failed",
+			if _, err := cmds.RecordStep.Handle(actx, threads.RecordStepInput{ThreadID: r.ID, StepName: "validate", Status: "failed",
 				IdempotencyKey: "v", Context: map[string]string{"items": "1"}, Metadata: map[string]any{"error": fmt.Sprintf("try %d", i)}}); err != nil {
 				t.Fatal(err)
 			}
@@ -586,7 +587,7 @@ func TestSupportEngineerPages(t *testing.T) {
 	t.Run("a forbidden transition is marked on the graph, which pans", func(t *testing.T) {
 		r := startOrder(t, "Skips payment")
 		for _, name := range []string{"validate", "ship"} { // validate → ship is not a transition
-			if _, err := cmds.RecordStep.Handle(actx, app.RecordStepInput{ThreadID: r.ID, StepName: name, Status: "success",
+			if _, err := cmds.RecordStep.Handle(actx, threads.RecordStepInput{ThreadID: r.ID, StepName: name, Status: "success",
 				IdempotencyKey: name, Context: map[string]string{"items": "1"}}); err != nil {
 				t.Fatal(err)
 			}

@@ -9,7 +9,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/threadengine/engine/adapters/sqldb"
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/app/ops"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/test/enginetest"
 )
@@ -68,7 +69,7 @@ func TestOperatorTools(t *testing.T) {
 		chromedp.WaitVisible(css(`dialog .btn-danger.solid`)), chromedp.Click(css(`dialog .btn-danger.solid`)),
 		chromedp.WaitEnabled(css(`#reset-retention`)))
 	shot(t, ctx, "ops-03-retention")
-	if v, err := eng.Server.Retention.Get(adminCtx(eng)); err != nil || v.ThreadsDays != 45 || v.Source != app.RetentionFromUI {
+	if v, err := eng.Server.Retention.Get(adminCtx(eng)); err != nil || v.ThreadsDays != 45 || v.Source != ops.RetentionFromUI {
 		t.Fatalf("retention after save: %+v %v", v, err)
 	}
 
@@ -100,5 +101,5 @@ func TestOperatorTools(t *testing.T) {
 }
 
 func adminCtx(eng *enginetest.Engine) context.Context {
-	return app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Role: domain.RoleAdmin})
+	return authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Role: domain.RoleAdmin})
 }

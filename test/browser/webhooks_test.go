@@ -13,7 +13,7 @@ import (
 
 	"github.com/threadengine/engine/adapters/config"
 	"github.com/threadengine/engine/adapters/sqldb"
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/test/enginetest"
 )
 
@@ -79,7 +79,7 @@ func TestWebhooksPage(t *testing.T) {
 
 	// A thread silent for longer than alerts.silent_after shows the
 	// sweep's validation result on its page, without a new step.
-	th, err := eng.Server.Threads.Application().Commands.StartThread.Handle(adminCtx(eng), app.StartThreadInput{Refs: map[string]string{"orderId": "ORD-9"}})
+	th, err := eng.Server.Threads.Application().Commands.StartThread.Handle(adminCtx(eng), threads.StartThreadInput{Refs: map[string]string{"orderId": "ORD-9"}})
 	if err != nil {
 		t.Fatal(err)
 	}

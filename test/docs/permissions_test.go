@@ -11,7 +11,7 @@ import (
 )
 
 // permissionChecks lists the places in f where an adapter decides who may do
-// what itself instead of calling a use case: app.Require, a domain
+// what itself instead of calling a use case: authz.Require, a domain
 // permission (domain.Perm…), a principal's Can or Require, or a comparison
 // with a role, scope or principal kind constant.
 func permissionChecks(fset *token.FileSet, f *ast.File) []string {
@@ -31,14 +31,14 @@ func permissionChecks(fset *token.FileSet, f *ast.File) []string {
 		switch n := n.(type) {
 		case *ast.SelectorExpr:
 			switch pkg, name := pkgSel(n); {
-			case pkg == "app" && (name == "Require"):
-				report(n, "app.Require")
+			case (pkg == "authz" || pkg == "app") && name == "Require":
+				report(n, pkg+".Require")
 			case pkg == "domain" && strings.HasPrefix(name, "Perm") && name != "PermissionDenied":
 				report(n, "domain."+name)
 			}
 		case *ast.CallExpr:
 			if s, ok := n.Fun.(*ast.SelectorExpr); ok && (s.Sel.Name == "Can" || s.Sel.Name == "Require") {
-				if pkg, _ := pkgSel(s); pkg != "app" { // app.Require is reported above
+				if pkg, _ := pkgSel(s); pkg != "authz" && pkg != "app" { // authz.Require is reported above
 					report(n, "a ."+s.Sel.Name+"(…) check")
 				}
 			}
@@ -67,7 +67,7 @@ func permissionChecks(fset *token.FileSet, f *ast.File) []string {
 // TestAdaptersLeavePermissionsToApp: every permission check is a use case's
 // (app); adapters decode, call app and encode. An adapter that must refuse
 // before doing work calls an app method for it (Queries.AuthorizeRead,
-// Exports.AuthorizeStream, Threads.AuthorizeIngest).
+// Exports.AuthorizeStream, threads.Module.AuthorizeIngest).
 func TestAdaptersLeavePermissionsToApp(t *testing.T) {
 	t.Parallel()
 	root := repoRoot(t)

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/threadengine/engine/adapters/threadquery"
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/test/enginetest"
 )
 
@@ -26,7 +26,7 @@ func TestGraphQLThreadHealthAndFilters(t *testing.T) {
 		th := e.Server.Threads
 		start := func(contract, role, ref string, tags ...string) string {
 			t.Helper()
-			r, err := th.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Contract: contract, Role: role, Refs: map[string]string{"orderId": ref}, Tags: tags})
+			r, err := th.Application().Commands.StartThread.Handle(ctx, threads.StartThreadInput{Contract: contract, Role: role, Refs: map[string]string{"orderId": ref}, Tags: tags})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -39,7 +39,7 @@ func TestGraphQLThreadHealthAndFilters(t *testing.T) {
 				c = map[string]string{}
 			}
 			e.Clock.Advance(time.Second)
-			if _, err := th.Application().Commands.RecordStep.Handle(ctx, app.RecordStepInput{ThreadID: id, StepName: name, Status: status,
+			if _, err := th.Application().Commands.RecordStep.Handle(ctx, threads.RecordStepInput{ThreadID: id, StepName: name, Status: status,
 				IdempotencyKey: name, Context: c, Metadata: meta}); err != nil {
 				t.Fatal(err)
 			}
@@ -223,7 +223,7 @@ func TestGraphQLStatsAcrossRollup(t *testing.T) {
 		}
 		th := e.Server.Threads
 		start := func(contract, role string) string {
-			r, err := th.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Contract: contract, Role: role})
+			r, err := th.Application().Commands.StartThread.Handle(ctx, threads.StartThreadInput{Contract: contract, Role: role})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -235,7 +235,7 @@ func TestGraphQLStatsAcrossRollup(t *testing.T) {
 				c = map[string]string{}
 			}
 			e.Clock.Advance(40 * time.Minute) // spread over several hours
-			if _, err := th.Application().Commands.RecordStep.Handle(ctx, app.RecordStepInput{ThreadID: id, StepName: name, Status: status, IdempotencyKey: name,
+			if _, err := th.Application().Commands.RecordStep.Handle(ctx, threads.RecordStepInput{ThreadID: id, StepName: name, Status: status, IdempotencyKey: name,
 				Context: c, Metadata: map[string]any{"error": "boom"}}); err != nil {
 				t.Fatal(err)
 			}

@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"github.com/threadengine/engine/adapters/graphqlapi/graphqltest"
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/test/enginetest"
 )
@@ -42,7 +43,7 @@ func gqlPost(t *testing.T, e *enginetest.Engine, key, query string, vars map[str
 }
 
 func adminCtx(e *enginetest.Engine) context.Context {
-	return app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: e.Admin.ID, Role: domain.RoleAdmin})
+	return authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: e.Admin.ID, Role: domain.RoleAdmin})
 }
 
 func TestGraphQLSDKQueries(t *testing.T) {
@@ -225,7 +226,7 @@ func TestGraphQLEveryQuery(t *testing.T) {
 		if resp, body := postYAML(t, e, e.AdminKey, "application/yaml", contractYAML(1)); resp.StatusCode != http.StatusCreated {
 			t.Fatalf("upload: %d %s", resp.StatusCode, body)
 		}
-		c, err := e.Server.Threads.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Contract: "order_flow", Role: "checkout"})
+		c, err := e.Server.Threads.Application().Commands.StartThread.Handle(ctx, threads.StartThreadInput{Contract: "order_flow", Role: "checkout"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,7 +12,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/threadengine/engine/adapters/graphqlapi/graphqltest"
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/test/enginetest"
 )
@@ -143,20 +144,20 @@ func setupMCPFixture(t testing.TB, e *enginetest.Engine) mcpFixture {
 	t.Helper()
 	member, memberKey := e.NewUser(t, domain.RoleMember)
 	_, viewerKey := e.NewUser(t, domain.RoleViewer)
-	ctx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: member.ID, Role: domain.RoleMember})
+	ctx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: member.ID, Role: domain.RoleMember})
 	th := e.Server.Threads
-	child, err := th.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Label: "shipment", ServiceName: "shipping", Refs: map[string]string{"order_id": "A-1042-ship"}})
+	child, err := th.Application().Commands.StartThread.Handle(ctx, threads.StartThreadInput{Label: "shipment", ServiceName: "shipping", Refs: map[string]string{"order_id": "A-1042-ship"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The clock moves between threads so "newest first" is well defined.
 	e.Clock.Advance(time.Second)
-	order, err := th.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Label: "order A-1042", ServiceName: "checkout",
+	order, err := th.Application().Commands.StartThread.Handle(ctx, threads.StartThreadInput{Label: "order A-1042", ServiceName: "checkout",
 		Refs: map[string]string{"order_id": "A-1042", "linkedThread:shipment": child.ID}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []app.RecordStepInput{
+	for _, s := range []threads.RecordStepInput{
 		{StepName: "receive_order", Status: "success", IdempotencyKey: "k1", Context: map[string]string{"amount": "42"}},
 		{StepName: "charge_card", Status: "failed", IdempotencyKey: "k2", Context: map[string]string{"card": "visa"}, Metadata: map[string]any{"error": "card declined"}},
 		{StepName: "charge_card", Status: "failed", IdempotencyKey: "k2", Context: map[string]string{"card": "visa"}, Metadata: map[string]any{"error": "card declined"}},
@@ -171,11 +172,11 @@ func setupMCPFixture(t testing.TB, e *enginetest.Engine) mcpFixture {
 	if _, _, err := e.Server.Contracts.UploadContract(ctx, []byte(mcpContract)); err != nil {
 		t.Fatalf("upload contract: %v", err)
 	}
-	governed, err := th.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Contract: "checkout", Role: "shop", Refs: map[string]string{"order_id": "C-9"}})
+	governed, err := th.Application().Commands.StartThread.Handle(ctx, threads.StartThreadInput{Contract: "checkout", Role: "shop", Refs: map[string]string{"order_id": "C-9"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []app.RecordStepInput{
+	for _, s := range []threads.RecordStepInput{
 		{StepName: "receive_order", Status: "success", IdempotencyKey: "k1", Context: map[string]string{"amount": "42"}},
 		// The contract allows only charge_card after receive_order.
 		{StepName: "ship", Status: "success", IdempotencyKey: "k3", Context: map[string]string{"carrier": "ups"}},
@@ -186,7 +187,7 @@ func setupMCPFixture(t testing.TB, e *enginetest.Engine) mcpFixture {
 		}
 	}
 	e.Clock.Advance(time.Second)
-	if _, err := th.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Label: "other", Refs: map[string]string{"order_id": "B-7"}}); err != nil {
+	if _, err := th.Application().Commands.StartThread.Handle(ctx, threads.StartThreadInput{Label: "other", Refs: map[string]string{"order_id": "B-7"}}); err != nil {
 		t.Fatal(err)
 	}
 	return mcpFixture{member: member, memberKey: memberKey, viewerKey: viewerKey, order: order.ID, child: child.ID, governed: governed.ID}

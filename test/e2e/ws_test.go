@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/test/enginetest"
 )
@@ -155,7 +155,7 @@ func TestWSProtocolScenario(t *testing.T) {
 		}
 
 		// The hash chain verifies, and a direct edit of a row is detected.
-		ctx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: owner.ID, Role: domain.RoleMember})
+		ctx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: owner.ID, Role: domain.RoleMember})
 		st, err := e.Server.Threads.Application().Queries.VerifyIntegrity.Handle(ctx, tid)
 		if err != nil || !st.Verified || st.TotalEvents != 4 {
 			t.Fatalf("verify %+v %v", st, err)

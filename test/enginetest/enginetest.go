@@ -21,7 +21,8 @@ import (
 	"github.com/threadengine/engine/adapters/server"
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/app/identity"
 	"github.com/threadengine/engine/domain"
 )
 
@@ -160,8 +161,8 @@ func (e *Engine) InviteUser(t testing.TB, email string, role domain.Role) domain
 // suspended, which the API would not allow it to do itself).
 func (e *Engine) NewKeyFor(t testing.TB, u domain.User) string {
 	t.Helper()
-	ctx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: u.ID, Role: domain.RoleViewer})
-	key, _, err := e.Server.Identity.Application().Commands.CreateAPIKey.Handle(ctx, app.CreateAPIKeyInput{Name: "test key"})
+	ctx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: u.ID, Role: domain.RoleViewer})
+	key, _, err := e.Server.Identity.Application().Commands.CreateAPIKey.Handle(ctx, identity.CreateAPIKeyInput{Name: "test key"})
 	if err != nil {
 		t.Fatalf("key for %s: %v", u.Email, err)
 	}

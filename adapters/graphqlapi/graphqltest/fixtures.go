@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/threadengine/engine/adapters/sqldb"
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/threads"
 )
 
 // Seeded describes one seeded thread.
@@ -26,20 +26,20 @@ type Seeded struct {
 // step-0 failing once and then succeeding (two attempts), each step with one
 // sub-step, refs {orderId: "O-<tag>"}. ctx must carry a principal that may
 // write threads.
-func SeedThread(ctx context.Context, th *app.Threads, tag string, steps int) (Seeded, error) {
-	t, err := th.Application().Commands.StartThread.Handle(ctx, app.StartThreadInput{Refs: map[string]string{"orderId": "O-" + tag}, Label: "order " + tag})
+func SeedThread(ctx context.Context, th *threads.Module, tag string, steps int) (Seeded, error) {
+	t, err := th.Application().Commands.StartThread.Handle(ctx, threads.StartThreadInput{Refs: map[string]string{"orderId": "O-" + tag}, Label: "order " + tag})
 	if err != nil {
 		return Seeded{}, err
 	}
 	s := Seeded{ID: t.ID, RefKey: "orderId", RefValue: "O-" + tag, StepName: "step-0", StepKey: "k0"}
 	start := time.Now().UTC().Add(-time.Minute)
-	record := func(i int, status string, meta map[string]any) (app.StepResult, error) {
+	record := func(i int, status string, meta map[string]any) (threads.StepResult, error) {
 		fin := start.Add(time.Duration(i+1) * 250 * time.Millisecond)
-		return th.Application().Commands.RecordStep.Handle(ctx, app.RecordStepInput{ThreadID: t.ID, StepName: fmt.Sprintf("step-%d", i),
+		return th.Application().Commands.RecordStep.Handle(ctx, threads.RecordStepInput{ThreadID: t.ID, StepName: fmt.Sprintf("step-%d", i),
 			IdempotencyKey: fmt.Sprintf("k%d", i), Status: status,
 			Context:  map[string]string{"orderId": "O-" + tag, "n": fmt.Sprint(i)},
 			Metadata: meta, StartedAt: &start, FinishedAt: &fin,
-			SubSteps: []app.SubStepInput{{Name: fmt.Sprintf("sub-%d", i), Status: "success",
+			SubSteps: []threads.SubStepInput{{Name: fmt.Sprintf("sub-%d", i), Status: "success",
 				Payload: map[string]any{"i": i}, RecordedAt: fin}}})
 	}
 	for i := 0; i < steps; i++ {
@@ -60,8 +60,8 @@ func SeedThread(ctx context.Context, th *app.Threads, tag string, steps int) (Se
 }
 
 // Link adds a linkedThread ref from parent to child.
-func Link(ctx context.Context, th *app.Threads, parent, child string) error {
-	return th.Application().Commands.AddRefs.Handle(ctx, app.AddRefsInput{ThreadID: parent, Refs: map[string]string{"linkedThread:" + child: child}})
+func Link(ctx context.Context, th *threads.Module, parent, child string) error {
+	return th.Application().Commands.AddRefs.Handle(ctx, threads.AddRefsInput{ThreadID: parent, Refs: map[string]string{"linkedThread:" + child: child}})
 }
 
 // InsertValidation writes one validation result row directly: contract

@@ -13,7 +13,8 @@ import (
 	"github.com/threadengine/engine/adapters/graphqlapi"
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/threadquery"
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/app/readmodel"
 	"github.com/threadengine/engine/domain"
 )
 
@@ -25,7 +26,7 @@ type statement struct {
 }
 
 // captureStatements runs each GraphQL request through the engine's own read
-// path (threadquery → app.Queries → graphqlapi) in this process against
+// path (threadquery → readmodel.Queries → graphqlapi) in this process against
 // dbURL and records the statements the store sends, so pgbench replays
 // exactly what the engine runs, not a hand-written copy that could drift.
 func captureStatements(ctx context.Context, dbURL string, reqs map[string]graphqlapi.Request) (map[string][]statement, error) {
@@ -45,11 +46,11 @@ func captureStatements(ctx context.Context, dbURL string, reqs map[string]graphq
 		defer mu.Unlock()
 		got = append(got, statement{SQL: q, Args: append([]any(nil), args...)})
 	})
-	h, err := graphqlapi.New(app.NewQueries(app.QueriesDeps{Store: store}), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h, err := graphqlapi.New(readmodel.New(readmodel.Deps{Store: store}), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		return nil, err
 	}
-	admin := app.WithPrincipal(ctx, domain.Principal{Kind: domain.PrincipalUser, ID: "compare", Role: domain.RoleAdmin})
+	admin := authz.WithPrincipal(ctx, domain.Principal{Kind: domain.PrincipalUser, ID: "compare", Role: domain.RoleAdmin})
 	out := map[string][]statement{}
 	for name, req := range reqs {
 		mu.Lock()

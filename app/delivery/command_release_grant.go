@@ -1,0 +1,39 @@
+package delivery
+
+// The ReleaseGrant command: gives back, unused, a grant whose answer was never
+// sent (a WebSocket waitFor ended by cancelWait as it was granted).
+
+import (
+	"context"
+	"time"
+
+	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/domain"
+	"github.com/threadengine/engine/ports"
+)
+
+// ReleaseGrantHandler gives back an unanswered grant unused; one of the
+// thread Commands (threads.Application).
+type ReleaseGrantHandler struct{ grants ports.Grants }
+
+// NewReleaseGrantHandler builds ReleaseGrant.
+func NewReleaseGrantHandler(grants ports.Grants) ReleaseGrantHandler {
+	return ReleaseGrantHandler{grants: grants}
+}
+
+// Handle gives back, unused, a grant whose allowed answer (WaitResult.Answer)
+// was never sent (the waiter cancelled): what it consumed is enabled again.
+// A later wait of the same invocation answered with the grant keeps it. It
+// runs to its end when ctx is cancelled (a cancelled waiter is why it runs),
+// for at most giveBackLimit.
+func (h ReleaseGrantHandler) Handle(ctx context.Context, threadID, invocationID, answer string) error {
+	if _, err := authz.Require(ctx, domain.PermThreadsWrite); err != nil {
+		return err
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), giveBackLimit)
+	defer cancel()
+	return h.grants.ReleaseGrant(rctx, threadID, invocationID, answer)
+}
+
+// giveBackLimit bounds a give-back queued on the thread's row lock.
+const giveBackLimit = 30 * time.Second

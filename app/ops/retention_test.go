@@ -1,0 +1,79 @@
+package ops_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/threadengine/engine/app/ops"
+	"github.com/threadengine/engine/domain"
+	"github.com/threadengine/engine/ports/portstest"
+)
+
+// racedEraser holds ended threads; other, when set, runs before each
+// delete: another replica's sweep deleting threads first.
+type racedEraser struct {
+	mu      sync.Mutex
+	threads map[string]bool
+	other   func(ids []string)
+}
+
+func (e *racedEraser) ExpiredThreads(_ context.Context, _, _ time.Time, limit int) ([]string, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var ids []string
+	for id := range e.threads {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	if len(ids) > limit {
+		ids = ids[:limit]
+	}
+	return ids, nil
+}
+
+func (e *racedEraser) DeleteThreads(_ context.Context, ids []string) ([]domain.Thread, error) {
+	if e.other != nil {
+		e.other(ids)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var gone []domain.Thread
+	for _, id := range ids {
+		if e.threads[id] {
+			delete(e.threads, id)
+			gone = append(gone, domain.Thread{ID: id})
+		}
+	}
+	return gone, nil
+}
+
+// A batch another replica deleted first does not end the pass: the
+// threads after it are deleted in the same sweep.
+func TestRetentionGoesOnPastABatchDeletedElsewhere(t *testing.T) {
+	t.Parallel()
+	store := &racedEraser{threads: map[string]bool{"a": true, "b": true, "c": true, "d": true, "e": true}}
+	raced := false
+	store.other = func(ids []string) {
+		if raced {
+			return
+		}
+		raced = true
+		store.mu.Lock()
+		for _, id := range ids {
+			delete(store.threads, id)
+		}
+		store.mu.Unlock()
+	}
+	ids := portstest.NewIdentity()
+	r := ops.NewRetention(ops.RetentionDeps{Store: store, Settings: ids, Audit: ids, Clock: portstest.NewClock(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)),
+		NewID: func() string { return "id" }, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), ConfigDays: 30, BatchSize: 2})
+	res, err := r.Sweep(context.Background())
+	if err != nil || res.Threads != 3 || len(store.threads) != 0 {
+		t.Fatalf("sweep %+v %v; left %v", res, err, store.threads)
+	}
+}

@@ -1,0 +1,190 @@
+package readmodel
+
+import (
+	"context"
+	"math"
+
+	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/domain"
+	"github.com/threadengine/engine/ports"
+)
+
+// ExportBatch is how many threads a stream lists at a time, and
+// ExportStepBudget how many steps' rows it loads at once: a batch is split
+// so an export holds about that many steps (or one thread, when a single
+// thread has more) in memory, whatever the number of threads it writes.
+const (
+	ExportBatch      = 50
+	ExportStepBudget = 2000
+)
+
+// allRows is the per-thread limit of an export's paged reads: everything.
+const allRows = math.MaxInt32
+
+// ThreadExport is everything stored about one thread.
+type ThreadExport struct {
+	Thread        ports.ThreadView
+	Steps         []ports.StepView
+	Attempts      []ports.ActivityView
+	SubSteps      []ports.SubStepView
+	Validations   []ports.ValidationView
+	Notifications []ports.NotificationView
+	Chain         domain.ChainStatus
+}
+
+// Exports reads whole threads for download (threads.read, the same access as
+// the query API).
+type Exports struct {
+	threads   *ThreadReads
+	integrity *IntegrityReads
+	lister    ports.ThreadLister
+}
+
+// NewExports builds the export use cases over the read side: the threads
+// and their chains' verdicts, read through the caller's scope, listed a
+// page at a time by lister.
+func NewExports(threads *ThreadReads, integrity *IntegrityReads, lister ports.ThreadLister) *Exports {
+	return &Exports{threads: threads, integrity: integrity, lister: lister}
+}
+
+// Thread exports one thread; an unknown one is not found.
+func (x *Exports) Thread(ctx context.Context, id string) (ThreadExport, error) {
+	threads, err := x.threads.Threads(ctx, []string{id})
+	if err != nil {
+		return ThreadExport{}, err
+	}
+	out, err := x.batch(ctx, threads)
+	if err != nil {
+		return ThreadExport{}, err
+	}
+	if len(out) == 0 {
+		return ThreadExport{}, domain.NotFound("thread " + id)
+	}
+	return out[0], nil
+}
+
+// Stream exports every thread matching f, oldest first, calling emit for
+// each; it stops at the first error emit returns (the client went away).
+func (x *Exports) Stream(ctx context.Context, f ports.ExportFilter, emit func(ThreadExport) error) error {
+	if _, err := x.threads.reader(ctx); err != nil {
+		return err
+	}
+	var after *ports.ThreadCursor
+	for {
+		page, err := x.lister.ListThreadIDs(ctx, f, after, ExportBatch)
+		if err != nil {
+			return err
+		}
+		if len(page) == 0 {
+			return nil
+		}
+		ids := make([]string, len(page))
+		for i, c := range page {
+			ids[i] = c.ID
+		}
+		threads, err := x.threads.Threads(ctx, ids)
+		if err != nil {
+			return err
+		}
+		for _, group := range exportGroups(threads, ExportStepBudget) {
+			batch, err := x.batch(ctx, group)
+			if err != nil {
+				return err
+			}
+			for _, t := range batch {
+				if err := emit(t); err != nil {
+					return err
+				}
+			}
+		}
+		last := page[len(page)-1]
+		after = &last
+		if len(page) < ExportBatch {
+			return nil
+		}
+	}
+}
+
+// batch reads everything else about threads (rows read through the
+// caller's reader, so a party-scoped service account exports only the
+// threads it is a party of) with one query per kind of row.
+func (x *Exports) batch(ctx context.Context, threads []ports.ThreadView) ([]ThreadExport, error) {
+	if len(threads) == 0 {
+		return nil, nil
+	}
+	st, err := x.threads.reader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(threads))
+	for i, t := range threads {
+		ids[i] = t.ID
+	}
+	steps, err := st.Steps(ctx, ids, ports.StepFilter{}, allRows)
+	if err != nil {
+		return nil, err
+	}
+	acts, err := st.Activities(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	var keys []ports.StepKey
+	for _, id := range ids {
+		for _, s := range steps[id] {
+			keys = append(keys, s.StepKey)
+		}
+	}
+	subs, err := st.SubSteps(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	vals, err := st.Validations(ctx, ids, ports.ValidationFilter{Limit: allRows})
+	if err != nil {
+		return nil, err
+	}
+	notes, err := st.Notifications(ctx, ids, ports.NotificationFilter{Limit: allRows})
+	if err != nil {
+		return nil, err
+	}
+	chains, err := x.integrity.VerifyThreads(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ThreadExport, len(threads))
+	for i, t := range threads {
+		e := ThreadExport{Thread: t, Steps: steps[t.ID], Attempts: acts[t.ID], Validations: vals[t.ID],
+			Notifications: notes[t.ID], Chain: chains[t.ID]}
+		for _, s := range e.Steps {
+			e.SubSteps = append(e.SubSteps, subs[s.StepKey]...)
+		}
+		out[i] = e
+	}
+	return out, nil
+}
+
+// AuthorizeStream refuses a caller that may not export, before the transport
+// commits to a response (Stream checks the same again).
+func (x *Exports) AuthorizeStream(ctx context.Context) error {
+	_, err := authz.Require(ctx, domain.PermThreadsRead)
+	return err
+}
+
+// exportGroups splits threads, in order, into groups of at most budget
+// steps each (a thread with more is a group of its own).
+func exportGroups(threads []ports.ThreadView, budget int) [][]ports.ThreadView {
+	var out [][]ports.ThreadView
+	var cur []ports.ThreadView
+	steps := 0
+	for _, t := range threads {
+		if len(cur) > 0 && steps+t.StepCount > budget {
+			out = append(out, cur)
+			cur, steps = nil, 0
+		}
+		cur = append(cur, t)
+		steps += t.StepCount
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}

@@ -1,0 +1,3 @@
+// Package signin decides who may sign in through the identity registry
+// (OIDC) and keeps the registry license's latest check.
+package signin

@@ -1,0 +1,75 @@
+package threads
+
+import "github.com/threadengine/engine/app/delivery"
+
+// Application is the thread use cases one handler per use case, as
+// identity.Application is for identity (ThreeDotsLabs' wild-workouts shape):
+// each handler is a small type with one Handle method, in its own file
+// (command_*.go, query_*.go; the waits in app/delivery), built by a
+// constructor that takes only the ports it uses. The WebSocket and OTLP
+// adapters call them; see docs/contributors/architecture.md.
+type Application struct {
+	Commands Commands
+	Queries  Queries
+}
+
+// Commands write threads: start, record, link, invite, join, end, and the
+// waits and grants that decide whether a step may run (app/delivery).
+type Commands struct {
+	StartThread        StartThreadHandler
+	StartThreadWithKey StartThreadWithKeyHandler
+	RecordStep         RecordStepHandler
+	AddRefs            AddRefsHandler
+	InviteParty        InvitePartyHandler
+	JoinThread         JoinThreadHandler
+	EndThread          EndThreadHandler
+	WaitForPermission  delivery.WaitForPermissionHandler
+	CancelGrant        delivery.CancelGrantHandler
+	ReleaseGrant       delivery.ReleaseGrantHandler
+}
+
+// Queries read what the writers need: a thread by ref, whether a step is
+// recorded, the hash chain's verdict, a thread's key and refs, a step's
+// validation verdict. The GraphQL read model is app/readmodel.
+type Queries struct {
+	FindThreadByRef   FindThreadByRefHandler
+	HasStep           HasStepHandler
+	VerifyIntegrity   VerifyIntegrityHandler
+	ThreadDetails     ThreadDetailsHandler
+	WaitForValidation delivery.WaitForValidationHandler
+}
+
+// Application returns the thread use cases.
+func (m *Module) Application() Application { return m.app }
+
+// build makes each handler from the ports it uses: the store (behind its id
+// check) as the small port each needs, the contract cache, the chain and
+// invitation keys, the hub (to publish, and to wake waits), clock, metrics.
+func (m *Module) build() Application {
+	store, clock, metrics := m.store, m.clock, m.metrics
+	invites := inviteKeysOf(m.keys)
+	findByRef := NewFindThreadByRefHandler(store, store, clock)
+	keyed := NewStartThreadWithKeyHandler(store, store, store, findByRef, m.contracts, clock, metrics)
+	release := delivery.NewReleaseGrantHandler(store)
+	return Application{
+		Commands: Commands{
+			StartThread:        NewStartThreadHandler(store, keyed, m.contracts, clock, metrics),
+			StartThreadWithKey: keyed,
+			RecordStep:         NewRecordStepHandler(store, m.contracts, m.keys, m.hub, clock, metrics),
+			AddRefs:            NewAddRefsHandler(store, clock),
+			InviteParty:        NewInvitePartyHandler(store, m.contracts, invites, clock),
+			JoinThread:         NewJoinThreadHandler(store, m.contracts, invites, clock),
+			EndThread:          NewEndThreadHandler(store, m.hub, clock, metrics),
+			WaitForPermission:  delivery.NewWaitForPermissionHandler(store, m.contracts, m.hub, release, clock),
+			CancelGrant:        delivery.NewCancelGrantHandler(store, clock),
+			ReleaseGrant:       release,
+		},
+		Queries: Queries{
+			FindThreadByRef:   findByRef,
+			HasStep:           NewHasStepHandler(store, store, clock),
+			VerifyIntegrity:   NewVerifyIntegrityHandler(store, store, m.keys.Secrets, clock),
+			ThreadDetails:     NewThreadDetailsHandler(store),
+			WaitForValidation: delivery.NewWaitForValidationHandler(store, store, m.hub, clock),
+		},
+	}
+}

@@ -1,0 +1,88 @@
+package threads
+
+// The RecordStep command: appends one step attempt (WebSocket
+// recordThreadEvent, OTLP spans).
+
+import (
+	"context"
+
+	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/domain"
+	"github.com/threadengine/engine/ports"
+)
+
+// RecordStepHandler appends one step attempt; one of the Commands.
+type RecordStepHandler struct {
+	steps     ports.StepAppender
+	contracts *contractCache
+	keys      domain.ChainKeys
+	publisher ports.NotificationPublisher
+	clock     ports.Clock
+	metrics   ports.ThreadMetrics
+}
+
+// NewRecordStepHandler builds RecordStep: keys sign the hash chain; the
+// publisher (the hub) hears of the notifications each append commits.
+func NewRecordStepHandler(steps ports.StepAppender, contracts *contractCache, keys domain.ChainKeys,
+	publisher ports.NotificationPublisher, clock ports.Clock, metrics ports.ThreadMetrics) RecordStepHandler {
+	return RecordStepHandler{steps: steps, contracts: contracts, keys: keys, publisher: publisher, clock: clock, metrics: metrics}
+}
+
+// Handle appends one attempt. The rules (who may write, duplicate or
+// retry, closed threads, contract judgement, completion and failure) are
+// domain.Thread.RecordStep's, run inside the store's transaction with the
+// thread locked; this builds what is written: activity, hash chain link,
+// step state, sub-steps, validation, refs and notifications.
+// The reply may be sent once this returns: the transaction has committed.
+func (h RecordStepHandler) Handle(ctx context.Context, in RecordStepInput) (StepResult, error) {
+	p, err := authz.Require(ctx, domain.PermThreadsWrite)
+	if err != nil {
+		return StepResult{}, err
+	}
+	status, subs, err := checkStepInput(in)
+	if err != nil {
+		return StepResult{}, err
+	}
+	c, err := h.contracts.ThreadContract(ctx, in.ThreadID)
+	if err != nil {
+		return StepResult{}, err
+	}
+	now := now(h.clock)
+	who := authz.Actor(p, in.Role)
+	attempt := domain.StepAttempt{Name: in.StepName, IdempotencyKey: in.IdempotencyKey, InvocationID: in.InvocationID,
+		Status: status, Context: in.Context, StartedAt: in.StartedAt, FinishedAt: in.FinishedAt}
+	var res StepResult
+	plan, err := h.steps.AppendStep(ctx, in.ThreadID, ports.AppendWriter{PrincipalID: p.ID, Role: in.Role, InvocationID: in.InvocationID}, in.StepName,
+		in.IdempotencyKey, c != nil, func(v ports.StepTx) (ports.StepPlan, error) {
+			th := v.Thread
+			var cur *domain.StepIdentity
+			if v.Current != nil {
+				cur = &domain.StepIdentity{Status: v.Current.Status, RetryCount: v.Current.RetryCount,
+					InvocationID: v.Current.InvocationID, LatestStepID: v.Current.LatestStepID}
+			}
+			attempt.Grant = v.Grant
+			d, err := th.RecordStep(who, c, attempt, cur, ports.Recorded(v.States), now)
+			if err != nil {
+				return ports.StepPlan{}, err
+			}
+			if d.Duplicate {
+				res = StepResult{Duplicate: true, SameInvocation: d.SameInvocation, StepID: v.Current.LatestStepID,
+					StepName: in.StepName, IdempotencyKey: in.IdempotencyKey, Status: v.Current.Status,
+					Attempt: d.Attempt, RetryCount: d.RetryCount, Role: d.Party.Role, ThreadStatus: th.Status}
+				return ports.StepPlan{Duplicate: true}, nil
+			}
+			plan := stepPlan(h.keys, th, v, c, in, status, subs, d, now)
+			res = StepResult{StepID: plan.Activity.ID, StepName: in.StepName, IdempotencyKey: in.IdempotencyKey,
+				Status: in.Status, Attempt: d.Attempt, RetryCount: d.RetryCount, Role: d.Party.Role,
+				ThreadStatus: plan.Thread.Status, Validation: d.Validation}
+			return plan, nil
+		})
+	if err != nil {
+		return StepResult{}, err
+	}
+	if !plan.Duplicate {
+		countStep(h.metrics, plan)
+		h.publisher.Published(plan.Notifications)
+	}
+	return res, nil
+}
