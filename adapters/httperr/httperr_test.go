@@ -56,11 +56,15 @@ func TestWriteProblem(t *testing.T) {
 		check  func(map[string]any) bool
 	}{
 		{"field", domain.Invalid("email", "bad"), 400, nil,
-			func(b map[string]any) bool { return b["field"] == "email" && b["detail"] == "bad" && b["code"] == "validation_failed" }},
+			func(b map[string]any) bool {
+				return b["field"] == "email" && b["detail"] == "bad" && b["code"] == "validation_failed"
+			}},
 		{"details are members, the standard ones win", domain.Forbidden("no").WithDetail("required", "users.manage").WithDetail("status", 1), 403, nil,
 			func(b map[string]any) bool { return b["required"] == "users.manage" && b["status"] == float64(403) }},
 		{"internal", errors.New("boom"), 500, nil,
-			func(b map[string]any) bool { return b["code"] == "internal" && b["detail"] == domain.InternalMessage && b["title"] == "Internal Server Error" }},
+			func(b map[string]any) bool {
+				return b["code"] == "internal" && b["detail"] == domain.InternalMessage && b["title"] == "Internal Server Error"
+			}},
 		{"unauthenticated", domain.ErrUnauthenticated, 401, map[string]string{"WWW-Authenticate": `Bearer realm="threadengine"`}, nil},
 		{"unavailable", domain.E(domain.KindUnavailable, domain.CodeUnavailable, "down").WithRetryAfter(1500 * time.Millisecond), 503,
 			map[string]string{"Retry-After": "2"}, func(b map[string]any) bool { return b["type"] == "urn:threadengine:problem:unavailable" }},
