@@ -164,7 +164,7 @@ var registry = map[Code][]Kind{
 	CodeGraphQLBadRequest:       {KindInvalid},
 	CodeGraphQLParseFailed:      {KindUnprocessable},
 	CodeGraphQLValidationFailed: {KindUnprocessable},
-	CodeGraphQLBadUserInput:     {KindInvalid},
+	CodeGraphQLBadUserInput:     {KindUnprocessable},
 	CodeGraphQLQueryTooLarge:    {KindTooLarge},
 }
 
