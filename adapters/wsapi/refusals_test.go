@@ -134,7 +134,9 @@ func TestEveryRefusalCarriesACode(t *testing.T) {
 	check(c, []refusal{
 		{"already connected", `{"action":"connect","apiKey":"good"}`, "connect", "validation_failed", nil},
 		{"unknown action", `{"action":"teleport","requestId":"r3"}`, "teleport", "validation_failed",
-			func(r map[string]any) bool { return r["message"] == "Unknown action: teleport" && r["field"] == "action" }},
+			func(r map[string]any) bool {
+				return r["message"] == "Unknown action: teleport" && r["field"] == "action"
+			}},
 		{"too large", `{"action":"startThread","pad":"` + strings.Repeat("x", MaxMessageBytes) + `"}`, "startThread", "limit_exceeded", nil},
 		{"malformed frame field", `{"action":"subscribe","requestId":"r4"}`, "subscribe", "validation_failed", nil},
 	})
