@@ -164,7 +164,10 @@ func (s *session) connect(requestID string, m Message) bool {
 		r := s.fail("connect", err)
 		switch domain.KindOf(err) {
 		case domain.KindInternal, domain.KindUnavailable:
-			// Not the key's fault: the client may connect again later.
+			// Not the key's fault: the client may connect again later. The
+			// text is what SDKs (@threadengine/sdk) recognise; the code
+			// and retryAfterMs say the same to those reading them.
+			r.Message = "Authentication is temporarily unavailable"
 			s.send(requestID, r)
 			s.flushAndClose(websocket.StatusTryAgainLater, "authentication is temporarily unavailable")
 		default:

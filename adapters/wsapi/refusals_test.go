@@ -163,13 +163,15 @@ func TestEveryRefusalCarriesACode(t *testing.T) {
 	}
 	down := dialWS(t, url)
 	check(down, []refusal{{"database down", `{"action":"connect","apiKey":"down"}`, "connect", "unavailable",
-		func(r map[string]any) bool { return r["retryAfterMs"] == float64(2000) }}})
+		func(r map[string]any) bool {
+			return r["retryAfterMs"] == float64(2000) && r["message"] == "Authentication is temporarily unavailable"
+		}}})
 	if st := down.closed(); st != websocket.StatusTryAgainLater {
 		t.Errorf("database down: closed %v", st)
 	}
 	boom := dialWS(t, url)
 	check(boom, []refusal{{"internal", `{"action":"connect","apiKey":"boom"}`, "connect", "internal",
-		func(r map[string]any) bool { return r["message"] == domain.InternalMessage }}})
+		func(r map[string]any) bool { return r["message"] == "Authentication is temporarily unavailable" }}})
 	_ = boom.closed()
 	if got := logs.Mentioning(slog.LevelError, "hunter2"); len(got) != 1 || got[0].Attrs["action"] != "connect" {
 		t.Errorf("the internal error was logged %d times: %+v", len(got), logs.Records())

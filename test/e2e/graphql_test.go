@@ -102,7 +102,7 @@ func TestGraphQLAuth(t *testing.T) {
 		resp, body = e.Do(t, http.MethodPost, "/graphql", key, q)
 		var r gqlResult
 		_ = json.Unmarshal(body, &r)
-		if resp.StatusCode != http.StatusUnauthorized || len(r.Errors) != 1 || r.Errors[0].Extensions["code"] != "UNAUTHENTICATED" {
+		if resp.StatusCode != http.StatusUnauthorized || len(r.Errors) != 1 || r.Errors[0].Extensions["code"] != "unauthenticated" {
 			t.Fatalf("key %q: %d %s", key, resp.StatusCode, body)
 		}
 	}
