@@ -8,9 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
-
 	"github.com/threadengine/engine/adapters/config"
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
@@ -47,6 +44,11 @@ func TestDatabaseOutageIsRetryable(t *testing.T) {
 		})
 	}
 }
+
+// otlpOutageTrace is one valid span (OTLP/JSON).
+const otlpOutageTrace = `{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"checkout-service"}}]},
+ "scopeSpans":[{"spans":[{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"eee19b7ec3c1b174","name":"pay",
+  "startTimeUnixNano":"1795255200000000000","endTimeUnixNano":"1795255201000000000"}]}]}]}`
 
 func outage(t *testing.T, e *enginetest.Engine, cached bool, cut func()) {
 	ws := connectWS(t, e, e.AdminKey)
@@ -103,20 +105,19 @@ func outage(t *testing.T, e *enginetest.Engine, cached bool, cut func()) {
 
 	// OTLP: google.rpc.Status UNAVAILABLE from the ingest, or the REST
 	// problem from authentication.
-	b, err := proto.Marshal(traceReq(7, "outage"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, body = e.DoWith(t, http.MethodPost, "/v1/traces", b, func(r *http.Request) {
-		r.Header.Set("Content-Type", "application/x-protobuf")
+	resp, body = e.DoWith(t, http.MethodPost, "/v1/traces", otlpOutageTrace, func(r *http.Request) {
 		r.Header.Set("X-API-Key", e.AdminKey)
 	})
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "2" || !strings.Contains(string(body), "unavailable") {
 		t.Errorf("OTLP: %d Retry-After %q %q", resp.StatusCode, resp.Header.Get("Retry-After"), body)
 	}
 	if cached {
-		if code, msg := rpcStatus(t, body); code != 14 || !strings.HasPrefix(msg, "unavailable: ") {
-			t.Errorf("OTLP: gRPC %d %q", code, msg)
+		var st struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		}
+		if err := json.Unmarshal(body, &st); err != nil || st.Code != 14 || !strings.HasPrefix(st.Message, "unavailable: ") {
+			t.Errorf("OTLP: %s (%v)", body, err)
 		}
 	}
 
@@ -136,31 +137,4 @@ func outage(t *testing.T, e *enginetest.Engine, cached bool, cut func()) {
 			})
 		wantProblem(t, resp, body, http.StatusServiceUnavailable, "unavailable")
 	}
-}
-
-// rpcStatus reads google.rpc.Status's code and message (protobuf).
-func rpcStatus(t *testing.T, b []byte) (code int, msg string) {
-	t.Helper()
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			t.Fatalf("not a google.rpc.Status: %x", b)
-		}
-		b = b[n:]
-		switch {
-		case num == 1 && typ == protowire.VarintType:
-			v, m := protowire.ConsumeVarint(b)
-			code, b = int(v), b[m:]
-		case num == 2 && typ == protowire.BytesType:
-			v, m := protowire.ConsumeString(b)
-			msg, b = v, b[m:]
-		default:
-			m := protowire.ConsumeFieldValue(num, typ, b)
-			if m < 0 {
-				t.Fatalf("not a google.rpc.Status: %x", b)
-			}
-			b = b[m:]
-		}
-	}
-	return code, msg
 }
