@@ -11,6 +11,7 @@ import (
 	"github.com/threadengine/engine/adapters/config"
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
+	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/test/enginetest"
 )
 
@@ -137,4 +138,43 @@ func outage(t *testing.T, e *enginetest.Engine, cached bool, cut func()) {
 			})
 		wantProblem(t, resp, body, http.StatusServiceUnavailable, "unavailable")
 	}
+}
+
+// The same error has the same code on every transport that can meet it,
+// with its kind's status wherever the transport has one: a contract that
+// does not exist (REST, GraphQL, WebSocket, MCP) and a viewer writing
+// (REST, WebSocket, OTLP).
+func TestSameErrorSameCode(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
+		// not_found.
+		resp, body := e.Do(t, http.MethodGet, "/v1/contracts/no_such_contract", e.AdminKey, nil)
+		wantProblem(t, resp, body, http.StatusNotFound, "not_found")
+		status, g, body := gqlPost(t, e, e.AdminKey, `{ contractGraph(name: "no_such_contract") { parties } }`, nil)
+		if status != http.StatusOK || len(g.Errors) != 1 || g.Errors[0].Extensions["code"] != "not_found" {
+			t.Errorf("GraphQL not_found: %d %s", status, body)
+		}
+		ws := connectWS(t, e, e.AdminKey)
+		if r := ws.call(map[string]any{"action": "startThread", "contractName": "no_such_contract", "role": "merchant", "refs": map[string]any{}}); r["code"] != "not_found" {
+			t.Errorf("WebSocket not_found: %v", r)
+		}
+		res := callTool(t, mustConnect(t, e, e.AdminKey), "contract_graph", map[string]any{"name": "no_such_contract"})
+		wantToolError(t, "contract_graph", res, `"code":"not_found"`)
+
+		// forbidden.
+		_, viewer := e.NewUser(t, domain.RoleViewer)
+		resp, body = e.Do(t, http.MethodPost, "/v1/contracts", viewer, map[string]string{"source": "name: x"})
+		wantProblem(t, resp, body, http.StatusForbidden, "forbidden")
+		vws := connectWS(t, e, viewer)
+		if r := vws.call(map[string]any{"action": "startThread", "refs": map[string]any{}}); r["code"] != "forbidden" {
+			t.Errorf("WebSocket forbidden: %v", r)
+		}
+		resp, body = e.DoWith(t, http.MethodPost, "/v1/traces", otlpOutageTrace, func(r *http.Request) { r.Header.Set("X-API-Key", viewer) })
+		var st struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		}
+		if err := json.Unmarshal(body, &st); err != nil || resp.StatusCode != http.StatusForbidden || st.Code != 7 || !strings.HasPrefix(st.Message, "forbidden: ") {
+			t.Errorf("OTLP forbidden: %d %s", resp.StatusCode, body)
+		}
+	})
 }
