@@ -17,16 +17,14 @@ const (
 	CodeNotFound         Code = "not_found"
 	CodeMethodNotAllowed Code = "method_not_allowed"
 	CodeBodyTooLarge     Code = "body_too_large"
-	// CodeUnsupportedMediaType: a body in a media type the route does not
-	// read (OTLP: neither protobuf nor JSON).
-	CodeUnsupportedMediaType Code = "unsupported_media_type"
-	// CodeUnavailable: a dependency (the database, the identity registry)
-	// is unreachable or overloaded; the answer says when to retry.
-	CodeUnavailable Code = "unavailable"
-	CodeRateLimited Code = "rate_limited"
+	CodeUnavailable      Code = "unavailable"
+	CodeRateLimited      Code = "rate_limited"
 	// CodeLimitExceeded: a request, socket or message reached one of the
 	// engine's limits; Details["limit"] names it.
 	CodeLimitExceeded Code = "limit_exceeded"
+	// CodeUnsupportedMediaType: a body in a media type the route does not
+	// read (OTLP: neither protobuf nor JSON).
+	CodeUnsupportedMediaType Code = "unsupported_media_type"
 
 	// Credentials and permissions.
 	CodeUnauthenticated Code = "unauthenticated"
@@ -103,15 +101,16 @@ const (
 // because clients already see those statuses (e.g. user_not_active is 401
 // on an API request and 403 on a refused sign-in).
 var registry = map[Code][]Kind{
-	CodeInternal:             {KindInternal},
-	CodeValidationFailed:     {KindInvalid},
-	CodeNotFound:             {KindNotFound, KindConflict},
-	CodeMethodNotAllowed:     {KindMethodNotAllowed},
-	CodeBodyTooLarge:         {KindTooLarge},
+	CodeInternal:         {KindInternal},
+	CodeValidationFailed: {KindInvalid},
+	CodeNotFound:         {KindNotFound, KindConflict},
+	CodeMethodNotAllowed: {KindMethodNotAllowed},
+	CodeBodyTooLarge:     {KindTooLarge},
+	CodeUnavailable:      {KindUnavailable},
+	CodeRateLimited:      {KindRateLimited},
+	CodeLimitExceeded:    {KindTooLarge, KindRateLimited},
+
 	CodeUnsupportedMediaType: {KindUnsupportedMedia},
-	CodeUnavailable:          {KindUnavailable},
-	CodeRateLimited:          {KindRateLimited},
-	CodeLimitExceeded:        {KindTooLarge, KindRateLimited},
 
 	CodeUnauthenticated: {KindUnauthenticated},
 	CodeForbidden:       {KindForbidden},
