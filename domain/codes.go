@@ -22,6 +22,9 @@ const (
 	// CodeLimitExceeded: a request, socket or message reached one of the
 	// engine's limits; Details["limit"] names it.
 	CodeLimitExceeded Code = "limit_exceeded"
+	// CodeUnsupportedMediaType: a body in a media type the route does not
+	// read (OTLP: neither protobuf nor JSON).
+	CodeUnsupportedMediaType Code = "unsupported_media_type"
 
 	// Credentials and permissions.
 	CodeUnauthenticated Code = "unauthenticated"
@@ -107,6 +110,8 @@ var registry = map[Code][]Kind{
 	CodeRateLimited:      {KindRateLimited},
 	CodeLimitExceeded:    {KindTooLarge, KindRateLimited},
 
+	CodeUnsupportedMediaType: {KindUnsupportedMedia},
+
 	CodeUnauthenticated: {KindUnauthenticated},
 	CodeForbidden:       {KindForbidden},
 	CodeAPIKeyRevoked:   {KindUnauthenticated},
@@ -158,7 +163,7 @@ var registry = map[Code][]Kind{
 	CodeGraphQLBadRequest:       {KindInvalid},
 	CodeGraphQLParseFailed:      {KindUnprocessable},
 	CodeGraphQLValidationFailed: {KindUnprocessable},
-	CodeGraphQLBadUserInput:     {KindInvalid},
+	CodeGraphQLBadUserInput:     {KindUnprocessable},
 	CodeGraphQLQueryTooLarge:    {KindTooLarge},
 }
 

@@ -3,12 +3,14 @@ package domain
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Kind classifies an error by what the caller can do about it. Each kind has
-// one HTTP status (the kinds table below); every transport derives its own
-// mapping from that table. Values are never reordered; new kinds go at the
-// end.
+// one HTTP status, one gRPC status code and, for the kinds a caller may
+// retry, a default retry delay (the kinds table below); every transport
+// renders an error through Public, which reads that table. Values are never
+// reordered; new kinds go at the end.
 type Kind uint8
 
 const (
@@ -23,25 +25,49 @@ const (
 	KindUnprocessable                // well-formed but refused by a policy (e.g. complexity)
 	KindRateLimited                  // too many requests
 	KindMethodNotAllowed             // the route exists, but not for this HTTP method
+	KindUnsupportedMedia             // the body's media type (Content-Type) is not one the route reads
 )
 
-// kinds is the one table from kind to name and HTTP status (the numbers of
-// net/http's Status constants: domain imports no transport).
+// gRPC status codes (google.golang.org/grpc/codes, by number: domain
+// imports no transport), for transports that answer google.rpc.Status.
+const (
+	grpcInvalidArgument    = 3
+	grpcNotFound           = 5
+	grpcPermissionDenied   = 7
+	grpcResourceExhausted  = 8
+	grpcFailedPrecondition = 9
+	grpcUnimplemented      = 12
+	grpcInternal           = 13
+	grpcUnavailable        = 14
+	grpcUnauthenticated    = 16
+)
+
+// retryDelay is the delay a caller is told to wait before retrying an error
+// of a retryable kind that names none itself (Error.RetryAfter).
+const retryDelay = time.Second
+
+// kinds is the one table from kind to name, HTTP status (the numbers of
+// net/http's Status constants: domain imports no transport), gRPC status
+// code and default retry delay (zero: retrying the same request will not
+// help).
 var kinds = [...]struct {
-	name   string
-	status int
+	name       string
+	status     int
+	grpc       int
+	retryAfter time.Duration
 }{
-	KindInternal:         {"internal", 500},
-	KindInvalid:          {"invalid", 400},
-	KindNotFound:         {"not_found", 404},
-	KindConflict:         {"conflict", 409},
-	KindUnauthenticated:  {"unauthenticated", 401},
-	KindForbidden:        {"forbidden", 403},
-	KindUnavailable:      {"unavailable", 503},
-	KindTooLarge:         {"too_large", 413},
-	KindUnprocessable:    {"unprocessable", 422},
-	KindRateLimited:      {"rate_limited", 429},
-	KindMethodNotAllowed: {"method_not_allowed", 405},
+	KindInternal:         {"internal", 500, grpcInternal, 0},
+	KindInvalid:          {"invalid", 400, grpcInvalidArgument, 0},
+	KindNotFound:         {"not_found", 404, grpcNotFound, 0},
+	KindConflict:         {"conflict", 409, grpcFailedPrecondition, 0},
+	KindUnauthenticated:  {"unauthenticated", 401, grpcUnauthenticated, 0},
+	KindForbidden:        {"forbidden", 403, grpcPermissionDenied, 0},
+	KindUnavailable:      {"unavailable", 503, grpcUnavailable, retryDelay},
+	KindTooLarge:         {"too_large", 413, grpcResourceExhausted, 0},
+	KindUnprocessable:    {"unprocessable", 422, grpcInvalidArgument, 0},
+	KindRateLimited:      {"rate_limited", 429, grpcResourceExhausted, retryDelay},
+	KindMethodNotAllowed: {"method_not_allowed", 405, grpcUnimplemented, 0},
+	KindUnsupportedMedia: {"unsupported_media_type", 415, grpcInvalidArgument, 0},
 }
 
 // Kinds lists every kind, in declaration order.
@@ -61,11 +87,23 @@ func (k Kind) String() string {
 }
 
 // HTTPStatus is the kind's HTTP status; an unknown kind is internal (500).
-func (k Kind) HTTPStatus() int {
+func (k Kind) HTTPStatus() int { return kinds[k.known()].status }
+
+// GRPCCode is the kind's gRPC status code (google.rpc.Status.code, as
+// OTLP answers it); an unknown kind is internal (13).
+func (k Kind) GRPCCode() int { return kinds[k.known()].grpc }
+
+// RetryAfter is how long a caller should wait before retrying an error of
+// this kind when the error names no delay itself; zero for the kinds where
+// retrying the same request will not help.
+func (k Kind) RetryAfter() time.Duration { return kinds[k.known()].retryAfter }
+
+// known is k, or KindInternal for a kind outside the table.
+func (k Kind) known() Kind {
 	if int(k) < len(kinds) {
-		return kinds[k].status
+		return k
 	}
-	return kinds[KindInternal].status
+	return KindInternal
 }
 
 // Error is the one error type that crosses layers. Message is safe to show to
@@ -78,7 +116,10 @@ type Error struct {
 	Field string
 	// Details carries structured, public extras (e.g. every contract problem).
 	Details map[string]any
-	Err     error
+	// RetryAfter, when positive, is how long the caller should wait before
+	// retrying (else the kind's default, Kind.RetryAfter).
+	RetryAfter time.Duration
+	Err        error
 
 	// base is the package-level Base this error was made from, for Is.
 	base *Base
@@ -169,6 +210,13 @@ func (e *Error) WithCause(cause error) *Error {
 	return c
 }
 
+// WithRetryAfter returns a copy of e telling the caller to retry after d.
+func (e *Error) WithRetryAfter(d time.Duration) *Error {
+	c := e.clone()
+	c.RetryAfter = d
+	return c
+}
+
 // Is reports whether e was made from target when target is a *Base, so
 // errors.Is(err, domain.ErrNotFound) holds for every error made from that
 // base, whatever was changed with the With methods.
@@ -232,6 +280,10 @@ func (b *Base) WithMessage(msg string, args ...any) *Error { return b.New().With
 
 // WithCause returns a new *Error made from b that wraps cause.
 func (b *Base) WithCause(cause error) *Error { return b.New().WithCause(cause) }
+
+// WithRetryAfter returns a new *Error made from b that tells the caller to
+// retry after d.
+func (b *Base) WithRetryAfter(d time.Duration) *Error { return b.New().WithRetryAfter(d) }
 
 // AsError extracts a *Error from err, wrapping unknown errors as internal.
 func AsError(err error) *Error {

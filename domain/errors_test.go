@@ -11,7 +11,7 @@ func TestKindHTTPStatus(t *testing.T) {
 	want := map[Kind]int{
 		KindInvalid: 400, KindUnauthenticated: 401, KindForbidden: 403, KindNotFound: 404,
 		KindMethodNotAllowed: 405, KindConflict: 409, KindTooLarge: 413, KindUnprocessable: 422,
-		KindRateLimited: 429, KindUnavailable: 503, KindInternal: 500,
+		KindRateLimited: 429, KindUnavailable: 503, KindInternal: 500, KindUnsupportedMedia: 415,
 	}
 	if len(want) != len(Kinds()) {
 		t.Fatalf("%d kinds, the test knows %d", len(Kinds()), len(want))

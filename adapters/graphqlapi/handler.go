@@ -20,6 +20,7 @@ import (
 	gqlerrors "github.com/graph-gophers/graphql-go/errors"
 	"github.com/labstack/echo/v4"
 
+	"github.com/threadengine/engine/adapters/httperr"
 	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/app/readmodel"
 	"github.com/threadengine/engine/domain"
@@ -45,9 +46,10 @@ const (
 	CompanyName = "default"
 )
 
-// Error codes in errors[].extensions.code. The request-level ones are
-// public codes of domain's registry (the first four follow gqlgen, which the
-// reference engine uses); the others name a kind, in codeOf.
+// Every errors[].extensions.code is a public code of domain's registry,
+// the same code REST, WebSocket and MCP answer for the same error. These are
+// the GraphQL request's own (the first four follow gqlgen, which the
+// reference engine uses).
 const (
 	CodeParseFailed      = string(domain.CodeGraphQLParseFailed)
 	CodeValidationFailed = string(domain.CodeGraphQLValidationFailed)
@@ -55,13 +57,18 @@ const (
 	CodeBadRequest       = string(domain.CodeGraphQLBadRequest)
 	CodeQueryTooLarge    = string(domain.CodeGraphQLQueryTooLarge)
 	CodeBadUserInput     = string(domain.CodeGraphQLBadUserInput)
-	CodeNotFound         = "NOT_FOUND"
-	CodeUnauthenticated  = "UNAUTHENTICATED"
-	CodeForbidden        = "FORBIDDEN"
-	CodeConflict         = "CONFLICT"
-	CodeRateLimited      = "RATE_LIMITED"
-	CodeUnavailable      = "SERVICE_UNAVAILABLE"
-	CodeInternal         = "INTERNAL_SERVER_ERROR"
+)
+
+// The request-level refusals (their HTTP status is their kind's).
+var (
+	errNoQuery      = domain.NewBase(domain.KindInvalid, domain.CodeGraphQLBadRequest, "a query string is required")
+	errBadVariables = domain.NewBase(domain.KindInvalid, domain.CodeGraphQLBadRequest, "variables must be a JSON object")
+	errBadBody      = domain.NewBase(domain.KindInvalid, domain.CodeGraphQLBadRequest,
+		"the body must be a JSON object {\"query\": …, \"variables\": {…}}")
+	errUnreadableBody = domain.NewBase(domain.KindInvalid, domain.CodeGraphQLBadRequest, "cannot read the request body")
+	errMethod         = domain.NewBase(domain.KindMethodNotAllowed, domain.CodeMethodNotAllowed, "use POST (or GET with ?query=)")
+	errBodyTooLarge   = domain.NewBase(domain.KindTooLarge, domain.CodeGraphQLQueryTooLarge,
+		"request body exceeds %d bytes", MaxBodyBytes)
 )
 
 // Request is a GraphQL-over-HTTP request body.
@@ -77,6 +84,10 @@ type Response struct {
 	Errors     []*gqlerrors.QueryError `json:"errors,omitempty"`
 	Data       json.RawMessage         `json:"data,omitempty"`
 	Extensions map[string]any          `json:"extensions,omitempty"`
+
+	// refusal is the public view of the error that refused the whole
+	// request, for its HTTP headers (Retry-After, WWW-Authenticate).
+	refusal *domain.PublicError
 }
 
 // Handler executes GraphQL operations for the principal in the context.
@@ -128,7 +139,7 @@ func (h *Handler) parseSchema(opts ...graphql.SchemaOpt) (*graphql.Schema, error
 		// both it and the expansion are capped.
 		graphql.OverlapValidationLimit(MaxOverlapPairs),
 		graphql.MaxSelections(MaxSelections),
-		graphql.PanicHandler(panicHandler{log: h.log}),
+		graphql.PanicHandler(panicHandler{}),
 	}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("graphql schema: %w", err)
@@ -136,19 +147,39 @@ func (h *Handler) parseSchema(opts ...graphql.SchemaOpt) (*graphql.Schema, error
 	return s, nil
 }
 
-type panicHandler struct{ log *slog.Logger }
+// panicHandler turns a resolver's panic into that resolver's internal
+// error (classify logs it, with its path).
+type panicHandler struct{}
 
-func (p panicHandler) MakePanicError(ctx context.Context, value any) *gqlerrors.QueryError {
-	p.log.ErrorContext(ctx, "graphql resolver panic", "panic", fmt.Sprint(value))
-	return &gqlerrors.QueryError{Message: "an internal error occurred", Extensions: map[string]any{"code": CodeInternal}}
+func (panicHandler) MakePanicError(_ context.Context, value any) *gqlerrors.QueryError {
+	return &gqlerrors.QueryError{Message: domain.InternalMessage, ResolverError: fmt.Errorf("graphql resolver panic: %v", value)}
 }
 
-func errorResponse(status int, code, msg string, ext map[string]any) (*Response, int) {
-	e := map[string]any{"code": code}
-	for k, v := range ext {
-		e[k] = v
+// queryError is a GraphQL error from a public view: the message, and in
+// extensions the code (also as reason, which carried it before code did),
+// the field, the details and, when a retry may succeed, retryAfter in
+// seconds.
+func queryError(p domain.PublicError) *gqlerrors.QueryError {
+	ext := make(map[string]any, len(p.Details)+4)
+	for k, v := range p.Details {
+		ext[k] = v
 	}
-	return &Response{Errors: []*gqlerrors.QueryError{{Message: msg, Extensions: e}}}, status
+	ext["code"], ext["reason"] = string(p.Code), string(p.Code)
+	if p.Field != "" {
+		ext["field"] = p.Field
+	}
+	if s := p.RetryAfterSeconds(); s > 0 {
+		ext["retryAfter"] = s
+	}
+	return &gqlerrors.QueryError{Message: p.Message, Extensions: ext}
+}
+
+// refuse answers a request refused as a whole by err: its public view as
+// the one error, with the view's HTTP status (an internal error is logged
+// once, here).
+func (h *Handler) refuse(ctx context.Context, err error) (*Response, int) {
+	p := httperr.Report(ctx, h.log, err)
+	return &Response{Errors: []*gqlerrors.QueryError{queryError(p)}, refusal: &p}, p.Status
 }
 
 // Cost returns the static price of req's operation (data-dependent lists
@@ -174,34 +205,32 @@ func (h *Handler) Cost(req Request) (int, error) {
 // graphql_query tool calls this too, so both apply the same limit.
 func (h *Handler) Execute(ctx context.Context, req Request) (*Response, int) {
 	if strings.TrimSpace(req.Query) == "" {
-		return errorResponse(http.StatusBadRequest, CodeBadRequest, "a query string is required", nil)
+		return h.refuse(ctx, errNoQuery)
 	}
 	if len(req.Query) > MaxQueryBytes {
 		h.metrics.GraphQLRefused("size")
-		return errorResponse(http.StatusRequestEntityTooLarge, CodeQueryTooLarge,
-			fmt.Sprintf("query length %d exceeds the maximum allowed query length of %d bytes", len(req.Query), MaxQueryBytes),
-			map[string]any{"limit": MaxQueryBytes})
+		return h.refuse(ctx, domain.E(domain.KindTooLarge, domain.CodeGraphQLQueryTooLarge,
+			"query length %d exceeds the maximum allowed query length of %d bytes", len(req.Query), MaxQueryBytes).
+			WithDetail("limit", MaxQueryBytes))
 	}
 	if err := h.queries.AuthorizeRead(ctx); err != nil {
-		de := domain.AsError(err)
-		code, status := codeOf(de.Kind)
-		return errorResponse(status, code, de.Message, nil)
+		return h.refuse(ctx, err)
 	}
 	a := h.analyse(req.Query, req.OperationName)
 	switch {
 	case a.err != nil:
-		r, status := errorResponse(http.StatusUnprocessableEntity, CodeParseFailed, a.err.msg, nil)
+		r, status := h.refuse(ctx, domain.E(domain.KindUnprocessable, domain.CodeGraphQLParseFailed, "%s", a.err.msg))
 		r.Errors[0].Locations = []gqlerrors.Location{{Line: a.err.line, Column: a.err.col}}
 		return r, status
 	case a.invalid != "":
 		h.metrics.GraphQLRefused("invalid")
-		return errorResponse(http.StatusUnprocessableEntity, CodeValidationFailed, a.invalid, nil)
+		return h.refuse(ctx, domain.E(domain.KindUnprocessable, domain.CodeGraphQLValidationFailed, "%s", a.invalid))
 	}
 	root, roots, conv := costSet(a.doc, a.op, h.idx, req.Variables)
 	cost, readsMatter := h.model.PriceStatic(root)
 	if err := h.model.Check(cost); err != nil {
 		h.metrics.GraphQLRefused("complexity")
-		return complexityResponse(err)
+		return h.refuse(ctx, err)
 	}
 	r := &request{}
 	r.verifyLeft.Store(h.verifyBudget)
@@ -211,29 +240,27 @@ func (h *Handler) Execute(ctx context.Context, req Request) (*Response, int) {
 		cost = h.model.Price(root, h.readRoots(ctx, roots, conv, r))
 		if cost > h.model.Limit {
 			h.metrics.GraphQLRefused("complexity")
-			return complexityResponse(domain.ComplexityExceededByThreads(cost, h.model.Limit))
+			return h.refuse(ctx, domain.ComplexityExceededByThreads(cost, h.model.Limit))
 		}
 	}
 	h.metrics.GraphQLCost(cost)
 	res := h.schema.Exec(withRequest(ctx, r), a.query, req.OperationName, req.Variables)
 	out := &Response{Data: res.Data, Errors: res.Errors, Extensions: map[string]any{"cost": cost}}
+	// Executed: 200, errors of resolvers included (GraphQL over HTTP).
 	status := http.StatusOK
-	for _, e := range out.Errors {
-		h.classify(ctx, e)
+	var first domain.PublicError
+	for i, e := range out.Errors {
+		if p := h.classify(ctx, e); i == 0 {
+			first = p
+		}
 	}
 	if len(res.Errors) > 0 && noData(res.Data) && !anyResolverError(res.Errors) {
 		// Nothing ran: the document failed validation or its variables
-		// could not be coerced.
-		status = http.StatusUnprocessableEntity
+		// could not be coerced; the status is the first refusal's.
+		status = first.Status
 		out.Data, out.Extensions = nil, nil
 	}
 	return out, status
-}
-
-func complexityResponse(err error) (*Response, int) {
-	de := domain.AsError(err)
-	return errorResponse(http.StatusUnprocessableEntity, CodeComplexity, de.Message,
-		map[string]any{"complexity": de.Details["complexity"], "limit": de.Details["limit"]})
 }
 
 func noData(d json.RawMessage) bool {
@@ -305,81 +332,48 @@ func (h *Handler) ExecuteJSON(ctx context.Context, query, operationName string, 
 	return b, nil
 }
 
-// classify gives every error a code and keeps internal details out of
-// messages.
-func (h *Handler) classify(ctx context.Context, e *gqlerrors.QueryError) {
-	if e.Extensions == nil {
-		e.Extensions = map[string]any{}
-	}
-	if _, ok := e.Extensions["code"]; ok {
-		return
-	}
-	cause := e.ResolverError
-	if cause == nil {
-		cause = e.Err
-	}
-	var de *domain.Error
+// classify renders e from its public view (message, extensions) and
+// returns the view. A resolver's error is the engine's own; an error of
+// graph-gophers itself (validation, coercion) gets the request code that
+// names it. Internal errors are logged once, here.
+func (h *Handler) classify(ctx context.Context, e *gqlerrors.QueryError) domain.PublicError {
+	var err error
 	switch {
-	case cause != nil && errors.As(cause, &de):
-		code, _ := codeOf(de.Kind)
-		e.Extensions["code"] = code
-		e.Extensions["reason"] = string(de.Code)
-		if de.Field != "" {
-			e.Extensions["field"] = de.Field
-		}
-		e.Message = de.Message
-		if de.Kind == domain.KindInternal {
-			h.log.ErrorContext(ctx, "graphql resolver failed", "err", de.Error(), "path", e.Path)
-			e.Message = "an internal error occurred"
-		}
 	case e.ResolverError != nil:
-		h.log.ErrorContext(ctx, "graphql resolver failed", "err", e.ResolverError.Error(), "path", e.Path)
-		e.Extensions["code"] = CodeInternal
-		e.Message = "an internal error occurred"
+		err = e.ResolverError
+	case e.Err != nil && errors.As(e.Err, new(*domain.Error)):
+		err = e.Err
 	case e.Rule != "" || errors.Is(e.Err, graphql.ErrTooManySelections):
-		e.Extensions["code"] = CodeValidationFailed
+		err = domain.E(domain.KindUnprocessable, domain.CodeGraphQLValidationFailed, "%s", e.Message)
 	case len(e.Locations) > 0:
 		// graph-gophers' own parser refused what ours accepted.
-		e.Extensions["code"] = CodeParseFailed
+		err = domain.E(domain.KindUnprocessable, domain.CodeGraphQLParseFailed, "%s", e.Message)
 	default:
 		// Not a validation rule, not a resolver: an argument or variable
 		// value that cannot be coerced to its type at execution.
-		e.Extensions["code"] = CodeBadUserInput
+		err = domain.E(domain.KindUnprocessable, domain.CodeGraphQLBadUserInput, "%s", e.Message)
 	}
-}
-
-// kindCodes names each kind in extensions.code; the HTTP status is the
-// kind's own (domain's table). A kind not named here is internal.
-var kindCodes = map[domain.Kind]string{
-	domain.KindInvalid:         CodeBadUserInput,
-	domain.KindNotFound:        CodeNotFound,
-	domain.KindConflict:        CodeConflict,
-	domain.KindUnauthenticated: CodeUnauthenticated,
-	domain.KindForbidden:       CodeForbidden,
-	domain.KindUnavailable:     CodeUnavailable,
-	domain.KindTooLarge:        CodeQueryTooLarge,
-	domain.KindUnprocessable:   CodeComplexity,
-	domain.KindRateLimited:     CodeRateLimited,
-}
-
-func codeOf(k domain.Kind) (string, int) {
-	if code, ok := kindCodes[k]; ok {
-		return code, k.HTTPStatus()
-	}
-	return CodeInternal, domain.KindInternal.HTTPStatus()
+	p := httperr.Report(ctx, h.log, err, "path", fmt.Sprint(e.Path))
+	q := queryError(p)
+	e.Message, e.Extensions = q.Message, q.Extensions
+	return p
 }
 
 // ServeHTTP answers POST (JSON body, or application/graphql) and GET
 // (?query=…) for the principal already in the request context.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	req, res, status := decodeRequest(w, r)
-	if res == nil {
+	var res *Response
+	var status int
+	req, err := decodeRequest(w, r)
+	if err != nil {
+		res, status = h.refuse(r.Context(), err)
+	} else {
 		res, status = h.Execute(r.Context(), req)
 	}
-	writeJSON(w, status, res)
+	h.writeJSON(w, r, status, res)
 }
 
-func decodeRequest(w http.ResponseWriter, r *http.Request) (Request, *Response, int) {
+func decodeRequest(w http.ResponseWriter, r *http.Request) (Request, error) {
 	var req Request
 	switch r.Method {
 	case http.MethodGet:
@@ -387,45 +381,45 @@ func decodeRequest(w http.ResponseWriter, r *http.Request) (Request, *Response, 
 		req.Query, req.OperationName = q.Get("query"), q.Get("operationName")
 		if v := q.Get("variables"); v != "" {
 			if err := json.Unmarshal([]byte(v), &req.Variables); err != nil {
-				res, st := errorResponse(http.StatusBadRequest, CodeBadRequest, "variables must be a JSON object", nil)
-				return req, res, st
+				return req, errBadVariables
 			}
 		}
-		return req, nil, 0
+		return req, nil
 	case http.MethodPost:
 	default:
 		w.Header().Set("Allow", "GET, POST")
-		res, st := errorResponse(http.StatusMethodNotAllowed, CodeBadRequest, "use POST (or GET with ?query=)", nil)
-		return req, res, st
+		return req, errMethod
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			res, st := errorResponse(http.StatusRequestEntityTooLarge, CodeQueryTooLarge,
-				fmt.Sprintf("request body exceeds %d bytes", MaxBodyBytes), map[string]any{"limit": MaxBodyBytes})
-			return req, res, st
+			return req, errBodyTooLarge.WithDetail("limit", MaxBodyBytes)
 		}
-		res, st := errorResponse(http.StatusBadRequest, CodeBadRequest, "cannot read the request body", nil)
-		return req, res, st
+		return req, errUnreadableBody
 	}
 	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/graphql") {
 		req.Query = string(body)
-		return req, nil, 0
+		return req, nil
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
-		res, st := errorResponse(http.StatusBadRequest, CodeBadRequest,
-			"the body must be a JSON object {\"query\": …, \"variables\": {…}}", nil)
-		return req, res, st
+		return req, errBadBody
 	}
-	return req, nil, 0
+	return req, nil
 }
 
-func writeJSON(w http.ResponseWriter, status int, res *Response) {
+// writeJSON writes res with status; a request refused as a whole also gets
+// its error's headers.
+func (h *Handler) writeJSON(w http.ResponseWriter, r *http.Request, status int, res *Response) {
 	b, err := res.MarshalJSON()
 	if err != nil {
-		status = http.StatusInternalServerError
-		b = []byte(`{"errors":[{"message":"an internal error occurred","extensions":{"code":"INTERNAL_SERVER_ERROR"}}]}`)
+		res, status = h.refuse(r.Context(), fmt.Errorf("graphql: encode response: %w", err))
+		if b, err = res.MarshalJSON(); err != nil {
+			panic(err) // a response of one error whose extensions are strings and ints
+		}
+	}
+	if res.refusal != nil {
+		httperr.SetHeaders(w.Header(), *res.refusal)
 	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
@@ -497,10 +491,8 @@ func (h *Handler) Mount(e *echo.Echo, authenticate Authenticate) {
 		}
 		p, err := authenticate(c)
 		if err != nil {
-			de := domain.AsError(err)
-			code, status := codeOf(de.Kind)
-			res, _ := errorResponse(status, code, de.Message, map[string]any{"reason": string(de.Code)})
-			writeJSON(c.Response(), status, res)
+			res, status := h.refuse(r.Context(), err)
+			h.writeJSON(c.Response(), r, status, res)
 			return nil
 		}
 		h.ServeHTTP(c.Response(), r.WithContext(authz.WithPrincipal(r.Context(), p)))

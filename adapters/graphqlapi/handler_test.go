@@ -373,11 +373,11 @@ func TestErrorsAreCoded(t *testing.T) {
 		{"empty", ``, nil, 400, CodeBadRequest},
 		{"two operations unnamed", `query A { thread(id: "x") { id } } query B { thread(id: "y") { id } }`, nil, 422, CodeValidationFailed},
 		{"mutation", `mutation { thread(id: "x") { id } }`, nil, 422, CodeValidationFailed},
-		{"bad date", `{ threads(startedAfter: "yesterday") { totalCount } }`, nil, 200, CodeBadUserInput},
-		{"bad depth", fmt.Sprintf(`{ threadChain(rootId: %q, maxDepth: 11) { id } }`, s.ID), nil, 200, CodeBadUserInput},
+		{"bad date", `{ threads(startedAfter: "yesterday") { totalCount } }`, nil, 200, string(domain.CodeValidationFailed)},
+		{"bad depth", fmt.Sprintf(`{ threadChain(rootId: %q, maxDepth: 11) { id } }`, s.ID), nil, 200, string(domain.CodeValidationFailed)},
 		{"too deep", `{ thread(id: "x") { threadChain { threadChain { threadChain { threadChain { threadChain { threadChain { threadChain { threadChain { threadChain { threadChain { threadChain { id } } } } } } } } } } } } }`, nil, 422, CodeValidationFailed},
 		{"too long", `{ thread(id: "x") { id } }` + strings.Repeat(" ", MaxQueryBytes), nil, 413, CodeQueryTooLarge},
-		{"contract missing", `{ contractGraph(name: "nope") { parties } }`, nil, 200, CodeNotFound},
+		{"contract missing", `{ contractGraph(name: "nope") { parties } }`, nil, 200, string(domain.CodeNotFound)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -402,7 +402,7 @@ func TestErrorsAreCoded(t *testing.T) {
 	}
 	// Without a principal nothing runs.
 	r, status = f.execCtx(t, context.Background(), graphqltest.GetThread, map[string]any{"id": s.ID})
-	if status != 401 || r.Errors[0].Extensions["code"] != CodeUnauthenticated {
+	if status != 401 || r.Errors[0].Extensions["code"] != string(domain.CodeUnauthenticated) {
 		t.Fatalf("anonymous: %d %+v", status, r)
 	}
 }
@@ -509,7 +509,7 @@ func TestExplorerAndHTTP(t *testing.T) {
 func TestExecuteJSONAppliesTheLimit(t *testing.T) {
 	f := newFixture(t, sqldb.SQLite)
 	b, err := f.h.ExecuteJSON(f.ctx, `{ stepHistory(threadId: "t", stepName: "s", limit: 1000) { attempt } }`, "", nil)
-	want := `{"errors":[{"message":"operation has complexity 1001, which exceeds the limit of 1000","extensions":{"code":"COMPLEXITY_LIMIT_EXCEEDED","complexity":1001,"limit":1000}}]}`
+	want := `{"errors":[{"message":"operation has complexity 1001, which exceeds the limit of 1000","extensions":{"code":"COMPLEXITY_LIMIT_EXCEEDED","complexity":1001,"limit":1000,"reason":"COMPLEXITY_LIMIT_EXCEEDED"}}]}`
 	if err != nil || string(b) != want {
 		t.Fatalf("%s %v", b, err)
 	}

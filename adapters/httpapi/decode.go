@@ -17,9 +17,11 @@ import (
 // MaxBodyBytes caps every JSON request body.
 const MaxBodyBytes = 1 << 20
 
+// Both are immutable bases: a handler cannot change what the next request
+// is answered.
 var (
 	errBodyTooLarge = domain.NewBase(domain.KindTooLarge, domain.CodeBodyTooLarge, "the request body is larger than 1 MiB")
-	errBodyTimeout  = domain.LimitExceeded(domain.KindTooLarge, string(limits.HTTPReadTimeout),
+	errBodyTimeout  = domain.NewBase(domain.KindTooLarge, domain.CodeLimitExceeded,
 		"the request body was not received within the server's read timeout")
 )
 
@@ -44,10 +46,10 @@ func Refusals(c echo.Context) *limits.Counter {
 }
 
 func countRefusal(c echo.Context, err error) error {
-	switch err {
-	case errBodyTooLarge:
+	switch {
+	case errors.Is(err, errBodyTooLarge):
 		Refusals(c).Refused(limits.BodyBytes)
-	case errBodyTimeout:
+	case errors.Is(err, errBodyTimeout):
 		Refusals(c).Refused(limits.HTTPReadTimeout)
 	}
 	return err
@@ -81,7 +83,7 @@ func jsonError(err error) error {
 	case errors.As(err, &mbe):
 		return errBodyTooLarge
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		return errBodyTimeout
+		return errBodyTimeout.WithDetail("limit", string(limits.HTTPReadTimeout))
 	case errors.Is(err, io.EOF):
 		return domain.Invalid("", "a JSON request body is required")
 	case errors.As(err, &syn), errors.Is(err, io.ErrUnexpectedEOF):

@@ -4,69 +4,34 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/threadengine/engine/adapters/httperr"
 	"github.com/threadengine/engine/domain"
 )
 
 // ProblemContentType is the media type of every error body (RFC 9457).
-const ProblemContentType = "application/problem+json"
+const ProblemContentType = httperr.ProblemContentType
 
-// problemTypeBase prefixes the problem "type" URI; the suffix is the code.
-const problemTypeBase = "urn:threadengine:problem:"
-
-// Problem is the body of an error response. Details are extension members
-// at the top level of the JSON object.
-func Problem(err error) (int, map[string]any) {
-	de := domain.AsError(err)
-	status := de.Kind.HTTPStatus()
-	msg := de.Message
-	if de.Kind == domain.KindInternal {
-		// The message of an internal error may describe internals.
-		msg = "an internal error occurred"
-	}
-	body := map[string]any{}
-	for k, v := range de.Details {
-		body[k] = v
-	}
-	body["type"] = problemTypeBase + string(de.Code)
-	body["title"] = http.StatusText(status)
-	body["status"] = status
-	body["detail"] = msg
-	body["code"] = string(de.Code)
-	if de.Field != "" {
-		body["field"] = de.Field
-	}
-	return status, body
+// Problem is err's HTTP status and problem body, for a refusal answered
+// outside echo's error handler. It logs nothing: pass refusals, never an
+// error that may be internal (those go through the error handler).
+func Problem(err error) (int, httperr.Problem) {
+	p := domain.Public(err)
+	return p.Status, httperr.NewProblem(p)
 }
 
-// writeError writes err as application/problem+json. Internal errors are
-// logged with their cause; the client gets a generic message. Only the
-// error handler calls it: handlers and middleware return their errors.
+// writeError writes err as application/problem+json: its public view, the
+// cause of an internal error logged once (httperr.Report). Only the error
+// handler calls it: handlers and middleware return their errors.
 func writeError(c echo.Context, err error) error {
-	status, body := Problem(err)
-	return writeProblem(c, status, body, err)
-}
-
-func writeProblem(c echo.Context, status int, body map[string]any, err error) error {
-	if status >= 500 {
-		logger(c).Error("request failed", "method", c.Request().Method, "path", c.Path(), "status", status, "err", err)
-	}
-	if status == http.StatusUnauthorized {
-		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="threadengine"`)
-	}
-	c.Response().Header().Set("Cache-Control", "no-store")
-	c.Response().Header().Set(echo.HeaderContentType, ProblemContentType)
-	c.Response().WriteHeader(status)
-	if c.Request().Method == http.MethodHead {
-		return nil
-	}
-	return json.NewEncoder(c.Response()).Encode(body)
+	r := c.Request()
+	p := httperr.Report(r.Context(), logger(c), err, "method", r.Method, "path", c.Path())
+	return httperr.WriteProblem(c.Response(), r, p)
 }
 
 // loggerKey is where the request logger stores the server's logger.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/threadengine/engine/adapters/httperr"
 	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/app/readmodel"
 	"github.com/threadengine/engine/domain"
@@ -83,24 +84,26 @@ func New(d Deps) *Handler {
 }
 
 // ServeHTTP serves the streamable HTTP transport. Without a principal in the
-// request context it refuses the request, so a mounting mistake fails closed.
+// request context it refuses the request (a coded problem, as REST answers
+// it), so a mounting mistake fails closed.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if _, ok := authz.PrincipalFrom(r.Context()); !ok {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="threadengine"`)
-		http.Error(w, "authentication required", http.StatusUnauthorized)
+		_ = httperr.WriteProblem(w, r, domain.Public(domain.ErrUnauthenticated))
 		return
 	}
 	h.http.ServeHTTP(w, r)
 }
 
-// toolError is the text an agent sees when a tool fails: the stable code, the
-// message and, for validation failures, the offending argument. Internal
-// causes stay in the log.
+// toolError is the text an agent sees when a tool fails: the error's public
+// view — the stable code, the message, for validation failures the
+// offending argument, and when a retry may succeed the seconds to wait.
+// Internal causes stay in the log.
 type toolError struct {
-	Code    domain.Code    `json:"code"`
-	Message string         `json:"message"`
-	Field   string         `json:"field,omitempty"`
-	Details map[string]any `json:"details,omitempty"`
+	Code       domain.Code    `json:"code"`
+	Message    string         `json:"message"`
+	Field      string         `json:"field,omitempty"`
+	Details    map[string]any `json:"details,omitempty"`
+	RetryAfter int            `json:"retryAfter,omitempty"`
 }
 
 func (e *toolError) Error() string {
@@ -114,12 +117,8 @@ func (e *toolError) Error() string {
 // toolErr converts a use-case error into a tool error result (IsError), never
 // a protocol error: the agent can read it and correct its call.
 func (t *tools) toolErr(ctx context.Context, tool string, err error) error {
-	de := domain.AsError(err)
-	if de.Kind == domain.KindInternal {
-		t.d.Log.ErrorContext(ctx, "mcp tool failed", "tool", tool, "err", err)
-		return &toolError{Code: domain.CodeInternal, Message: "an internal error occurred"}
-	}
-	return &toolError{Code: de.Code, Message: de.Message, Field: de.Field, Details: de.Details}
+	p := httperr.Report(ctx, t.d.Log, err, "tool", tool)
+	return &toolError{Code: p.Code, Message: p.Message, Field: p.Field, Details: p.Details, RetryAfter: p.RetryAfterSeconds()}
 }
 
 func invalidArg(field, msg string, args ...any) error {

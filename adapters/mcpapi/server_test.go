@@ -5,15 +5,28 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/threadengine/engine/adapters/httperr/httperrtest"
 	"github.com/threadengine/engine/domain"
 )
 
+// Without a principal the endpoint answers a coded problem, not plain text.
+func TestUnauthenticatedIsCoded(t *testing.T) {
+	h := &Handler{}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{}`)))
+	if w.Code != http.StatusUnauthorized || w.Header().Get("Content-Type") != "application/problem+json" ||
+		w.Header().Get("WWW-Authenticate") == "" || !strings.Contains(w.Body.String(), `"code":"unauthenticated"`) {
+		t.Fatalf("%d %v %s", w.Code, w.Header(), w.Body)
+	}
+}
+
 func TestToolErrKeepsInternalCausesInTheLog(t *testing.T) {
-	var logged bytes.Buffer
-	tl := &tools{d: Deps{Log: slog.New(slog.NewTextHandler(&logged, nil))}}
 	tests := []struct {
 		name      string
 		err       error
@@ -30,10 +43,14 @@ func TestToolErrKeepsInternalCausesInTheLog(t *testing.T) {
 		{name: "not found", err: domain.NotFound("thread t1"), want: []string{`"code":"not_found"`, "thread t1 not found"}},
 		{name: "forbidden keeps details", err: domain.Forbidden("no").WithDetail("required", "threads.read"),
 			want: []string{`"code":"forbidden"`, `"required":"threads.read"`}},
+		{name: "unavailable says when to retry", err: domain.E(domain.KindUnavailable, domain.CodeUnavailable, "the database is unavailable").
+			WithCause(errors.New("dial tcp: connection refused")).WithRetryAfter(2 * time.Second),
+			want: []string{`"code":"unavailable"`, `"retryAfter":2`}, wantNot: "refused"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			logged.Reset()
+			logs := httperrtest.NewLogs()
+			tl := &tools{d: Deps{Log: logs.Logger()}}
 			msg := tl.toolErr(context.Background(), "get_thread", tt.err).Error()
 			for _, w := range tt.want {
 				if !strings.Contains(msg, w) {
@@ -43,8 +60,12 @@ func TestToolErrKeepsInternalCausesInTheLog(t *testing.T) {
 			if tt.wantNot != "" && strings.Contains(msg, tt.wantNot) {
 				t.Errorf("%s leaks %q", msg, tt.wantNot)
 			}
-			if got := logged.Len() > 0; got != tt.wantInLog {
-				t.Errorf("logged = %v, want %v (%s)", got, tt.wantInLog, logged.String())
+			want := 0
+			if tt.wantInLog {
+				want = 1
+			}
+			if got := logs.Mentioning(slog.LevelError, ""); len(got) != want || (want == 1 && got[0].Attrs["tool"] != "get_thread") {
+				t.Errorf("logged %+v, want %d error record naming the tool", logs.Records(), want)
 			}
 		})
 	}

@@ -26,6 +26,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/threadengine/engine/adapters/config"
+	"github.com/threadengine/engine/adapters/httperr"
 	"github.com/threadengine/engine/adapters/limits"
 	threadsapp "github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
@@ -74,7 +75,8 @@ func (h *Handler) export(c echo.Context) error {
 	case "application/json":
 		asJSON = true
 	default:
-		return h.status(c, http.StatusUnsupportedMediaType, asJSON, "unsupported Content-Type "+ct+": use application/x-protobuf or application/json")
+		return h.fail(c, asJSON, domain.E(domain.KindUnsupportedMedia, domain.CodeUnsupportedMediaType,
+			"unsupported Content-Type %s: use application/x-protobuf or application/json", ct))
 	}
 	// Before a byte of the body is read: who may write, and a decoding slot.
 	if err := h.Threads.AuthorizeIngest(req.Context()); err != nil {
@@ -100,8 +102,9 @@ func (h *Handler) export(c echo.Context) error {
 		if err != nil {
 			de := domain.AsError(err)
 			if de.Kind == domain.KindUnavailable || de.Kind == domain.KindInternal {
-				h.log().Error("otlp: ingest", "err", err, "trace_id", tr.id)
-				return h.status(c, http.StatusServiceUnavailable, asJSON, "temporarily unavailable; retry")
+				// Not this trace's fault: the whole request fails (503 is
+				// retried by exporters), not a partial success.
+				return h.fail(c, asJSON, err, "trace_id", tr.id)
 			}
 			rejected += n
 			if firstErr == "" {
@@ -158,9 +161,10 @@ func (h *Handler) acquire(req *http.Request, lim config.OTLPLimits) (func(), err
 	}
 }
 
-// fail answers a refusal as google.rpc.Status: the message starts with the
-// engine's error code, and limits are counted.
-func (h *Handler) fail(c echo.Context, asJSON bool, err error) error {
+// fail answers err as google.rpc.Status from its public view: HTTP status
+// and gRPC code from the kind, the message starting with the engine's error
+// code; limits are counted, an internal error logged once (with attrs).
+func (h *Handler) fail(c echo.Context, asJSON bool, err error, attrs ...any) error {
 	if errors.Is(err, errReadTimeout) {
 		h.Refusals.Refused(limits.HTTPReadTimeout)
 		err = domain.LimitExceeded(domain.KindTooLarge, string(limits.HTTPReadTimeout), "the request body was not received in time")
@@ -171,15 +175,9 @@ func (h *Handler) fail(c echo.Context, asJSON bool, err error) error {
 			h.Refusals.Refused(limits.Name(name))
 		}
 	}
-	if de.Kind == domain.KindRateLimited {
-		c.Response().Header().Set("Retry-After", "1")
-	}
-	msg := de.Message
-	if de.Kind == domain.KindInternal {
-		h.log().Error("otlp", "err", err)
-		msg = "an internal error occurred"
-	}
-	return h.status(c, de.Kind.HTTPStatus(), asJSON, string(de.Code)+": "+msg)
+	p := httperr.Report(c.Request().Context(), h.log(), err, attrs...)
+	httperr.SetHeaders(c.Response().Header(), p)
+	return h.status(c, p, asJSON)
 }
 
 func (h *Handler) log() *slog.Logger {
@@ -488,33 +486,23 @@ func (h *Handler) reply(c echo.Context, asJSON bool, rejected int, msg string) e
 	return c.Blob(http.StatusOK, "application/x-protobuf", b)
 }
 
-// status writes an error as google.rpc.Status (protobuf) or JSON, as OTLP asks.
-func (h *Handler) status(c echo.Context, code int, asJSON bool, msg string) error {
+// status writes p as google.rpc.Status (protobuf) or JSON, as OTLP asks:
+// the HTTP status and gRPC code are the kind's (domain's table).
+func (h *Handler) status(c echo.Context, p domain.PublicError, asJSON bool) error {
+	msg := string(p.Code) + ": " + p.Message
 	if asJSON {
-		return c.JSON(code, map[string]any{"code": grpcCode(code), "message": msg})
+		return c.JSON(p.Status, rpcStatus{Code: p.GRPCCode, Message: msg})
 	}
 	var b []byte
 	b = protowire.AppendTag(b, 1, protowire.VarintType)
-	b = protowire.AppendVarint(b, uint64(grpcCode(code)))
+	b = protowire.AppendVarint(b, uint64(p.GRPCCode))
 	b = protowire.AppendTag(b, 2, protowire.BytesType)
 	b = protowire.AppendString(b, msg)
-	return c.Blob(code, "application/x-protobuf", b)
+	return c.Blob(p.Status, "application/x-protobuf", b)
 }
 
-func grpcCode(httpStatus int) int {
-	switch httpStatus {
-	case http.StatusBadRequest, http.StatusUnsupportedMediaType:
-		return 3 // INVALID_ARGUMENT
-	case http.StatusUnauthorized:
-		return 16
-	case http.StatusForbidden:
-		return 7
-	case http.StatusServiceUnavailable:
-		return 14 // UNAVAILABLE
-	case http.StatusRequestEntityTooLarge, http.StatusTooManyRequests:
-		return 8 // RESOURCE_EXHAUSTED
-	case http.StatusNotFound:
-		return 5
-	}
-	return 2
+// rpcStatus is google.rpc.Status in its JSON form.
+type rpcStatus struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
 }

@@ -34,10 +34,11 @@ func CallerError(err error) error {
 }
 
 // TxRetry runs fn in a transaction (see Tx) and re-runs it when the database
-// reports a retryable concurrency failure (deadlock, serialization, busy).
-// Errors wrapped with CallerError come back unchanged; driver errors are
-// translated; a transaction still contended after every attempt is reported
-// as unavailable so the client may retry later.
+// reports a retryable concurrency failure (deadlock, serialization, busy),
+// after a short back-off that ends early with ctx. Errors wrapped with
+// CallerError come back unchanged; driver errors are translated; a
+// transaction still contended after every attempt (or when ctx ended) is
+// reported as unavailable so the client may retry later.
 func (d *DB) TxRetry(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 	var err error
 	for attempt := 1; attempt <= maxTxAttempts; attempt++ {
@@ -54,15 +55,30 @@ func (d *DB) TxRetry(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 		} else {
 			d.conflicts.Add(1)
 		}
-		if ctx.Err() != nil {
+		if attempt == maxTxAttempts || !backOff(ctx, time.Duration(attempt*attempt)*5*time.Millisecond) {
 			break
 		}
-		time.Sleep(time.Duration(attempt*attempt) * 5 * time.Millisecond)
 	}
 	if IsSerializationFailure(err) {
-		return &domain.Error{Kind: domain.KindUnavailable, Code: domain.CodeUnavailable, Message: "the database is busy; try again", Err: err}
+		return errBusy.WithCause(err)
 	}
 	return TranslateError(err)
+}
+
+// errBusy: a transaction lost its concurrency race on every attempt.
+var errBusy = domain.NewBase(domain.KindUnavailable, domain.CodeUnavailable, "the database is busy; try again")
+
+// backOff waits d, or until ctx ends; it reports whether the wait ran its
+// course (false: ctx ended, do not retry).
+func backOff(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // Time is how every time is written: UTC with microsecond precision, the

@@ -197,7 +197,7 @@ func (d *DB) Tx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 	}
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
-		return cancelled(ctx, err)
+		return unreachable(cancelled(ctx, err))
 	}
 	if err := tx.Commit(); err != nil {
 		return TranslateError(cancelled(ctx, err))
@@ -309,8 +309,9 @@ func NotFoundAs(err error, what string) error {
 }
 
 // TranslateError turns driver errors into domain errors: sql.ErrNoRows into
-// not found, connection failures into unavailable, the rest into internal.
-// Raw driver messages never reach clients.
+// not found, an ended context and connection failures (IsConnectionFailure)
+// into unavailable (ErrUnavailable, with a retry delay), the rest into
+// internal. Raw driver messages never reach clients.
 func TranslateError(err error) error {
 	if err == nil {
 		return nil
@@ -327,7 +328,11 @@ func TranslateError(err error) error {
 			Message: "text must be valid UTF-8 without NUL bytes", Err: err}
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		// Also a deadline met while waiting for a pooled connection.
 		return &domain.Error{Kind: domain.KindUnavailable, Code: domain.CodeUnavailable, Message: "the request was cancelled or timed out", Err: err}
+	}
+	if IsConnectionFailure(err) {
+		return unavailable(err)
 	}
 	return domain.Internal(err, "a database error occurred")
 }

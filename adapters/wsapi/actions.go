@@ -8,6 +8,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/threadengine/engine/adapters/httperr"
 	"github.com/threadengine/engine/adapters/limits"
 	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/app/threads"
@@ -53,20 +54,25 @@ var actions = map[string]actionSpec{
 	"cancelWait":        {run: (*session).cancelWait, fireAndForget: true},
 }
 
+// The protocol's own refusals; their messages are the SDKs' and the
+// reference engine's wire text.
+var (
+	errNotConnected     = domain.NewBase(domain.KindUnauthenticated, domain.CodeUnauthenticated, "Not connected: send connect with an API key first")
+	errAlreadyConnected = domain.NewBase(domain.KindInvalid, domain.CodeValidationFailed, "Already connected")
+)
+
 // handle processes one frame and reports whether the connection is finished.
 func (s *session) handle(data []byte) bool {
 	m, err := Decode(data)
-	if errors.Is(err, errInvalidJSON) {
-		r := refusal("error", "Invalid JSON payload")
-		r.Details = "each frame must be one JSON object with a string \"action\""
-		s.send("", r)
-		return false
-	}
 	if err != nil {
 		if errors.Is(err, errTooManyFields) {
 			s.h.Refusals.Refused(limits.WSMessageFields)
 		}
-		s.send("", refusal("error", err.Error()))
+		r := s.fail("error", frameError(err))
+		if errors.Is(err, errInvalidJSON) {
+			r.Details = "each frame must be one JSON object with a string \"action\""
+		}
+		s.send("", r)
 		return false
 	}
 	requestID := m.Str("requestId")
@@ -75,12 +81,12 @@ func (s *session) handle(data []byte) bool {
 	}
 	p := s.authenticated()
 	if p == nil {
-		s.send(requestID, refusal(m.Action, "Not connected: send connect with an API key first"))
+		s.send(requestID, s.fail(m.Action, errNotConnected))
 		return false
 	}
 	spec, ok := actions[m.Action]
 	if !ok {
-		s.send(requestID, refusal(m.Action, "Unknown action: "+m.Action))
+		s.send(requestID, s.fail(m.Action, domain.Invalid("action", "Unknown action: %s", m.Action)))
 		return false
 	}
 	r, err := spec.run(s, authz.WithPrincipal(s.ctx, *p), m)
@@ -118,28 +124,33 @@ func (f *failure) Unwrap() error { return f.err }
 // invalidFrame is a malformed field of a frame: refused, with this message.
 func invalidFrame(msg string) error { return domain.Invalid("frame", "%s", msg) }
 
-// fail builds the error reply for err, with the domain message when it is
-// safe to show and the error's stable code.
-func (s *session) fail(action string, err error) reply {
+// frameError is the coded refusal of a frame Decode refused: too many
+// fields is a limit, anything else a malformed frame (Decode's text).
+func frameError(err error) error {
+	if errors.Is(err, errTooManyFields) {
+		return domain.LimitExceeded(domain.KindTooLarge, string(limits.WSMessageFields), "%s", err.Error())
+	}
+	return domain.Invalid("", "%s", err.Error())
+}
+
+// fail builds the error reply for err from its public view: the message
+// (after the failure's prefix), the stable code, the offending field and,
+// when a retry may succeed, retryAfterMs. It is the only maker of error
+// replies, so every refusal carries a code; an internal error is logged
+// once, here.
+func (s *session) fail(action string, err error) *errorReply {
 	var f *failure
 	if !errors.As(err, &f) {
 		f = &failure{err: err}
 	}
-	de := domain.AsError(f.err)
-	msg := de.Message
-	if de.Kind == domain.KindInternal {
-		s.log.Error("ws: "+action, "err", err)
-		msg = "internal error"
-	}
-	r := refusal(action, f.prefix+msg)
-	r.Code = string(de.Code)
-	r.StepName, r.ThreadID = f.stepName, f.threadID
-	return r
+	p := httperr.Report(s.ctx, s.log, f.err, "action", action)
+	return &errorReply{replyHead: replyHead{Action: action, Status: "error", Message: f.prefix + p.Message, Code: string(p.Code)},
+		Field: p.Field, RetryAfterMs: p.RetryAfterMillis(), StepName: f.stepName, ThreadID: f.threadID}
 }
 
 func (s *session) connect(requestID string, m Message) bool {
 	if s.authenticated() != nil {
-		s.send(requestID, refusal("connect", "Already connected"))
+		s.send(requestID, s.fail("connect", errAlreadyConnected))
 		return false
 	}
 	key := m.Str("apiKey")
@@ -151,13 +162,20 @@ func (s *session) connect(requestID string, m Message) bool {
 		p, err = s.h.Authn.AuthenticateAPIKey(s.ctx, key)
 	}
 	if err != nil {
-		if domain.KindOf(err) == domain.KindInternal || domain.KindOf(err) == domain.KindUnavailable {
-			s.log.Error("ws: authenticate", "err", err)
-			s.send(requestID, refusal("connect", "Authentication is temporarily unavailable"))
-		} else {
-			s.send(requestID, refusal("connect", "Invalid API key"))
+		r := s.fail("connect", err)
+		switch domain.KindOf(err) {
+		case domain.KindInternal, domain.KindUnavailable:
+			// Not the key's fault: the client may connect again later. The
+			// text is what SDKs (@threadengine/sdk) recognise; the code
+			// and retryAfterMs say the same to those reading them.
+			r.Message = "Authentication is temporarily unavailable"
+			s.send(requestID, r)
+			s.flushAndClose(websocket.StatusTryAgainLater, "authentication is temporarily unavailable")
+		default:
+			r.Message = "Invalid API key" // the SDKs' and the reference engine's text; the code says why
+			s.send(requestID, r)
+			s.flushAndClose(websocket.StatusPolicyViolation, "invalid API key")
 		}
-		s.flushAndClose(websocket.StatusPolicyViolation, "invalid API key")
 		return true
 	}
 	if err := s.h.promote(s, p); err != nil {

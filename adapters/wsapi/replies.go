@@ -29,17 +29,19 @@ func success(action, message string) replyHead {
 	return replyHead{Action: action, Status: "success", Message: message}
 }
 
-// errorReply is every refusal. StepName and ThreadID name what the refused
-// frame was about, so SDKs can route the error to the right caller.
+// errorReply is every refusal, made by session.fail from the error's
+// public view. Field names the offending input; RetryAfterMs, when set,
+// says the request may succeed if sent again after that many milliseconds
+// (the database was unavailable, a rate limit). StepName and ThreadID name
+// what the refused frame was about, so SDKs can route the error to the
+// right caller.
 type errorReply struct {
 	replyHead
-	Details  string `json:"details,omitempty"`
-	StepName string `json:"stepName,omitempty"`
-	ThreadID string `json:"threadId,omitempty"`
-}
-
-func refusal(action, message string) *errorReply {
-	return &errorReply{replyHead: replyHead{Action: action, Status: "error", Message: message}}
+	Details      string `json:"details,omitempty"`
+	Field        string `json:"field,omitempty"`
+	RetryAfterMs int64  `json:"retryAfterMs,omitempty"`
+	StepName     string `json:"stepName,omitempty"`
+	ThreadID     string `json:"threadId,omitempty"`
 }
 
 type connectReply struct {

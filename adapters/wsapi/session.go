@@ -355,7 +355,7 @@ func (s *session) readLoop() {
 			if name == limits.WSPreConnectBytes {
 				msg = fmt.Sprintf("Message too large: frames before connect are limited to %d bytes", limit)
 			}
-			s.send(f.requestID(), refusal(action, msg))
+			s.send(f.requestID(), s.fail(action, domain.LimitExceeded(domain.KindTooLarge, string(name), "%s", msg)))
 			continue
 		}
 		if typ != websocket.MessageText && typ != websocket.MessageBinary {

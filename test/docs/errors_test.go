@@ -95,7 +95,7 @@ func TestErrorCodesLiveInTheRegistry(t *testing.T) {
 		"KindConflict": domain.KindConflict, "KindUnauthenticated": domain.KindUnauthenticated,
 		"KindForbidden": domain.KindForbidden, "KindUnavailable": domain.KindUnavailable, "KindTooLarge": domain.KindTooLarge,
 		"KindUnprocessable": domain.KindUnprocessable, "KindRateLimited": domain.KindRateLimited,
-		"KindMethodNotAllowed": domain.KindMethodNotAllowed,
+		"KindMethodNotAllowed": domain.KindMethodNotAllowed, "KindUnsupportedMedia": domain.KindUnsupportedMedia,
 	}
 	if len(kinds) != len(domain.Kinds()) {
 		t.Fatalf("the test knows %d kinds, domain has %d: add the new one here", len(kinds), len(domain.Kinds()))

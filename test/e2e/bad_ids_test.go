@@ -31,7 +31,7 @@ func TestIDsWithNULAndControlBytes(t *testing.T) {
 				t.Errorf("thread(%q): %d %s", id, st, raw)
 			}
 			st, r, raw = gqlPost(t, e, key, `query($id: String!) { verifyThreadIntegrity(threadId: $id) { verified } }`, map[string]any{"id": id})
-			if st != http.StatusOK || len(r.Errors) != 1 || r.Errors[0].Extensions["code"] != "NOT_FOUND" {
+			if st != http.StatusOK || len(r.Errors) != 1 || r.Errors[0].Extensions["code"] != "not_found" {
 				t.Errorf("verifyThreadIntegrity(%q): %d %s", id, st, raw)
 			}
 

@@ -103,7 +103,7 @@ func TestGraphQLAuth(t *testing.T) {
 		resp, body = e.Do(t, http.MethodPost, "/graphql", key, q)
 		var r gqlResult
 		_ = json.Unmarshal(body, &r)
-		if resp.StatusCode != http.StatusUnauthorized || len(r.Errors) != 1 || r.Errors[0].Extensions["code"] != "UNAUTHENTICATED" {
+		if resp.StatusCode != http.StatusUnauthorized || len(r.Errors) != 1 || r.Errors[0].Extensions["code"] != "unauthenticated" {
 			t.Fatalf("key %q: %d %s", key, resp.StatusCode, body)
 		}
 	}
@@ -125,7 +125,7 @@ func TestGraphQLComplexityLimit(t *testing.T) {
 			}
 		}
 		status, _, body := gqlPost(t, e, e.AdminKey, `{ stepHistory(threadId: "t", stepName: "s", limit: 1000) { attempt } }`, nil)
-		want := `{"errors":[{"message":"operation has complexity 1001, which exceeds the limit of 1000","extensions":{"code":"COMPLEXITY_LIMIT_EXCEEDED","complexity":1001,"limit":1000}}]}`
+		want := `{"errors":[{"message":"operation has complexity 1001, which exceeds the limit of 1000","extensions":{"code":"COMPLEXITY_LIMIT_EXCEEDED","complexity":1001,"limit":1000,"reason":"COMPLEXITY_LIMIT_EXCEEDED"}}]}`
 		if status != http.StatusUnprocessableEntity || string(body) != want {
 			t.Fatalf("1001: %d %s", status, body)
 		}
