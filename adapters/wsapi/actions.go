@@ -63,6 +63,7 @@ var (
 
 // handle processes one frame and reports whether the connection is finished.
 func (s *session) handle(data []byte) bool {
+	start := time.Now()
 	m, err := Decode(data)
 	if err != nil {
 		if errors.Is(err, errTooManyFields) {
@@ -73,26 +74,37 @@ func (s *session) handle(data []byte) bool {
 			r.Details = "each frame must be one JSON object with a string \"action\""
 		}
 		s.send("", r)
+		s.refused(r.Code, start)
 		return false
 	}
+	ctx, f := s.beginFrame(m, start)
 	requestID := m.Str("requestId")
 	if m.Action == "connect" {
-		return s.connect(requestID, m)
+		done, err := s.connect(ctx, requestID, m)
+		f.end(err)
+		return done
 	}
 	p := s.authenticated()
 	if p == nil {
 		s.send(requestID, s.fail(m.Action, errNotConnected))
+		f.end(errNotConnected)
 		return false
 	}
 	spec, ok := actions[m.Action]
 	if !ok {
-		s.send(requestID, s.fail(m.Action, domain.Invalid("action", "Unknown action: %s", m.Action)))
+		err := domain.Invalid("action", "Unknown action: %s", m.Action)
+		s.send(requestID, s.fail(m.Action, err))
+		f.end(err)
 		return false
 	}
-	r, err := spec.run(s, authz.WithPrincipal(s.ctx, *p), m)
+	r, err := spec.run(s, authz.WithPrincipal(ctx, *p), m)
 	if errors.Is(err, errAnswered) {
+		if m.Action != "waitFor" { // a pending wait ends its frame when it answers
+			f.end(nil)
+		}
 		return false
 	}
+	f.end(err)
 	if err != nil {
 		r = s.fail(m.Action, err)
 	}
@@ -148,10 +160,12 @@ func (s *session) fail(action string, err error) *errorReply {
 		Field: p.Field, RetryAfterMs: p.RetryAfterMillis(), StepName: f.stepName, ThreadID: f.threadID}
 }
 
-func (s *session) connect(requestID string, m Message) bool {
+// connect authenticates the socket; it reports whether the connection is
+// finished and the error it answered.
+func (s *session) connect(ctx context.Context, requestID string, m Message) (bool, error) {
 	if s.authenticated() != nil {
 		s.send(requestID, s.fail("connect", errAlreadyConnected))
-		return false
+		return false, errAlreadyConnected
 	}
 	key := m.Str("apiKey")
 	var p domain.Principal
@@ -159,7 +173,7 @@ func (s *session) connect(requestID string, m Message) bool {
 	if key == "" {
 		err = domain.ErrUnauthenticated
 	} else {
-		p, err = s.h.Authn.AuthenticateAPIKey(s.ctx, key)
+		p, err = s.h.Authn.AuthenticateAPIKey(ctx, key)
 	}
 	if err != nil {
 		r := s.fail("connect", err)
@@ -176,13 +190,13 @@ func (s *session) connect(requestID string, m Message) bool {
 			s.send(requestID, r)
 			s.flushAndClose(websocket.StatusPolicyViolation, "invalid API key")
 		}
-		return true
+		return true, err
 	}
 	if err := s.h.promote(s, p); err != nil {
 		s.h.Refusals.Refused(limits.WSPerPrincipal)
 		s.send(requestID, s.fail("connect", err))
 		s.flushAndClose(websocket.StatusTryAgainLater, "too many WebSockets for this principal")
-		return true
+		return true, err
 	}
 	s.mu.Lock()
 	s.principal, s.apiKey = &p, key
@@ -194,7 +208,7 @@ func (s *session) connect(requestID string, m Message) bool {
 		r.SubscribedEvents = evs
 	}
 	s.send(requestID, r)
-	return false
+	return false, nil
 }
 
 // refsAndTags reads a start frame's optional refs and tags.
