@@ -104,9 +104,9 @@ func New(reg prometheus.Registerer, db *sql.DB, known Labels) *Metrics {
 	m.activeThreads = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "threadengine_threads_active",
 		Help: "Active threads in the database, by health (OK, WARNING, VIOLATED, FAILED); refreshed periodically."},
 		[]string{"health"})
-	m.wsActions = newRED("threadengine_websocket_actions", "action", "WebSocket frames handled")
-	m.gqlOps = newRED("threadengine_graphql_operations", "operation", "GraphQL operations (HTTP and MCP)")
-	m.mcpTools = newRED("threadengine_mcp_tool_calls", "tool", "MCP tool calls")
+	m.wsActions = newRED("threadengine_websocket_action", "action", "WebSocket frames handled")
+	m.gqlOps = newRED("threadengine_graphql_operation", "operation", "GraphQL operations (HTTP and MCP)")
+	m.mcpTools = newRED("threadengine_mcp_tool_call", "tool", "MCP tool calls")
 	m.gqlOpNames = newBoundedLabel(append([]string{OperationAnonymous}, known.GraphQLOperations...), MaxGraphQLOperations, OperationOther)
 	reg.MustRegister(m.violations, m.deliveryLag, m.whLag, m.activeThreads)
 	for _, r := range []red{m.wsActions, m.gqlOps, m.mcpTools} {

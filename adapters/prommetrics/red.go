@@ -42,13 +42,15 @@ type red struct {
 	duration *prometheus.HistogramVec // key
 }
 
-func newRED(prefix, key, what string) red {
+// newRED names its metrics after one (singular) thing: <one>s_total,
+// <one>_errors_total and <one>_duration_seconds.
+func newRED(one, key, what string) red {
 	return red{
-		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: prefix + "_total",
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: one + "s_total",
 			Help: what + ", by " + key + " and outcome (ok, error)."}, []string{key, "outcome"}),
-		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: prefix + "_errors_total",
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: one + "_errors_total",
 			Help: what + " answered with an error, by " + key + " and error code."}, []string{key, "code"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: prefix + "_duration_seconds",
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: one + "_duration_seconds",
 			Help: "Duration of " + what + ", by " + key + ".", Buckets: latencyBuckets}, []string{key}),
 	}
 }
