@@ -41,12 +41,12 @@ func documentedMetrics(t *testing.T) []string {
 // violation. What alerts watch (outcome="error", validations by status) is
 // there from the start; docs/operators/metrics.md says which these are.
 var lazySeries = map[string]bool{
-	"threadengine_http_requests_total":             true,
-	"threadengine_http_request_duration_seconds":   true,
+	"threadengine_http_requests_total":            true,
+	"threadengine_http_request_duration_seconds":  true,
 	"threadengine_websocket_action_errors_total":  true,
 	"threadengine_graphql_operation_errors_total": true,
 	"threadengine_mcp_tool_call_errors_total":     true,
-	"threadengine_violations_total":                true,
+	"threadengine_violations_total":               true,
 }
 
 // Every documented metric is served from the first scrape, its fixed-label
