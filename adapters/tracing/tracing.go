@@ -136,3 +136,11 @@ func Tracer(tp trace.TracerProvider, name string) trace.Tracer {
 	}
 	return tp.Tracer("github.com/threadengine/engine/adapters/" + name)
 }
+
+// Flush exports the spans ended so far (tests; a shutdown flushes too).
+func (p *Provider) Flush(ctx context.Context) error {
+	if !p.Enabled() {
+		return nil
+	}
+	return p.sdk.ForceFlush(ctx)
+}
