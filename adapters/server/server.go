@@ -99,6 +99,8 @@ type Server struct {
 	// sweeps old ones (retention.*, /v1/engine/retention).
 	Erasure   *ops.Erasure
 	Retention *ops.Retention
+	// AuditRetention deletes audit lines past audit.retention_days.
+	AuditRetention *ops.AuditRetention
 	// Webhooks manages alert webhooks and delivers their outbox; Alerts
 	// is the sweep for overdue and silent threads (alerts.*).
 	Webhooks *ops.Webhooks
@@ -285,6 +287,15 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 		retCtx, stop := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { defer close(done); s.Retention.Run(retCtx, rc.SweepInterval) }()
+		s.OnClose(func() error { stop(); <-done; return nil })
+	}
+	s.AuditRetention = ops.NewAuditRetention(ops.AuditRetentionDeps{Store: s.Store, Audit: s.Store, Clock: s.Clock,
+		NewID: func() string { return uuid.NewString() }, Log: s.Log, Days: s.Config.Audit.RetentionDays,
+		BatchPause: rc.BatchPause})
+	{
+		ctx, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); s.AuditRetention.Run(ctx, rc.SweepInterval) }()
 		s.OnClose(func() error { stop(); <-done; return nil })
 	}
 
