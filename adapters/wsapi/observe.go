@@ -87,8 +87,10 @@ func (s *session) beginFrame(m Message, start time.Time) (context.Context, *fram
 	ctx := s.ctx
 	if tp := m.Str("traceparent"); tp != "" {
 		ctx = tracing.WithParent(ctx, tp)
-	} else if refs, ok := m.StrMap("refs"); ok && refs["otel_trace_id"] != "" {
-		ctx = tracing.WithParentIDs(ctx, refs["otel_trace_id"], refs["otel_span_id"])
+	} else if m.Action == "recordThreadEvent" || m.Action == "addRefs" { // the frames the span exporters send
+		if refs, ok := m.StrMap("refs"); ok && refs["otel_trace_id"] != "" {
+			ctx = tracing.WithParentIDs(ctx, refs["otel_trace_id"], refs["otel_span_id"])
+		}
 	}
 	attrs := []attribute.KeyValue{tracing.AttrAction.String(m.Action)}
 	if id := m.Str("threadId"); id != "" {

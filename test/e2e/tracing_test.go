@@ -211,6 +211,16 @@ func TestEngineTracesAStep(t *testing.T) {
 			t.Errorf("webhook request traceparent %q, want the delivery span of trace %s", tp, traceID)
 		}
 
+		// A Threadify span exporter's frame names the span it records in
+		// its refs: the frame's span continues that trace.
+		const sdkTrace, sdkSpan = "6bf92f3577b34da6a3ce929d0e0e4736", "10f067aa0ba902b7"
+		frame = step(th, "ship", "success", "s1", nil)
+		frame["refs"] = map[string]any{"otel_trace_id": sdkTrace, "otel_span_id": sdkSpan}
+		c.ok(frame)
+		if s := col.trace(t, []*enginetest.Engine{e}, sdkTrace, "ws recordThreadEvent")["ws recordThreadEvent"]; parentID(s) != sdkSpan {
+			t.Errorf("span exporter frame: parent %s, want %s", parentID(s), sdkSpan)
+		}
+
 		// GraphQL over HTTP, continuing the request's traceparent.
 		const gqlTrace = "0af7651916cd43dd8448eb211c80319c"
 		body, _ := json.Marshal(map[string]any{"query": `query GetThread($id: ID!) { thread(id: $id) { id } }`, "variables": map[string]any{"id": th}})
