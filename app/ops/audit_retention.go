@@ -89,9 +89,7 @@ func (a *AuditRetention) Run(ctx context.Context, interval time.Duration) {
 	if a.d.Days <= 0 {
 		return
 	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
+	every(ctx, interval, func(ctx context.Context) {
 		n, err := a.Sweep(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
@@ -99,10 +97,5 @@ func (a *AuditRetention) Run(ctx context.Context, interval time.Duration) {
 		case n > 0:
 			a.d.Log.Info("audit retention sweep", "deleted_entries", n)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	})
 }

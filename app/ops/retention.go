@@ -204,9 +204,7 @@ func (r *Retention) Sweep(ctx context.Context) (SweepResult, error) {
 
 // Run sweeps now and then every interval until ctx ends.
 func (r *Retention) Run(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
+	every(ctx, interval, func(ctx context.Context) {
 		res, err := r.Sweep(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
@@ -214,12 +212,7 @@ func (r *Retention) Run(ctx context.Context, interval time.Duration) {
 		case res.Threads > 0:
 			r.d.Log.Info("retention sweep", "deleted_threads", res.Threads, "batches", res.Batches)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	})
 }
 
 // auditThread records the sweep's deletion of thread id, by the system
