@@ -3,6 +3,7 @@ package gherkin
 import (
 	"bytes"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -226,6 +227,10 @@ func (v *validator) build() domain.Contract {
 				addDep(cs, r.ctxLine)
 			}
 		}
+		// Prerequisites have no order: sorted, the compiled contract (and
+		// its hash) does not depend on the order of their sentences.
+		sort.Strings(st.DependsOn)
+		sort.Strings(st.FreshDependsOn)
 		v.checkStep(&st, s, names)
 		c.Steps = append(c.Steps, st)
 		if s.entryLine > 0 {
