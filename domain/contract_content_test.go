@@ -231,13 +231,13 @@ func TestPatternCacheIsBounded(t *testing.T) {
 func TestDetectContractFormat(t *testing.T) {
 	t.Parallel()
 	tests := map[string]ContractFormat{
-		"Feature: x\n":                       ContractFormatGherkin,
-		"\ufeff# c\n\n  Feature: x":          ContractFormatGherkin,
-		"contract_name: x\nFeature: y":       ContractFormatYAML,
-		"# Feature: x\ncontract_name: x\n":   ContractFormatYAML,
-		"":                                   ContractFormatYAML,
-		`{"contract_name": "x"}`:             ContractFormatYAML,
-		"feature: x":                         ContractFormatYAML,
+		"Feature: x\n":                      ContractFormatGherkin,
+		"\ufeff# c\n\n  Feature: x":         ContractFormatGherkin,
+		"contract_name: x\nFeature: y":      ContractFormatYAML,
+		"# Feature: x\ncontract_name: x\n":  ContractFormatYAML,
+		"":                                  ContractFormatYAML,
+		`{"contract_name": "x"}`:            ContractFormatYAML,
+		"feature: x":                        ContractFormatYAML,
 		"\r\n\t# comment\r\nFeature: a\r\n": ContractFormatGherkin,
 	}
 	for src, want := range tests {
