@@ -204,7 +204,7 @@ func (c Contract) Ref() string { return c.Name + ":" + strconv.Itoa(c.Version) }
 // spelling); version 0 means latest.
 func ParseContractRef(ref string) (name string, version int, err error) {
 	name, v, hasVersion := strings.Cut(strings.TrimSpace(ref), ":")
-	if !validContractName(name) {
+	if CheckContractName(name) != nil {
 		return "", 0, Invalid("contractName", "invalid contract name %q", name)
 	}
 	if !hasVersion {
@@ -230,6 +230,20 @@ var contractNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 
 func validContractName(s string) bool {
 	return len(s) <= MaxContractNameLen && contractNameRE.MatchString(s)
+}
+
+// anyContractNameRE accepts the names of both languages: YAML's, and
+// Gherkin's letters, digits and underscores (which may lead).
+var anyContractNameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*$`)
+
+// CheckContractName refuses, as not found, a name no contract can have
+// (NUL, spaces, '/', too long): the same answer on every database, before
+// any query.
+func CheckContractName(name string) error {
+	if len(name) > MaxContractNameLen || !anyContractNameRE.MatchString(name) {
+		return NotFound("contract " + strconv.Quote(name))
+	}
+	return nil
 }
 
 // ParseContract parses and validates a YAML contract. On failure it returns a

@@ -39,6 +39,7 @@ import (
 	"github.com/threadengine/engine/adapters/webui"
 	"github.com/threadengine/engine/adapters/wsapi"
 	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/contracts"
 	"github.com/threadengine/engine/ports"
 	"github.com/threadengine/engine/schema"
 )
@@ -87,7 +88,7 @@ type Server struct {
 	// through its Application()'s handlers.
 	Threads *app.Threads
 	// Contracts uploads and reads contract versions (/v1/contracts).
-	Contracts *app.Contracts
+	Contracts contracts.Application
 	// Erasure deletes whole threads (DELETE /v1/threads/:id); Retention
 	// sweeps old ones (retention.*, /v1/engine/retention).
 	Erasure   *app.Erasure
@@ -197,8 +198,8 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	// --- features mount below this line (one block each) ---
 
 	// --- contracts: /v1/contracts upload and read (s.Contracts) ---
-	contracts := contractstore.New(s.DB)
-	s.Contracts = app.NewContracts(app.ContractsDeps{Store: contracts, Eraser: contracts, Clock: s.Clock, Audit: s.Store,
+	contractStore := contractstore.New(s.DB)
+	s.Contracts = contracts.New(contracts.Deps{Store: contractStore, Eraser: contractStore, Clock: s.Clock, Audit: s.Store,
 		NewID: func() string { return uuid.NewString() }, Log: s.Log,
 		Deleted: func(name string, version int) { s.Threads.ForgetContract(name, version) }})
 	(&contracthttp.Handler{Contracts: s.Contracts}).Mount(s.Echo, s.Auth.Middleware())

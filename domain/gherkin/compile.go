@@ -42,6 +42,11 @@ type Result struct {
 	// Warnings never refuse the contract (see docs/integrators/contracts.md).
 	Warnings []domain.ContractProblem
 	Includes []Include
+	// NameLine is the Feature line; StepLines the When line of each step
+	// (the Include line of an included one), for callers that place their
+	// own remarks.
+	NameLine  int
+	StepLines map[string]int
 }
 
 // Compile parses and validates a Gherkin contract source and compiles it
@@ -84,7 +89,7 @@ func Compile(src []byte, resolve Resolver) (Result, error) {
 		res.Problems = append(res.Problems[:domain.MaxContractProblems-1],
 			domain.ContractProblem{Message: "too many problems; fix these and upload again to see the rest"})
 	}
-	res.Contract = c
+	res.Contract, res.NameLine, res.StepLines = c, d.featureLine, v.stepLine
 	return res, nil
 }
 
