@@ -23,7 +23,9 @@ type Preview struct {
 type PreviewHandler struct{ versions ports.ContractReader }
 
 // NewPreviewHandler resolves includes with versions.
-func NewPreviewHandler(versions ports.ContractReader) PreviewHandler { return PreviewHandler{versions: versions} }
+func NewPreviewHandler(versions ports.ContractReader) PreviewHandler {
+	return PreviewHandler{versions: versions}
+}
 
 // Handle needs contracts.read; an invalid source is a Preview, not an
 // error.
