@@ -74,6 +74,7 @@ const maxListItems = 1024
 // them, nothing after the last, no repeats.
 func quotedList(s string) ([]string, error) {
 	var out []string
+	seen := map[string]bool{}
 	for {
 		s = strings.TrimSpace(s)
 		m := reQuotedItem.FindString(s)
@@ -84,11 +85,10 @@ func quotedList(s string) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, o := range out {
-			if o == item {
-				return nil, fmt.Errorf("duplicate name in list: %s", item)
-			}
+		if seen[item] {
+			return nil, fmt.Errorf("duplicate name in list: %s", item)
 		}
+		seen[item] = true
 		if len(out) == maxListItems {
 			return nil, fmt.Errorf("a list may have at most %d items", maxListItems)
 		}
