@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"time"
 )
 
 // ContractFormat is the language a contract version was written in.
@@ -72,36 +71,19 @@ func (p ContractProblem) ReferenceText() string {
 	return p.Field + ": " + p.Message
 }
 
-// contractContent is what the content hash covers (empty and absent lists
-// encode alike): everything that changes
-// how threads are judged, and nothing else (not the name, version or
-// description, nor comments, spacing or the source language).
-type contractContent struct {
-	EntryPoints               []string        `json:"entryPoints,omitempty"`
-	Parties                   []string        `json:"parties,omitempty"`
-	Steps                     []ContractStep  `json:"steps,omitempty"`
-	Transitions               []Transition    `json:"transitions,omitempty"`
-	TerminalSteps             []string        `json:"terminalSteps,omitempty"`
-	Groups                    []ContractGroup `json:"groups,omitempty"`
-	MaxDuration               time.Duration   `json:"maxDuration,omitempty"`
-	AllowMultipleTerminals    bool            `json:"allowMultipleTerminals,omitempty"`
-	MultipleTerminalsSeverity Severity        `json:"multipleTerminalsSeverity,omitempty"`
-	FreeOrder                 bool            `json:"freeOrder,omitempty"`
-	ThreadsLockToVersion      bool            `json:"threadsLockToVersion,omitempty"`
-}
-
-// ContentHash is the hex SHA-256 of c's compiled content. Two sources that
-// differ only in formatting, comments, metadata (Feature name, Version,
-// Description) or language (Gherkin or YAML) hash the same; rule order and
-// wording that reaches the compiled contract (step descriptions, context
-// meanings) count.
+// ContentHash is the hex SHA-256 of c's compiled content: the contract
+// without its name, version and description. Two sources that differ only
+// in formatting, comments, those metadata or the order of prerequisite
+// sentences hash the same; rule order and wording that reaches the
+// compiled contract (step descriptions, context meanings) count.
 func (c Contract) ContentHash() string {
-	b, err := json.Marshal(contractContent{
-		EntryPoints: c.EntryPoints, Parties: c.Parties, Steps: c.Steps, Transitions: c.Transitions,
-		TerminalSteps: c.TerminalSteps, Groups: c.Groups, MaxDuration: c.MaxDuration,
-		AllowMultipleTerminals: c.AllowMultipleTerminals, MultipleTerminalsSeverity: c.MultipleTerminalsSeverity,
-		FreeOrder: c.FreeOrder, ThreadsLockToVersion: c.ThreadsLockToVersion,
-	})
+	c.Name, c.Version, c.Description = "", 0, ""
+	c.EntryPoints, c.Parties = nonNilStrings(c.EntryPoints), nonNilStrings(c.Parties)
+	c.TerminalSteps = nonNilStrings(c.TerminalSteps)
+	if c.Transitions == nil {
+		c.Transitions = []Transition{}
+	}
+	b, err := json.Marshal(c)
 	if err != nil { // only plain data: cannot happen
 		panic("domain: encode contract content: " + err.Error())
 	}

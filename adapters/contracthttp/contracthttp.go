@@ -160,45 +160,34 @@ func (h *Handler) preview(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-// GraphJSON is a contract graph on the wire (domain.ContractGraph with
-// durations as strings).
+// GraphJSON is a contract graph on the wire: domain.ContractGraph with
+// durations as strings.
 type GraphJSON struct {
-	Nodes         []NodeJSON       `json:"nodes"`
-	EntryPoints   []string         `json:"entry_points"`
-	TerminalSteps []string         `json:"terminal_steps"`
-	Transitions   []TransitionJSON `json:"transitions"`
+	domain.ContractGraph
+	Nodes       []NodeJSON       `json:"nodes"`
+	Transitions []TransitionJSON `json:"transitions"`
 }
 
 // NodeJSON is a step (type "step") or a parallel group (type
 // "parallel_group", with steps and mode all_of or any_of).
 type NodeJSON struct {
-	ID             string   `json:"id"`
-	Type           string   `json:"type"`
-	Owner          string   `json:"owner,omitempty"`
-	Description    string   `json:"description,omitempty"`
-	StepType       string   `json:"step_type,omitempty"`
-	Next           []string `json:"next"`
-	DependsOn      []string `json:"depends_on,omitempty"`
-	FreshDependsOn []string `json:"fresh_depends_on,omitempty"`
-	Timeout        string   `json:"timeout,omitempty"`
-	Entry          bool     `json:"entry,omitempty"`
-	Terminal       bool     `json:"terminal,omitempty"`
-	Group          string   `json:"group,omitempty"`
-	Steps          []string `json:"steps,omitempty"`
-	Mode           string   `json:"mode,omitempty"`
-	MaxDuration    string   `json:"max_duration,omitempty"`
+	domain.GraphNode
+	Timeout     string `json:"timeout,omitempty"`
+	MaxDuration string `json:"max_duration,omitempty"`
 }
 
 func graphJSON(g domain.ContractGraph) GraphJSON {
-	out := GraphJSON{EntryPoints: nonNil(g.EntryPoints), TerminalSteps: nonNil(g.TerminalSteps),
-		Nodes: make([]NodeJSON, 0, len(g.Nodes)), Transitions: make([]TransitionJSON, 0, len(g.Transitions))}
+	out := GraphJSON{ContractGraph: g, Nodes: make([]NodeJSON, 0, len(g.Nodes)), Transitions: transitionsJSON(g.Transitions)}
 	for _, n := range g.Nodes {
-		out.Nodes = append(out.Nodes, NodeJSON{ID: n.ID, Type: n.Type, Owner: n.Owner, Description: n.Description, StepType: n.StepType,
-			Next: nonNil(n.Next), DependsOn: n.DependsOn, FreshDependsOn: n.FreshDependsOn, Timeout: FormatDuration(n.Timeout),
-			Entry: n.Entry, Terminal: n.Terminal, Group: n.Group, Steps: n.Steps, Mode: n.Mode, MaxDuration: FormatDuration(n.MaxDuration)})
+		out.Nodes = append(out.Nodes, NodeJSON{GraphNode: n, Timeout: FormatDuration(n.Timeout), MaxDuration: FormatDuration(n.MaxDuration)})
 	}
-	for _, t := range g.Transitions {
-		out.Transitions = append(out.Transitions, TransitionJSON{From: t.From, To: nonNil(t.To), CanRetry: t.CanRetry, MaxRetries: t.MaxRetries,
+	return out
+}
+
+func transitionsJSON(ts []domain.Transition) []TransitionJSON {
+	out := make([]TransitionJSON, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, TransitionJSON{From: t.From, To: nonNil(t.To), CanRetry: t.CanRetry, MaxRetries: t.MaxRetries,
 			Timeout: FormatDuration(t.Timeout)})
 	}
 	return out
@@ -350,7 +339,7 @@ func toJSON(c domain.Contract, sum ports.ContractSummary, src []byte) ContractJS
 		TerminalSteps: nonNil(c.TerminalSteps), MaxDuration: FormatDuration(c.MaxDuration),
 		AllowMultipleTerminals: c.AllowMultipleTerminals, MultipleTerminalsSeverity: string(c.MultipleTerminalsSeverity),
 		LatestVersion: sum.LatestVersion, CreatedBy: sum.CreatedBy,
-		Steps: make([]StepJSON, 0, len(c.Steps)), Transitions: make([]TransitionJSON, 0, len(c.Transitions)),
+		Steps: make([]StepJSON, 0, len(c.Steps)), Transitions: transitionsJSON(c.Transitions),
 		FreeOrder: c.FreeOrder, EntryPointsDerived: c.EntryPointsDerived, TerminalStepsDerived: c.TerminalStepsDerived,
 		Groups: make([]GroupJSON, 0, len(c.Groups)), ThreadsLockToVersion: c.ThreadsLockToVersion,
 		SourceFormat: string(sum.SourceFormat), ContentHash: sum.ContentHash,
@@ -375,10 +364,6 @@ func toJSON(c domain.Contract, sum ports.ContractSummary, src []byte) ContractJS
 			st.SemanticRules = []domain.SemanticRule{}
 		}
 		out.Steps = append(out.Steps, st)
-	}
-	for _, t := range c.Transitions {
-		out.Transitions = append(out.Transitions, TransitionJSON{From: t.From, To: nonNil(t.To), CanRetry: t.CanRetry, MaxRetries: t.MaxRetries,
-			Timeout: FormatDuration(t.Timeout)})
 	}
 	for _, g := range c.Groups {
 		out.Groups = append(out.Groups, GroupJSON{Name: g.Name, Steps: nonNil(g.Steps), AllMustSucceed: g.AllMustSucceed,

@@ -315,24 +315,17 @@ func (v *validator) mergeDefinition(st *domain.ContractStep, s *draftStep, def *
 	if def.description != "" {
 		st.Description = def.description
 	}
-	for _, f := range def.required {
-		if contains(st.Optional, f.name) {
-			v.source(f.line, "context field %s is both required and optional", strconv.Quote(f.name))
-			continue
-		}
-		if !contains(st.Required, f.name) {
-			st.Required = append(st.Required, f.name)
-		}
-	}
-	for _, f := range def.optional {
-		if contains(st.Required, f.name) {
-			v.source(f.line, "context field %s is both required and optional", strconv.Quote(f.name))
-			continue
-		}
-		if !contains(st.Optional, f.name) {
-			st.Optional = append(st.Optional, f.name)
+	merge := func(fields []field, into *[]string, other []string) {
+		for _, f := range fields {
+			if contains(other, f.name) {
+				v.source(f.line, "context field %s is both required and optional", strconv.Quote(f.name))
+			} else if !contains(*into, f.name) {
+				*into = append(*into, f.name)
+			}
 		}
 	}
+	merge(def.required, &st.Required, st.Optional)
+	merge(def.optional, &st.Optional, st.Required)
 	if len(def.meanings) > 0 {
 		st.ContextMeanings = def.meanings
 	}

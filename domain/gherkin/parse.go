@@ -4,6 +4,7 @@ package gherkin
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -26,9 +27,8 @@ type ruleRef struct {
 }
 
 type semRef struct {
-	rule                     domain.SemanticRule
-	line, ctxLine, confLine  int
-	contextSteps, confidence bool
+	rule                    domain.SemanticRule
+	line, ctxLine, confLine int
 }
 
 type depRef struct {
@@ -319,51 +319,31 @@ func (p *parser) header(line string) {
 	case strings.HasPrefix(line, "Step:"):
 		p.block = stepBlock
 		p.def = &draftDef{line: p.line}
-		m := reStepHeader.FindStringSubmatch(line)
-		if m == nil {
-			p.fail("Step requires a quoted name")
-			p.discard = true
-			return
-		}
-		id, err := unquote(m[1])
-		if err != nil {
-			p.failErr(err)
-			p.discard = true
-			return
-		}
-		p.def.id = id
-		for _, other := range d.defs {
-			if other.id == id {
-				p.fail("duplicate Step definition %s", strconv.Quote(id))
-				p.discard = true
-				return
+		p.def.id = p.named(line, reStepHeader, "Step", "duplicate Step definition %s", func(id string) bool {
+			for _, other := range d.defs {
+				if other.id == id {
+					return true
+				}
 			}
+			return false
+		})
+		if !p.discard {
+			d.defs = append(d.defs, p.def)
 		}
-		d.defs = append(d.defs, p.def)
 	case strings.HasPrefix(line, "Group:"):
 		p.block = groupBlock
 		p.group = &draftGroup{line: p.line}
-		m := reGroupHeader.FindStringSubmatch(line)
-		if m == nil {
-			p.fail("Group requires a quoted name")
-			p.discard = true
-			return
-		}
-		name, err := unquote(m[1])
-		if err != nil {
-			p.failErr(err)
-			p.discard = true
-			return
-		}
-		p.group.name = name
-		for _, other := range d.groups {
-			if other.name == name {
-				p.fail("duplicate group %s", strconv.Quote(name))
-				p.discard = true
-				return
+		p.group.name = p.named(line, reGroupHeader, "Group", "duplicate group %s", func(name string) bool {
+			for _, other := range d.groups {
+				if other.name == name {
+					return true
+				}
 			}
+			return false
+		})
+		if !p.discard {
+			d.groups = append(d.groups, p.group)
 		}
-		d.groups = append(d.groups, p.group)
 	default:
 		p.block = ruleBlock
 		d.ruleSeen = true
@@ -372,6 +352,59 @@ func (p *parser) header(line string) {
 		if p.step.title == "" {
 			p.fail("Rule title cannot be empty")
 		}
+	}
+}
+
+// named reads the quoted name of a Step or Group header; a refused one
+// discards the block (its clauses are still checked).
+func (p *parser) named(line string, re *regexp.Regexp, what, dup string, taken func(string) bool) string {
+	m := re.FindStringSubmatch(line)
+	if m == nil {
+		p.fail("%s requires a quoted name", what)
+		p.discard = true
+		return ""
+	}
+	name, ok := p.quoted(m[1])
+	if !ok {
+		p.discard = true
+		return ""
+	}
+	if taken(name) {
+		p.fail(dup, strconv.Quote(name))
+		p.discard = true
+		return ""
+	}
+	return name
+}
+
+// once reports whether key is new in the block; a repeat is reported
+// with msg.
+func (p *parser) once(key, msg string) bool {
+	if !p.unique(key) {
+		p.fail("%s", msg)
+		return false
+	}
+	return true
+}
+
+// quoted reads a quoted value, reporting a bad one.
+func (p *parser) quoted(q string) (string, bool) {
+	v, err := unquote(q)
+	if err != nil {
+		p.failErr(err)
+		return "", false
+	}
+	return v, true
+}
+
+// single reads a sentence whose only value is quoted (re's first group),
+// allowed once per block, and gives the value to set.
+func (p *parser) single(re *regexp.Regexp, clause, key, dup string, set func(string)) {
+	if !p.once(key, dup) {
+		return
+	}
+	if v, ok := p.quoted(re.FindStringSubmatch(clause)[1]); ok {
+		set(v)
 	}
 }
 
@@ -391,31 +424,16 @@ func (p *parser) defClause(line string) {
 	def := p.def
 	switch {
 	case descRE.MatchString(clause):
-		if !p.unique("description") {
-			p.fail("duplicate Step description")
-			return
-		}
-		v, err := unquote(descRE.FindStringSubmatch(clause)[1])
-		if err != nil {
-			p.failErr(err)
-			return
-		}
-		def.description, def.descLine = v, p.line
+		p.single(descRE, clause, "description", "duplicate Step description", func(v string) { def.description, def.descLine = v, p.line })
 	case ctxRE.MatchString(clause):
 		m := ctxRE.FindStringSubmatch(clause)
-		f, err := unquote(m[2])
-		if err != nil {
-			p.failErr(err)
-			return
-		}
-		if !p.unique("context:" + f) {
-			p.fail("duplicate or conflicting Step context field %s", strconv.Quote(f))
+		f, ok := p.quoted(m[2])
+		if !ok || !p.once("context:"+f, "duplicate or conflicting Step context field "+strconv.Quote(f)) {
 			return
 		}
 		meaning := ""
 		if m[3] != "" {
-			if meaning, err = unquote(m[3]); err != nil {
-				p.failErr(err)
+			if meaning, ok = p.quoted(m[3]); !ok {
 				return
 			}
 		}
@@ -462,47 +480,24 @@ func (p *parser) backgroundClause(line string) {
 	if !ok {
 		return
 	}
-	d := p.d
-	keep := !p.discard
+	// A refused Background's clauses are checked, not kept.
+	d, ln := p.d, p.line
+	if p.discard {
+		d = &draft{}
+	}
 	switch {
 	case reThreadDur.MatchString(clause):
-		if !p.unique("duration") {
-			p.fail("duplicate thread duration rule")
-			return
-		}
-		v, err := unquote(reThreadDur.FindStringSubmatch(clause)[1])
-		if err != nil {
-			p.failErr(err)
-			return
-		}
-		if keep {
-			d.maxDuration, d.maxDurationLine = v, p.line
-		}
+		p.single(reThreadDur, clause, "duration", "duplicate thread duration rule", func(v string) { d.maxDuration, d.maxDurationLine = v, ln })
 	case clause == "multiple terminal steps are allowed":
-		if !p.unique("terminals") {
-			p.fail("duplicate multiple-terminal rule")
-			return
+		if p.once("terminals", "duplicate multiple-terminal rule") {
+			d.allowMulti = true
 		}
-		d.allowMulti = d.allowMulti || keep
 	case reSeverity.MatchString(clause):
-		if !p.unique("terminal-severity") {
-			p.fail("duplicate terminal severity rule")
-			return
-		}
-		v, err := unquote(reSeverity.FindStringSubmatch(clause)[1])
-		if err != nil {
-			p.failErr(err)
-			return
-		}
-		if keep {
-			d.severity, d.severityLine = v, p.line
-		}
+		p.single(reSeverity, clause, "terminal-severity", "duplicate terminal severity rule", func(v string) { d.severity, d.severityLine = v, ln })
 	case clause == "threads lock to this version":
-		if !p.unique("version-lock") {
-			p.fail("duplicate version lock rule")
-			return
+		if p.once("version-lock", "duplicate version lock rule") {
+			d.lock = true
 		}
-		d.lock = d.lock || keep
 	default:
 		p.fail("unsupported Background clause: %s", clause)
 	}
@@ -516,8 +511,7 @@ func (p *parser) groupClause(line string) {
 	g := p.group
 	switch {
 	case reParallel.MatchString(clause):
-		if !p.unique("steps") {
-			p.fail("duplicate parallel steps clause")
+		if !p.once("steps", "duplicate parallel steps clause") {
 			return
 		}
 		steps, err := quotedList(reParallel.FindStringSubmatch(clause)[1])
@@ -529,22 +523,11 @@ func (p *parser) groupClause(line string) {
 		}
 		g.steps, g.stepsLine = steps, p.line
 	case clause == "all parallel steps must succeed":
-		if !p.unique("all") {
-			p.fail("duplicate group success rule")
-			return
+		if p.once("all", "duplicate group success rule") {
+			g.all = true
 		}
-		g.all = true
 	case reGroupDur.MatchString(clause):
-		if !p.unique("duration") {
-			p.fail("duplicate group duration rule")
-			return
-		}
-		v, err := unquote(reGroupDur.FindStringSubmatch(clause)[1])
-		if err != nil {
-			p.failErr(err)
-			return
-		}
-		g.duration, g.durationLin = v, p.line
+		p.single(reGroupDur, clause, "duration", "duplicate group duration rule", func(v string) { g.duration, g.durationLin = v, p.line })
 	default:
 		p.fail("unsupported Group clause: %s", clause)
 	}
@@ -553,35 +536,34 @@ func (p *parser) groupClause(line string) {
 // ruleLine reads a Rule block line: its When line, then its clauses.
 func (p *parser) ruleLine(line string) {
 	d := p.d
-	if p.waitingWhen {
-		p.waitingWhen = false
-		m := reWhen.FindStringSubmatch(line)
-		if m == nil {
-			p.fail(`Rule requires: When step "name" is submitted`)
-			p.discard = true
-			if strings.HasPrefix(line, "Then ") || strings.HasPrefix(line, "And ") {
-				p.ruleClause(line)
-			}
-			return
-		}
-		id, err := unquote(m[1])
-		if err != nil {
-			p.failErr(err)
-			p.discard = true
-			return
-		}
-		p.step.id, p.step.whenLine = id, p.line
-		p.step.description = p.step.title
-		if _, dup := d.lineOfStep[id]; dup {
-			p.fail("duplicate step %s; put its constraints in one Rule", strconv.Quote(id))
-			p.discard = true
-			return
-		}
-		d.lineOfStep[id] = p.line
-		d.steps = append(d.steps, p.step)
+	if !p.waitingWhen {
+		p.ruleClause(line)
 		return
 	}
-	p.ruleClause(line)
+	p.waitingWhen = false
+	m := reWhen.FindStringSubmatch(line)
+	if m == nil {
+		p.fail(`Rule requires: When step "name" is submitted`)
+		p.discard = true
+		if strings.HasPrefix(line, "Then ") || strings.HasPrefix(line, "And ") {
+			p.ruleClause(line)
+		}
+		return
+	}
+	id, ok := p.quoted(m[1])
+	if !ok {
+		p.discard = true
+		return
+	}
+	p.step.id, p.step.whenLine = id, p.line
+	p.step.description = p.step.title
+	if _, dup := d.lineOfStep[id]; dup {
+		p.fail("duplicate step %s; put its constraints in one Rule", strconv.Quote(id))
+		p.discard = true
+		return
+	}
+	d.lineOfStep[id] = p.line
+	d.steps = append(d.steps, p.step)
 }
 
 func (p *parser) ruleClause(line string) {
@@ -589,42 +571,18 @@ func (p *parser) ruleClause(line string) {
 	if !ok {
 		return
 	}
-	s := p.step
-	ln := p.line
-	// one reads the single quoted value of a sentence.
-	one := func(re func() []string) (string, bool) {
-		v, err := unquote(re()[1])
-		if err != nil {
-			p.failErr(err)
-			return "", false
-		}
-		return v, true
-	}
+	s, ln := p.step, p.line
 	switch {
 	case reStepDesc.MatchString(clause):
-		if !p.unique("description") {
-			p.fail("duplicate step description")
-			return
-		}
-		if v, ok := one(func() []string { return reStepDesc.FindStringSubmatch(clause) }); ok {
-			s.description, s.descLine = v, ln
-		}
+		p.single(reStepDesc, clause, "description", "duplicate step description", func(v string) { s.description, s.descLine = v, ln })
 	case reStepType.MatchString(clause):
-		if !p.unique("type") {
-			p.fail("duplicate step type")
-			return
-		}
-		if v, ok := one(func() []string { return reStepType.FindStringSubmatch(clause) }); ok {
-			s.typ, s.typLine = v, ln
-		}
+		p.single(reStepType, clause, "type", "duplicate step type", func(v string) { s.typ, s.typLine = v, ln })
 	case reOwner.MatchString(clause):
-		if !p.unique("owner") {
-			p.fail("duplicate owner rule")
-			return
-		}
-		s.ownerStated = true
-		if v, ok := one(func() []string { return reOwner.FindStringSubmatch(clause) }); ok {
-			s.owner, s.ownerLine = v, ln
+		if p.once("owner", "duplicate owner rule") {
+			s.ownerStated = true
+			if v, ok := p.quoted(reOwner.FindStringSubmatch(clause)[1]); ok {
+				s.owner, s.ownerLine = v, ln
+			}
 		}
 	case reFreshDep.MatchString(clause), reDep.MatchString(clause):
 		fresh := reFreshDep.MatchString(clause)
@@ -632,24 +590,13 @@ func (p *parser) ruleClause(line string) {
 		if fresh {
 			re = reFreshDep
 		}
-		v, ok := one(func() []string { return re.FindStringSubmatch(clause) })
-		if !ok {
-			return
+		if v, ok := p.quoted(re.FindStringSubmatch(clause)[1]); ok && p.once("dependency:"+v, "duplicate prerequisite") {
+			s.deps = append(s.deps, depRef{step: v, fresh: fresh, line: ln})
 		}
-		if !p.unique("dependency:" + v) {
-			p.fail("duplicate prerequisite")
-			return
-		}
-		s.deps = append(s.deps, depRef{step: v, fresh: fresh, line: ln})
 	case rePresence.MatchString(clause):
 		m := rePresence.FindStringSubmatch(clause)
-		f, err := unquote(m[1])
-		if err != nil {
-			p.failErr(err)
-			return
-		}
-		if !p.unique("context:" + f) {
-			p.fail("duplicate or conflicting content rule")
+		f, ok := p.quoted(m[1])
+		if !ok || !p.once("context:"+f, "duplicate or conflicting content rule") {
 			return
 		}
 		if m[2] == "must be present" {
@@ -667,37 +614,23 @@ func (p *parser) ruleClause(line string) {
 		if r.Operator == domain.OpEquals {
 			key += ":" + r.Value
 		}
-		if !p.unique(key) {
-			p.fail("duplicate content constraint")
-			return
+		if p.once(key, "duplicate content constraint") {
+			s.rules = append(s.rules, ruleRef{r, ln})
 		}
-		s.rules = append(s.rules, ruleRef{r, ln})
 	case reSemQuestion.MatchString(clause):
 		m := reSemQuestion.FindStringSubmatch(clause)
-		f, err := unquote(m[1])
-		if err != nil {
-			p.failErr(err)
+		f, ok := p.quoted(m[1])
+		if !ok {
 			return
 		}
-		q, err := unquote(m[2])
-		if err != nil {
-			p.failErr(err)
-			return
+		q, ok := p.quoted(m[2])
+		if ok && p.once("semantic:"+f, "duplicate semantic question for "+f) {
+			s.semantic = append(s.semantic, &semRef{rule: domain.SemanticRule{Field: f, Question: q}, line: ln})
 		}
-		if !p.unique("semantic:" + f) {
-			p.fail("duplicate semantic question for %s", f)
-			return
-		}
-		s.semantic = append(s.semantic, &semRef{rule: domain.SemanticRule{Field: f, Question: q}, line: ln})
 	case reSemContext.MatchString(clause):
 		m := reSemContext.FindStringSubmatch(clause)
-		f, err := unquote(m[1])
-		if err != nil {
-			p.failErr(err)
-			return
-		}
-		if !p.unique("semantic-context:" + f) {
-			p.fail("duplicate semantic context for %s", f)
+		f, ok := p.quoted(m[1])
+		if !ok || !p.once("semantic-context:"+f, "duplicate semantic context for "+f) {
 			return
 		}
 		steps, err := quotedList(m[2])
@@ -705,26 +638,17 @@ func (p *parser) ruleClause(line string) {
 			p.failErr(err)
 			return
 		}
-		sr := s.semanticFor(f)
-		if sr == nil {
-			p.fail("semantic context requires a question for %s", f)
-			return
+		if sr := p.question(s, f, "context"); sr != nil {
+			sr.rule.ContextSteps, sr.ctxLine = steps, ln
 		}
-		sr.rule.ContextSteps, sr.ctxLine = steps, ln
 	case reSemConf.MatchString(clause):
 		m := reSemConf.FindStringSubmatch(clause)
-		f, err := unquote(m[1])
-		if err != nil {
-			p.failErr(err)
+		f, ok := p.quoted(m[1])
+		if !ok || !p.once("semantic-confidence:"+f, "duplicate semantic confidence for "+f) {
 			return
 		}
-		if !p.unique("semantic-confidence:" + f) {
-			p.fail("duplicate semantic confidence for %s", f)
-			return
-		}
-		sr := s.semanticFor(f)
+		sr := p.question(s, f, "confidence")
 		if sr == nil {
-			p.fail("semantic confidence requires a question for %s", f)
 			return
 		}
 		v, err := strconv.ParseFloat(m[2], 64)
@@ -734,28 +658,17 @@ func (p *parser) ruleClause(line string) {
 		}
 		sr.rule.MinProbability, sr.confLine = v, ln
 	case clause == "this step is an entry point":
-		if !p.unique("entry") {
-			p.fail("duplicate entry point rule")
-			return
+		if p.once("entry", "duplicate entry point rule") {
+			s.entryLine = ln
 		}
-		s.entryLine = ln
 	case clause == "this step is terminal":
-		if !p.unique("terminal") {
-			p.fail("duplicate terminal rule")
-			return
+		if p.once("terminal", "duplicate terminal rule") {
+			s.terminalLine = ln
 		}
-		s.terminalLine = ln
 	case reTimeout.MatchString(clause):
-		if !p.unique("timeout") {
-			p.fail("duplicate step timeout rule")
-			return
-		}
-		if v, ok := one(func() []string { return reTimeout.FindStringSubmatch(clause) }); ok {
-			s.timeout, s.timeoutLine = v, ln
-		}
+		p.single(reTimeout, clause, "timeout", "duplicate step timeout rule", func(v string) { s.timeout, s.timeoutLine = v, ln })
 	case reNext.MatchString(clause):
-		if !p.unique("next") {
-			p.fail("duplicate next-step rule")
+		if !p.once("next", "duplicate next-step rule") {
 			return
 		}
 		steps, err := quotedList(reNext.FindStringSubmatch(clause)[1])
@@ -765,16 +678,9 @@ func (p *parser) ruleClause(line string) {
 		}
 		s.next, s.nextLine = steps, ln
 	case reNextTimeout.MatchString(clause):
-		if !p.unique("transition_timeout") {
-			p.fail("duplicate transition timeout rule")
-			return
-		}
-		if v, ok := one(func() []string { return reNextTimeout.FindStringSubmatch(clause) }); ok {
-			s.nextTimeout, s.nextTimeoutLine = v, ln
-		}
+		p.single(reNextTimeout, clause, "transition_timeout", "duplicate transition timeout rule", func(v string) { s.nextTimeout, s.nextTimeoutLine = v, ln })
 	case reRetry.MatchString(clause):
-		if !p.unique("retries") {
-			p.fail("duplicate retry rule")
+		if !p.once("retries", "duplicate retry rule") {
 			return
 		}
 		n, err := strconv.Atoi(reRetry.FindStringSubmatch(clause)[1])
@@ -786,6 +692,16 @@ func (p *parser) ruleClause(line string) {
 	default:
 		p.fail("unsupported step constraint: %s", clause)
 	}
+}
+
+// question finds the semantic question a context or confidence clause
+// refines; it must come first.
+func (p *parser) question(s *draftStep, f, what string) *semRef {
+	sr := s.semanticFor(f)
+	if sr == nil {
+		p.fail("semantic %s requires a question for %s", what, f)
+	}
+	return sr
 }
 
 func (s *draftStep) semanticFor(f string) *semRef {
