@@ -22,8 +22,8 @@ type StepPermission struct {
 // RecordStep applies: a caller who may not write, or a closed thread, is
 // denied; on a contract thread a step outside the contract or owned by
 // another party is denied, and a step whose entry point, transition or
-// prerequisite is not met yet waits (a predecessor may still be recorded). A free-form
-// thread allows every step.
+// prerequisite is not met yet waits (a predecessor may still be recorded).
+// A free-form thread allows every step.
 //
 // grants are the thread's grants so far. A fresh predecessor success is
 // consumed by the grant it enables: the latest success that makes stepName a

@@ -270,7 +270,7 @@ func (v *validator) build() domain.Contract {
 				if reDuration.MatchString(g.duration) {
 					msg = err.Error()
 				}
-				v.add(g.durationLin, "groups."+g.name+".rules.max_combined_duration", "%s", msg)
+				v.add(g.durationLine, "groups."+g.name+".rules.max_combined_duration", "%s", msg)
 			}
 			cg.MaxCombinedDuration = dur
 		}

@@ -43,7 +43,6 @@ type draftStep struct {
 	ruleLine, whenLine int
 	title              string
 	owner              string
-	ownerLine          int
 	ownerStated        bool // an owner clause was read, even one in error
 	description        string
 	descLine           int
@@ -77,13 +76,12 @@ type draftDef struct {
 }
 
 type draftGroup struct {
-	name        string
-	line        int
-	steps       []string
-	stepsLine   int
-	all         bool
-	duration    string
-	durationLin int
+	name         string
+	line         int
+	steps        []string
+	all          bool
+	duration     string
+	durationLine int
 }
 
 type draftInclude struct {
@@ -96,7 +94,6 @@ type draft struct {
 	name, description string
 	featureLine       int
 	version           int
-	versionLine       int
 	includes          []draftInclude
 	maxDuration       string
 	maxDurationLine   int
@@ -128,7 +125,6 @@ type parser struct {
 
 	feature     bool
 	block       blockKind
-	blockLine   int
 	metadata    map[string]bool
 	background  bool
 	seen        map[string]bool // duplicate keys within the block
@@ -223,7 +219,7 @@ func (p *parser) statement(line string) {
 			case v > domain.MaxContractVersion:
 				p.fail("Version must be at most %d", domain.MaxContractVersion)
 			default:
-				d.version, d.versionLine = v, p.line
+				d.version = v
 			}
 			return
 		}
@@ -306,7 +302,6 @@ func (p *parser) header(line string) {
 	p.seen = map[string]bool{}
 	p.first, p.discard, p.waitingWhen = false, false, false
 	p.step, p.def, p.group = nil, nil, nil
-	p.blockLine = p.line
 	prev := p.block
 	switch {
 	case line == "Background:":
@@ -521,13 +516,13 @@ func (p *parser) groupClause(line string) {
 			g.steps = []string{"", ""}
 			return
 		}
-		g.steps, g.stepsLine = steps, p.line
+		g.steps = steps
 	case clause == "all parallel steps must succeed":
 		if p.once("all", "duplicate group success rule") {
 			g.all = true
 		}
 	case reGroupDur.MatchString(clause):
-		p.single(reGroupDur, clause, "duration", "duplicate group duration rule", func(v string) { g.duration, g.durationLin = v, p.line })
+		p.single(reGroupDur, clause, "duration", "duplicate group duration rule", func(v string) { g.duration, g.durationLine = v, p.line })
 	default:
 		p.fail("unsupported Group clause: %s", clause)
 	}
@@ -581,7 +576,7 @@ func (p *parser) ruleClause(line string) {
 		if p.once("owner", "duplicate owner rule") {
 			s.ownerStated = true
 			if v, ok := p.quoted(reOwner.FindStringSubmatch(clause)[1]); ok {
-				s.owner, s.ownerLine = v, ln
+				s.owner = v
 			}
 		}
 	case reFreshDep.MatchString(clause), reDep.MatchString(clause):
