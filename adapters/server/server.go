@@ -38,7 +38,7 @@ import (
 	"github.com/threadengine/engine/adapters/threadstore"
 	"github.com/threadengine/engine/adapters/webui"
 	"github.com/threadengine/engine/adapters/wsapi"
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/contracts"
 	"github.com/threadengine/engine/app/delivery"
 	"github.com/threadengine/engine/app/identity"
 	"github.com/threadengine/engine/app/ops"
@@ -93,7 +93,7 @@ type Server struct {
 	// through its Application()'s handlers.
 	Threads *threads.Module
 	// Contracts uploads and reads contract versions (/v1/contracts).
-	Contracts *app.Contracts
+	Contracts contracts.Application
 	// Erasure deletes whole threads (DELETE /v1/threads/:id); Retention
 	// sweeps old ones (retention.*, /v1/engine/retention).
 	Erasure   *ops.Erasure
@@ -203,8 +203,8 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	// --- features mount below this line (one block each) ---
 
 	// --- contracts: /v1/contracts upload and read (s.Contracts) ---
-	contracts := contractstore.New(s.DB)
-	s.Contracts = app.NewContracts(app.ContractsDeps{Store: contracts, Eraser: contracts, Clock: s.Clock, Audit: s.Store,
+	contractStore := contractstore.New(s.DB)
+	s.Contracts = contracts.New(contracts.Deps{Store: contractStore, Eraser: contractStore, Clock: s.Clock, Audit: s.Store,
 		NewID: func() string { return uuid.NewString() }, Log: s.Log,
 		Deleted: func(name string, version int) { s.Threads.ForgetContract(name, version) }})
 	(&contracthttp.Handler{Contracts: s.Contracts}).Mount(s.Echo, s.Auth.Middleware())
