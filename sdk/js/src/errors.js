@@ -34,8 +34,67 @@ export const ErrorCode = Object.freeze({
   NOT_FOUND: 'not_found',
   GRAPHQL_ERROR: 'graphql_error',
   COMPLEXITY_LIMIT_EXCEEDED: 'COMPLEXITY_LIMIT_EXCEEDED',
+  // Outcomes of waits (thread.waitFor, thread.waitForValidation, step.success(…, { waitFor: true })).
+  PERMISSION_DENIED: 'permission_denied',
+  VALIDATION_VIOLATED: 'validation_violated',
+  VALIDATION_UNAVAILABLE: 'validation_unavailable',
+  WAIT_TIMED_OUT: 'wait_timed_out',
+  WAIT_CANCELLED: 'wait_cancelled',
+  WAIT_UNSUPPORTED: 'wait_unsupported',
+  INVALID_WAIT_RESPONSE: 'invalid_wait_response',
+  // OpenTelemetry export: the engine refused some spans of a batch.
+  SPANS_REJECTED: 'spans_rejected',
 });
 
 export function invalidArgument(message) {
   return new ThreadengineError(ErrorCode.INVALID_ARGUMENT, message);
+}
+
+/**
+ * A wait ended without the outcome asked for: permission denied, a
+ * violated or unavailable validation, a timeout, a cancellation, or an
+ * engine that cannot wait. `decision` is the engine's word for it
+ * (`denied`, `violated`, `unvalidated`, `timed_out`, `cancelled`,
+ * `pending`, …); `result` the whole answer when there was one.
+ */
+export class WaitError extends ThreadengineError {
+  constructor(code, message, extra = {}) {
+    super(code, message, extra);
+    this.name = 'WaitError';
+  }
+}
+
+/** decision `denied` (or any decision but `allowed` to a permission wait). */
+export class PermissionDeniedError extends WaitError {
+  constructor(message, extra) { super(ErrorCode.PERMISSION_DENIED, message, extra); this.name = 'PermissionDeniedError'; }
+}
+
+/** decision `violated`: the recorded step broke its contract (`violations` say how). */
+export class ValidationViolatedError extends WaitError {
+  constructor(message, extra) { super(ErrorCode.VALIDATION_VIOLATED, message, extra); this.name = 'ValidationViolatedError'; }
+}
+
+/** decision `unvalidated` (a free-form thread has no contract to judge by), or another the SDK does not know. */
+export class ValidationUnavailableError extends WaitError {
+  constructor(message, extra) { super(ErrorCode.VALIDATION_UNAVAILABLE, message, extra); this.name = 'ValidationUnavailableError'; }
+}
+
+/** decision `timed_out`, or no answer within the wait's timeout (the SDK then sent cancelWait). */
+export class WaitTimeoutError extends WaitError {
+  constructor(message, extra) { super(ErrorCode.WAIT_TIMED_OUT, message, extra); this.name = 'WaitTimeoutError'; }
+}
+
+/** decision `cancelled`, or the caller's AbortSignal fired (the SDK then sent cancelWait). */
+export class WaitCancelledError extends WaitError {
+  constructor(message, extra) { super(ErrorCode.WAIT_CANCELLED, message, extra); this.name = 'WaitCancelledError'; }
+}
+
+/** decision `pending` or none: the engine answered without deciding (it cannot wait synchronously). */
+export class WaitUnsupportedError extends WaitError {
+  constructor(message, extra) { super(ErrorCode.WAIT_UNSUPPORTED, message, extra); this.name = 'WaitUnsupportedError'; }
+}
+
+/** The answer names another invocation or step than the one asked about. */
+export class InvalidWaitResponseError extends WaitError {
+  constructor(message, extra) { super(ErrorCode.INVALID_WAIT_RESPONSE, message, extra); this.name = 'InvalidWaitResponseError'; }
 }

@@ -126,7 +126,7 @@ test('a notification raised while disconnected arrives after the reconnect', asy
   proxy.dropAll();
   await gone;
   // Another connection of the same principal (with no subscriptions) records the step meanwhile.
-  await direct.thread(t.threadId).step('while-away').success();
+  await direct.threadById(t.threadId).step('while-away').success();
   const back = nextEvent(conn, 'reconnected');
   proxy.refuse(false);
   await back;
