@@ -1,10 +1,13 @@
 // Starts a real threadengine (built from this repository) on loopback with a
-// fresh SQLite database, and bootstraps an administrator whose API key the
-// tests use.
+// fresh database, and bootstraps an administrator whose API key the tests
+// use. The database is SQLite in a temporary directory, unless test/jssdk
+// (the Go test) runs the suite on PostgreSQL: it then creates one fresh
+// schema per test file and passes their URLs in THREADENGINE_SDK_DATABASES
+// ({ "<file>.test.js": "postgres://…?search_path=…" }).
 import { spawn, execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve, dirname } from 'node:path';
+import { join, resolve, dirname, basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { createInterface } from 'node:readline';
@@ -26,19 +29,42 @@ async function engineBinary() {
   return built;
 }
 
+let databaseTaken = false;
+
 /**
+ * The database of this test file's engine: its PostgreSQL schema when the
+ * Go test gave one (each file's once: a second engine in one file would
+ * share it), else a new SQLite file in dir.
+ */
+function databaseURL(dir) {
+  const raw = process.env.THREADENGINE_SDK_DATABASES;
+  if (!raw) return `sqlite://${join(dir, 'threadengine.db')}`;
+  const file = basename(process.argv[1] ?? '');
+  const url = JSON.parse(raw)[file];
+  if (!url) throw new Error(`THREADENGINE_SDK_DATABASES names no database for ${file}`);
+  if (databaseTaken) throw new Error(`${file} starts a second engine; its database is taken`);
+  databaseTaken = true;
+  return url;
+}
+
+/** Which dialect the engines of this run use: "postgres" or "sqlite". */
+export const dialect = process.env.THREADENGINE_SDK_DATABASES ? 'postgres' : 'sqlite';
+
+/**
+ * @param {{ env?: Record<string, string> }} [options] extra engine configuration (THREADENGINE_… variables)
  * @returns {Promise<{ url: string, apiKey: string, dir: string, admin(path: string, init?: RequestInit): Promise<any>, stop(): Promise<void> }>}
  */
-export async function startEngine() {
+export async function startEngine(options = {}) {
   const bin = await engineBinary();
   const dir = await mkdtemp(join(tmpdir(), 'threadengine-sdk-'));
   const env = {
     ...process.env,
-    THREADENGINE_DATABASE__URL: `sqlite://${join(dir, 'threadengine.db')}`,
+    THREADENGINE_DATABASE__URL: databaseURL(dir),
     THREADENGINE_SERVER__LISTEN: '127.0.0.1:0',
     THREADENGINE_SECURITY__HASH_CHAIN_SECRET: 'sdk-tests-hash-chain-secret-0123456789abcdef',
     THREADENGINE_LOG__FORMAT: 'json',
     THREADENGINE_LOG__LEVEL: 'info',
+    ...(options.env ?? {}),
   };
   const boot = await run(bin, ['bootstrap-owner', '--email', 'owner@example.com', '--name', 'Owner'], { cwd: dir, env });
   const apiKey = boot.stdout.trim().split('\n').pop();
