@@ -766,6 +766,8 @@ export class Connection {
   getValidationResults(threadId, options) { return this.reader.validationResults(threadId, options); }
   validationResults(threadId, options) { return this.reader.validationResults(threadId, options); }
   verifyIntegrity(threadId) { return this.reader.verifyIntegrity(threadId); }
+  /** The thread with every step's attempts and its validation results (ThreadView.getCompleteData). */
+  getCompleteData(threadId, options) { return this.reader.completeData(threadId, options); }
   stepHistory(filter) { return this.reader.stepHistory(filter); }
   /** Any GraphQL query; resolves with { data, extensions } (extensions.cost is the query's cost). */
   query(query, variables) { return this.reader.client.request(query, variables); }
