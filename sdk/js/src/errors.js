@@ -64,37 +64,29 @@ export class WaitError extends ThreadengineError {
   }
 }
 
+/** A WaitError subclass with its own name and code. */
+function waitError(name, code) {
+  const C = class extends WaitError {
+    constructor(message, extra) {
+      super(code, message, extra);
+      this.name = name;
+    }
+  };
+  Object.defineProperty(C, 'name', { value: name });
+  return C;
+}
+
 /** decision `denied` (or any decision but `allowed` to a permission wait). */
-export class PermissionDeniedError extends WaitError {
-  constructor(message, extra) { super(ErrorCode.PERMISSION_DENIED, message, extra); this.name = 'PermissionDeniedError'; }
-}
-
+export const PermissionDeniedError = waitError('PermissionDeniedError', ErrorCode.PERMISSION_DENIED);
 /** decision `violated`: the recorded step broke its contract (`violations` say how). */
-export class ValidationViolatedError extends WaitError {
-  constructor(message, extra) { super(ErrorCode.VALIDATION_VIOLATED, message, extra); this.name = 'ValidationViolatedError'; }
-}
-
+export const ValidationViolatedError = waitError('ValidationViolatedError', ErrorCode.VALIDATION_VIOLATED);
 /** decision `unvalidated` (a free-form thread has no contract to judge by), or another the SDK does not know. */
-export class ValidationUnavailableError extends WaitError {
-  constructor(message, extra) { super(ErrorCode.VALIDATION_UNAVAILABLE, message, extra); this.name = 'ValidationUnavailableError'; }
-}
-
+export const ValidationUnavailableError = waitError('ValidationUnavailableError', ErrorCode.VALIDATION_UNAVAILABLE);
 /** decision `timed_out`, or no answer within the wait's timeout (the SDK then sent cancelWait). */
-export class WaitTimeoutError extends WaitError {
-  constructor(message, extra) { super(ErrorCode.WAIT_TIMED_OUT, message, extra); this.name = 'WaitTimeoutError'; }
-}
-
+export const WaitTimeoutError = waitError('WaitTimeoutError', ErrorCode.WAIT_TIMED_OUT);
 /** decision `cancelled`, or the caller's AbortSignal fired (the SDK then sent cancelWait). */
-export class WaitCancelledError extends WaitError {
-  constructor(message, extra) { super(ErrorCode.WAIT_CANCELLED, message, extra); this.name = 'WaitCancelledError'; }
-}
-
+export const WaitCancelledError = waitError('WaitCancelledError', ErrorCode.WAIT_CANCELLED);
 /** decision `pending` or none: the engine answered without deciding (it cannot wait synchronously). */
-export class WaitUnsupportedError extends WaitError {
-  constructor(message, extra) { super(ErrorCode.WAIT_UNSUPPORTED, message, extra); this.name = 'WaitUnsupportedError'; }
-}
-
+export const WaitUnsupportedError = waitError('WaitUnsupportedError', ErrorCode.WAIT_UNSUPPORTED);
 /** The answer names another invocation or step than the one asked about. */
-export class InvalidWaitResponseError extends WaitError {
-  constructor(message, extra) { super(ErrorCode.INVALID_WAIT_RESPONSE, message, extra); this.name = 'InvalidWaitResponseError'; }
-}
+export const InvalidWaitResponseError = waitError('InvalidWaitResponseError', ErrorCode.INVALID_WAIT_RESPONSE);

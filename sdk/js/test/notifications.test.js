@@ -1,35 +1,19 @@
 // A typed handler per push type, per-thread handlers, waitForStep and
 // thread-level alerts, against a real engine whose alert sweep flags a
 // thread silent after one second.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { connect, PUSH_EVENTS, WaitTimeoutError, WaitCancelledError } from '../src/index.js';
-import { startEngine, applyContract, serviceAccountKey } from './helpers/engine.js';
+import { PUSH_EVENTS, WaitTimeoutError, WaitCancelledError } from '../src/index.js';
+import { useEngine } from './helpers/engine.js';
 import { waitFor, ORDER_FLOW } from './helpers/util.js';
-
-let engine;
-const open = [];
-
-before(async () => {
-  engine = await startEngine({ env: { THREADENGINE_ALERTS__SWEEP_INTERVAL: '1s', THREADENGINE_ALERTS__SILENT_AFTER: '1s' } });
-  await applyContract(engine, ORDER_FLOW);
-});
-
-after(async () => {
-  await Promise.all(open.map((c) => c.close()));
-  await engine?.stop();
-});
-
-let dialed = 0;
 
 // A principal of its own per test: the engine hands a principal's
 // notifications to one of its sessions, and keeps undelivered ones for it.
-async function dial(options = {}) {
-  const apiKey = options.apiKey ?? await serviceAccountKey(engine, `listener-${++dialed}`);
-  const c = await connect({ engineUrl: engine.url, apiKey, serviceName: 'checkout-service', ...options });
-  open.push(c);
-  return c;
-}
+const { dial: dialAs } = useEngine({
+  env: { THREADENGINE_ALERTS__SWEEP_INTERVAL: '1s', THREADENGINE_ALERTS__SILENT_AFTER: '1s' },
+  contracts: [ORDER_FLOW],
+});
+const dial = (options) => dialAs('listener', options);
 
 test('every push type the engine sends reaches its own handler, and only it', async () => {
   const conn = await dial();

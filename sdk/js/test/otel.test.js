@@ -1,11 +1,11 @@
 // The OpenTelemetry span exporter, driven by the real OpenTelemetry SDK
 // (@opentelemetry/sdk-trace-base, a dev dependency only), exporting to a real
 // engine's POST /v1/traces; what it stored is read back over GraphQL.
-import { test, before, after } from 'node:test';
+import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { connect, ThreadengineSpanExporter, ExportResultCode } from '../src/index.js';
-import { startEngine, serviceAccountKey } from './helpers/engine.js';
+import { ThreadengineSpanExporter, ExportResultCode } from '../src/index.js';
+import { useEngine } from './helpers/engine.js';
 
 // The OpenTelemetry SDK is a dev dependency: without `npm ci` these tests
 // are skipped, with the reason.
@@ -19,28 +19,13 @@ try {
   skip = `the OpenTelemetry SDK is not installed (npm ci in sdk/js): ${err.message}`;
 }
 
-let engine;
-const open = [];
+const ctx = useEngine();
+const dial = () => ctx.dial('tracer');
 const providers = [];
-
-before(async () => {
-  if (!skip) engine = await startEngine();
-});
 
 after(async () => {
   await Promise.all(providers.map((p) => p.shutdown()));
-  await Promise.all(open.map((c) => c.close()));
-  await engine?.stop();
 });
-
-let dialed = 0;
-
-async function dial() {
-  const apiKey = await serviceAccountKey(engine, `tracer-${++dialed}`);
-  const c = await connect({ engineUrl: engine.url, apiKey, serviceName: 'checkout-service' });
-  open.push(c);
-  return c;
-}
 
 function provider(processor) {
   const p = new BasicTracerProvider({ resource: resourceFromAttributes({ 'service.name': 'checkout' }), spanProcessors: [processor] });
@@ -68,7 +53,7 @@ test('spans exported through the OpenTelemetry SDK become a thread, read back ov
   const conn = await dial();
   const exporter = conn.createSpanExporter({ refs: { 'order.id': 'orderId' }, filters: ['llm.*', 'noise'], tags: ['otel'] });
   assert.ok(exporter instanceof ThreadengineSpanExporter);
-  assert.equal(exporter.url, `${engine.url}/v1/traces`);
+  assert.equal(exporter.url, `${ctx.engine.url}/v1/traces`);
   const p = provider(new BatchSpanProcessor(exporter));
   const traceId = checkoutTrace(p.getTracer('sdk-test', '1.0.0'));
   await p.forceFlush();
@@ -129,7 +114,7 @@ test('export results: success, refused key, retried 503, re-export deduplicated,
   assert.equal(spans.length, 5);
   const run = (exporter, list = spans) => new Promise((resolve) => exporter.export(list, resolve));
 
-  const refused = await run(new ThreadengineSpanExporter({ engineUrl: engine.url, apiKey: 'td_not_a_key' }));
+  const refused = await run(new ThreadengineSpanExporter({ engineUrl: ctx.engine.url, apiKey: 'td_not_a_key' }));
   assert.equal(refused.code, ExportResultCode.FAILED);
   assert.equal(refused.error.code, 'invalid_api_key');
 
@@ -140,7 +125,7 @@ test('export results: success, refused key, retried 503, re-export deduplicated,
       res.writeHead(503, { 'Content-Type': 'application/json', 'Retry-After': '0' }).end('{"code":14,"message":"unavailable: try again"}');
       return;
     }
-    const up = http.request(`${engine.url}${req.url}`, { method: req.method, headers: req.headers }, (r) => {
+    const up = http.request(`${ctx.engine.url}${req.url}`, { method: req.method, headers: req.headers }, (r) => {
       res.writeHead(r.statusCode, r.headers);
       r.pipe(res);
     });

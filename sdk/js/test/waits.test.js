@@ -1,16 +1,13 @@
 // Waits (permission, validation, validation in the reply) and thread keys
 // against a real engine.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  connect, ThreadengineError, WaitError, PermissionDeniedError, ValidationViolatedError, ValidationUnavailableError,
+  ThreadengineError, WaitError, PermissionDeniedError, ValidationViolatedError, ValidationUnavailableError,
   WaitTimeoutError, WaitCancelledError, PermissionGrant,
 } from '../src/index.js';
-import { startEngine, applyContract, serviceAccountKey } from './helpers/engine.js';
+import { useEngine } from './helpers/engine.js';
 import { UUID, ORDER_FLOW } from './helpers/util.js';
-
-let engine;
-const open = [];
 
 // A second contract, for the key whose thread has another one.
 const RETURNS = `contract_name: returns_flow
@@ -24,26 +21,8 @@ transitions: []
 terminal_steps: [receive]
 `;
 
-before(async () => {
-  engine = await startEngine();
-  await applyContract(engine, ORDER_FLOW);
-  await applyContract(engine, RETURNS);
-});
-
-after(async () => {
-  await Promise.all(open.map((c) => c.close()));
-  await engine?.stop();
-});
-
-let dialed = 0;
-
-// Each test is a principal of its own (its notifications and grants are its own).
-async function dial(options = {}) {
-  const apiKey = options.apiKey ?? await serviceAccountKey(engine, `waiter-${++dialed}`);
-  const c = await connect({ engineUrl: engine.url, apiKey, serviceName: 'checkout-service', ...options });
-  open.push(c);
-  return c;
-}
+const { dial: dialAs } = useEngine({ contracts: [ORDER_FLOW, RETURNS] });
+const dial = (options) => dialAs('waiter', options);
 
 test('waitFor: allowed once the predecessor succeeded; the next report carries the grant and consumes it', async () => {
   const conn = await dial();

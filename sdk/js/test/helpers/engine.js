@@ -11,6 +11,8 @@ import { join, resolve, dirname, basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { createInterface } from 'node:readline';
+import { before, after } from 'node:test';
+import { connect } from '../../src/index.js';
 
 const run = promisify(execFile);
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../../..');
@@ -127,4 +129,31 @@ export async function applyContract(engine, yaml) {
   });
   if (!res.ok) throw new Error(`contract upload: HTTP ${res.status} ${await res.text()}`);
   return res.json();
+}
+
+/**
+ * The engine of a test file: started before its tests (with extra
+ * configuration and contracts), stopped after them with every connection
+ * dial() opened. dial(name) connects as a new member service account — a
+ * principal of its own, whose notifications and grants no other test's
+ * connection can take — unless options.apiKey names one.
+ */
+export function useEngine({ env, contracts = [] } = {}) {
+  const ctx = { engine: null, open: [] };
+  before(async () => {
+    ctx.engine = await startEngine({ env });
+    for (const c of contracts) await applyContract(ctx.engine, c);
+  });
+  after(async () => {
+    await Promise.all(ctx.open.map((c) => c.close()));
+    await ctx.engine?.stop();
+  });
+  let dialed = 0;
+  ctx.dial = async (name, options = {}) => {
+    const apiKey = options.apiKey ?? await serviceAccountKey(ctx.engine, `${name}-${++dialed}`);
+    const c = await connect({ engineUrl: ctx.engine.url, apiKey, serviceName: 'checkout-service', ...options });
+    ctx.open.push(c);
+    return c;
+  };
+  return ctx;
 }
