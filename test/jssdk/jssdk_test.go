@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -176,7 +177,7 @@ func TestJavaScriptSDK(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if strings.Contains(string(src), "startEngine(") { // the files that start an engine
+			if startsEngine.Match(src) { // the files that start an engine
 				dbs[filepath.Base(f)] = sqldbtest.URL(t, sqldb.Postgres) // skips without THREADENGINE_TEST_POSTGRES_URL
 			}
 		}
@@ -196,6 +197,9 @@ func TestJavaScriptSDK(t *testing.T) {
 		}
 	})
 }
+
+// startsEngine finds the test files that start an engine (test/helpers/engine.js).
+var startsEngine = regexp.MustCompile(`\b(startEngine|useEngine)\(`)
 
 // countThreads counts the threads rows of the schema a test URL names.
 func countThreads(t *testing.T, raw string) int {
