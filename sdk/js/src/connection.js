@@ -113,6 +113,7 @@ export class Connection {
 
   /** 'connecting' | 'open' | 'reconnecting' | 'closing' | 'closed' */
   get state() { return this.#state; }
+  get isConnected() { return this.#state === 'open'; }
   /** @internal for the span exporter (a prototype getter: not enumerable, not in JSON). */
   get _apiKey() { return this.#o.apiKey; }
   /** @internal */
@@ -123,7 +124,6 @@ export class Connection {
    * connection's key (see ThreadengineSpanExporter).
    */
   createSpanExporter(options = {}) { return new ThreadengineSpanExporter(this, options); }
-  get isConnected() { return this.#state === 'open'; }
 
   /**
    * Listens to connection events: 'disconnected', 'reconnecting',
@@ -413,7 +413,7 @@ export class Connection {
       return Promise.reject(invalidArgument(`${msg.action} is ${size} bytes as JSON; the engine accepts at most ${MAX_FRAME_BYTES} bytes per message`));
     }
     return new Promise((resolve, reject) => {
-      const e = { id, action: msg.action, msg, text, replayable, lostHint, sent: false, timer: null,
+      const e = { id, action: msg.action, text, replayable, lostHint, sent: false, timer: null,
         timeoutMs: o.timeoutMs ?? this.#o.requestTimeoutMs, timeoutError: o.timeoutError, prepare: o.prepare,
         cancelFrame: o.cancelFrame, signal: o.signal, onAbort: null, resolve: null, reject: null, deadline: null };
       const cleanup = () => {
