@@ -26,7 +26,8 @@ export class ThreadengineSpanExporter {
   #o;
   #url;
   #conn;
-  #inflight = new Set();
+  /** The exports in progress, one after another (see export). */
+  #queue = Promise.resolve();
   #shutdown = false;
 
   constructor(connOrOptions, options = {}) {
@@ -93,19 +94,20 @@ export class ThreadengineSpanExporter {
       resultCallback({ code: ExportResultCode.FAILED, error: new ThreadengineError(ErrorCode.CONNECTION_CLOSED, 'the exporter was shut down') });
       return;
     }
-    const p = this.#export(spans).then(
+    // One export at a time, in the order they were asked for: a
+    // SimpleSpanProcessor exports each span as it ends, and a child's steps
+    // must reach the thread before its root span ends the thread
+    // (endThreadOnRootSpan), so the thread's steps keep the spans' order.
+    const p = this.#queue.then(() => this.#export(spans)).then(
       () => ({ code: ExportResultCode.SUCCESS }),
       (error) => ({ code: ExportResultCode.FAILED, error }));
-    this.#inflight.add(p);
-    p.then((r) => {
-      this.#inflight.delete(p);
-      resultCallback(r);
-    });
+    this.#queue = p;
+    p.then(resultCallback);
   }
 
-  /** Resolves once every export in progress has finished. */
+  /** Resolves once every export asked for so far has finished. */
   async forceFlush() {
-    await Promise.all([...this.#inflight]);
+    await this.#queue;
   }
 
   /** Finishes the exports in progress and refuses later ones. */

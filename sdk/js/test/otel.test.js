@@ -161,6 +161,31 @@ test('export results: success, refused key, retried 503, re-export deduplicated,
   assert.equal(after.error.code, 'connection_closed');
 });
 
+test('exports run one at a time, in the order they were asked for', { skip }, async () => {
+  const conn = await dial();
+  const memory = new InMemorySpanExporter();
+  const p = provider(new SimpleSpanProcessor(memory));
+  checkoutTrace(p.getTracer('sdk-test'), 'ordered');
+  const [first, ...rest] = memory.getFinishedSpans();
+  let release;
+  const held = new Promise((r) => { release = r; });
+  const calls = [];
+  const exporter = conn.createSpanExporter({
+    fetch: async (url, init) => {
+      if (calls.push('start') === 1) await held; // the first request waits until released
+      const res = await fetch(url, init);
+      calls.push('end');
+      return res;
+    },
+  });
+  const results = [first, rest].map((list) => new Promise((resolve) => exporter.export(Array.isArray(list) ? list : [list], resolve)));
+  await new Promise((r) => setImmediate(r)); // every pending callback has run
+  assert.deepEqual(calls, ['start'], 'the second export waits for the first');
+  release();
+  assert.deepEqual((await Promise.all(results)).map((r) => r.code), [ExportResultCode.SUCCESS, ExportResultCode.SUCCESS]);
+  assert.deepEqual(calls, ['start', 'end', 'start', 'end']);
+});
+
 test('the exporter checks its options', () => {
   assert.throws(() => new ThreadengineSpanExporter(), { code: 'invalid_argument' });
   assert.throws(() => new ThreadengineSpanExporter({ engineUrl: 'http://127.0.0.1:1' }), { code: 'invalid_argument', message: /apiKey/ });
