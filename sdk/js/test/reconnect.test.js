@@ -200,11 +200,15 @@ test('a revoked key stops reconnecting and fails what is pending', async () => {
   const created = await engine.admin('/v1/api-keys', { method: 'POST', body: JSON.stringify({ name: 'sdk-reconnect' }) });
   const conn = await dialProxy({ apiKey: created.key });
   const t = await conn.start('revoked');
-  await engine.admin(`/v1/api-keys/${created.api_key.id}`, { method: 'DELETE' });
+  // The engine may close the revoked key's socket itself before the DELETE
+  // answers (it does at once on PostgreSQL), so both events are awaited from
+  // before the revocation, and reconnects are refused from then on.
   proxy.refuse(true);
   const closed = nextEvent(conn, 'closed');
+  const disconnected = nextEvent(conn, 'disconnected');
+  await engine.admin(`/v1/api-keys/${created.api_key.id}`, { method: 'DELETE' });
   proxy.dropAll();
-  await nextEvent(conn, 'disconnected');
+  await disconnected;
   const pending = t.step('never').success();
   proxy.refuse(false);
   const err = await closed;
