@@ -1,19 +1,25 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
+	"github.com/moby/buildkit/client/llb"
+	"github.com/moby/buildkit/client/llb/sourceresolver"
+	"github.com/moby/buildkit/frontend/dockerfile/dockerfile2llb"
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
 	"github.com/moby/buildkit/frontend/dockerfile/linter"
 	"github.com/moby/buildkit/frontend/dockerfile/parser"
 	"github.com/moby/patternmatcher"
 	"github.com/moby/patternmatcher/ignorefile"
+	"github.com/opencontainers/go-digest"
 )
 
 // copyContext copies src to dst leaving out what src/.dockerignore
@@ -87,6 +93,16 @@ func copyFile(from, to string) error {
 	return out.Close()
 }
 
+// offlineImages answers BuildKit's base-image lookups without a registry
+// (the default resolver would ask docker.io and gcr.io): every base image
+// is taken as an empty linux/amd64 image, so checks that read a base
+// image's own ENV (UndefinedVar) see none of it.
+type offlineImages struct{}
+
+func (offlineImages) ResolveImageConfig(_ context.Context, ref string, _ sourceresolver.Opt) (string, digest.Digest, []byte, error) {
+	return ref, "", []byte(`{"architecture":"amd64","os":"linux","config":{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]}}`), nil
+}
+
 // dockerfileReport is what the Dockerfile check prints.
 type dockerfileReport struct {
 	Stages []stageReport `json:"stages"`
@@ -135,6 +151,35 @@ func lintDockerfile(file string) (dockerfileReport, error) {
 			}
 		}
 		rep.Stages = append(rep.Stages, sr)
+	}
+	// The checks BuildKit runs while converting to a build graph (those of
+	// `docker build --check`: JSONArgsRecommended, UndefinedVar,
+	// ConsistentInstructionCasing, …), without resolving base images.
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return rep, err
+	}
+	ctx := context.Background()
+	sm := llb.NewSourceMap(nil, file, "Dockerfile", raw)
+	if sm.Definition, err = llb.Scratch().Marshal(ctx); err != nil {
+		return rep, err
+	}
+	res2, err := dockerfile2llb.DockerfileLint(ctx, raw, dockerfile2llb.ConvertOpt{SourceMap: sm, MetaResolver: offlineImages{}})
+	if err != nil {
+		return rep, fmt.Errorf("%s: %w", file, err)
+	}
+	for _, w := range res2.Warnings {
+		line := 0
+		if len(w.Location.Ranges) > 0 {
+			line = int(w.Location.Ranges[0].Start.Line)
+		}
+		msg := fmt.Sprintf("%s:%d: %s: %s (%s)", file, line, w.RuleName, w.Detail, w.URL)
+		if !slices.Contains(problems, msg) {
+			problems = append(problems, msg)
+		}
+	}
+	if res2.Error != nil {
+		problems = append(problems, fmt.Sprintf("%s: %s", file, res2.Error.Message))
 	}
 	if len(problems) > 0 {
 		return rep, errors.New(strings.Join(problems, "\n"))

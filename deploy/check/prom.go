@@ -54,11 +54,21 @@ func checkRules(file string) ([]ruleReport, error) {
 
 // metricsOf lists the metric names an expression selects.
 func metricsOf(expr string) ([]string, error) {
+	ms, _, err := selectorsOf(expr)
+	return ms, err
+}
+
+// instanceVar stands for Grafana's $instance in a parsed expression.
+const instanceVar = "__instance__"
+
+// selectorsOf lists the metric names an expression selects, and those
+// selected without the matcher instance=~"$instance".
+func selectorsOf(expr string) (metrics, unfiltered []string, err error) {
 	e, err := promql.ParseExpr(expr)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	seen := map[string]bool{}
+	seen, bare := map[string]bool{}, map[string]bool{}
 	parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
 		if vs, ok := n.(*parser.VectorSelector); ok {
 			name := vs.Name
@@ -70,26 +80,39 @@ func metricsOf(expr string) ([]string, error) {
 				}
 			}
 			seen[name] = true
+			filtered := false
+			for _, m := range vs.LabelMatchers {
+				filtered = filtered || (m.Name == "instance" && m.Value == instanceVar)
+			}
+			if !filtered {
+				bare[name] = true
+			}
 		}
 		return nil
 	})
-	var out []string
-	for m := range seen {
+	return sorted(seen), sorted(bare), nil
+}
+
+func sorted(set map[string]bool) []string {
+	out := []string{}
+	for m := range set {
 		out = append(out, m)
 	}
 	sort.Strings(out)
-	return out, nil
+	return out
 }
 
 type dashboardTarget struct {
 	Panel   string   `json:"panel"`
 	Expr    string   `json:"expr"`
 	Metrics []string `json:"metrics"`
+	// Unfiltered are the metrics selected without instance=~"$instance".
+	Unfiltered []string `json:"unfiltered"`
 }
 
 // grafanaVars stand in for Grafana's variables so an expression parses
 // as PromQL.
-var grafanaVars = strings.NewReplacer("$__rate_interval", "5m", "$__interval", "1m", "$__range", "1h", "${instance}", ".+", "$instance", ".+")
+var grafanaVars = strings.NewReplacer("$__rate_interval", "5m", "$__interval", "1m", "$__range", "1h", "${instance}", instanceVar, "$instance", instanceVar)
 
 // checkDashboard parses every target expression of a Grafana dashboard
 // (panels, and panels inside collapsed rows).
@@ -118,12 +141,12 @@ func checkDashboard(file string) ([]dashboardTarget, error) {
 	walk = func(ps []panel) {
 		for _, p := range ps {
 			for _, t := range p.Targets {
-				ms, err := metricsOf(grafanaVars.Replace(t.Expr))
+				ms, bare, err := selectorsOf(grafanaVars.Replace(t.Expr))
 				if err != nil {
 					problems = append(problems, fmt.Sprintf("panel %q: %s: %v", p.Title, t.Expr, err))
 					continue
 				}
-				out = append(out, dashboardTarget{Panel: p.Title, Expr: t.Expr, Metrics: ms})
+				out = append(out, dashboardTarget{Panel: p.Title, Expr: t.Expr, Metrics: ms, Unfiltered: bare})
 			}
 			walk(p.Panels)
 		}
