@@ -15,7 +15,7 @@ import (
 const GateMigration = 30
 
 // ErrIncompatible is wrapped by the gate's refusal (errors.Is).
-var ErrIncompatible = errors.New("schema compatibility gate closed")
+var ErrIncompatible = errors.New("binary outside the database's schema window")
 
 // Compat is the schema compatibility window of a database as one binary
 // sees it (docs/contributors/migrations.md): the binary may use the
