@@ -118,6 +118,14 @@ func (d *DB) MigrateUp(ctx context.Context, to int64) ([]MigrationStep, error) {
 // binary that migrated it up (the newer one), before the older binary is
 // deployed again.
 func (d *DB) MigrateDown(ctx context.Context, to int64) ([]MigrationStep, error) {
+	c, err := d.ReadCompat(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if own := EmbeddedSchema(d.Dialect); c.Database > own {
+		return nil, fmt.Errorf("migrations: the database is at schema %d, which this binary (schema %d) does not know: "+
+			"roll it back with the release that applied it (its `threadengine migrate down --to %d`)", c.Database, own, own)
+	}
 	p, err := d.provider(ctx)
 	if err != nil {
 		return nil, err
