@@ -28,14 +28,14 @@ type object struct {
 
 // kinds maps apiVersion/kind to a new typed value: only these may appear.
 var kinds = map[string]func() any{
-	"apps/v1/Deployment":                func() any { return &appsv1.Deployment{} },
-	"v1/Service":                        func() any { return &corev1.Service{} },
-	"v1/ServiceAccount":                 func() any { return &corev1.ServiceAccount{} },
-	"v1/Secret":                         func() any { return &corev1.Secret{} },
-	"v1/ConfigMap":                      func() any { return &corev1.ConfigMap{} },
-	"batch/v1/Job":                      func() any { return &batchv1.Job{} },
-	"policy/v1/PodDisruptionBudget":     func() any { return &policyv1.PodDisruptionBudget{} },
-	"networking.k8s.io/v1/Ingress":      func() any { return &networkingv1.Ingress{} },
+	"apps/v1/Deployment":                 func() any { return &appsv1.Deployment{} },
+	"v1/Service":                         func() any { return &corev1.Service{} },
+	"v1/ServiceAccount":                  func() any { return &corev1.ServiceAccount{} },
+	"v1/Secret":                          func() any { return &corev1.Secret{} },
+	"v1/ConfigMap":                       func() any { return &corev1.ConfigMap{} },
+	"batch/v1/Job":                       func() any { return &batchv1.Job{} },
+	"policy/v1/PodDisruptionBudget":      func() any { return &policyv1.PodDisruptionBudget{} },
+	"networking.k8s.io/v1/Ingress":       func() any { return &networkingv1.Ingress{} },
 	"networking.k8s.io/v1/NetworkPolicy": func() any { return &networkingv1.NetworkPolicy{} },
 }
 
