@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,6 +15,10 @@ func TestRunExitCodes(t *testing.T) {
 	}
 	typo := filepath.Join(dir, "typo.yaml")
 	if err := os.WriteFile(typo, []byte("servr:\n  listen: 127.0.0.1:1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	idle := filepath.Join(dir, "idle.yaml") // an address nothing listens on
+	if err := os.WriteFile(idle, []byte("server:\n  listen: "+freeAddr(t)+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// The test harness's THREADENGINE_TEST_POSTGRES_URL shares the config
@@ -38,10 +43,28 @@ func TestRunExitCodes(t *testing.T) {
 		{"bootstrap without email", []string{"bootstrap-owner"}, 2},
 		{"bootstrap", []string{"bootstrap-owner", "--email", "owner@example.com", "--name", "Owner"}, 0},
 		{"bootstrap twice", []string{"bootstrap-owner", "--email", "other@example.com"}, 1},
+		{"migrate status", []string{"migrate", "status"}, 0},
+		{"migrate up", []string{"migrate", "up"}, 0},
+		{"migrate without a command", []string{"migrate"}, 2},
+		{"migrate unknown command", []string{"migrate", "sideways"}, 2},
+		{"migrate bad target", []string{"migrate", "down", "--to", "-3"}, 2},
+		{"migrate extra argument", []string{"migrate", "up", "now"}, 2},
+		{"healthcheck without an engine", []string{"--config", idle, "healthcheck", "--timeout", "2s"}, 1},
+		{"healthcheck bad flag", []string{"healthcheck", "--nope"}, 2},
 	}
 	for _, c := range cases {
 		if got := run(c.args); got != c.want {
 			t.Errorf("%s: exit %d, want %d", c.name, got, c.want)
 		}
 	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }

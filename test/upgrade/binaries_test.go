@@ -246,10 +246,13 @@ const (
 
 // write records a thread with one step through the SDK protocol, on a new
 // connection, the way a service writes.
-func write(p *proc, key, label string) (outcome, string) {
+func write(p *proc, key, label string) (outcome, string) { return writeTo(p.addr, key, label) }
+
+// writeTo is write to the engine at addr (host:port).
+func writeTo(addr, key, label string) (outcome, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	conn, resp, err := websocket.Dial(ctx, "ws://"+p.addr+"/threads", nil)
+	conn, resp, err := websocket.Dial(ctx, "ws://"+addr+"/threads", nil)
 	if err != nil {
 		if resp != nil && resp.StatusCode == http.StatusServiceUnavailable {
 			return refused, ""

@@ -1,8 +1,9 @@
-// Package upgrade tests the schema compatibility gate: an engine whose
-// binary the database no longer allows answers /readyz with 503, says why
-// once in its log and refuses every request instead of failing them, and
-// the previous release keeps serving beside the new one during an expand
-// step of a rolling upgrade.
+// Package upgrade tests what an operator does to a running installation:
+// upgrades through the schema compatibility gate (an engine whose binary
+// the database no longer allows answers /readyz with 503, says why once in
+// its log and refuses every request instead of failing them; the previous
+// release keeps serving beside the new one during an expand step), rollback,
+// and backup and restore on both stores.
 package upgrade
 
 import (
