@@ -5,7 +5,6 @@ import (
 	"debug/elf"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/threadengine/engine/adapters/sqldb"
+	"github.com/threadengine/engine/test/enginetest"
 )
 
 type dockerfile struct {
@@ -235,7 +235,7 @@ func TestImageBinary(t *testing.T) {
 	// serve with the embedded default database (./data under the working
 	// directory, as in the image), then probe it with the binary itself.
 	work := t.TempDir()
-	addr := freeAddr(t)
+	addr := enginetest.FreeAddr(t)
 	runEnv := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + work, "THREADENGINE_SERVER__LISTEN=" + addr, "THREADENGINE_LOG__LEVEL=warn"}
 	probe := func() ([]byte, error) {
 		c := exec.Command(bin, "healthcheck")
@@ -311,14 +311,4 @@ func waitForLine(t *testing.T, cmd *exec.Cmd, want string) <-chan lineWait {
 		}
 	}()
 	return ch
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }

@@ -1,10 +1,11 @@
 package main
 
 import (
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/threadengine/engine/test/enginetest"
 )
 
 func TestRunExitCodes(t *testing.T) {
@@ -18,7 +19,7 @@ func TestRunExitCodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	idle := filepath.Join(dir, "idle.yaml") // an address nothing listens on
-	if err := os.WriteFile(idle, []byte("server:\n  listen: "+freeAddr(t)+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(idle, []byte("server:\n  listen: "+enginetest.FreeAddr(t)+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// The test harness's THREADENGINE_TEST_POSTGRES_URL shares the config
@@ -57,14 +58,4 @@ func TestRunExitCodes(t *testing.T) {
 			t.Errorf("%s: exit %d, want %d", c.name, got, c.want)
 		}
 	}
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }

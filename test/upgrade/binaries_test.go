@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
+	"github.com/threadengine/engine/test/enginetest"
 )
 
 // The releases of the rolling upgrade below, as migrations added to this
@@ -137,16 +137,6 @@ type proc struct {
 	log        *syncBuffer
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // env is the engines' environment: this process's, without its
 // THREADENGINE_* variables (the test harness's would be refused), plus the
 // database and a shared chain secret.
@@ -163,7 +153,7 @@ func env(url string) []string {
 // serve starts bin and returns once it logged that it listens.
 func serve(t *testing.T, name, bin, url string) *proc {
 	t.Helper()
-	p := &proc{name: name, addr: freeAddr(t), log: &syncBuffer{}}
+	p := &proc{name: name, addr: enginetest.FreeAddr(t), log: &syncBuffer{}}
 	p.cmd = exec.Command(bin, "serve")
 	p.cmd.Dir = t.TempDir()
 	p.cmd.Env = append(env(url), "THREADENGINE_SERVER__LISTEN="+p.addr, "THREADENGINE_LOG__LEVEL=info")
