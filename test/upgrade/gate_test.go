@@ -192,3 +192,29 @@ func eventually(t *testing.T, limit time.Duration, what string, cond func() bool
 }
 
 func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+// A binary the database already refuses still starts (so /healthz keeps
+// the process and /readyz tells the orchestrator why) instead of exiting
+// into a restart loop; the gate refuses whatever its start-up would write.
+func TestRefusedBinaryStarts(t *testing.T) {
+	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
+		first := enginetest.Start(t, d)
+		setFloor(t, first.Server.DB, sqldb.EmbeddedSchema(d)+1)
+		url := first.Config.Database.URL
+		if err := first.Server.Close(); err != nil { // SQLite: one engine at a time
+			t.Fatal(err)
+		}
+		logs := &syncBuffer{}
+		e := enginetest.Start(t, d, enginetest.WithoutOwner(), enginetest.WithDatabase(url),
+			func(_ *config.Config, o *server.Options) { o.Logger = slog.New(slog.NewTextHandler(logs, nil)) })
+		if code, body := readyz(t, e); code != http.StatusServiceUnavailable || body["reason"] != "schema_incompatible" {
+			t.Fatalf("/readyz: %d %v", code, body)
+		}
+		if resp, _ := e.Do(t, http.MethodGet, "/healthz", "", nil); resp.StatusCode != http.StatusOK {
+			t.Fatalf("/healthz: %d", resp.StatusCode)
+		}
+		if !strings.Contains(logs.String(), `msg="schema compatibility gate closed`) {
+			t.Fatalf("no refusal logged at start:\n%s", logs)
+		}
+	})
+}
