@@ -46,7 +46,7 @@ func chains(t *testing.T, e *enginetest.Engine) map[string]bool {
 // fails the test unless the write was acknowledged.
 func writeThread(t *testing.T, e *enginetest.Engine, label string) {
 	t.Helper()
-	if o, why := writeTo(strings.TrimPrefix(e.URL, "http://"), e.AdminKey, label); o != written {
+	if o, why := writeTo(strings.TrimPrefix(e.URL, "http://"), e.AdminKey, &writeOp{label: label}); o != written {
 		t.Fatalf("write %s: %d %s", label, o, why)
 	}
 }

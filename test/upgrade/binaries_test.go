@@ -236,10 +236,28 @@ const (
 
 // write records a thread with one step through the SDK protocol, on a new
 // connection, the way a service writes.
-func write(p *proc, key, label string) (outcome, string) { return writeTo(p.addr, key, label) }
+func write(p *proc, key, label string) (outcome, string) {
+	return writeTo(p.addr, key, &writeOp{label: label})
+}
 
-// writeTo is write to the engine at addr (host:port).
-func writeTo(addr, key, label string) (outcome, string) {
+// writeOp is one service operation: start a thread, record its step. A
+// client whose operation a replica refused part-way finishes it elsewhere:
+// the thread it started is kept in threadID and the step is re-sent with
+// the same idempotency key.
+type writeOp struct {
+	label    string
+	threadID string
+}
+
+// gateRefusal reports a reply refusing a frame because the schema
+// compatibility gate closed under an open session (nothing was written).
+func gateRefusal(r map[string]any) bool {
+	msg, _ := r["message"].(string)
+	return r["code"] == "unavailable" && strings.Contains(msg, "refuses to serve")
+}
+
+// writeTo runs op (what is left of it) against the engine at addr.
+func writeTo(addr, key string, op *writeOp) (outcome, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	conn, resp, err := websocket.Dial(ctx, "ws://"+addr+"/threads", nil)
@@ -250,39 +268,46 @@ func writeTo(addr, key, label string) (outcome, string) {
 		return failedOp, err.Error()
 	}
 	defer conn.CloseNow()
-	call := func(m map[string]any) (map[string]any, error) {
+	call := func(m map[string]any) (map[string]any, outcome, error) {
 		raw, _ := json.Marshal(m)
 		if err := conn.Write(ctx, websocket.MessageText, raw); err != nil {
-			return nil, err
+			return nil, failedOp, err
 		}
 		for {
 			_, data, err := conn.Read(ctx)
 			if err != nil {
-				return nil, err
+				return nil, failedOp, err
 			}
 			var r map[string]any
 			if err := json.Unmarshal(data, &r); err != nil {
-				return nil, err
+				return nil, failedOp, err
 			}
-			if r["action"] == m["action"] {
-				if r["status"] != "success" {
-					return r, fmt.Errorf("%v", r)
-				}
-				return r, nil
+			if r["action"] != m["action"] {
+				continue
 			}
+			switch {
+			case r["status"] == "success":
+				return r, written, nil
+			case gateRefusal(r):
+				return r, refused, fmt.Errorf("%v", r)
+			}
+			return r, failedOp, fmt.Errorf("%v", r)
 		}
 	}
-	if _, err := call(map[string]any{"action": "connect", "apiKey": key, "serviceName": "upgrade-test"}); err != nil {
-		return failedOp, "connect: " + err.Error()
+	if _, o, err := call(map[string]any{"action": "connect", "apiKey": key, "serviceName": "upgrade-test"}); err != nil {
+		return o, "connect: " + err.Error()
 	}
-	r, err := call(map[string]any{"action": "startThread", "label": label, "refs": map[string]any{}})
-	if err != nil {
-		return failedOp, "startThread: " + err.Error()
+	if op.threadID == "" {
+		r, o, err := call(map[string]any{"action": "startThread", "label": op.label, "refs": map[string]any{}})
+		if err != nil {
+			return o, "startThread: " + err.Error()
+		}
+		op.threadID, _ = r["threadId"].(string)
 	}
 	now := time.Now().UTC().Format("2006-01-02T15:04:05.000Z")
-	if _, err := call(map[string]any{"action": "recordThreadEvent", "threadId": r["threadId"], "stepName": "ship", "status": "success",
-		"startedAt": now, "finishedAt": now, "context": map[string]any{}, "idempotencyKey": label}); err != nil {
-		return failedOp, "recordThreadEvent: " + err.Error()
+	if _, o, err := call(map[string]any{"action": "recordThreadEvent", "threadId": op.threadID, "stepName": "ship", "status": "success",
+		"startedAt": now, "finishedAt": now, "context": map[string]any{}, "idempotencyKey": op.label}); err != nil {
+		return o, "recordThreadEvent: " + err.Error()
 	}
 	_ = conn.Close(websocket.StatusNormalClosure, "")
 	return written, ""
@@ -296,7 +321,8 @@ func mustWrite(t *testing.T, p *proc, key, label string) {
 }
 
 // balancer routes writes to the replicas its probe last saw ready (as a
-// load balancer on /readyz does) and counts every outcome.
+// load balancer on /readyz does) and counts every outcome; an operation a
+// replica refused goes to another ready one.
 type balancer struct {
 	mu       sync.Mutex
 	ready    map[*proc]bool
@@ -315,12 +341,12 @@ func (b *balancer) probe() {
 	}
 }
 
-func (b *balancer) pick() *proc {
+func (b *balancer) pick(not *proc) *proc {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var ready []*proc
 	for _, p := range b.procs {
-		if b.ready[p] {
+		if b.ready[p] && p != not {
 			ready = append(ready, p)
 		}
 	}
@@ -328,6 +354,37 @@ func (b *balancer) pick() *proc {
 		return nil
 	}
 	return ready[int(b.next.Add(1))%len(ready)]
+}
+
+// run sends op to a ready replica, and to another one while a replica
+// refuses it; it returns false once stop is closed.
+func (b *balancer) run(op *writeOp, key string, stop <-chan struct{}) bool {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	var last *proc
+	for refusals := 0; refusals < 10; {
+		p := b.pick(last)
+		if p == nil { // nothing ready until the next probe
+			select {
+			case <-stop:
+				if refusals > 0 {
+					b.record(last, failedOp, op.label+": refused, and no other replica was ready before the test ended")
+				}
+				return false
+			case <-tick.C:
+			}
+			continue
+		}
+		o, why := writeTo(p.addr, key, op)
+		b.record(p, o, why)
+		if o != refused {
+			return true
+		}
+		refusals++
+		last = p
+	}
+	b.record(last, failedOp, op.label+": refused by every replica tried")
+	return true
 }
 
 func (b *balancer) record(p *proc, o outcome, why string) {
@@ -436,9 +493,8 @@ func TestRollingUpgradeWithBinaries(t *testing.T) {
 					return
 				default:
 				}
-				if p := lb.pick(); p != nil {
-					o, why := write(p, key, fmt.Sprintf("lb-%d", n.Add(1)))
-					lb.record(p, o, why)
+				if !lb.run(&writeOp{label: fmt.Sprintf("lb-%d", n.Add(1))}, key, stop) {
+					return
 				}
 			}
 		})
@@ -463,7 +519,9 @@ func TestRollingUpgradeWithBinaries(t *testing.T) {
 	if len(lb.failures) > 0 {
 		t.Fatalf("%d writes failed during the upgrade (want none): %v", len(lb.failures), lb.failures[:min(5, len(lb.failures))])
 	}
-	t.Logf("writes during the contract step (written, refused, failed): %v", lb.outcomes)
+	// Refused operations were finished on another replica (a refusal is a
+	// 503 or the gate's "unavailable" frame: nothing written).
+	t.Logf("writes during the contract step by replica (written, refused, failed): %v", lb.outcomes)
 
 	// A client that ignores readiness and writes to the refused replica
 	// directly is refused with 503 before anything is written, never failed.
