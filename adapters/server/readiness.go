@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/threadengine/engine/adapters/sqldb"
+	"github.com/threadengine/engine/domain"
 )
 
 // opsRoutes answer whatever the schema compatibility gate says: probes and
@@ -47,8 +49,13 @@ func (r *readiness) check(ctx context.Context) (int, map[string]any) {
 	}
 	if refusal != nil {
 		r.ready.Store(false)
+		msg := refusal.Error()
+		var de *domain.Error
+		if errors.As(refusal, &de) {
+			msg = de.Message // the public text, without the kind and the internal cause
+		}
 		return http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "reason": "schema_incompatible",
-			"message": refusal.Error(), "schema": schema}
+			"message": msg, "schema": schema}
 	}
 	r.ready.Store(true)
 	return http.StatusOK, map[string]any{"status": "ready", "schema": schema}
@@ -57,8 +64,13 @@ func (r *readiness) check(ctx context.Context) (int, map[string]any) {
 func (r *readiness) logGate(c sqldb.Compat, refusal error) {
 	attrs := []any{"binary_schema", c.Binary, "database_schema", c.Database, "min_binary_schema", c.MinBinary}
 	if refusal != nil {
+		reason := refusal.Error()
+		var de *domain.Error
+		if errors.As(refusal, &de) {
+			reason = de.Message
+		}
 		r.s.Log.Error("schema compatibility gate closed: this replica refuses to serve (readyz 503, no writes)",
-			append(attrs, "reason", refusal.Error())...)
+			append(attrs, "reason", reason)...)
 		return
 	}
 	r.s.Log.Info("schema compatibility gate open: serving", attrs...)
