@@ -6,7 +6,7 @@
 #
 #   docker build --build-arg VERSION=v1.2.3 --build-arg COMMIT="$(git rev-parse HEAD)" -t threadengine:v1.2.3 .
 #
-# deploy/deploy_test.go builds the binary with exactly the flags of the
+# deploy/docker_test.go builds the binary with exactly the flags of the
 # RUN go build line below (it parses this file) and runs its version and
 # healthcheck commands, and lints this file; keep the build on one RUN line.
 

@@ -1,5 +1,5 @@
 // Command check validates the deployment files without a container runtime
-// or a cluster; deploy/deploy_test.go runs it. It is its own module so the
+// or a cluster; the tests in deploy/ (go test ./deploy) run it. It is its own module so the
 // engine's module does not depend on Kubernetes, Prometheus, Compose and
 // BuildKit libraries.
 //
