@@ -61,6 +61,15 @@ type Options struct {
 	// DataDir is where local state (SQLite file, generated secrets) lives;
 	// default "./data".
 	DataDir string
+	// Version and Commit label threadengine_build_info (cmd/threadengine
+	// sets them from its build information).
+	Version, Commit string
+	// BinarySchema overrides the schema this binary claims to the schema
+	// compatibility gate (tests run this code as an older or newer release);
+	// CompatCheckInterval is how often the gate is re-read besides /readyz
+	// (default 10s).
+	BinarySchema        int64
+	CompatCheckInterval time.Duration
 }
 
 // Server is a running engine: store, use cases and HTTP routes.
@@ -126,11 +135,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*Server, error) {
 	if opt.DataDir == "" {
 		opt.DataDir = "./data"
 	}
-	openDB := sqldb.Open
-	if opt.Alongside {
-		openDB = sqldb.OpenAlongside
-	}
-	db, err := openDB(ctx, cfg.Database.URL)
+	db, err := sqldb.OpenWith(ctx, cfg.Database.URL, sqldb.OpenOptions{Alongside: opt.Alongside, BinarySchema: opt.BinarySchema})
 	if err != nil {
 		return nil, err
 	}
@@ -154,17 +159,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*Server, error) {
 	s.closers = append(s.closers, db.Close)
 	e.GET("/metrics", metrics.Handler(), httpapi.MetricsToken(cfg.Metrics.Token))
 
-	e.GET("/healthz", func(c echo.Context) error {
-		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
-	})
-	e.GET("/readyz", func(c echo.Context) error {
-		ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
-		defer cancel()
-		if err := db.PingContext(ctx); err != nil {
-			return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "database": "unreachable"})
-		}
-		return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
-	})
+	s.mountReadiness(opt)
 
 	if err := s.mount(ctx, opt); err != nil {
 		s.Close()
