@@ -232,7 +232,7 @@ func (h ReplayHandler) run(ctx context.Context, cs Compiled, name string, n int)
 }
 
 // replayGate lets each caller run one replay at a time and a replica at
-// most max at once; a refused replay is rate_limited (retry later).
+// most max at once; a refused replay is limit_exceeded (429, retry later).
 type replayGate struct {
 	mu      sync.Mutex
 	running map[string]bool
@@ -243,12 +243,12 @@ func (g *replayGate) acquire(principal string) (func(), error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.running[principal] {
-		return nil, domain.E(domain.KindRateLimited, domain.CodeRateLimited,
-			"a replay of yours is still running; one replay per caller runs at a time").WithDetail("limit", "replays_per_caller")
+		return nil, domain.LimitExceeded(domain.KindRateLimited, "replays_per_caller",
+			"a replay of yours is still running; one replay per caller runs at a time")
 	}
 	if len(g.running) >= g.max {
-		return nil, domain.E(domain.KindRateLimited, domain.CodeRateLimited,
-			"%d replays are running on this engine, its maximum; try again shortly", g.max).WithDetail("limit", "replays_running")
+		return nil, domain.LimitExceeded(domain.KindRateLimited, "replays_running",
+			"%d replays are running on this engine, its maximum; try again shortly", g.max)
 	}
 	g.running[principal] = true
 	return func() {
