@@ -7,6 +7,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/threadengine/engine/adapters/httpapi"
+	"github.com/threadengine/engine/adapters/limits"
 	"github.com/threadengine/engine/app/contracts"
 	"github.com/threadengine/engine/domain"
 )
@@ -83,6 +85,11 @@ func (h *Handler) replay(c echo.Context) error {
 	}
 	r, err := h.Contracts.Queries.Replay.Handle(c.Request().Context(), contracts.ReplayRequest{Name: c.Param("name"), Source: src, Threads: n})
 	if err != nil {
+		if de := domain.AsError(err); de.Code == domain.CodeLimitExceeded {
+			if name, ok := de.Details["limit"].(string); ok {
+				httpapi.Refusals(c).Refused(limits.Name(name))
+			}
+		}
 		return err
 	}
 	t := r.Tally
