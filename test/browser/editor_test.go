@@ -2,7 +2,6 @@ package browser_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -74,9 +73,6 @@ func seedEditor(t *testing.T, eng *enginetest.Engine) []string {
 	}
 	return ids
 }
-
-// js quotes s for a script.
-func js(s string) string { b, _ := json.Marshal(s); return string(b) }
 
 // selectLine selects line n (1-based) of the editor, or puts the caret at
 // its end, so the next keys replace or extend it.
