@@ -13,18 +13,12 @@ const (
 	DefaultReplayExamples = 5
 )
 
-// ReplayRule is one finding counted over threads.
+// ReplayRule is one finding counted over threads: its Message is the first
+// thread's, its Steps the steps of every thread it concerned.
 type ReplayRule struct {
-	Outcome ReplayOutcome `json:"outcome"`
-	Type    string        `json:"type"`
-	Rule    string        `json:"rule,omitempty"`
-	Step    string        `json:"step"`
-	Field   string        `json:"field,omitempty"`
-	// Message is the first thread's message.
-	Message string `json:"message"`
-	// Threads counts the threads it concerned, Steps their steps.
+	ReplayFinding
+	// Threads counts the threads it concerned.
 	Threads int `json:"threads"`
-	Steps   int `json:"steps"`
 	// Examples are the first threads it concerned (newest first when
 	// threads are added newest first).
 	Examples []string `json:"examples"`
@@ -117,8 +111,9 @@ func (t *ReplayTally) Add(threadID string, recordedViolated bool, v ReplayVerdic
 			}
 			i = len(t.rules)
 			t.index[k] = i
-			t.rules = append(t.rules, ReplayRule{Outcome: f.Outcome, Type: f.Type, Rule: f.Rule, Step: f.Step, Field: f.Field,
-				Message: f.Message, Examples: []string{}})
+			first := f
+			first.Steps = 0
+			t.rules = append(t.rules, ReplayRule{ReplayFinding: first, Examples: []string{}})
 		}
 		r := &t.rules[i]
 		r.Threads++

@@ -21,19 +21,14 @@ import (
 	"github.com/threadengine/engine/ports/portstest"
 )
 
-const replayPay = `Feature: pay
-Version: %d
-
-Rule: Approval
-  When step "approval" is submitted
-  Then owner must be "reviewer"
-  And this step is an entry point
-
-Rule: Charge
-  When step "charge" is submitted
-  Then owner must be "processor"
-  And step "approval" must have succeeded
-  And this step is terminal
+// replayPay is a YAML contract (its Gherkin twin is in app/contracts'
+// replay tests): approval by a reviewer, then a charge by a processor.
+const replayPay = `contract_name: pay
+version: %d
+entry_points: [approval]
+steps: [{id: approval, owner: reviewer}, {id: charge, owner: processor}]
+transitions: [{from: approval, to: charge}]
+terminal_steps: [charge]
 `
 
 // ContractThreads pages a contract's threads newest first over all its

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"sort"
-	"strconv"
 	"sync"
 	"time"
 
@@ -154,16 +153,9 @@ func (h ReplayHandler) Handle(ctx context.Context, req ReplayRequest) (ReplayRes
 	if _, err := h.versions.GetContract(ctx, req.Name, 0); err != nil {
 		return ReplayResult{}, err
 	}
-	cs, err := compile(ctx, req.Source, h.versions)
+	cs, err := compileValid(ctx, req.Source, h.versions, req.Name, "replayed")
 	if err != nil {
 		return ReplayResult{}, err
-	}
-	if !cs.Valid() {
-		return ReplayResult{}, domain.InvalidContract(cs.Problems)
-	}
-	if cs.Contract.Name != req.Name {
-		return ReplayResult{}, domain.InvalidContract([]domain.ContractProblem{{Line: cs.nameLine, Field: "contract_name",
-			Message: "the draft names contract " + strconv.Quote(cs.Contract.Name) + ", but threads of " + strconv.Quote(req.Name) + " are being replayed"}})
 	}
 	release, err := h.gate.acquire(p.ID)
 	if err != nil {

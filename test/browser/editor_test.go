@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -239,7 +237,7 @@ func TestContractEditor(t *testing.T) {
 	noOverflow(t, ctx, "replay")
 	shot(t, ctx, "editor-06-replay-390")
 	do(t, ctx, "scroll to replay", void(chromedp.Evaluate[bool](`document.getElementById('replay-headline').scrollIntoView(), true`)))
-	shotView(t, ctx, "editor-06b-replay-390-viewport")
+	viewShot(t, ctx, "editor-06b-replay-390-viewport")
 	noJunk(t, ctx, "editor phone")
 
 	// A viewer sees the source read-only, can replay, cannot publish.
@@ -259,21 +257,6 @@ func TestContractEditor(t *testing.T) {
 	shot(t, ctx, "editor-07-viewer-1440")
 	if e := errs(); len(e) > 0 {
 		t.Fatalf("console errors: %v", e)
-	}
-}
-
-// shotView saves what the viewport shows (shot saves the whole page).
-func shotView(t *testing.T, ctx context.Context, name string) {
-	t.Helper()
-	c, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	buf, err := chromedp.Run(c, chromedp.CaptureScreenshot())
-	if err != nil {
-		t.Logf("screenshot %s: %v", name, err)
-		return
-	}
-	if err := os.WriteFile(filepath.Join(artifacts(t), "ui-"+name+".png"), buf, 0o644); err != nil {
-		t.Logf("write %s: %v", name, err)
 	}
 }
 
