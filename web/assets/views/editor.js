@@ -95,7 +95,7 @@ export async function renderContractEditor(ctx) {
   const publishBtn = writer ? h('button', { type: 'button', class: 'btn-primary', id: 'publish', disabled: true }, 'Publish') : null;
 
   // s is what the page knows about the current draft.
-  const s = { seq: 0, timer: 0, preview: null, target: published, targetName: editName, lastGraph: null, replayHash: '', replay: null };
+  const s = { seq: 0, timer: 0, preview: null, target: published, targetName: editName, lastGraph: null, graphKey: '', replayHash: '', replay: null };
   const alive = () => ctx.isCurrent();
 
   function showProblems(p) {
@@ -138,6 +138,11 @@ export async function renderContractEditor(ctx) {
       graphBody.classList.add('stale');
     }
     if (!s.lastGraph) return;
+    // Redraw only when the graph or its staleness changed (not on every
+    // keystroke's preview), so pan and zoom survive typing.
+    const key = JSON.stringify(s.lastGraph) + graphBody.classList.contains('stale');
+    if (key === s.graphKey) return;
+    s.graphKey = key;
     const g = s.lastGraph;
     const nodes = (g.nodes || []).filter((n) => n.type === 'step').map((n) => ({ id: n.id, owner: n.owner, type: n.step_type || 'managed', next: n.next || [] }));
     const groups = (g.nodes || []).filter((n) => n.type === 'parallel_group');
@@ -325,7 +330,7 @@ export async function renderContractEditor(ctx) {
         h('div', { class: 'panel-head' }, h('h2', { id: 'src-h' }, 'Source'), status),
         ed.el, lineMsg,
         h('p', { class: 'hint small muted', id: 'editor-help' }, writer ? 'Tab indents; press Esc then Tab to leave the editor. Problems are marked in the margin; choose one in the list to go to its line.'
-          : 'Read only. Problems and warnings are marked in the margin; choose one in the list to go to its line.'),
+          : 'Read only. Problems are marked in the margin; choose one in the list to go to its line.'),
         problemList),
       h('div', { class: 'editor-side' },
         h('section', { class: 'panel' }, h('h2', {}, 'Graph'), graphBody),
