@@ -3,6 +3,7 @@
 //	POST /v1/contracts                         upload a new version (Gherkin or YAML body, or JSON {"source": "..."})
 //	PUT  /v1/contracts/:name                   publish a new version of an existing contract (changed content, higher Version)
 //	POST /v1/contracts/preview                 compile without storing: problems with lines, warnings, graph
+//	POST /v1/contracts/:name/replay            judge the contract's latest threads again under a draft (replay.go)
 //	GET  /v1/contracts                         latest version of every contract
 //	GET  /v1/contracts/:name                   latest version, with its source
 //	GET  /v1/contracts/:name/versions          every version, newest first
@@ -41,6 +42,7 @@ func (h *Handler) Mount(e *echo.Echo, mw echo.MiddlewareFunc) {
 	e.POST("/v1/contracts", h.upload, mw)
 	e.PUT("/v1/contracts/:name", h.update, mw)
 	e.POST("/v1/contracts/preview", h.preview, mw)
+	e.POST("/v1/contracts/:name/replay", h.replay, mw)
 	e.GET("/v1/contracts", h.list, mw)
 	e.GET("/v1/contracts/:name", h.get, mw)
 	e.GET("/v1/contracts/:name/versions", h.versions, mw)

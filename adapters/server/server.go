@@ -199,7 +199,7 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 
 	// --- contracts: /v1/contracts upload and read (s.Contracts) ---
 	contractStore := contractstore.New(s.DB)
-	s.Contracts = contracts.New(contracts.Deps{Store: contractStore, Eraser: contractStore, Clock: s.Clock, Audit: s.Store,
+	s.Contracts = contracts.New(contracts.Deps{Store: contractStore, Eraser: contractStore, Threads: threadquery.New(s.DB), Clock: s.Clock, Audit: s.Store,
 		NewID: func() string { return uuid.NewString() }, Log: s.Log,
 		Deleted: func(name string, version int) { s.Threads.ForgetContract(name, version) }})
 	(&contracthttp.Handler{Contracts: s.Contracts}).Mount(s.Echo, s.Auth.Middleware())

@@ -5,7 +5,6 @@ package contracts
 
 import (
 	"context"
-	"strconv"
 	"time"
 
 	"github.com/threadengine/engine/app/authz"
@@ -57,18 +56,11 @@ func (h PublishHandler) Handle(ctx context.Context, req Publish) (Published, err
 			return Published{}, err
 		}
 	}
-	cs, err := compile(ctx, req.Source, h.versions)
+	cs, err := compileValid(ctx, req.Source, h.versions, req.Name, "updated")
 	if err != nil {
 		return Published{}, err
 	}
-	if !cs.Valid() {
-		return Published{}, domain.InvalidContract(cs.Problems)
-	}
 	c := cs.Contract
-	if update && c.Name != req.Name {
-		return Published{}, domain.InvalidContract([]domain.ContractProblem{{Line: cs.nameLine, Field: "contract_name",
-			Message: "the source names contract " + strconv.Quote(c.Name) + ", but " + strconv.Quote(req.Name) + " is being updated"}})
-	}
 	now := h.clock.Now().UTC()
 	v := ports.NewContractVersion{Contract: c, Source: req.Source, SourceFormat: cs.Format, ContentHash: c.ContentHash(),
 		CreatedBy: p.ID, At: now, Update: update}

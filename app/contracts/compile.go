@@ -55,6 +55,24 @@ func compile(ctx context.Context, src []byte, versions ports.ContractReader) (Co
 	return out, nil
 }
 
+// compileValid compiles src and refuses it (invalid_contract) when it has
+// problems or, with name set, names another contract; doing says what is
+// being done with name, for that message.
+func compileValid(ctx context.Context, src []byte, versions ports.ContractReader, name, doing string) (Compiled, error) {
+	cs, err := compile(ctx, src, versions)
+	if err != nil {
+		return Compiled{}, err
+	}
+	if !cs.Valid() {
+		return Compiled{}, domain.InvalidContract(cs.Problems)
+	}
+	if name != "" && cs.Contract.Name != name {
+		return Compiled{}, domain.InvalidContract([]domain.ContractProblem{{Line: cs.nameLine, Field: "contract_name",
+			Message: "the source names contract " + strconv.Quote(cs.Contract.Name) + ", but " + strconv.Quote(name) + " is being " + doing}})
+	}
+	return cs, nil
+}
+
 // resolver finds Include targets among the published versions.
 func resolver(ctx context.Context, versions ports.ContractReader) gherkin.Resolver {
 	return func(name string, version int) (gherkin.Published, error) {

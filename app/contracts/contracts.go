@@ -25,6 +25,7 @@ type Commands struct {
 // Queries read them, or check a source without storing it.
 type Queries struct {
 	Preview      PreviewHandler
+	Replay       ReplayHandler
 	Read         ReadHandler
 	List         ListHandler
 	ListVersions ListVersionsHandler
@@ -39,18 +40,21 @@ type Store interface {
 	ports.ContractLister
 }
 
-// Deps are what New wires the handlers from. Eraser, Deleted, Audit and
-// NewID are optional: without Eraser deletion is refused; Deleted is told
-// about a deleted version so caches of immutable versions drop it; with
-// Audit and NewID every change is audited.
+// Deps are what New wires the handlers from. Eraser, Deleted, Audit,
+// NewID and Threads are optional: without Eraser deletion is refused;
+// Deleted is told about a deleted version so caches of immutable versions
+// drop it; with Audit and NewID every change is audited; without Threads
+// replay is unavailable (ReplayLimits zero: the defaults).
 type Deps struct {
-	Store   Store
-	Eraser  ports.ContractEraser
-	Deleted func(name string, version int)
-	Clock   ports.Clock
-	Audit   ports.Audit
-	NewID   func() string
-	Log     *slog.Logger
+	Store        Store
+	Eraser       ports.ContractEraser
+	Threads      ports.ReplayReader
+	ReplayLimits ReplayLimits
+	Deleted      func(name string, version int)
+	Clock        ports.Clock
+	Audit        ports.Audit
+	NewID        func() string
+	Log          *slog.Logger
 }
 
 // New builds every contract handler from d.
@@ -66,6 +70,7 @@ func New(d Deps) Application {
 		},
 		Queries: Queries{
 			Preview:      NewPreviewHandler(d.Store),
+			Replay:       NewReplayHandler(d.Store, d.Threads, d.Clock, d.ReplayLimits),
 			Read:         NewReadHandler(d.Store, d.Store),
 			List:         NewListHandler(d.Store),
 			ListVersions: NewListVersionsHandler(d.Store),
