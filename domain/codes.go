@@ -72,6 +72,13 @@ const (
 	CodeContractVersionInUse Code = "contract_version_in_use"
 	// CodeContractConflict: a thread key resumed with another contract.
 	CodeContractConflict Code = "contract_conflict"
+	// CodeContractUnchanged: PUT /v1/contracts/{name} with the same content
+	// (ignoring formatting, name, version and description) as the latest
+	// version.
+	CodeContractUnchanged Code = "contract_unchanged"
+	// CodeContentRuleFailed: a step's context breaks its contract's content
+	// rules; Details["violations"] lists {field, rule, message}.
+	CodeContentRuleFailed Code = "content_rule_failed"
 
 	// Thread model (parties, access levels, statuses): see
 	// domain/thread_rules.go.
@@ -151,6 +158,8 @@ var registry = map[Code][]Kind{
 	CodeThreadClosed:            {KindConflict},
 	CodeContractVersionInUse:    {KindConflict},
 	CodeContractConflict:        {KindConflict},
+	CodeContractUnchanged:       {KindConflict},
+	CodeContentRuleFailed:       {KindUnprocessable},
 
 	CodeInvalidStepStatus:   {KindInvalid},
 	CodeNotAParty:           {KindForbidden},

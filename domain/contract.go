@@ -58,6 +58,26 @@ type Contract struct {
 	MaxDuration               time.Duration `json:"max_duration,omitempty"`
 	AllowMultipleTerminals    bool          `json:"allow_multiple_terminals,omitempty"`
 	MultipleTerminalsSeverity Severity      `json:"multiple_terminals_severity,omitempty"`
+
+	// The fields below come from Gherkin contracts (YAML leaves them zero,
+	// so stored YAML versions keep their meaning).
+
+	// FreeOrder: the contract has no next-step rules, so steps may run in
+	// any order their prerequisites allow (no invalid_transition). YAML
+	// contracts are always ordered by their transitions.
+	FreeOrder bool `json:"free_order,omitempty"`
+	// EntryPointsDerived / TerminalStepsDerived: no step was declared an
+	// entry point (terminal), so EntryPoints (TerminalSteps) were derived
+	// from the graph: steps nothing leads to (that lead nowhere). Include
+	// composition inherits only declared lists.
+	EntryPointsDerived   bool `json:"entry_points_derived,omitempty"`
+	TerminalStepsDerived bool `json:"terminal_steps_derived,omitempty"`
+	// Groups are parallel groups (Group blocks).
+	Groups []ContractGroup `json:"groups,omitempty"`
+	// ThreadsLockToVersion records the Background clause "threads lock to
+	// this version". Threads always keep the version they started with, so
+	// it changes nothing at run time.
+	ThreadsLockToVersion bool `json:"threads_lock_to_version,omitempty"`
 }
 
 // ContractStep is one step a contract documents.
@@ -70,6 +90,21 @@ type ContractStep struct {
 	Required    []string      `json:"required,omitempty"` // context keys that must be present
 	Optional    []string      `json:"optional,omitempty"` // context keys that may be present
 	Description string        `json:"description,omitempty"`
+
+	// ContextMeanings explains declared context fields (Gherkin `means`).
+	ContextMeanings map[string]string `json:"context_meanings,omitempty"`
+	// DependsOn lists the steps that must have succeeded earlier in the
+	// thread (any number of other steps may come between). It includes
+	// FreshDependsOn and the steps content references and semantic context
+	// read.
+	DependsOn []string `json:"depends_on,omitempty"`
+	// FreshDependsOn lists the prerequisites that must succeed again before
+	// each invocation of the step ("must succeed before each invocation").
+	FreshDependsOn []string `json:"fresh_depends_on,omitempty"`
+	// ContentRules judge the values of the submitted context.
+	ContentRules []ContentRule `json:"content_rules,omitempty"`
+	// SemanticRules are yes/no questions a classifier answers about a field.
+	SemanticRules []SemanticRule `json:"semantic_rules,omitempty"`
 }
 
 // Transition lists the steps that may follow From, and From's retry policy.
@@ -92,6 +127,9 @@ type Transition struct {
 // ContractProblem is one reason a contract source was rejected. Field is a
 // path into the source such as "steps[2].owner".
 type ContractProblem struct {
+	// Line is the 1-based source line the problem is on (Gherkin sources;
+	// 0 when unknown, as for YAML).
+	Line    int    `json:"line,omitempty"`
 	Field   string `json:"field"`
 	Message string `json:"message"`
 }
@@ -166,7 +204,7 @@ func (c Contract) Ref() string { return c.Name + ":" + strconv.Itoa(c.Version) }
 // spelling); version 0 means latest.
 func ParseContractRef(ref string) (name string, version int, err error) {
 	name, v, hasVersion := strings.Cut(strings.TrimSpace(ref), ":")
-	if !validContractName(name) {
+	if CheckContractName(name) != nil {
 		return "", 0, Invalid("contractName", "invalid contract name %q", name)
 	}
 	if !hasVersion {
@@ -192,6 +230,20 @@ var contractNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 
 func validContractName(s string) bool {
 	return len(s) <= MaxContractNameLen && contractNameRE.MatchString(s)
+}
+
+// anyContractNameRE accepts the names of both languages: YAML's, and
+// Gherkin's letters, digits and underscores (which may lead).
+var anyContractNameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*$`)
+
+// CheckContractName refuses, as not found, a name no contract can have
+// (NUL, spaces, '/', too long): the same answer on every database, before
+// any query.
+func CheckContractName(name string) error {
+	if len(name) > MaxContractNameLen || !anyContractNameRE.MatchString(name) {
+		return NotFound("contract " + strconv.Quote(name))
+	}
+	return nil
 }
 
 // ParseContract parses and validates a YAML contract. On failure it returns a

@@ -21,9 +21,9 @@ type StepPermission struct {
 // successful stepName under invocationID on the thread now, by the rules
 // RecordStep applies: a caller who may not write, or a closed thread, is
 // denied; on a contract thread a step outside the contract or owned by
-// another party is denied, and a step whose entry point or transition is
-// not met yet waits (a predecessor may still be recorded). A free-form
-// thread allows every step.
+// another party is denied, and a step whose entry point, transition or
+// prerequisite is not met yet waits (a predecessor may still be recorded).
+// A free-form thread allows every step.
 //
 // grants are the thread's grants so far. A fresh predecessor success is
 // consumed by the grant it enables: the latest success that makes stepName a
@@ -61,14 +61,16 @@ func (t *Thread) PermitStep(a Actor, c *Contract, stepName, invocationID string,
 		switch is.Rule {
 		case RuleUndocumentedStep, RuleOwner:
 			return StepPermission{Denied: true, Message: is.Message, Issues: []ValidationIssue{is}}
-		case RuleEntryPoints, RuleTransitions:
+		case RuleEntryPoints, RuleTransitions, RuleDependsOn:
 			waiting = true
 		}
 	}
 	if waiting {
 		return StepPermission{}
 	}
-	if prev, ok := lastSuccess(history); ok && prev.ID != "" {
+	// Only a transition rule makes the latest success what enables the
+	// step; a contract without them (FreeOrder) consumes nothing here.
+	if prev, ok := lastSuccess(history); ok && prev.ID != "" && !c.FreeOrder {
 		if consumed(grants, prev.ID, history) {
 			return StepPermission{} // that success enabled another grant: wait for the next one
 		}

@@ -50,6 +50,7 @@ const (
 	IssueStepTimeoutExceeded    = "step_timeout_exceeded"
 	IssueMaxDurationExceeded    = "max_duration_exceeded"
 	IssueMultipleTerminalStates = "multiple_terminal_states"
+	IssueMissingDependency      = "missing_dependency"
 )
 
 // Rule names say which contract rule an issue comes from; an undocumented step
@@ -67,6 +68,7 @@ const (
 	RuleTransitionTimeout = "transition_timeout"
 	RuleMaxDuration       = "max_duration"
 	RuleTerminalSteps     = "terminal_steps"
+	RuleDependsOn         = "depends_on"
 )
 
 // Overall validation outcomes of one step.
@@ -180,7 +182,10 @@ func NewValidationResult(issues []ValidationIssue) ValidationResult {
 //     to check it against;
 //   - with no successful step yet, the step must be an entry point
 //     (invalid_entry_point, critical); otherwise it must be allowed after the
-//     latest successful step (invalid_transition, critical);
+//     latest successful step (invalid_transition, critical), unless the
+//     contract has no transition rules (FreeOrder, Gherkin);
+//   - every prerequisite (DependsOn) must have succeeded before
+//     (missing_dependency, critical);
 //   - the writing party must own the step (unauthorized_owner, critical) when
 //     both are known;
 //   - required context keys must be present (missing_required_field, major),
@@ -239,7 +244,7 @@ func ValidateStep(c Contract, t ThreadSnapshot, s StepInput, now time.Time) Vali
 			Message:  fmt.Sprintf("Step %q cannot start a thread; entry points are: %s", s.Name, strings.Join(c.EntryPoints, ", ")),
 			Expected: strings.Join(c.EntryPoints, ", "), Actual: s.Name,
 		})
-	case hasPrev && !contains(c.AllowedNext(prev), s.Name):
+	case hasPrev && !c.FreeOrder && !contains(c.AllowedNext(prev), s.Name):
 		allowed := c.AllowedNext(prev)
 		msg := fmt.Sprintf("Invalid transition from %q to %q; allowed next steps: %s", prev, s.Name, strings.Join(allowed, ", "))
 		if len(allowed) == 0 {
@@ -248,6 +253,14 @@ func ValidateStep(c Contract, t ThreadSnapshot, s StepInput, now time.Time) Vali
 		add(ValidationIssue{
 			Type: IssueInvalidTransition, Severity: SeverityCritical, Rule: RuleTransitions, Field: "stepName",
 			Message: msg, Expected: strings.Join(allowed, ", "), Actual: prev + " -> " + s.Name,
+		})
+	}
+
+	if missing := missingDependencies(step, t.Steps); len(missing) > 0 {
+		add(ValidationIssue{
+			Type: IssueMissingDependency, Severity: SeverityCritical, Rule: RuleDependsOn, Field: "stepName",
+			Message:  fmt.Sprintf("Step '%s' is missing required prior steps: %s", s.Name, strings.Join(missing, ",")),
+			Expected: strings.Join(step.DependsOn, ", "), Actual: strings.Join(missing, ", "),
 		})
 	}
 
@@ -400,6 +413,17 @@ func lastSuccess(steps []RecordedStep) (RecordedStep, bool) {
 		}
 	}
 	return RecordedStep{}, false
+}
+
+// missingDependencies lists step's prerequisites with no success yet.
+func missingDependencies(step ContractStep, steps []RecordedStep) []string {
+	var out []string
+	for _, d := range step.DependsOn {
+		if _, ok := succeededAt(steps, d); !ok {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 func documented(step ContractStep, key string) bool {

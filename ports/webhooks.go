@@ -186,6 +186,13 @@ func AlertOf(n NotificationRecord) (AlertRow, bool) {
 	if n.StepName != "global" {
 		p.Data.StepName = n.StepName
 	}
+	if ev == domain.EventStepFailed {
+		// The SDK's execution.failed notification carries severity
+		// "warning" (the wire protocol's value); a webhook's severity is a
+		// contract issue's, which a failed step does not have: receivers
+		// that route by it would page on every failed attempt.
+		p.Data.Severity = ""
+	}
 	body, err := json.Marshal(p)
 	if err != nil {
 		return AlertRow{}, false

@@ -30,40 +30,74 @@ func New(db *sqldb.DB) *Store { return &Store{db: db} }
 
 func (s *Store) q(query string) string { return s.db.Rebind(query) }
 
-// PutContractVersion stores c with its source. The contracts row is created on
-// the first upload; on PostgreSQL the row lock taken next serialises
-// concurrent uploads of one contract, so "greater than the latest" is checked
-// against committed data (SQLite's IMMEDIATE transaction does the same).
+// PutContractVersion stores c with its source (see PublishContractVersion).
 func (s *Store) PutContractVersion(ctx context.Context, c domain.Contract, source []byte, createdBy string, now time.Time) error {
+	return s.PublishContractVersion(ctx, ports.NewContractVersion{Contract: c, Source: source,
+		SourceFormat: domain.DetectContractFormat(source), ContentHash: c.ContentHash(), CreatedBy: createdBy, At: now})
+}
+
+var _ ports.ContractPublisher = (*Store)(nil)
+
+// PublishContractVersion stores v. The contracts row is created on the
+// first upload; on PostgreSQL the row lock taken next serialises concurrent
+// uploads of one contract, so "greater than the latest" (and, for an
+// update, "changed since the latest") is checked against committed data
+// (SQLite's IMMEDIATE transaction does the same).
+func (s *Store) PublishContractVersion(ctx context.Context, v ports.NewContractVersion) error {
+	c := v.Contract
 	def, err := json.Marshal(c)
 	if err != nil {
 		return domain.Internal(err, "encode contract")
 	}
-	now = sqldb.Time(now)
+	if v.SourceFormat == "" {
+		v.SourceFormat = domain.DetectContractFormat(v.Source)
+	}
+	if v.ContentHash == "" {
+		v.ContentHash = c.ContentHash()
+	}
+	now := sqldb.Time(v.At)
 	err = s.db.Tx(ctx, func(tx *sqlx.Tx) error {
-		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO contracts (id, name, created_at) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING`),
-			uuid.NewString(), c.Name, now); err != nil {
-			return err
+		if !v.Update {
+			if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO contracts (id, name, created_at) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING`),
+				uuid.NewString(), c.Name, now); err != nil {
+				return err
+			}
 		}
 		var id string
 		if err := tx.GetContext(ctx, &id, s.q(`SELECT id FROM contracts WHERE name = ?`+s.db.ForUpdate()), c.Name); err != nil {
-			return err
+			return sqldb.NotFoundAs(err, "contract "+c.Name)
 		}
-		var latest sql.NullInt64
-		if err := tx.GetContext(ctx, &latest, s.q(`SELECT MAX(version) FROM contract_versions WHERE name = ?`), c.Name); err != nil {
-			return err
+		var latest struct {
+			Version    int    `db:"version"`
+			Hash       string `db:"content_hash"`
+			Definition []byte `db:"definition"`
 		}
-		if latest.Valid && int64(c.Version) <= latest.Int64 {
-			e := domain.E(domain.KindConflict, domain.CodeContractVersionConflict,
-				"contract %s version %d is not newer than the latest version %d; increase version", c.Name, c.Version, latest.Int64)
-			if int64(c.Version) == latest.Int64 {
-				e = domain.E(domain.KindConflict, domain.CodeContractVersionConflict,
-					"contract %s version %d already exists; versions are immutable, upload version %d", c.Name, c.Version, latest.Int64+1)
+		err := tx.GetContext(ctx, &latest, s.q(`SELECT version, content_hash, definition FROM contract_versions WHERE name = ? ORDER BY version DESC LIMIT 1`), c.Name)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			if v.Update { // its last version was deleted
+				return domain.NotFound("contract " + c.Name)
 			}
-			return e.WithField("version").WithDetail("latestVersion", int(latest.Int64))
+		case err != nil:
+			return err
+		default:
+			if c.Version <= latest.Version {
+				return versionConflict(c, latest.Version)
+			}
+			if v.Update {
+				hash := latest.Hash
+				if hash == "" { // stored before hashes were kept
+					hash = versionRow{Definition: latest.Definition}.hash()
+				}
+				if hash == v.ContentHash {
+					return domain.E(domain.KindConflict, domain.CodeContractUnchanged,
+						"contract %s: the content has not changed since version %d (formatting, name, version and description do not count)", c.Name, latest.Version).
+						WithDetail("latestVersion", latest.Version)
+				}
+			}
 		}
-		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO contract_versions (contract_id, name, version, source, definition, created_by, created_at)
-VALUES (?, ?, ?, ?, ?, ?, ?)`), id, c.Name, c.Version, string(source), string(def), createdBy, now)
+		_, err = tx.ExecContext(ctx, s.q(`INSERT INTO contract_versions (contract_id, name, version, source, definition, created_by, created_at, source_format, content_hash)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`), id, c.Name, c.Version, string(v.Source), string(def), v.CreatedBy, now, string(v.SourceFormat), v.ContentHash)
 		return err
 	})
 	if sqldb.IsUniqueViolation(err) {
@@ -74,13 +108,38 @@ VALUES (?, ?, ?, ?, ?, ?, ?)`), id, c.Name, c.Version, string(source), string(de
 	return sqldb.TranslateError(err)
 }
 
+func versionConflict(c domain.Contract, latest int) error {
+	e := domain.E(domain.KindConflict, domain.CodeContractVersionConflict,
+		"contract %s version %d is not newer than the latest version %d; increase version", c.Name, c.Version, latest)
+	if c.Version == latest {
+		e = domain.E(domain.KindConflict, domain.CodeContractVersionConflict,
+			"contract %s version %d already exists; versions are immutable, publish version %d", c.Name, c.Version, latest+1)
+	}
+	return e.WithField("version").WithDetail("latestVersion", latest)
+}
+
 type versionRow struct {
-	Name       string    `db:"name"`
-	Version    int       `db:"version"`
-	Source     string    `db:"source"`
-	Definition []byte    `db:"definition"`
-	CreatedBy  string    `db:"created_by"`
-	CreatedAt  time.Time `db:"created_at"`
+	Name         string    `db:"name"`
+	Version      int       `db:"version"`
+	Source       string    `db:"source"`
+	Definition   []byte    `db:"definition"`
+	CreatedBy    string    `db:"created_by"`
+	CreatedAt    time.Time `db:"created_at"`
+	SourceFormat string    `db:"source_format"`
+	ContentHash  string    `db:"content_hash"`
+}
+
+// hash is the stored content hash, computed from the definition for rows
+// stored before hashes were kept ("" if the definition does not decode).
+func (r versionRow) hash() string {
+	if r.ContentHash != "" {
+		return r.ContentHash
+	}
+	c, err := r.contract()
+	if err != nil {
+		return ""
+	}
+	return c.ContentHash()
 }
 
 func (r versionRow) contract() (domain.Contract, error) {
@@ -93,11 +152,12 @@ func (r versionRow) contract() (domain.Contract, error) {
 
 func (r versionRow) summary(c domain.Contract, latest int) ports.ContractSummary {
 	return ports.ContractSummary{Name: r.Name, Version: r.Version, Description: c.Description, StepCount: len(c.Steps),
-		CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC(), LatestVersion: latest}
+		CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC(), LatestVersion: latest,
+		SourceFormat: domain.ContractFormat(r.SourceFormat), ContentHash: r.hash()}
 }
 
 func (s *Store) getRow(ctx context.Context, name string, version int, withSource bool) (versionRow, error) {
-	cols := `name, version, definition, created_by, created_at`
+	cols := `name, version, definition, created_by, created_at, source_format, content_hash`
 	if withSource {
 		cols += `, source`
 	}
@@ -126,7 +186,7 @@ func (s *Store) GetContract(ctx context.Context, name string, version int) (doma
 	return r.contract()
 }
 
-// GetContractSource returns the uploaded YAML of one version (0 = latest).
+// GetContractSource returns the source of one version as uploaded (0 = latest).
 func (s *Store) GetContractSource(ctx context.Context, name string, version int) ([]byte, ports.ContractSummary, error) {
 	r, err := s.getRow(ctx, name, version, true)
 	if err != nil {
@@ -148,7 +208,7 @@ func (s *Store) GetContractSource(ctx context.Context, name string, version int)
 // ListContracts returns the latest version of every contract, by name.
 func (s *Store) ListContracts(ctx context.Context) ([]ports.ContractSummary, error) {
 	var rows []versionRow
-	err := s.db.SelectContext(ctx, &rows, `SELECT v.name, v.version, v.definition, v.created_by, v.created_at
+	err := s.db.SelectContext(ctx, &rows, `SELECT v.name, v.version, v.definition, v.created_by, v.created_at, v.source_format, v.content_hash
 FROM contract_versions v
 JOIN (SELECT name, MAX(version) AS version FROM contract_versions GROUP BY name) m ON m.name = v.name AND m.version = v.version
 ORDER BY v.name`)
@@ -169,7 +229,7 @@ ORDER BY v.name`)
 // ListContractVersions returns every version of one contract, newest first.
 func (s *Store) ListContractVersions(ctx context.Context, name string) ([]ports.ContractSummary, error) {
 	var rows []versionRow
-	err := s.db.SelectContext(ctx, &rows, s.q(`SELECT name, version, definition, created_by, created_at
+	err := s.db.SelectContext(ctx, &rows, s.q(`SELECT name, version, definition, created_by, created_at, source_format, content_hash
 FROM contract_versions WHERE name = ? ORDER BY version DESC`), name)
 	if err != nil {
 		return nil, sqldb.TranslateError(err)

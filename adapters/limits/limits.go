@@ -30,12 +30,17 @@ const (
 	WSPreConnectBytes      Name = "ws_preconnect_bytes"
 	WSUnauthPerAddress     Name = "ws_unauthenticated_per_address"
 	WSCredentialsWithdrawn Name = "ws_credentials_withdrawn"
+	// ReplaysPerCaller and ReplaysRunning cap contract replays
+	// (app/contracts): one per caller, a few per replica.
+	ReplaysPerCaller Name = "replays_per_caller"
+	ReplaysRunning   Name = "replays_running"
 )
 
 // All is every limit, so each is exported as 0 before its first refusal.
 var All = []Name{HTTPReadTimeout, BodyBytes, OTLPBodyBytes, OTLPDecodedBytes, OTLPSpans, OTLPObjects, OTLPConcurrent,
 	SignInFailures, WSConnectTimeout, WSSockets, WSUnauthenticated, WSPerPrincipal, WSSubscriptions,
-	WSSubscriptionKeyBytes, WSMessageBytes, WSMessageFields, WSPreConnectBytes, WSUnauthPerAddress, WSCredentialsWithdrawn}
+	WSSubscriptionKeyBytes, WSMessageBytes, WSMessageFields, WSPreConnectBytes, WSUnauthPerAddress, WSCredentialsWithdrawn,
+	ReplaysPerCaller, ReplaysRunning}
 
 // Counter counts refusals by limit.
 type Counter struct{ vec *prometheus.CounterVec }

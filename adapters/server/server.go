@@ -39,7 +39,7 @@ import (
 	"github.com/threadengine/engine/adapters/tracing"
 	"github.com/threadengine/engine/adapters/webui"
 	"github.com/threadengine/engine/adapters/wsapi"
-	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/contracts"
 	"github.com/threadengine/engine/app/delivery"
 	"github.com/threadengine/engine/app/identity"
 	"github.com/threadengine/engine/app/ops"
@@ -62,6 +62,15 @@ type Options struct {
 	// DataDir is where local state (SQLite file, generated secrets) lives;
 	// default "./data".
 	DataDir string
+	// Version and Commit label threadengine_build_info (cmd/threadengine
+	// sets them from its build information).
+	Version, Commit string
+	// BinarySchema overrides the schema this binary claims to the schema
+	// compatibility gate (tests run this code as an older or newer release);
+	// CompatCheckInterval is how often the gate is re-read besides /readyz
+	// (default 10s).
+	BinarySchema        int64
+	CompatCheckInterval time.Duration
 }
 
 // Server is a running engine: store, use cases and HTTP routes.
@@ -94,7 +103,7 @@ type Server struct {
 	// through its Application()'s handlers.
 	Threads *threads.Module
 	// Contracts uploads and reads contract versions (/v1/contracts).
-	Contracts *app.Contracts
+	Contracts contracts.Application
 	// Erasure deletes whole threads (DELETE /v1/threads/:id); Retention
 	// sweeps old ones (retention.*, /v1/engine/retention).
 	Erasure   *ops.Erasure
@@ -132,17 +141,13 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*Server, error) {
 	if opt.DataDir == "" {
 		opt.DataDir = "./data"
 	}
-	openDB := sqldb.Open
-	if opt.Alongside {
-		openDB = sqldb.OpenAlongside
-	}
 	// Every record logged with a traced context carries its trace id.
 	opt.Logger = slog.New(tracing.LogHandler(opt.Logger.Handler()))
 	tp, err := newTracing(ctx, cfg.Telemetry.Tracing)
 	if err != nil {
 		return nil, err
 	}
-	db, err := openDB(ctx, cfg.Database.URL)
+	db, err := sqldb.OpenWith(ctx, cfg.Database.URL, sqldb.OpenOptions{Alongside: opt.Alongside, BinarySchema: opt.BinarySchema})
 	if err != nil {
 		_ = tp.Shutdown(ctx)
 		return nil, err
@@ -167,17 +172,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*Server, error) {
 	s.closers = append(s.closers, db.Close, s.closeTracing)
 	e.GET("/metrics", metrics.Handler(), httpapi.MetricsToken(cfg.Metrics.Token))
 
-	e.GET("/healthz", func(c echo.Context) error {
-		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
-	})
-	e.GET("/readyz", func(c echo.Context) error {
-		ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
-		defer cancel()
-		if err := db.PingContext(ctx); err != nil {
-			return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "database": "unreachable"})
-		}
-		return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
-	})
+	s.mountReadiness(opt)
 
 	if err := s.mount(ctx, opt); err != nil {
 		s.Close()
@@ -217,8 +212,8 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	// --- features mount below this line (one block each) ---
 
 	// --- contracts: /v1/contracts upload and read (s.Contracts) ---
-	contracts := contractstore.New(s.DB)
-	s.Contracts = app.NewContracts(app.ContractsDeps{Store: contracts, Eraser: contracts, Clock: s.Clock, Audit: s.Store,
+	contractStore := contractstore.New(s.DB)
+	s.Contracts = contracts.New(contracts.Deps{Store: contractStore, Eraser: contractStore, Threads: threadquery.New(s.DB), Clock: s.Clock, Audit: s.Store,
 		NewID: func() string { return uuid.NewString() }, Log: s.Log,
 		Deleted: func(name string, version int) { s.Threads.ForgetContract(name, version) }})
 	(&contracthttp.Handler{Contracts: s.Contracts}).Mount(s.Echo, s.Auth.Middleware())

@@ -8,7 +8,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -19,11 +18,9 @@ import (
 	"github.com/gofrs/flock"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
-	"github.com/pressly/goose/v3"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
-	"github.com/threadengine/engine/db"
 	"github.com/threadengine/engine/domain"
 )
 
@@ -47,6 +44,13 @@ type DB struct {
 	// deadlocks and conflicts count the retryable failures TxRetry met
 	// (PostgreSQL deadlocks; serialization failures and SQLite busy).
 	deadlocks, conflicts atomic.Int64
+
+	// binarySchema is the schema this binary claims (its highest embedded
+	// migration unless OpenOptions.BinarySchema overrides it); refusal is
+	// the schema compatibility gate's error while it is closed (compat.go).
+	binarySchema int64
+	refusal      atomic.Pointer[error]
+	gate         gateState
 }
 
 // ConcurrencyFailures reports how many transactions run by TxRetry lost a
@@ -70,14 +74,34 @@ func (d *DB) Close() error {
 //
 //	postgres://user@host:5432/db?sslmode=disable   (sslmode is required)
 //	sqlite:///abs/path.db  sqlite://./rel/path.db  file:path.db
-func Open(ctx context.Context, rawURL string) (*DB, error) { return open(ctx, rawURL, true) }
+func Open(ctx context.Context, rawURL string) (*DB, error) {
+	return OpenWith(ctx, rawURL, OpenOptions{})
+}
 
 // OpenAlongside opens the database without the SQLite process lock, for a
 // short command (bootstrap-owner) run beside the serving engine: SQLite's own
 // locking serialises its writes; it must not serve.
-func OpenAlongside(ctx context.Context, rawURL string) (*DB, error) { return open(ctx, rawURL, false) }
+func OpenAlongside(ctx context.Context, rawURL string) (*DB, error) {
+	return OpenWith(ctx, rawURL, OpenOptions{Alongside: true})
+}
 
-func open(ctx context.Context, rawURL string, exclusive bool) (*DB, error) {
+// OpenOptions change how OpenWith opens a database.
+type OpenOptions struct {
+	// Alongside skips the SQLite process lock (see OpenAlongside).
+	Alongside bool
+	// NoMigrate opens without applying migrations (threadengine migrate).
+	NoMigrate bool
+	// BinarySchema, when set, is the schema this process claims instead of
+	// its highest embedded migration: tests run the code of this release as
+	// an older or newer one against the compatibility gate.
+	BinarySchema int64
+}
+
+// OpenWith is Open with options. After migrating it checks the schema
+// compatibility gate once (CheckCompat): a binary outside the database's
+// window opens, but refuses every transaction and write until a later
+// check finds it inside again.
+func OpenWith(ctx context.Context, rawURL string, opt OpenOptions) (*DB, error) {
 	dialect, dsn, err := parseURL(rawURL)
 	if err != nil {
 		return nil, err
@@ -103,7 +127,7 @@ func open(ctx context.Context, rawURL string, exclusive bool) (*DB, error) {
 		// writer wait instead of failing; foreign keys are off by default in SQLite.
 		q := "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
 		var lock *flock.Flock
-		if exclusive && dsn != ":memory:" && !strings.Contains(dsn, "mode=memory") {
+		if !opt.Alongside && dsn != ":memory:" && !strings.Contains(dsn, "mode=memory") {
 			if lock, err = lockDataFile(dsn); err != nil {
 				return nil, err
 			}
@@ -120,13 +144,24 @@ func open(ctx context.Context, rawURL string, exclusive bool) (*DB, error) {
 		x.SetMaxOpenConns(1)
 		d = &DB{DB: x, Dialect: SQLite, lock: lock}
 	}
+	d.binarySchema = opt.BinarySchema
+	if d.binarySchema == 0 {
+		d.binarySchema = EmbeddedSchema(d.Dialect)
+	}
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := d.PingContext(pingCtx); err != nil {
 		d.Close()
 		return nil, fmt.Errorf("database.url: cannot connect: %w", err)
 	}
+	if opt.NoMigrate {
+		return d, nil
+	}
 	if err := d.Migrate(ctx); err != nil {
+		d.Close()
+		return nil, err
+	}
+	if _, _, err := d.CheckCompat(ctx); err != nil {
 		d.Close()
 		return nil, err
 	}
@@ -165,32 +200,16 @@ func redact(raw string) string {
 	return raw
 }
 
-// Migrate applies every pending migration of the dialect.
-func (d *DB) Migrate(ctx context.Context) error {
-	var fsys fs.FS
-	var dia goose.Dialect
-	switch d.Dialect {
-	case Postgres:
-		sub, _ := fs.Sub(db.Postgres, "postgres")
-		fsys, dia = sub, goose.DialectPostgres
-	default:
-		sub, _ := fs.Sub(db.SQLite, "sqlite")
-		fsys, dia = sub, goose.DialectSQLite3
-	}
-	p, err := goose.NewProvider(dia, d.DB.DB, fsys)
-	if err != nil {
-		return fmt.Errorf("migrations: %w", err)
-	}
-	if _, err := p.Up(ctx); err != nil {
-		return fmt.Errorf("migrations: %w", err)
-	}
-	return nil
-}
-
 // Tx runs fn in one transaction, committing when fn returns nil. On SQLite the
 // transaction starts IMMEDIATE (see Open), so it holds the write lock from its
 // first statement: read-check-write sequences cannot interleave.
+//
+// While the schema compatibility gate is closed it returns the gate's
+// error (unavailable) without starting a transaction.
 func (d *DB) Tx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
+	if err := d.Refusal(); err != nil {
+		return err
+	}
 	tx, err := d.BeginTxx(ctx, nil)
 	if err != nil {
 		return TranslateError(err)

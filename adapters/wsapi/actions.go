@@ -436,7 +436,7 @@ func mergeObj(a, b map[string]any) map[string]any {
 var knownEvents = map[string]bool{
 	"*": true, "step.*": true, "rule.*": true, "thread.*": true, "execution.*": true, "validation.*": true,
 	"step.success": true, "step.failed": true, "rule.passed": true, "rule.violated": true,
-	"thread.completed": true, "thread.cancelled": true, "execution.success": true, "execution.failed": true,
+	"thread.completed": true, "thread.failed": true, "thread.cancelled": true, "execution.success": true, "execution.failed": true,
 	"validation.passed": true, "validation.violated": true,
 }
 

@@ -95,12 +95,23 @@ func TestRoutedEventTypes(t *testing.T) {
 		{"global", []string{"step.success", "step.failed"}, "step.success,step.failed,thread.*"},
 		{"global", []string{"thread.completed"}, "thread.completed"},
 		{"global", []string{"execution.success", "thread.cancelled"}, "execution.success,thread.cancelled"},
+		{"global", []string{"thread.failed"}, "thread.failed"},
 		{"global", []string{"*"}, "*"},
 		{"global", nil, ""},
 		{"ship", []string{"step.success"}, "step.success"},
 	} {
 		if got := strings.Join(routedEventTypes(c.key, c.evs), ","); got != c.want {
 			t.Errorf("routedEventTypes(%q, %v) = %q, want %q", c.key, c.evs, got, c.want)
+		}
+	}
+}
+
+// Every thread event the engine pushes (app/threads/step.go, end.go) can be
+// subscribed to by name: thread.failed was once refused as unknown.
+func TestKnownEventsCoverThreadPushes(t *testing.T) {
+	for _, e := range []string{"thread.completed", "thread.failed", "thread.cancelled"} {
+		if !knownEvents[e] {
+			t.Errorf("subscribe to %q is refused as an unknown event type", e)
 		}
 	}
 }

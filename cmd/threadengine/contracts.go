@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/threadengine/engine/domain"
+	"github.com/threadengine/engine/domain/gherkin"
 )
 
 func init() {
@@ -68,7 +69,7 @@ func contractsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			return err
 		}
 		if sub == "check" {
-			c, err := domain.ParseContract(src)
+			c, err := checkOffline(src)
 			if err != nil {
 				printProblems(stderr, pos[0], domain.AsError(err).Message, domain.ContractProblems(err))
 				return errProblemsPrinted
@@ -162,12 +163,32 @@ func readSource(path string) ([]byte, error) {
 	return os.ReadFile(path)
 }
 
+// checkOffline compiles a Gherkin or YAML source without an engine (a
+// Gherkin Include cannot be resolved offline: it is reported).
+func checkOffline(src []byte) (domain.Contract, error) {
+	if domain.DetectContractFormat(src) == domain.ContractFormatYAML {
+		return domain.ParseContract(src)
+	}
+	res, err := gherkin.Compile(src, nil)
+	if err != nil {
+		return domain.Contract{}, err
+	}
+	if len(res.Problems) > 0 {
+		return domain.Contract{}, domain.InvalidContract(res.Problems)
+	}
+	return res.Contract, nil
+}
+
 func printProblems(w io.Writer, file, summary string, ps []domain.ContractProblem) {
 	fmt.Fprintf(w, "%s: %s\n", file, summary)
 	for _, p := range ps {
 		field := p.Field
 		if field == "" {
 			field = "(contract)"
+		}
+		if p.Line > 0 {
+			fmt.Fprintf(w, "  line %d: %s: %s\n", p.Line, field, p.Message)
+			continue
 		}
 		fmt.Fprintf(w, "  %s: %s\n", field, p.Message)
 	}

@@ -101,6 +101,20 @@ func TestContractsCommand(t *testing.T) {
 	if _, stderr, err := run("check", bad); !errors.Is(err, errProblemsPrinted) || !strings.Contains(stderr, "bogus") {
 		t.Errorf("check bad: %v %s", err, stderr)
 	}
+	// Gherkin too, each problem with its line.
+	feature := filepath.Join(dir, "pay.feature")
+	if err := os.WriteFile(feature, []byte("Feature: pay\nRule: Pay\n  When step \"pay\" is submitted\n  Then owner must be \"shop\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, _, err := run("check", feature); err != nil || !strings.Contains(out, "contract pay version 1 is valid") {
+		t.Errorf("check feature: %v %s", err, out)
+	}
+	if err := os.WriteFile(feature, []byte("Feature: pay\nRule: Pay\n  When step \"pay\" is submitted\n  Then owner is \"shop\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, err := run("check", feature); !errors.Is(err, errProblemsPrinted) || !strings.Contains(stderr, "line 4: source: unsupported step constraint: owner is \"shop\"") {
+		t.Errorf("check bad feature: %v %s", err, stderr)
+	}
 	// Unreachable engine and usage errors.
 	if _, _, err := run("list"); err == nil || !strings.Contains(err.Error(), "cannot reach") {
 		t.Errorf("unreachable: %v", err)

@@ -3,6 +3,8 @@
 //
 //	threadengine [--config FILE] [serve]
 //	threadengine [--config FILE] bootstrap-owner --email E [--name N]
+//	threadengine [--config FILE] migrate status|up|down [--to VERSION]
+//	threadengine [--config FILE] healthcheck [--path /readyz]
 //	threadengine version
 //
 // The config file may also be named by THREADENGINE_CONFIG.
@@ -18,7 +20,6 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"sort"
-	"strings"
 	"syscall"
 
 	"github.com/threadengine/engine/adapters/config"
@@ -44,33 +45,6 @@ func loadConfig() (config.Config, error) {
 type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
-
-// version is set with -ldflags "-X main.version=…"; otherwise build info is used.
-var version = ""
-
-func init() {
-	summaries["version"] = "print the version"
-	commands["version"] = func(context.Context, []string) error {
-		fmt.Println(versionString())
-		return nil
-	}
-}
-
-func versionString() string {
-	if version != "" {
-		return version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		v := bi.Main.Version
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-				v += " " + s.Value[:12]
-			}
-		}
-		return strings.TrimSpace(v)
-	}
-	return "(devel)"
-}
 
 func main() {
 	tuneGC()

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/threadengine/engine/test/enginetest"
 )
 
 func TestRunExitCodes(t *testing.T) {
@@ -14,6 +16,10 @@ func TestRunExitCodes(t *testing.T) {
 	}
 	typo := filepath.Join(dir, "typo.yaml")
 	if err := os.WriteFile(typo, []byte("servr:\n  listen: 127.0.0.1:1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	idle := filepath.Join(dir, "idle.yaml") // an address nothing listens on
+	if err := os.WriteFile(idle, []byte("server:\n  listen: "+enginetest.FreeAddr(t)+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// The test harness's THREADENGINE_TEST_POSTGRES_URL shares the config
@@ -38,6 +44,14 @@ func TestRunExitCodes(t *testing.T) {
 		{"bootstrap without email", []string{"bootstrap-owner"}, 2},
 		{"bootstrap", []string{"bootstrap-owner", "--email", "owner@example.com", "--name", "Owner"}, 0},
 		{"bootstrap twice", []string{"bootstrap-owner", "--email", "other@example.com"}, 1},
+		{"migrate status", []string{"migrate", "status"}, 0},
+		{"migrate up", []string{"migrate", "up"}, 0},
+		{"migrate without a command", []string{"migrate"}, 2},
+		{"migrate unknown command", []string{"migrate", "sideways"}, 2},
+		{"migrate bad target", []string{"migrate", "down", "--to", "-3"}, 2},
+		{"migrate extra argument", []string{"migrate", "up", "now"}, 2},
+		{"healthcheck without an engine", []string{"--config", idle, "healthcheck", "--timeout", "2s"}, 1},
+		{"healthcheck bad flag", []string{"healthcheck", "--nope"}, 2},
 	}
 	for _, c := range cases {
 		if got := run(c.args); got != c.want {

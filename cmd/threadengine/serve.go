@@ -40,7 +40,8 @@ func serve(ctx context.Context, args []string) error {
 	}
 	log := newLogger(cfg)
 	slog.SetDefault(log)
-	srv, err := server.New(ctx, cfg, server.Options{Logger: log})
+	b := readBuild()
+	srv, err := server.New(ctx, cfg, server.Options{Logger: log, Version: b.Version, Commit: b.Commit})
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/threadengine/engine/adapters/graphqlapi/graphqltest"
 	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/app/contracts"
 	"github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/test/enginetest"
@@ -169,7 +170,7 @@ func setupMCPFixture(t testing.TB, e *enginetest.Engine) mcpFixture {
 		}
 	}
 	e.Clock.Advance(time.Second)
-	if _, _, err := e.Server.Contracts.UploadContract(ctx, []byte(mcpContract)); err != nil {
+	if _, err := e.Server.Contracts.Commands.Publish.Handle(ctx, contracts.Publish{Source: []byte(mcpContract)}); err != nil {
 		t.Fatalf("upload contract: %v", err)
 	}
 	governed, err := th.Application().Commands.StartThread.Handle(ctx, threads.StartThreadInput{Contract: "checkout", Role: "shop", Refs: map[string]string{"order_id": "C-9"}})

@@ -77,6 +77,18 @@ func WithDatabase(url string) Option {
 	return func(c *config.Config, _ *server.Options) { c.Database.URL = url }
 }
 
+// FreeAddr returns a loopback host:port nothing listens on (for engine
+// processes a test starts, or to probe a port where nothing answers).
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
 // Start runs an engine on 127.0.0.1:0 with a fresh database of dialect d and a
 // fake clock starting now; it stops when the test ends.
 func Start(t testing.TB, d sqldb.Dialect, opts ...Option) *Engine {

@@ -1,20 +1,30 @@
 // Package jssdk runs the JavaScript SDK's tests (sdk/js, node --test)
-// against engines built from this repository, so `go test ./...` covers the
-// SDK too.
+// against engines built from this repository, on SQLite and (when
+// THREADENGINE_TEST_POSTGRES_URL is set) PostgreSQL, so `go test ./...`
+// covers the SDK too; it also type-checks index.d.ts and checks what the
+// published package would contain.
 package jssdk
 
 import (
 	"context"
 	"encoding/json"
+	"io/fs"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
+	"github.com/threadengine/engine/adapters/sqldb"
+	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/adapters/wsapi"
 )
 
@@ -59,6 +69,37 @@ func nodeMajor(t *testing.T) int {
 	return major
 }
 
+// devPackages are the dev dependencies the suite imports (ws is the SDK's
+// one dependency; the OpenTelemetry SDK drives the span exporter's test).
+var devPackages = []string{"ws", "typescript", "@opentelemetry/api", "@opentelemetry/sdk-trace-base", "@opentelemetry/resources"}
+
+// npmInstalled runs npm ci in sdk/js unless every dev package is there; it
+// reports whether they are.
+func npmInstalled(ctx context.Context, t *testing.T, dir string) bool {
+	missing := func() bool {
+		for _, p := range devPackages {
+			if !fileExists(filepath.Join(dir, "node_modules", filepath.FromSlash(p), "package.json")) {
+				return true
+			}
+		}
+		return false
+	}
+	if !missing() {
+		return true
+	}
+	if _, err := exec.LookPath("npm"); err != nil {
+		t.Logf("npm is not installed: testing without the dev dependencies")
+		return false
+	}
+	cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Logf("npm ci failed, testing without the dev dependencies: %v\n%s", err, out)
+		return false
+	}
+	return !missing()
+}
+
 func TestJavaScriptSDK(t *testing.T) {
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Skip("node is not installed: the JavaScript SDK tests need Node.js 18 or later")
@@ -68,20 +109,11 @@ func TestJavaScriptSDK(t *testing.T) {
 		t.Skipf("node %d is too old: the JavaScript SDK needs Node.js 18 or later", major)
 	}
 	dir := sdkDir(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 
-	hasWS := fileExists(filepath.Join(dir, "node_modules", "ws", "package.json"))
-	if !hasWS {
-		// ws is the SDK's one dependency (Node.js 18–21 have no WebSocket).
-		cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund")
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Logf("npm ci failed, testing with the platform WebSocket only: %v\n%s", err, out)
-		} else {
-			hasWS = true
-		}
-	}
+	hasDeps := npmInstalled(ctx, t, dir)
+	hasWS := hasDeps || fileExists(filepath.Join(dir, "node_modules", "ws", "package.json"))
 
 	bin := filepath.Join(t.TempDir(), "threadengine")
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/threadengine")
@@ -120,20 +152,124 @@ func TestJavaScriptSDK(t *testing.T) {
 			passes = append(passes, pass{"ws package, " + b, b, "", "ws"})
 		}
 	}
+	run := func(t *testing.T, p pass, env ...string) {
+		cmd := exec.CommandContext(ctx, p.node, append([]string{"--test", "--test-reporter=spec"}, files...)...)
+		cmd.Dir = dir
+		cmd.Env = append(append(os.Environ(), "THREADENGINE_BIN="+bin, "NODE_OPTIONS="+p.nodeOptions,
+			"THREADENGINE_EXPECT_WEBSOCKET="+p.expect), env...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("node --test: %v\n%s", err, out)
+		}
+		if testing.Verbose() {
+			t.Logf("%s", out)
+		}
+	}
+	// SQLite: every pass. PostgreSQL: the first pass (the transport does not
+	// depend on the store), one fresh schema per test file.
 	for _, p := range passes {
-		t.Run(p.name, func(t *testing.T) {
-			cmd := exec.CommandContext(ctx, p.node, append([]string{"--test", "--test-reporter=spec"}, files...)...)
-			cmd.Dir = dir
-			cmd.Env = append(os.Environ(), "THREADENGINE_BIN="+bin, "NODE_OPTIONS="+p.nodeOptions,
-				"THREADENGINE_EXPECT_WEBSOCKET="+p.expect)
-			out, err := cmd.CombinedOutput()
+		t.Run("sqlite/"+p.name, func(t *testing.T) { run(t, p) })
+	}
+	t.Run("postgres/"+passes[0].name, func(t *testing.T) {
+		dbs := map[string]string{}
+		for _, f := range files {
+			src, err := os.ReadFile(f)
 			if err != nil {
-				t.Fatalf("node --test: %v\n%s", err, out)
+				t.Fatal(err)
 			}
-			if testing.Verbose() {
-				t.Logf("%s", out)
+			if startsEngine.Match(src) { // the files that start an engine
+				dbs[filepath.Base(f)] = sqldbtest.URL(t, sqldb.Postgres) // skips without THREADENGINE_TEST_POSTGRES_URL
 			}
-		})
+		}
+		raw, err := json.Marshal(dbs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run(t, passes[0], "THREADENGINE_SDK_DATABASES="+string(raw))
+		// Each file's engine really wrote to its schema.
+		for file, u := range dbs {
+			if file == "otel.test.js" && !hasDeps {
+				continue // skipped without the OpenTelemetry SDK
+			}
+			if n := countThreads(t, u); n == 0 {
+				t.Errorf("%s: no thread in its PostgreSQL schema: its engine did not use it", file)
+			}
+		}
+	})
+}
+
+// startsEngine finds the test files that start an engine (test/helpers/engine.js).
+var startsEngine = regexp.MustCompile(`\b(startEngine|useEngine)\(`)
+
+// countThreads counts the threads rows of the schema a test URL names.
+func countThreads(t *testing.T, raw string) int {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := u.Query().Get("search_path")
+	db, err := sqlx.Open("postgres", raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.Get(&n, `SELECT count(*) FROM `+schema+`.threads`); err != nil {
+		t.Fatalf("count threads in %s: %v", schema, err)
+	}
+	return n
+}
+
+// TestPackageContents checks what `npm pack` would publish: the sources,
+// the types, the README and package.json (and a LICENSE, if the package
+// gets one), and nothing else — no tests, fixtures or node_modules.
+func TestPackageContents(t *testing.T) {
+	if _, err := exec.LookPath("npm"); err != nil {
+		t.Skip("npm is not installed")
+	}
+	dir := sdkDir(t)
+	cmd := exec.Command("npm", "pack", "--dry-run", "--json", "--ignore-scripts")
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("npm pack --dry-run: %v", err)
+	}
+	var packs []struct {
+		Name  string `json:"name"`
+		Files []struct {
+			Path string `json:"path"`
+		} `json:"files"`
+	}
+	if err := json.Unmarshal(out, &packs); err != nil || len(packs) != 1 {
+		t.Fatalf("npm pack --json: %v\n%s", err, out)
+	}
+	var got []string
+	for _, f := range packs[0].Files {
+		got = append(got, f.Path)
+	}
+	want := []string{"README.md", "index.d.ts", "package.json"}
+	if fileExists(filepath.Join(dir, "LICENSE")) {
+		want = append(want, "LICENSE")
+	}
+	err = filepath.WalkDir(filepath.Join(dir, "src"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		want = append(want, filepath.ToSlash(rel))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("npm pack would publish\n  %s\nwant exactly\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+	if packs[0].Name != "@threadengine/sdk" {
+		t.Errorf("package name %q", packs[0].Name)
 	}
 }
 

@@ -9,6 +9,7 @@ import { renderEngineSettings, loopbackMix } from './views/settings.js';
 import { renderAudit } from './views/ops.js';
 import { renderWebhooks, renderWebhook } from './views/webhooks.js';
 import { renderContracts, renderContract, renderOverview } from './views/contracts.js';
+import { renderContractEditor } from './views/editor.js';
 
 export const state = { me: null, engine: null };
 
@@ -17,6 +18,8 @@ const routes = [
   { re: /^threads\/([^/]+)\/?$/, nav: 'threads', title: 'Thread', view: renderThread },
   { re: /^overview\/?$/, nav: 'overview', title: 'Overview', view: renderOverview },
   { re: /^contracts\/?$/, nav: 'contracts', title: 'Contracts', view: renderContracts },
+  { re: /^contracts\/new\/?$/, nav: 'contracts', title: 'New contract', view: renderContractEditor },
+  { re: /^contracts\/([^/]+)\/edit\/?$/, nav: 'contracts', title: 'Edit contract', view: renderContractEditor },
   { re: /^contracts\/([^/]+)(?:\/(\d+))?\/?$/, nav: 'contracts', title: 'Contract', view: renderContract },
   { re: /^users\/?$/, nav: 'users', title: 'Users', view: renderUsers },
   { re: /^api-keys\/?$/, nav: 'api-keys', title: 'API keys', view: renderKeys },

@@ -5,10 +5,14 @@ import { Notification, EVENTS, eventMatches } from './notification.js';
 import { GraphQLClient, Reader } from './reader.js';
 import { Thread, threadFromReply } from './thread.js';
 import { stringMap } from './values.js';
+import { ThreadengineSpanExporter } from './otel.js';
 
 /** The engine refuses frames over 1 MiB; larger messages are refused here, before sending. */
 export const MAX_FRAME_BYTES = 1 << 20;
 
+/** The engine's bound on an application thread key (UTF-8 bytes). */
+const MAX_THREAD_KEY_BYTES = 1024;
+const THREAD_OPTIONS = ['label', 'contract', 'role', 'refs', 'tags', 'serviceName'];
 const DEFAULT_RECONNECT = Object.freeze({ initialDelayMs: 250, maxDelayMs: 10_000, maxAttempts: Infinity });
 const SEEN_NOTIFICATIONS = 10_000;
 const utf8 = new TextEncoder();
@@ -85,6 +89,8 @@ export class Connection {
   #subs = [];
   /** Threads joined on this connection, re-joined after a reconnect so their notifications keep coming. */
   #joins = new Map();
+  /** Threads of thread(key) on this connection (threadId → frame), resumed after a reconnect for the same reason. */
+  #keyed = new Map();
   #listeners = new Map();
   #seen = new Set();
   #heartbeat = null;
@@ -108,6 +114,16 @@ export class Connection {
   /** 'connecting' | 'open' | 'reconnecting' | 'closing' | 'closed' */
   get state() { return this.#state; }
   get isConnected() { return this.#state === 'open'; }
+  /** @internal for the span exporter (a prototype getter: not enumerable, not in JSON). */
+  get _apiKey() { return this.#o.apiKey; }
+  /** @internal */
+  get _fetch() { return this.#o.fetch; }
+
+  /**
+   * An OpenTelemetry span exporter sending to this engine with this
+   * connection's key (see ThreadengineSpanExporter).
+   */
+  createSpanExporter(options = {}) { return new ThreadengineSpanExporter(this, options); }
 
   /**
    * Listens to connection events: 'disconnected', 'reconnecting',
@@ -294,6 +310,9 @@ export class Connection {
     for (const j of this.#joins.values()) {
       ws.send(JSON.stringify({ ...j, action: 'joinThread', requestId: this.#untrackedId() }));
     }
+    for (const k of this.#keyed.values()) {
+      ws.send(JSON.stringify({ ...k, action: 'thread', serviceName: this.serviceName, requestId: this.#untrackedId() }));
+    }
     for (const [key, eventTypes] of this.#subscriptionSets()) {
       ws.send(JSON.stringify({ action: 'subscribe', stepName: key, eventTypes, requestId: this.#untrackedId() }));
     }
@@ -352,14 +371,33 @@ export class Connection {
     try { this.#ws.send(JSON.stringify({ ...msg, requestId: this.#untrackedId() })); } catch { /* the close handler recovers */ }
   }
 
+  /** Sends a frame as is (cancelWait has no requestId and gets no reply). */
+  #sendRaw(msg) {
+    if (this.#state !== 'open') return;
+    try { this.#ws.send(JSON.stringify(msg)); } catch { /* the close handler recovers */ }
+  }
+
   /**
    * Sends one request and resolves with the engine's success reply.
-   * replayable: safe to send again when the socket dropped before the reply
-   * (the engine deduplicates it); otherwise such a request is rejected with
-   * connection_lost and lostHint.
+   *
+   * - replayable: safe to send again when the socket dropped before the
+   *   reply (the engine deduplicates it); otherwise such a request is
+   *   rejected with connection_lost and lostHint.
+   * - timeoutMs: how long to wait for the reply once sent (default
+   *   requestTimeoutMs); timeoutError() builds the rejection.
+   * - deadlineMs: instead of timeoutMs, one deadline from now, running
+   *   while disconnected too (a wait's own timeout).
+   * - prepare(): called before every transmission (the first and each
+   *   re-send after a reconnect) to refresh the frame (a wait's remaining
+   *   time); it may return an Error instead, which rejects the request.
+   * - cancelFrame(requestId): the frame sent (without a requestId of its
+   *   own) when the request is given up after being sent — timeout or abort
+   *   — so the engine stops working on it (cancelWait).
+   * - signal: an AbortSignal; abortError() builds the rejection.
    * @internal
    */
-  _request(msg, { replayable = true, lostHint = 'the outcome is unknown' } = {}) {
+  _request(msg, o = {}) {
+    const { replayable = true, lostHint = 'the outcome is unknown' } = o;
     if (this.#state === 'closed' || this.#state === 'closing') {
       return Promise.reject(this.#closedError ?? new ThreadengineError(ErrorCode.CONNECTION_CLOSED, 'the connection is closed'));
     }
@@ -367,6 +405,7 @@ export class Connection {
       return Promise.reject(new ThreadengineError(ErrorCode.CONNECTION_LOST,
         `not connected to the engine and ${this.#pending.size} requests are already waiting`));
     }
+    if (o.signal?.aborted) return Promise.reject(o.abortError());
     const id = `r${++this.#seq}`;
     const text = JSON.stringify({ ...msg, requestId: id });
     const size = utf8.encode(text).length;
@@ -374,24 +413,58 @@ export class Connection {
       return Promise.reject(invalidArgument(`${msg.action} is ${size} bytes as JSON; the engine accepts at most ${MAX_FRAME_BYTES} bytes per message`));
     }
     return new Promise((resolve, reject) => {
-      const e = { id, action: msg.action, text, resolve, reject, replayable, lostHint, sent: false, timer: null };
+      const e = { id, action: msg.action, text, replayable, lostHint, sent: false, timer: null,
+        timeoutMs: o.timeoutMs ?? this.#o.requestTimeoutMs, timeoutError: o.timeoutError, prepare: o.prepare,
+        cancelFrame: o.cancelFrame, signal: o.signal, onAbort: null, resolve: null, reject: null, deadline: null };
+      const cleanup = () => {
+        clearTimeout(e.timer);
+        clearTimeout(e.deadline);
+        if (e.onAbort) e.signal.removeEventListener('abort', e.onAbort);
+      };
+      e.resolve = (v) => { cleanup(); resolve(v); };
+      e.reject = (err) => { cleanup(); reject(err); };
+      if (e.signal) {
+        e.onAbort = () => this.#giveUp(e, o.abortError());
+        e.signal.addEventListener('abort', e.onAbort, { once: true });
+      }
+      if (o.deadlineMs !== undefined) {
+        e.timeoutMs = null;
+        e.deadline = setTimeout(() => this.#giveUp(e, e.timeoutError?.() ??
+          new ThreadengineError(ErrorCode.TIMEOUT, `no reply to ${e.action} within ${o.deadlineMs} ms`)), o.deadlineMs);
+      }
       this.#pending.set(id, e);
       if (this.#state === 'open') this.#transmit(e);
     });
   }
 
+  /** Ends a request before its reply: a cancelFrame tells the engine, if it got the request. */
+  #giveUp(e, err) {
+    if (this.#pending.get(e.id) !== e) return;
+    this.#pending.delete(e.id);
+    if (e.sent && e.cancelFrame) this.#sendRaw(e.cancelFrame(e.id));
+    e.reject(err);
+  }
+
   #transmit(e) {
+    if (e.prepare) {
+      const msg = e.prepare();
+      if (msg instanceof Error) {
+        this.#pending.delete(e.id);
+        e.reject(msg);
+        return;
+      }
+      e.text = JSON.stringify({ ...msg, requestId: e.id });
+    }
     try {
       this.#ws.send(e.text);
     } catch {
       return; // the socket is going away; the close handler re-sends or rejects
     }
     e.sent = true;
-    e.timer = setTimeout(() => {
-      if (this.#pending.get(e.id) !== e) return;
-      this.#pending.delete(e.id);
-      e.reject(new ThreadengineError(ErrorCode.TIMEOUT, `no reply to ${e.action} within ${this.#o.requestTimeoutMs} ms`));
-    }, this.#o.requestTimeoutMs);
+    clearTimeout(e.timer);
+    if (e.timeoutMs === null) return; // bounded by its deadline
+    e.timer = setTimeout(() => this.#giveUp(e, e.timeoutError?.() ??
+      new ThreadengineError(ErrorCode.TIMEOUT, `no reply to ${e.action} within ${e.timeoutMs} ms`)), e.timeoutMs);
   }
 
   #onFrame(text) {
@@ -418,7 +491,6 @@ export class Connection {
     }
     if (!e) return;
     this.#pending.delete(e.id);
-    clearTimeout(e.timer);
     if (m.status === 'success' || (m.action === 'recordThreadEvent' && m.isDuplicate === true)) {
       e.resolve(m);
     } else {
@@ -477,24 +549,88 @@ export class Connection {
   }
 
   /**
-   * A Thread handle for a thread id, to record steps on a thread started
-   * elsewhere (the engine checks access on every write).
+   * Starts or resumes the one thread of an application key — an order id, a
+   * run id — so services, workers and retries share a thread without storing
+   * the engine's id (one thread per key, also under concurrent calls on
+   * several replicas). options (label, contract, role, refs, tags,
+   * serviceName) apply when the thread is created; resuming returns the
+   * stored label, refs, tags and contract (another contract is refused with
+   * contract_conflict, an ended thread with thread_closed). thread.created
+   * says which happened. Safe to re-send after a dropped connection.
+   * @returns {Promise<Thread>}
    */
-  thread(threadId) {
-    if (typeof threadId !== 'string' || threadId === '') throw invalidArgument('thread() needs a thread id');
+  async thread(threadKey, options = {}) {
+    if (typeof threadKey !== 'string' || threadKey.trim() === '') {
+      throw invalidArgument('thread() needs an application key, e.g. an order id (for a thread id use threadById(id))');
+    }
+    const key = threadKey.trim();
+    if (utf8.encode(key).length > MAX_THREAD_KEY_BYTES) throw invalidArgument(`threadKey is longer than ${MAX_THREAD_KEY_BYTES} bytes (UTF-8)`);
+    if (options === null || typeof options !== 'object' || Array.isArray(options)) throw invalidArgument('thread() options must be an object');
+    const unknown = Object.keys(options).filter((k) => !THREAD_OPTIONS.includes(k));
+    if (unknown.length > 0) throw invalidArgument(`unknown thread() options: ${unknown.join(', ')} (known: ${THREAD_OPTIONS.join(', ')})`);
+    for (const f of ['label', 'contract', 'role', 'serviceName']) {
+      if (options[f] !== undefined && (typeof options[f] !== 'string' || options[f].trim() === '')) {
+        throw invalidArgument(`${f} must be a non-empty string`);
+      }
+    }
+    const serviceName = options.serviceName ?? this.serviceName;
+    const msg = { action: 'thread', threadKey: key, serviceName };
+    if (options.label !== undefined) msg.label = options.label;
+    if (options.contract !== undefined) msg.contractName = options.contract;
+    if (options.role !== undefined) {
+      msg.role = options.role;
+    } else if (options.contract !== undefined) {
+      msg.role = serviceName ? serviceName.replace(/-service$/, '') : 'participant';
+    }
+    if (options.refs !== undefined) msg.refs = stringMap(options.refs, 'refs');
+    if (options.tags !== undefined) {
+      if (!Array.isArray(options.tags) || options.tags.some((t) => typeof t !== 'string' || t.trim() === '')) {
+        throw invalidArgument('tags must be an array of non-empty strings');
+      }
+      msg.tags = options.tags;
+    }
+    const r = await this._request(msg);
+    if (typeof r.threadId !== 'string' || r.threadId === '' || r.threadKey !== key) {
+      throw new ThreadengineError(ErrorCode.ENGINE_ERROR, `the engine answered thread(${JSON.stringify(key)}) with another thread identity`,
+        { action: 'thread', reply: r });
+    }
+    // Re-sent after a reconnect: the new session then acts on it (and hears
+    // its notifications) as this one did.
+    this.#keyed.set(r.threadId, msg.role ? { threadKey: key, role: msg.role } : { threadKey: key });
+    return new Thread(this, {
+      threadId: r.threadId, threadKey: key, label: r.label ?? null, tags: r.tags ?? [], refs: r.refs ?? {},
+      contractId: r.contractId ?? null, contractName: r.contractName ?? null, contractVersion: r.contractVersion ?? null,
+      role: msg.role ?? null, created: r.created === true,
+    });
+  }
+
+  /**
+   * A Thread handle for a thread id, to record steps on a thread started
+   * elsewhere (the engine checks access on every write). Nothing is sent.
+   */
+  threadById(threadId) {
+    if (typeof threadId !== 'string' || threadId === '') throw invalidArgument('threadById() needs a thread id');
     return new Thread(this, { threadId });
   }
 
   // ---- notifications -------------------------------------------------------------
 
   /**
-   * Subscribes a handler. subscribe(event, stepName, handler) for step and
-   * rule events of one step (stepName may be "contract@step");
-   * subscribe(event, handler) for thread events. event is one of EVENTS.
-   * Resolves when the engine confirmed the subscription.
-   * @returns {Promise<{ unsubscribe(): Promise<void> }>}
+   * Subscribes a handler to one push type (or a wildcard), typed by it.
+   * subscribe(event, stepName, handler) for step and rule events of one step
+   * (stepName may be "contract@step"); subscribe(event, handler) for thread
+   * events (thread.completed, thread.cancelled, thread.failed) and for
+   * thread-level rule.violated alerts (a step overdue, a silent thread).
+   * event is one of EVENTS. Resolves when the engine confirmed the
+   * subscription; the subscription is restored after every reconnect.
+   * @returns {Promise<{ event: string, stepName: string, unsubscribe(): Promise<void> }>}
    */
-  async subscribe(event, stepNameOrHandler, handler) {
+  subscribe(event, stepNameOrHandler, handler) {
+    return this._subscribe(event, stepNameOrHandler, handler, null);
+  }
+
+  /** subscribe(), for the notifications of one thread only. @internal */
+  async _subscribe(event, stepNameOrHandler, handler, threadId) {
     let stepName = stepNameOrHandler;
     if (typeof stepNameOrHandler === 'function') {
       handler = stepNameOrHandler;
@@ -506,13 +642,18 @@ export class Connection {
     if (event.startsWith('thread.')) {
       if (stepName !== undefined && stepName !== 'global') throw invalidArgument('thread events are not per step: subscribe(event, handler)');
       key = 'global';
+    } else if (stepName === undefined) {
+      if (event.startsWith('step.')) {
+        throw invalidArgument(`${event} needs a step name: subscribe(${JSON.stringify(event)}, "step_name", handler)`);
+      }
+      key = 'global'; // rule.* and * without a step: thread-level alerts (and, for *, thread events)
     } else {
       if (typeof stepName !== 'string' || stepName === '') {
         throw invalidArgument(`${event} needs a step name: subscribe(${JSON.stringify(event)}, "step_name", handler)`);
       }
       key = stepName;
     }
-    const sub = { event, key, handler };
+    const sub = { event, key, handler, threadId };
     this.#subs.push(sub);
     try {
       await this.#sendSubscription(key);
@@ -535,18 +676,39 @@ export class Connection {
     };
   }
 
-  /** Removes every handler for a step name ("global" for thread events). */
-  async unsubscribe(stepName) {
+  /**
+   * Removes handlers: unsubscribe(stepName) every handler of a step name
+   * ("global" for thread events), unsubscribe(event, stepName) those of one
+   * event on it (the Threadify SDKs' form).
+   */
+  async unsubscribe(eventOrStepName, stepName) {
+    let event = null;
+    if (stepName !== undefined) {
+      event = eventOrStepName;
+      if (!EVENTS.includes(event)) throw invalidArgument(`unknown event ${JSON.stringify(event)}; expected one of ${EVENTS.join(', ')}`);
+    } else {
+      stepName = eventOrStepName;
+    }
     if (typeof stepName !== 'string' || stepName === '') throw invalidArgument('unsubscribe() needs a step name');
-    this.#subs = this.#subs.filter((s) => s.key !== stepName);
-    await this._request({ action: 'unsubscribe', stepName });
+    this.#subs = this.#subs.filter((s) => s.key !== stepName || (event !== null && s.event !== event));
+    if (this.#subs.some((s) => s.key === stepName)) {
+      await this.#sendSubscription(stepName);
+    } else {
+      await this._request({ action: 'unsubscribe', stepName });
+    }
   }
 
+  /**
+   * The event types to ask the engine for, per routing key. The engine does
+   * not accept "thread.failed" by name (it pushes it to thread.* and "*"
+   * subscriptions), so it is asked for as thread.*; handlers still hear only
+   * their own event.
+   */
   #subscriptionSets() {
     const sets = new Map();
     for (const s of this.#subs) {
       if (!sets.has(s.key)) sets.set(s.key, new Set());
-      sets.get(s.key).add(s.event === '*' && s.key === 'global' ? 'thread.*' : s.event);
+      sets.get(s.key).add(s.event === 'thread.failed' ? 'thread.*' : s.event);
     }
     return [...sets].map(([k, v]) => [k, [...v]]);
   }
@@ -564,6 +726,7 @@ export class Connection {
       return;
     }
     const handlers = this.#subs.filter((s) => eventMatches(s.event, n.event) &&
+      (s.threadId === null || s.threadId === n.threadId) &&
       (s.key === n.stepName || (n.contractName && s.key === `${n.contractName}@${n.stepName}`) ||
         (s.key === 'global' && n.event.startsWith('thread.'))));
     if (handlers.length === 0) {
@@ -603,6 +766,8 @@ export class Connection {
   getValidationResults(threadId, options) { return this.reader.validationResults(threadId, options); }
   validationResults(threadId, options) { return this.reader.validationResults(threadId, options); }
   verifyIntegrity(threadId) { return this.reader.verifyIntegrity(threadId); }
+  /** The thread with every step's attempts and its validation results (ThreadView.getCompleteData). */
+  getCompleteData(threadId, options) { return this.reader.completeData(threadId, options); }
   stepHistory(filter) { return this.reader.stepHistory(filter); }
   /** Any GraphQL query; resolves with { data, extensions } (extensions.cost is the query's cost). */
   query(query, variables) { return this.reader.client.request(query, variables); }

@@ -1,36 +1,52 @@
-/** The engine's notificationType → the SDK event name handlers subscribe to. */
+/**
+ * The engine's notificationType (either vocabulary: the engine speaks
+ * execution.* / validation.* to most sessions and step.* / rule.* to those
+ * that subscribed with those names) → the event handlers subscribe to.
+ */
 const EVENT_OF_TYPE = {
   'execution.success': 'step.success',
   'execution.failed': 'step.failed',
   'validation.passed': 'rule.passed',
   'validation.violated': 'rule.violated',
+  'step.success': 'step.success',
+  'step.failed': 'step.failed',
+  'rule.passed': 'rule.passed',
+  'rule.violated': 'rule.violated',
   'thread.completed': 'thread.completed',
   'thread.cancelled': 'thread.cancelled',
+  'thread.failed': 'thread.failed',
 };
+
+/** Every event the engine pushes, one typed handler each. */
+export const PUSH_EVENTS = Object.freeze([
+  'step.success', 'step.failed', 'rule.passed', 'rule.violated', 'thread.completed', 'thread.cancelled', 'thread.failed',
+]);
 
 /** Every event name subscribe() accepts, wildcards included. */
 export const EVENTS = Object.freeze([
   'step.success', 'step.failed', 'step.*',
   'rule.passed', 'rule.violated', 'rule.*',
-  'thread.completed', 'thread.cancelled', 'thread.*',
+  'thread.completed', 'thread.cancelled', 'thread.failed', 'thread.*',
   '*',
 ]);
 
 /**
  * Routes by what the engine says happened (notificationType, else source and
  * status); the Threadify Node SDK 0.1.x ignored both and delivered every
- * notification as step.success.
+ * notification as step.success. A type this SDK does not know yet keeps its
+ * name (in the step/rule vocabulary), so wildcard handlers still hear it.
  */
 export function eventOf(n) {
-  const byType = EVENT_OF_TYPE[n.notificationType] ?? (Object.values(EVENT_OF_TYPE).includes(n.notificationType) ? n.notificationType : undefined);
-  if (byType) return byType;
+  const t = typeof n.notificationType === 'string' ? n.notificationType : '';
+  if (EVENT_OF_TYPE[t]) return EVENT_OF_TYPE[t];
+  if (/^[a-z_]+\.[a-z_]+$/.test(t)) return t.replace(/^execution\./, 'step.').replace(/^validation\./, 'rule.');
   switch (n.source) {
     case 'execution':
+    case 'step':
       return n.stepStatus === 'success' || n.stepStatus === 'completed' ? 'step.success' : 'step.failed';
     case 'validation':
-      return n.status === 'violated' ? 'rule.violated' : 'rule.passed';
-    case 'thread':
-      return n.status === 'cancelled' ? 'thread.cancelled' : 'thread.completed';
+    case 'rule':
+      return n.status === 'violated' || n.status === 'warning' ? 'rule.violated' : 'rule.passed';
     default:
       return 'step.success';
   }
@@ -42,7 +58,7 @@ export function eventMatches(pattern, event) {
   return pattern.endsWith('.*') && event.startsWith(pattern.slice(0, -1));
 }
 
-const FIELDS = ['notificationId', 'threadId', 'stepId', 'stepName', 'ownerId', 'contractName', 'source',
+const FIELDS = ['notificationId', 'threadId', 'stepId', 'stepName', 'idempotencyKey', 'ownerId', 'contractName', 'source',
   'notificationType', 'stepStatus', 'status', 'violationType', 'severity', 'message', 'details', 'timestamp'];
 
 /**
@@ -71,6 +87,8 @@ export class Notification {
     this.#ack(this);
   }
 
+  /** A thread event (thread.completed, thread.cancelled, thread.failed). */
+  isThreadEvent() { return this.event.startsWith('thread.'); }
   isSuccess() { return this.event === 'step.success'; }
   isFailed() { return this.event === 'step.failed'; }
   isPassed() { return this.event === 'rule.passed'; }

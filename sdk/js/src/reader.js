@@ -144,12 +144,39 @@ export class Reader {
     return d.threadChain.map((t) => new ThreadView(this, t));
   }
 
+  /**
+   * Step states of a thread (each with its latest attempt). One query when
+   * it fits the engine's cost limit; a thread with more steps than that
+   * (the limit prices every field of every step) is read as its step
+   * identities first, then each identity's state, 4 queries at a time.
+   */
   async steps(threadId, filter) {
     required(threadId, 'threadId');
     const f = stepFilter(filter);
-    const d = await this.#data(`query Steps($id: ID!, $stepName: String, $idempotencyKey: String, $status: String) {
-      thread(id: $id) { steps(stepName: $stepName, idempotencyKey: $idempotencyKey, status: $status) { ${STEP} history(limit: 1) { ${HISTORY} } } } }`,
-    { id: threadId, stepName: f.stepName, idempotencyKey: f.idempotencyKey, status: f.status });
+    const vars = { id: threadId, stepName: f.stepName, idempotencyKey: f.idempotencyKey, status: f.status };
+    const select = (fields) => `query Steps($id: ID!, $stepName: String, $idempotencyKey: String, $status: String) {
+      thread(id: $id) { steps(stepName: $stepName, idempotencyKey: $idempotencyKey, status: $status) { ${fields} } } }`;
+    const full = `${STEP} history(limit: 1) { ${HISTORY} }`;
+    let d;
+    try {
+      d = await this.#data(select(full), vars);
+    } catch (err) {
+      if (err.code !== ErrorCode.COMPLEXITY_LIMIT_EXCEEDED) throw err;
+      const ids = await this.#data(select('stepName idempotencyKey'), vars);
+      if (!ids.thread) throw new ThreadengineError(ErrorCode.NOT_FOUND, `thread ${threadId} does not exist or this API key cannot see it`);
+      const list = ids.thread.steps;
+      const out = new Array(list.length);
+      let next = 0;
+      const worker = async () => {
+        while (next < list.length) {
+          const i = next++;
+          const one = await this.#data(select(full), { ...vars, stepName: list[i].stepName, idempotencyKey: list[i].idempotencyKey });
+          out[i] = one.thread?.steps?.[0];
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(4, list.length) }, worker));
+      return out.filter(Boolean).map((s) => new StepView(this, s));
+    }
     if (!d.thread) throw new ThreadengineError(ErrorCode.NOT_FOUND, `thread ${threadId} does not exist or this API key cannot see it`);
     return d.thread.steps.map((s) => new StepView(this, s));
   }
@@ -190,6 +217,35 @@ export class Reader {
     return d.thread.validationResults;
   }
 
+  /**
+   * The thread, its step states each with its attempts (newest first, up
+   * to stepHistoryLimit, default 50) and its latest validation results (up
+   * to validationLimit, default 10): the Threadify SDKs' getCompleteData.
+   * Read in several queries (steps, each step's history, validations) so
+   * it stays within the engine's query cost limit whatever the thread's
+   * size; history reads run 4 at a time.
+   */
+  async completeData(threadId, options = {}) {
+    required(threadId, 'threadId');
+    const { stepName, idempotencyKey, status, stepHistoryLimit = DEFAULT_HISTORY_LIMIT, validationLimit = 10 } = options;
+    const [thread, steps, validationResults] = await Promise.all([
+      this.getThread(threadId),
+      this.steps(threadId, { stepName, idempotencyKey, status }),
+      this.validationResults(threadId, { limit: validationLimit }),
+    ]);
+    const withHistory = new Array(steps.length);
+    let next = 0;
+    const worker = async () => {
+      while (next < steps.length) {
+        const i = next++;
+        const s = steps[i];
+        withHistory[i] = { ...s, history: await s.history({ limit: stepHistoryLimit }) };
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(4, steps.length) }, worker));
+    return { ...thread, steps: withHistory, validationResults };
+  }
+
   /** Recomputes the thread's hash chain: { verified, totalEvents, brokenAt, error, lastVerifiedAt }. */
   async verifyIntegrity(threadId) {
     required(threadId, 'threadId');
@@ -219,6 +275,8 @@ export class ThreadView {
   chain(maxDepth) { return this.#r.threadChain(this.id, maxDepth); }
   /** The thread as stored now. */
   refresh() { return this.#r.getThread(this.id); }
+  /** The thread with every step's attempts and its validation results, in one object (getCompleteData of the Threadify SDKs). */
+  getCompleteData(options) { return this.#r.completeData(this.id, options); }
 }
 
 /** One step identity (name + idempotency key) of a thread. */

@@ -1,10 +1,10 @@
 // Reconnection through a TCP proxy that cuts connections at chosen moments.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { connect } from '../src/index.js';
-import { startEngine, serviceAccountKey } from './helpers/engine.js';
+import { connect, WaitTimeoutError } from '../src/index.js';
+import { startEngine, serviceAccountKey, applyContract } from './helpers/engine.js';
 import { startTCPProxy } from './helpers/proxy.js';
-import { waitFor, nextEvent, UUID } from './helpers/util.js';
+import { waitFor, nextEvent, UUID, ORDER_FLOW } from './helpers/util.js';
 
 let engine;
 let proxy;
@@ -13,6 +13,7 @@ const open = [];
 
 before(async () => {
   engine = await startEngine();
+  await applyContract(engine, ORDER_FLOW);
   proxy = await startTCPProxy(engine.url.replace('http://', ''));
   // Reads go straight to the engine, so they work while the proxy misbehaves.
   reader = await connect({ engineUrl: engine.url, apiKey: engine.apiKey });
@@ -126,7 +127,7 @@ test('a notification raised while disconnected arrives after the reconnect', asy
   proxy.dropAll();
   await gone;
   // Another connection of the same principal (with no subscriptions) records the step meanwhile.
-  await direct.thread(t.threadId).step('while-away').success();
+  await direct.threadById(t.threadId).step('while-away').success();
   const back = nextEvent(conn, 'reconnected');
   proxy.refuse(false);
   await back;
@@ -199,11 +200,15 @@ test('a revoked key stops reconnecting and fails what is pending', async () => {
   const created = await engine.admin('/v1/api-keys', { method: 'POST', body: JSON.stringify({ name: 'sdk-reconnect' }) });
   const conn = await dialProxy({ apiKey: created.key });
   const t = await conn.start('revoked');
-  await engine.admin(`/v1/api-keys/${created.api_key.id}`, { method: 'DELETE' });
+  // The engine may close the revoked key's socket itself before the DELETE
+  // answers (it does at once on PostgreSQL), so both events are awaited from
+  // before the revocation, and reconnects are refused from then on.
   proxy.refuse(true);
   const closed = nextEvent(conn, 'closed');
+  const disconnected = nextEvent(conn, 'disconnected');
+  await engine.admin(`/v1/api-keys/${created.api_key.id}`, { method: 'DELETE' });
   proxy.dropAll();
-  await nextEvent(conn, 'disconnected');
+  await disconnected;
   const pending = t.step('never').success();
   proxy.refuse(false);
   const err = await closed;
@@ -220,4 +225,72 @@ test('with reconnect: false a drop fails pending requests and closes', async () 
   await assert.rejects(t.step('lost').success(), { code: 'connection_lost' });
   assert.equal(conn.state, 'closed');
   await assert.rejects(t.step('later').success(), { code: 'connection_lost' });
+});
+
+test('a wait pending when the socket dies is re-issued after the reconnect and answered', async () => {
+  await alone();
+  const apiKey = await serviceAccountKey(engine, 'waiter');
+  const conn = await dialProxy({ apiKey });
+  const direct = await connect({ engineUrl: engine.url, apiKey, serviceName: 'checkout-service' });
+  open.push(direct);
+  const t = await conn.start('wait-across-drop', { contract: 'order_flow', role: 'checkout' });
+  const grant = t.waitFor('pay', { timeout: 60_000 });
+  // The wait reached the engine (a later request on the same socket was answered) before the cut.
+  await conn.start('sync');
+  const back = nextEvent(conn, 'reconnected');
+  proxy.dropAll();
+  await back;
+  // Another connection of the principal records the predecessor: the
+  // re-issued wait is answered allowed (the first one died with its socket).
+  await direct.threadById(t.threadId).step('validate').addContext({ items: 1 }).success();
+  const g = await grant;
+  assert.equal(g.decision, 'allowed');
+  const paid = await t.step('pay').success();
+  assert.equal(paid.invocationId, g.invocationId);
+  assert.equal(paid.duplicate, false);
+});
+
+test('a wait whose deadline passes while disconnected fails with wait_timed_out', async () => {
+  await alone();
+  const conn = await dialProxy();
+  const t = await conn.start('wait-while-away', { contract: 'order_flow', role: 'checkout' });
+  proxy.refuse(true);
+  const gone = nextEvent(conn, 'disconnected');
+  proxy.dropAll();
+  await gone;
+  await assert.rejects(t.waitFor('pay', { timeout: 200 }), (err) => err instanceof WaitTimeoutError && err.result === undefined);
+  proxy.refuse(false);
+  await nextEvent(conn, 'reconnected');
+});
+
+test('thread(key) in flight when the socket dies resolves once, to the one thread of the key', async () => {
+  await alone();
+  const apiKey = await serviceAccountKey(engine, 'keyed');
+  const conn = await dialProxy({ apiKey });
+  const key = `drop-key-${Date.now()}`;
+  proxy.dropAfterNextRequest();
+  const t = await conn.thread(key, { label: 'keyed across a drop' });
+  assert.equal(t.threadKey, key);
+  const direct = await connect({ engineUrl: engine.url, apiKey });
+  open.push(direct);
+  const again = await direct.thread(key);
+  assert.equal(again.threadId, t.threadId, 'the re-sent frame resumed the thread the lost one created');
+  assert.equal(again.created, false);
+  assert.equal(again.label, 'keyed across a drop');
+});
+
+test('a step sent with waitFor:true whose reply was lost gets the verdict of the attempt recorded', async () => {
+  await alone();
+  const conn = await dialProxy({ serviceName: 'checkout-service' });
+  const t = await conn.start('verdict-across-drop', { contract: 'order_flow' });
+  proxy.refuse(true);
+  proxy.dropAfterNextRequest();
+  const pending = t.step('validate').addContext({ items: 1 }).success('ok', { waitFor: true });
+  await waitFor(async () => (await attempts(t.threadId, 'validate')).length === 1, 'the engine to commit the step');
+  proxy.refuse(false);
+  const r = await pending;
+  assert.equal(r.duplicate, true, 're-sent after the reconnect, recognised as the same attempt');
+  assert.equal(r.verdict.decision, 'passed');
+  assert.equal(r.verdict.stepId, r.stepId);
+  assert.equal((await attempts(t.threadId, 'validate')).length, 1);
 });

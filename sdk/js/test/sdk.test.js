@@ -118,6 +118,31 @@ test('write a thread, then read it back', async () => {
 
   const attempts = await conn.stepHistory({ threadId: t.threadId, stepName: 'pay' });
   assert.equal(attempts.length, 2);
+
+  const all = await view.getCompleteData();
+  assert.equal(all.id, t.threadId);
+  assert.equal(all.refs.orderId, 'O-1');
+  assert.deepEqual(all.steps.map((s) => [s.stepName, s.history.length]), [['validate', 1], ['pay', 2], ['ship', 1], ['notify', 2]]);
+  assert.deepEqual(all.steps[1].history.map((h) => h.status), ['success', 'failed']);
+  assert.deepEqual(all.validationResults, [], 'a free-form thread has no validations');
+  const onePay = await conn.getCompleteData(t.threadId, { stepName: 'pay', stepHistoryLimit: 1 });
+  assert.deepEqual(onePay.steps.map((s) => [s.stepName, s.history.map((h) => h.status)]), [['pay', ['success']]]);
+});
+
+test('steps() and getCompleteData read a 60-step thread, one of its steps with 50 attempts, within the cost limit', async () => {
+  const conn = await dial();
+  const t = await conn.start('big-complete');
+  const names = Array.from({ length: 60 }, (_, i) => `s${i}`);
+  await Promise.all(names.map((n) => t.step(n).idempotencyKey('k').failed('no')));
+  await Promise.all(Array.from({ length: 49 }, () => t.step('s0').idempotencyKey('k').failed('again')));
+  const view = await conn.getThread(t.threadId);
+  const states = await view.steps();
+  assert.deepEqual(states.map((s) => s.stepName), names, 'every step, in order');
+  assert.equal(states[0].retryCount, 49);
+  assert.equal(states[0].lastExecution.status, 'failed');
+  const all = await conn.getCompleteData(t.threadId);
+  assert.equal(all.steps.length, 60);
+  assert.equal(all.steps.find((s) => s.stepName === 's0').history.length, 50);
 });
 
 test('linked threads form a chain', async () => {

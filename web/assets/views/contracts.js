@@ -31,10 +31,12 @@ export async function renderContracts() {
   const vers = await Promise.all((list.contracts || []).map((c) => api.get('/v1/contracts/' + encodeURIComponent(c.name) + '/versions')
     .then((d) => (d.versions || []).map((v) => v.version)).catch(() => [c.latest_version || c.version])));
   const rows = (list.contracts || []).map((c, i) => Object.assign({}, c, { vs: vers[i], s: byName.get(c.name) || { threads: 0, active: 0, failed: 0, bad: 0, versions: [] } }));
+  const writer = state.me && ['admin', 'member'].includes(state.me.role);
   return h('div', {},
-    h('div', { class: 'page-head' }, h('div', {}, h('h1', {}, 'Contracts'), h('p', { class: 'desc' }, 'Every contract, its versions and how its threads are doing.'))),
+    h('div', { class: 'page-head' }, h('div', {}, h('h1', {}, 'Contracts'), h('p', { class: 'desc' }, 'Every contract, its versions and how its threads are doing.')),
+      writer ? link('contracts/new', 'New contract', { class: 'btn btn-primary', id: 'new-contract' }) : null),
     h('section', { class: 'panel' }, table([
-      { label: 'Contract', render: (c) => h('div', {}, link('contracts/' + encodeURIComponent(c.name), c.name, { 'data-contract': c.name }), c.description ? h('div', { class: 'muted small' }, c.description) : null) },
+      { label: 'Contract', render: (c) => h('div', {}, link('contracts/' + encodeURIComponent(c.name) + (c.name === 'new' ? '/' + c.version : ''), c.name, { 'data-contract': c.name }), c.description ? h('div', { class: 'muted small' }, c.description) : null) },
       { label: 'Versions', render: (c) => h('span', { 'data-versions': c.name }, c.vs.slice(0, 8).map((v) => link('contracts/' + encodeURIComponent(c.name) + '/' + v, 'v' + v, { class: 'ver' })).flatMap((a, i) => i ? [' ', a] : [a]),
         c.vs.length > 8 ? h('span', { class: 'muted small' }, ` +${c.vs.length - 8} older`) : null) },
       { label: 'Steps', render: (c) => h('span', { class: 'num', 'data-steps': c.name }, String(c.step_count || 0)) },
@@ -68,6 +70,7 @@ export async function renderContract(ctx) {
   return h('div', {}, crumbs,
     h('div', { class: 'page-head' }, h('div', {}, h('h1', {}, name, h('span', { class: 'muted' }, ' v' + ct.version)), h('p', { class: 'desc' }, ct.description || 'No description.')),
       h('div', { class: 'row' }, vers.map((x) => link('contracts/' + encodeURIComponent(name) + '/' + x.version, 'v' + x.version, { class: 'btn-sm' + (x.version === ct.version ? ' current' : ''), 'aria-current': x.version === ct.version ? 'page' : null })),
+        link('contracts/' + encodeURIComponent(name) + '/edit', state.me && ['admin', 'member'].includes(state.me.role) ? 'Edit' : 'Open in editor', { class: 'btn btn-sm', id: 'edit-contract' }),
         deleteVersionButton(name, ct.version, th.totalCount, msg))),
     msg,
     h('div', { class: 'cards' },
@@ -90,7 +93,7 @@ export async function renderContract(ctx) {
       { label: 'Duration', render: (t) => fmtDuration(t.durationMs) },
       { label: 'Started', render: (t) => timeTag(t.startedAt) },
     ], th.threads, { empty: 'No threads yet.', caption: 'Threads' })),
-    h('section', { class: 'panel' }, h('h2', {}, 'Source (YAML)'), h('pre', { class: 'json', id: 'contract-source' }, ct.source || '')));
+    h('section', { class: 'panel' }, h('h2', {}, ct.source_format === 'gherkin' ? 'Source (Gherkin)' : 'Source (YAML)'), h('pre', { class: 'json', id: 'contract-source' }, ct.source || '')));
 }
 
 // deleteVersionButton (administrators): deletes a version no thread uses,
