@@ -88,8 +88,12 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 	if o.BatchTimeout > 0 {
 		batch = append(batch, sdktrace.WithBatchTimeout(o.BatchTimeout))
 	}
+	// Attribute values come from requests (ids, step names): bound them.
+	limits := sdktrace.NewSpanLimits()
+	limits.AttributeValueLengthLimit = 512
 	sdk := sdktrace.NewTracerProvider(
 		sdktrace.WithBatcher(exp, batch...),
+		sdktrace.WithSpanLimits(limits),
 		sdktrace.WithResource(res),
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(o.SampleRatio))),
 	)

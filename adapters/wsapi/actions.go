@@ -93,7 +93,7 @@ func (s *session) handle(data []byte) bool {
 	spec, ok := actions[m.Action]
 	if !ok {
 		err := domain.Invalid("action", "Unknown action: %s", m.Action)
-		s.send(requestID, s.fail(m.Action, err))
+		s.send(requestID, s.failIn(ctx, m.Action, err))
 		f.end(err)
 		return false
 	}
@@ -104,17 +104,18 @@ func (s *session) handle(data []byte) bool {
 		}
 		return false
 	}
-	f.end(err)
 	if err != nil {
-		r = s.fail(m.Action, err)
+		r = s.failIn(ctx, m.Action, err)
 	}
 	if spec.fireAndForget && requestID == "" {
 		if err != nil {
-			s.log.Debug("ws: no reply to a fire-and-forget frame without requestId", "action", m.Action, "err", err)
+			s.log.DebugContext(ctx, "ws: no reply to a fire-and-forget frame without requestId", "action", m.Action, "err", err)
 		}
+		f.end(err)
 		return false
 	}
 	s.send(requestID, r)
+	f.end(err)
 	if spec.endsSession && err == nil {
 		s.flushAndClose(websocket.StatusNormalClosure, "closed by client request")
 		return true
@@ -150,12 +151,16 @@ func frameError(err error) error {
 // when a retry may succeed, retryAfterMs. It is the only maker of error
 // replies, so every refusal carries a code; an internal error is logged
 // once, here.
-func (s *session) fail(action string, err error) *errorReply {
+func (s *session) fail(action string, err error) *errorReply { return s.failIn(s.ctx, action, err) }
+
+// failIn is fail for a frame handled in ctx (its log line carries the
+// frame's trace id).
+func (s *session) failIn(ctx context.Context, action string, err error) *errorReply {
 	var f *failure
 	if !errors.As(err, &f) {
 		f = &failure{err: err}
 	}
-	p := httperr.Report(s.ctx, s.log, f.err, "action", action)
+	p := httperr.Report(ctx, s.log, f.err, "action", action)
 	return &errorReply{replyHead: replyHead{Action: action, Status: "error", Message: f.prefix + p.Message, Code: string(p.Code)},
 		Field: p.Field, RetryAfterMs: p.RetryAfterMillis(), StepName: f.stepName, ThreadID: f.threadID}
 }

@@ -92,7 +92,7 @@ func (s *session) beginFrame(m Message, start time.Time) (context.Context, *fram
 			ctx = tracing.WithParentIDs(ctx, refs["otel_trace_id"], refs["otel_span_id"])
 		}
 	}
-	attrs := []attribute.KeyValue{tracing.AttrAction.String(m.Action)}
+	attrs := []attribute.KeyValue{tracing.AttrAction.String(f.action)}
 	if id := m.Str("threadId"); id != "" {
 		attrs = append(attrs, tracing.AttrThreadID.String(id))
 	}
