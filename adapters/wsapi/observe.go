@@ -29,6 +29,17 @@ func ActionNames() []string {
 	return out
 }
 
+// spanNames are the frames' span names by action label ("ws <action>").
+var spanNames = func() map[string]string {
+	out := map[string]string{}
+	for _, a := range ActionNames() {
+		out[a] = "ws " + a
+	}
+	return out
+}()
+
+var serverKind = trace.WithSpanKind(trace.SpanKindServer)
+
 func actionLabel(a string) string {
 	if _, ok := actions[a]; ok || a == "connect" {
 		return a
@@ -92,14 +103,16 @@ func (s *session) beginFrame(m Message, start time.Time) (context.Context, *fram
 			ctx = tracing.WithParentIDs(ctx, refs["otel_trace_id"], refs["otel_span_id"])
 		}
 	}
-	attrs := []attribute.KeyValue{tracing.AttrAction.String(f.action)}
-	if id := m.Str("threadId"); id != "" {
-		attrs = append(attrs, tracing.AttrThreadID.String(id))
+	ctx, f.span = s.h.tracer().Start(ctx, spanNames[f.action], serverKind)
+	if f.span.IsRecording() { // attributes only for spans that are kept
+		f.span.SetAttributes(tracing.AttrAction.String(f.action))
+		if id := m.Str("threadId"); id != "" {
+			f.span.SetAttributes(tracing.AttrThreadID.String(id))
+		}
+		if name := m.Str("stepName"); name != "" {
+			f.span.SetAttributes(tracing.AttrStepName.String(name))
+		}
 	}
-	if name := m.Str("stepName"); name != "" {
-		attrs = append(attrs, tracing.AttrStepName.String(name))
-	}
-	ctx, f.span = s.h.tracer().Start(ctx, "ws "+f.action, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
 	if uc := useCaseOf(m); uc != "" {
 		ctx, f.call = s.h.tracer().Start(ctx, uc)
 	}
