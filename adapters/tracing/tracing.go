@@ -93,7 +93,7 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 	limits.AttributeValueLengthLimit = 512
 	sdk := sdktrace.NewTracerProvider(
 		sdktrace.WithBatcher(exp, batch...),
-		sdktrace.WithSpanLimits(limits),
+		sdktrace.WithRawSpanLimits(limits),
 		sdktrace.WithResource(res),
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(o.SampleRatio))),
 	)

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -19,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/threadengine/engine/adapters/config"
+	"github.com/threadengine/engine/adapters/httperr/httperrtest"
 	"github.com/threadengine/engine/adapters/mcpapi"
 	"github.com/threadengine/engine/adapters/server"
 	"github.com/threadengine/engine/adapters/sqldb"
@@ -125,24 +125,6 @@ func attr(s *tracepb.Span, k string) string {
 	return ""
 }
 
-// syncBuffer is a log destination tests read while the engine writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // One step followed through the engine: the WebSocket frame (continuing
 // the trace its traceparent names), the use case, the store commit, the
 // push to the subscriber and the webhook delivery (whose request carries
@@ -152,13 +134,13 @@ func (s *syncBuffer) String() string {
 func TestEngineTracesAStep(t *testing.T) {
 	forEachDialectD(t, func(t *testing.T, d sqldb.Dialect) {
 		col := newCollector(t)
-		logs := &syncBuffer{}
+		logs := httperrtest.NewLogs()
 		e := enginetest.Start(t, d, enginetest.WithConfig(func(c *config.Config) {
 			alertsFast(c)
 			c.Telemetry.Tracing.Endpoint = col.URL
 			c.Telemetry.Tracing.ServiceName = "engine-under-test"
 		}), func(_ *config.Config, o *server.Options) {
-			o.Logger = slog.New(slog.NewJSONHandler(logs, nil))
+			o.Logger = logs.Logger()
 		})
 		_, key := e.NewUser(t, domain.RoleMember)
 
@@ -236,7 +218,15 @@ func TestEngineTracesAStep(t *testing.T) {
 		}
 		// Its log line names the trace.
 		deadline := time.Now().Add(10 * time.Second)
-		for !strings.Contains(logs.String(), `"trace_id":"`+gqlTrace+`"`) {
+		logged := func() bool {
+			for _, r := range logs.Mentioning(slog.LevelInfo, gqlTrace) {
+				if r.Message == "http request" && r.Attrs["trace_id"] == gqlTrace && r.Attrs["route"] == "/graphql" {
+					return true
+				}
+			}
+			return false
+		}
+		for !logged() {
 			if time.Now().After(deadline) {
 				t.Fatalf("no log line with trace_id %s", gqlTrace)
 			}
