@@ -41,6 +41,9 @@ const (
 	CodeLastActiveAdminRequired  Code = "last_active_admin_required"
 	CodeInvalidStatusTransition  Code = "invalid_status_transition"
 	CodeActivationRequiresSignIn Code = "activation_requires_sign_in"
+	// CodeUserNotArchived: only an archived user's personal data can be
+	// erased.
+	CodeUserNotArchived Code = "user_not_archived"
 
 	// Browser sign-in through the identity registry: shown on
 	// /login?error=<code> and in JSON problems.
@@ -132,6 +135,7 @@ var registry = map[Code][]Kind{
 	CodeLastActiveAdminRequired:  {KindConflict},
 	CodeInvalidStatusTransition:  {KindConflict},
 	CodeActivationRequiresSignIn: {KindConflict},
+	CodeUserNotArchived:          {KindConflict},
 
 	CodeEmailNotVerified:        {KindForbidden},
 	CodeNotInvited:              {KindForbidden},

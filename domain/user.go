@@ -68,6 +68,40 @@ type User struct {
 	UpdatedAt     time.Time
 	ActivatedAt   *time.Time
 	LastLoginAt   *time.Time
+	// ErasedAt is when the user's personal data was erased (nil: never).
+	// An erased user is archived, keeps its id (threads, steps and audit
+	// entries name principals by id) and has a placeholder email and no name.
+	ErasedAt *time.Time
+}
+
+// Erased reports whether the user's personal data was erased.
+func (u User) Erased() bool { return u.ErasedAt != nil }
+
+// ErasedEmail is the placeholder address an erased user keeps in place of
+// theirs: unique (it holds the id), under the reserved .invalid domain, so it
+// can reach no one and is never taken for a real address.
+func ErasedEmail(id string) string { return "erased-" + strings.ToLower(id) + "@erased.invalid" }
+
+// ErrUserNotArchived refuses the erasure of a user who is not archived:
+// erasure is for people who have left, and an archived user can never sign
+// in or be changed again, so erasing one cannot remove an administrator.
+var ErrUserNotArchived = NewBase(KindConflict, CodeUserNotArchived,
+	"only an archived user can be erased: archive the user first")
+
+// Erase removes the user's personal data: the email becomes ErasedEmail,
+// the name and the verified flag are cleared. Only archived users can be
+// erased (archival is permanent, so the last-active-admin invariant is not
+// concerned); erasing an erased user again changes nothing.
+func (u *User) Erase(now time.Time) error {
+	if u.Erased() {
+		return nil
+	}
+	if u.Status != StatusArchived {
+		return ErrUserNotArchived
+	}
+	u.Email, u.FullName, u.EmailVerified = ErasedEmail(u.ID), "", false
+	u.ErasedAt, u.UpdatedAt = &now, now
+	return nil
 }
 
 // IsActiveAdmin reports whether u counts toward the last-admin invariant.
@@ -249,11 +283,21 @@ type UserChangeEffects struct {
 	RevokeSessions bool
 	// RevokePersonalKeys permanently revokes the user's personal API keys.
 	RevokePersonalKeys bool
+	// Erase, when set, is the personal data the user just lost, which the
+	// store also removes from sessions, sign-in bindings and audit entries.
+	Erase *ErasedIdentity
+}
+
+// ErasedIdentity is what an erasure removes: the email and the name the
+// user had.
+type ErasedIdentity struct {
+	Email, FullName string
 }
 
 // EffectsOf derives the side effects of changing before into after: any role
 // or status change revokes sessions (roles are re-granted by a new sign-in);
-// archiving also revokes personal keys. Suspension does not revoke keys: they
+// archiving also revokes personal keys; erasing removes the personal data
+// the user had from every place the store keeps it. Suspension does not revoke keys: they
 // stop working while the user is not active and work again on reactivation.
 func EffectsOf(before, after User) UserChangeEffects {
 	var fx UserChangeEffects
@@ -262,6 +306,9 @@ func EffectsOf(before, after User) UserChangeEffects {
 	}
 	if before.Status != StatusArchived && after.Status == StatusArchived {
 		fx.RevokePersonalKeys = true
+	}
+	if !before.Erased() && after.Erased() {
+		fx.Erase = &ErasedIdentity{Email: before.Email, FullName: before.FullName}
 	}
 	return fx
 }

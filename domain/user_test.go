@@ -220,3 +220,37 @@ func TestEffectsOf(t *testing.T) {
 		}
 	}
 }
+
+func TestEraseUser(t *testing.T) {
+	t.Parallel()
+	for _, st := range []Status{StatusInvited, StatusActive, StatusSuspended} {
+		u := User{ID: "u1", Email: "a@example.com", FullName: "Ann", Role: RoleAdmin, Status: st}
+		if err := u.Erase(idT0); CodeOf(err) != CodeUserNotArchived || u.Email != "a@example.com" || u.Erased() {
+			t.Errorf("%s: erase = %v, user %+v", st, err, u)
+		}
+	}
+	before := User{ID: "U1", Email: "a@example.com", FullName: "Ann", Role: RoleAdmin, Status: StatusArchived, EmailVerified: true}
+	u := before
+	if err := u.Erase(idT0); err != nil {
+		t.Fatal(err)
+	}
+	if u.Email != "erased-u1@erased.invalid" || u.FullName != "" || u.EmailVerified || !u.Erased() || !u.UpdatedAt.Equal(idT0) ||
+		u.ID != "U1" || u.Role != RoleAdmin || u.Status != StatusArchived {
+		t.Fatalf("erased user %+v", u)
+	}
+	fx := EffectsOf(before, u)
+	if fx.Erase == nil || fx.Erase.Email != "a@example.com" || fx.Erase.FullName != "Ann" || fx.RevokeSessions {
+		t.Fatalf("effects %+v", fx)
+	}
+	again := u
+	if err := again.Erase(idT0.Add(time.Hour)); err != nil || !again.ErasedAt.Equal(idT0) || EffectsOf(u, again).Erase != nil {
+		t.Fatalf("erasing again: %v %+v", err, again)
+	}
+	// An erased user stays archived: nothing about it changes any more.
+	if err := again.Rename("Bob", idT0); CodeOf(err) != CodeInvalidStatusTransition {
+		t.Fatalf("rename after erasure: %v", err)
+	}
+	if _, err := NormalizeEmail(ErasedEmail("0b6f1c2e-8d1d-4d3e-9f59-0f6f8f0f1a2b")); err != nil {
+		t.Fatalf("the placeholder is not a well-formed address: %v", err)
+	}
+}

@@ -29,3 +29,10 @@ type AuditCursor struct {
 type AuditReader interface {
 	ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, error)
 }
+
+// AuditPruner deletes old audit lines (audit.retention_days).
+type AuditPruner interface {
+	// PruneAudit deletes up to limit lines recorded before before, oldest
+	// first, and returns how many it deleted.
+	PruneAudit(ctx context.Context, before time.Time, limit int) (int, error)
+}

@@ -16,6 +16,7 @@ type Metrics interface {
 	AuthMetrics
 	WebhookMetrics
 	AlertMetrics
+	MCPMetrics
 }
 
 // ThreadMetrics count what the thread use cases record.
@@ -29,6 +30,10 @@ type ThreadMetrics interface {
 	// ThreadStarted and ThreadEnded count thread lifecycle transitions.
 	ThreadStarted(contract string)
 	ThreadEnded(status string)
+	// ViolationRecorded counts one validation issue worse than info on a
+	// step of a contract thread, by contract name, issue type (the rule
+	// broken: invalid_transition, missing_required_field, …) and severity.
+	ViolationRecorded(contract, issueType, severity string)
 }
 
 // SessionMetrics track open WebSocket connections.
@@ -36,6 +41,10 @@ type SessionMetrics interface {
 	// SessionOpened and SessionClosed track open WebSocket connections.
 	SessionOpened()
 	SessionClosed()
+	// ActionHandled records one WebSocket frame answered: its action (the
+	// adapter maps names it does not know to "unknown"), the error code of
+	// its refusal ("" when it succeeded) and how long handling it took.
+	ActionHandled(action, code string, latency time.Duration)
 }
 
 // DeliveryMetrics count the notification hub's pushes.
@@ -49,6 +58,10 @@ type DeliveryMetrics interface {
 	NotificationDelivered()
 	NotificationRedelivered()
 	NotificationExpired()
+	// DeliveryLag records, for a notification's first push, the time from
+	// its creation (the step's commit) to the push being queued on a
+	// subscriber's socket.
+	DeliveryLag(lag time.Duration)
 }
 
 // SpanMetrics count OTLP spans.
@@ -72,6 +85,12 @@ type GraphQLMetrics interface {
 	// invalid — too deep, a fragment cycle, no runnable operation — or size).
 	GraphQLCost(cost int)
 	GraphQLRefused(reason string)
+	// GraphQLOperation records one GraphQL request (HTTP or MCP) by
+	// operation name as the client sent it ("" when anonymous; the adapter
+	// bounds the label set), the code of each error in its response —
+	// resolver errors of an executed operation (HTTP 200) included — and how
+	// long it took.
+	GraphQLOperation(operation string, codes []string, latency time.Duration)
 }
 
 // AuthMetrics count refused credentials.
@@ -88,6 +107,9 @@ type WebhookMetrics interface {
 	WebhookAttempt(outcome string, latency time.Duration)
 	// WebhookPending sets the number of outbox rows not settled yet.
 	WebhookPending(n int)
+	// WebhookDelivered records the time from a delivery's event (the
+	// outbox row's creation) to the receiver accepting it.
+	WebhookDelivered(lag time.Duration)
 }
 
 // AlertMetrics count the alert sweep's alerts.
@@ -97,27 +119,41 @@ type AlertMetrics interface {
 	AlertRecorded(condition string)
 }
 
+// MCPMetrics measure MCP tool calls.
+type MCPMetrics interface {
+	// MCPToolCall records one tools/call by tool name (the adapter maps
+	// unknown names to "unknown"), the error code ("" on success) and how
+	// long it took.
+	MCPToolCall(tool, code string, latency time.Duration)
+}
+
 // NopMetrics discards every event (tests and tools that serve no /metrics).
 type NopMetrics struct{}
 
 var _ Metrics = NopMetrics{}
 
-func (NopMetrics) StepRecorded(string, string)          {}
-func (NopMetrics) ValidationRecorded(string, string)    {}
-func (NopMetrics) ThreadStarted(string)                 {}
-func (NopMetrics) ThreadEnded(string)                   {}
-func (NopMetrics) SessionOpened()                       {}
-func (NopMetrics) SessionClosed()                       {}
-func (NopMetrics) NotificationsPending(int)             {}
-func (NopMetrics) NotificationDelivered()               {}
-func (NopMetrics) NotificationRedelivered()             {}
-func (NopMetrics) NotificationExpired()                 {}
-func (NopMetrics) SpansAccepted(int)                    {}
-func (NopMetrics) SpansRejected(int)                    {}
-func (NopMetrics) CommitBatch(int, time.Duration)       {}
-func (NopMetrics) GraphQLCost(int)                      {}
-func (NopMetrics) GraphQLRefused(string)                {}
-func (NopMetrics) AuthFailed(string, string)            {}
-func (NopMetrics) WebhookAttempt(string, time.Duration) {}
-func (NopMetrics) WebhookPending(int)                   {}
-func (NopMetrics) AlertRecorded(string)                 {}
+func (NopMetrics) StepRecorded(string, string)                      {}
+func (NopMetrics) ValidationRecorded(string, string)                {}
+func (NopMetrics) ThreadStarted(string)                             {}
+func (NopMetrics) ThreadEnded(string)                               {}
+func (NopMetrics) SessionOpened()                                   {}
+func (NopMetrics) SessionClosed()                                   {}
+func (NopMetrics) NotificationsPending(int)                         {}
+func (NopMetrics) NotificationDelivered()                           {}
+func (NopMetrics) NotificationRedelivered()                         {}
+func (NopMetrics) NotificationExpired()                             {}
+func (NopMetrics) SpansAccepted(int)                                {}
+func (NopMetrics) SpansRejected(int)                                {}
+func (NopMetrics) CommitBatch(int, time.Duration)                   {}
+func (NopMetrics) GraphQLCost(int)                                  {}
+func (NopMetrics) GraphQLRefused(string)                            {}
+func (NopMetrics) AuthFailed(string, string)                        {}
+func (NopMetrics) WebhookAttempt(string, time.Duration)             {}
+func (NopMetrics) WebhookPending(int)                               {}
+func (NopMetrics) AlertRecorded(string)                             {}
+func (NopMetrics) ViolationRecorded(string, string, string)         {}
+func (NopMetrics) ActionHandled(string, string, time.Duration)      {}
+func (NopMetrics) DeliveryLag(time.Duration)                        {}
+func (NopMetrics) GraphQLOperation(string, []string, time.Duration) {}
+func (NopMetrics) WebhookDelivered(time.Duration)                   {}
+func (NopMetrics) MCPToolCall(string, string, time.Duration)        {}

@@ -94,6 +94,9 @@ type NotificationRecord struct {
 	// back); Deliveries counts its pushes so far, this one included.
 	Seq        int64
 	Deliveries int
+	// TraceParent is the W3C traceparent of the span that committed the
+	// notification ("" when untraced), so its pushes join the step's trace.
+	TraceParent string
 }
 
 // StepTx is what a step append sees inside its transaction, with the thread

@@ -61,6 +61,9 @@ type DeliveryJob struct {
 	Secret     string
 	Format     domain.WebhookFormat
 	LeaseToken string
+	// TraceParent is the W3C traceparent of the step that raised the
+	// alert ("" when untraced or for a test), so the delivery joins its trace.
+	TraceParent string
 }
 
 // DeliveryOutcome settles or reschedules one leased attempt.
@@ -112,6 +115,9 @@ type WebhookRequest struct {
 	URL     string
 	Headers map[string]string
 	Body    []byte
+	// TraceParent, when set, is the trace the request continues (the
+	// sender adds its own traceparent header to the request).
+	TraceParent string
 }
 
 // WebhookResponse is what came back: the status (0 when none) and at most

@@ -36,6 +36,9 @@ type Config struct {
 	Notifications Notifications `koanf:"notifications"`
 	// Alerts configures webhook deliveries and the alert sweep.
 	Alerts Alerts `koanf:"alerts"`
+	// Telemetry exports the engine's own traces; Audit keeps the audit log.
+	Telemetry Telemetry `koanf:"telemetry"`
+	Audit     Audit     `koanf:"audit"`
 }
 
 // Alerts configures alert webhooks (docs/operators/alerts.md).
@@ -88,6 +91,9 @@ type Metrics struct {
 	// Token, when set, is required as "Authorization: Bearer <token>" on
 	// GET /metrics; empty leaves the endpoint open.
 	Token string `koanf:"token"`
+	// GaugeInterval is how often the gauges read from the database (active
+	// threads by health) are refreshed.
+	GaugeInterval time.Duration `koanf:"gauge_interval"`
 }
 
 // Notifications tunes delivery from the stored notification log.
@@ -183,6 +189,8 @@ func Defaults() Config {
 		Alerts: Alerts{SweepInterval: time.Minute, PollInterval: time.Second, Timeout: 10 * time.Second,
 			RetryBase: 10 * time.Second, RetryMax: time.Hour, MaxAttempts: 8, Concurrency: 4,
 			DeliveryLogRetention: 7 * 24 * time.Hour},
+		Metrics:   Metrics{GaugeInterval: time.Minute},
+		Telemetry: defaultTelemetry(),
 	}
 }
 
@@ -245,7 +253,7 @@ func Load(path string, environ []string) (Config, error) {
 }
 
 var knownSections = map[string]bool{"server": true, "database": true, "registry": true, "auth": true, "security": true, "log": true,
-	"limits": true, "metrics": true, "retention": true, "notifications": true, "alerts": true}
+	"limits": true, "metrics": true, "retention": true, "notifications": true, "alerts": true, "telemetry": true, "audit": true}
 
 var knownKeys = map[string]bool{
 	"server.listen": true, "server.public_url": true, "server.shutdown_timeout": true, "server.trusted_proxies": true, "server.pprof_listen": true,
@@ -270,7 +278,7 @@ func checkKnownKeys(k *koanf.Koanf) error {
 		if strings.HasPrefix(key, "security.hash_chain_previous_secrets.") {
 			continue // a map: one key per version
 		}
-		if !knownKeys[key] && !limitKeys()[key] {
+		if !knownKeys[key] && !limitKeys()[key] && !telemetryKey(key) {
 			return fmt.Errorf("config: unknown key %q", key)
 		}
 	}
@@ -361,6 +369,15 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.Alerts.validate(); err != nil {
+		return err
+	}
+	if err := c.Telemetry.validate(); err != nil {
+		return err
+	}
+	if err := c.Audit.validate(); err != nil {
+		return err
+	}
+	if err := c.Metrics.validate(); err != nil {
 		return err
 	}
 	if err := c.Limits.validate(); err != nil {

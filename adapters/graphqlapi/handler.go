@@ -19,8 +19,10 @@ import (
 	graphql "github.com/graph-gophers/graphql-go"
 	gqlerrors "github.com/graph-gophers/graphql-go/errors"
 	"github.com/labstack/echo/v4"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/threadengine/engine/adapters/httperr"
+	"github.com/threadengine/engine/adapters/tracing"
 	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/app/readmodel"
 	"github.com/threadengine/engine/domain"
@@ -103,10 +105,14 @@ type Handler struct {
 	verifyBudget int64
 	metrics      ports.Metrics
 	actors       *readmodel.Actors
+	tracer       trace.Tracer
 }
 
 // SetMetrics reports operation costs and refusals to m. Call it before serving.
 func (h *Handler) SetMetrics(m ports.Metrics) { h.metrics = m }
+
+// SetTracer traces each operation with tp's tracer. Call it before serving.
+func (h *Handler) SetTracer(tp trace.TracerProvider) { h.tracer = tracing.Tracer(tp, "graphqlapi") }
 
 // New parses the schema and binds it to the read use cases.
 func New(q *readmodel.Queries, log *slog.Logger) (*Handler, error) {
@@ -114,7 +120,7 @@ func New(q *readmodel.Queries, log *slog.Logger) (*Handler, error) {
 		log = slog.Default()
 	}
 	h := &Handler{queries: q, model: domain.QueryCostModel, log: log, verifyBudget: domain.MaxVerifiedStepsPerRequest,
-		metrics: ports.NopMetrics{}}
+		metrics: ports.NopMetrics{}, tracer: tracing.Tracer(nil, "graphqlapi")}
 	s, err := h.parseSchema()
 	if err != nil {
 		return nil, err
@@ -198,12 +204,19 @@ func (h *Handler) Cost(req Request) (int, error) {
 }
 
 // Execute runs one operation for the principal in ctx and returns the
+// response with its HTTP status (see execute), counted by operation name
+// and traced (adapters/graphqlapi/observe.go).
+func (h *Handler) Execute(ctx context.Context, req Request) (*Response, int) {
+	return h.observe(ctx, req, h.execute)
+}
+
+// execute runs one operation for the principal in ctx and returns the
 // response with its HTTP status: 200 once executed (resolver errors
 // included), 422 when the document does not parse or validate or costs more
 // than the limit (nothing was executed), 413 for an oversized query, 400 for
 // an empty one, 401/403 without a principal allowed to read threads. The MCP
 // graphql_query tool calls this too, so both apply the same limit.
-func (h *Handler) Execute(ctx context.Context, req Request) (*Response, int) {
+func (h *Handler) execute(ctx context.Context, req Request) (*Response, int) {
 	if strings.TrimSpace(req.Query) == "" {
 		return h.refuse(ctx, errNoQuery)
 	}

@@ -22,6 +22,8 @@ type UserJSON struct {
 	UpdatedAt   time.Time  `json:"updated_at"`
 	ActivatedAt *time.Time `json:"activated_at"`
 	LastLoginAt *time.Time `json:"last_login_at"`
+	// ErasedAt: the user's personal data was erased (DELETE /v1/users/:id).
+	ErasedAt *time.Time `json:"erased_at"`
 }
 
 // UserToJSON converts a domain user.
@@ -29,6 +31,7 @@ func UserToJSON(u domain.User) UserJSON {
 	return UserJSON{
 		ID: u.ID, Email: u.Email, FullName: u.FullName, Role: string(u.Role), Status: string(u.Status),
 		CreatedAt: utc(u.CreatedAt), UpdatedAt: utc(u.UpdatedAt), ActivatedAt: utcPtr(u.ActivatedAt), LastLoginAt: utcPtr(u.LastLoginAt),
+		ErasedAt: utcPtr(u.ErasedAt),
 	}
 }
 
@@ -155,6 +158,7 @@ func (a *Auth) MountIdentity(e *echo.Echo) {
 	e.GET("/v1/users", a.listUsers, mw)
 	e.POST("/v1/users", a.inviteUser, mw)
 	e.PATCH("/v1/users/:id", a.updateUser, mw)
+	e.DELETE("/v1/users/:id", a.eraseUser, mw)
 	e.GET("/v1/api-keys", a.listAPIKeys, mw)
 	e.POST("/v1/api-keys", a.createAPIKey, mw)
 	e.DELETE("/v1/api-keys/:id", a.revokeAPIKey, mw)
@@ -223,6 +227,16 @@ func (a *Auth) updateUser(c echo.Context) error {
 		return err
 	}
 	u, err := a.App.Commands.UpdateUser.Handle(ctx(c), c.Param("id"), identity.UserPatch{FullName: req.FullName, Role: req.Role, Status: req.Status})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"user": UserToJSON(u)})
+}
+
+// eraseUser erases an archived user's personal data; the user stays,
+// pseudonymous, under its id.
+func (a *Auth) eraseUser(c echo.Context) error {
+	u, err := a.App.Commands.EraseUser.Handle(ctx(c), c.Param("id"))
 	if err != nil {
 		return err
 	}

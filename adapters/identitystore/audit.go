@@ -71,3 +71,17 @@ func (s *Store) ListAudit(ctx context.Context, f ports.AuditFilter) ([]ports.Aud
 	}
 	return out, nil
 }
+
+var _ ports.AuditPruner = (*Store)(nil)
+
+// PruneAudit: see ports.AuditPruner. One statement per call, through the
+// audit_log_at index, so a sweep deletes in bounded transactions.
+func (s *Store) PruneAudit(ctx context.Context, before time.Time, limit int) (int, error) {
+	res, err := s.db.ExecContext(ctx, s.q(`DELETE FROM audit_log WHERE id IN
+ (SELECT id FROM audit_log WHERE at < ? ORDER BY at LIMIT ?)`), sqldb.Time(before), limit)
+	if err != nil {
+		return 0, sqldb.TranslateError(err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}

@@ -16,7 +16,7 @@ import (
 
 var errEmailTaken = domain.NewBase(domain.KindConflict, domain.CodeEmailTaken, "a user with this email already exists")
 
-const userColumns = `id, email, full_name, role, status, email_verified, created_at, updated_at, activated_at, last_login_at`
+const userColumns = `id, email, full_name, role, status, email_verified, created_at, updated_at, activated_at, last_login_at, erased_at`
 
 type userRow struct {
 	ID            string       `db:"id"`
@@ -29,6 +29,7 @@ type userRow struct {
 	UpdatedAt     time.Time    `db:"updated_at"`
 	ActivatedAt   sql.NullTime `db:"activated_at"`
 	LastLoginAt   sql.NullTime `db:"last_login_at"`
+	ErasedAt      sql.NullTime `db:"erased_at"`
 }
 
 func (r userRow) user() domain.User {
@@ -37,15 +38,17 @@ func (r userRow) user() domain.User {
 		Role: domain.Role(r.Role), Status: domain.Status(r.Status), EmailVerified: r.EmailVerified,
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 		ActivatedAt: sqldb.FromNullTime(r.ActivatedAt), LastLoginAt: sqldb.FromNullTime(r.LastLoginAt),
+		ErasedAt: sqldb.FromNullTime(r.ErasedAt),
 	}
 }
 
 // CreateUser inserts u. The email is stored lower-case so that uniqueness is
 // case-insensitive.
 func (s *Store) CreateUser(ctx context.Context, u domain.User) error {
-	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO users (`+userColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?)`),
+	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO users (`+userColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?)`),
 		u.ID, strings.ToLower(u.Email), u.FullName, string(u.Role), string(u.Status), u.EmailVerified,
-		sqldb.Time(u.CreatedAt), sqldb.Time(u.UpdatedAt), sqldb.TimePtr(u.ActivatedAt), sqldb.TimePtr(u.LastLoginAt))
+		sqldb.Time(u.CreatedAt), sqldb.Time(u.UpdatedAt), sqldb.TimePtr(u.ActivatedAt), sqldb.TimePtr(u.LastLoginAt),
+		sqldb.TimePtr(u.ErasedAt))
 	// Ids are random, so a unique violation means the email is taken; the
 	// lookup only guards against reporting an id collision as one.
 	if sqldb.IsUniqueViolation(err) {
@@ -129,9 +132,10 @@ func (s *Store) UpdateUser(ctx context.Context, id string, fn ports.UserUpdateFn
 		after.CreatedAt = before.CreatedAt
 		after.Email = strings.ToLower(after.Email)
 		_, err = tx.ExecContext(ctx, s.q(`UPDATE users SET email = ?, full_name = ?, role = ?, status = ?, email_verified = ?,
-			updated_at = ?, activated_at = ?, last_login_at = ? WHERE id = ?`),
+			updated_at = ?, activated_at = ?, last_login_at = ?, erased_at = ? WHERE id = ?`),
 			after.Email, after.FullName, string(after.Role), string(after.Status), after.EmailVerified,
-			sqldb.Time(after.UpdatedAt), sqldb.TimePtr(after.ActivatedAt), sqldb.TimePtr(after.LastLoginAt), id)
+			sqldb.Time(after.UpdatedAt), sqldb.TimePtr(after.ActivatedAt), sqldb.TimePtr(after.LastLoginAt),
+			sqldb.TimePtr(after.ErasedAt), id)
 		if sqldb.IsUniqueViolation(err) {
 			return errEmailTaken
 		}
@@ -146,6 +150,7 @@ func (s *Store) UpdateUser(ctx context.Context, id string, fn ports.UserUpdateFn
 	after.UpdatedAt = sqldb.Time(after.UpdatedAt)
 	after.ActivatedAt = roundPtr(after.ActivatedAt)
 	after.LastLoginAt = roundPtr(after.LastLoginAt)
+	after.ErasedAt = roundPtr(after.ErasedAt)
 	return after, nil
 }
 
@@ -171,6 +176,9 @@ func (s *Store) applyEffects(ctx context.Context, tx *sqlx.Tx, userID string, fx
 			AND principal_id = ? AND revoked_at IS NULL`), now, userID); err != nil {
 			return err
 		}
+	}
+	if fx.Erase != nil {
+		return s.eraseIdentity(ctx, tx, userID, *fx.Erase)
 	}
 	return nil
 }

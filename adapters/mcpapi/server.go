@@ -12,11 +12,13 @@ import (
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/threadengine/engine/adapters/httperr"
 	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/app/readmodel"
 	"github.com/threadengine/engine/domain"
+	"github.com/threadengine/engine/ports"
 )
 
 // Version is reported to MCP clients as the server implementation version.
@@ -40,6 +42,9 @@ type Deps struct {
 	// Schema is the GraphQL SDL served as the graphql://schema resource.
 	Schema string
 	Log    *slog.Logger
+	// Tracer traces tool calls and Metrics counts them (both optional).
+	Tracer  trace.TracerProvider
+	Metrics ports.MCPMetrics
 }
 
 // Handler is the /mcp HTTP endpoint. Mount it behind the authentication
@@ -60,6 +65,10 @@ func New(d Deps) *Handler {
 		Instructions: instructions,
 		Logger:       sdkLogger(d.Log),
 	})
+	if d.Metrics == nil {
+		d.Metrics = ports.NopMetrics{}
+	}
+	s.AddReceivingMiddleware(observeTools(d.Tracer, d.Metrics))
 	t := &tools{d: d}
 	t.register(s)
 	addSchemaResource(s, d.Schema)

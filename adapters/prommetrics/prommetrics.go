@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
 
@@ -33,13 +34,22 @@ type Metrics struct {
 	whLatency     prometheus.Histogram
 	whPending     prometheus.Gauge
 	alerts        *prometheus.CounterVec
+	violations    *prometheus.CounterVec
+	deliveryLag   prometheus.Histogram
+	whLag         prometheus.Histogram
+	activeThreads *prometheus.GaugeVec
+	wsActions     red
+	gqlOps        red
+	gqlOpNames    *boundedLabel
+	mcpTools      red
 }
 
 var _ ports.Metrics = (*Metrics)(nil)
 
 // New registers the engine metrics on reg, and the database pool statistics
-// of db when it is not nil.
-func New(reg prometheus.Registerer, db *sql.DB) *Metrics {
+// of db when it is not nil. Every series of a fixed label set, and of the
+// known values in known, is created at 0.
+func New(reg prometheus.Registerer, db *sql.DB, known Labels) *Metrics {
 	m := &Metrics{
 		steps: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "threadengine_steps_recorded_total",
 			Help: "Step attempts appended, by step status and contract name (\"none\" for free-form threads)."}, []string{"status", "contract"}),
@@ -82,6 +92,39 @@ func New(reg prometheus.Registerer, db *sql.DB) *Metrics {
 		alerts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "threadengine_alerts_recorded_total",
 			Help: "Alerts the sweep recorded on threads, by condition (overdue, silent)."}, []string{"condition"}),
 	}
+	m.violations = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "threadengine_violations_total",
+		Help: "Validation issues worse than info on contract threads, by contract name, rule (issue type) and severity."},
+		[]string{"contract", "rule", "severity"})
+	m.deliveryLag = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "threadengine_notification_delivery_lag_seconds",
+		Help:    "Time from a notification's creation (its step's commit) to its first push to a subscriber.",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}})
+	m.whLag = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "threadengine_webhook_delivery_lag_seconds",
+		Help:    "Time from a webhook event (its outbox row) to the receiver accepting it, retries included.",
+		Buckets: []float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 14400, 86400}})
+	m.activeThreads = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "threadengine_threads_active",
+		Help: "Active threads in the database, by health (OK, WARNING, VIOLATED, FAILED); refreshed periodically."},
+		[]string{"health"})
+	m.wsActions = newRED("threadengine_websocket_action", "action", "WebSocket frames handled")
+	m.gqlOps = newRED("threadengine_graphql_operation", "operation", "GraphQL operations (HTTP and MCP)")
+	m.mcpTools = newRED("threadengine_mcp_tool_call", "tool", "MCP tool calls")
+	m.gqlOpNames = newBoundedLabel(append([]string{OperationAnonymous}, known.GraphQLOperations...), MaxGraphQLOperations, OperationOther)
+	reg.MustRegister(m.violations, m.deliveryLag, m.whLag, m.activeThreads)
+	for _, r := range []red{m.wsActions, m.gqlOps, m.mcpTools} {
+		r.register(reg)
+	}
+	for _, a := range known.WSActions {
+		m.wsActions.preset(a)
+	}
+	for _, op := range append([]string{OperationAnonymous, OperationOther}, known.GraphQLOperations...) {
+		m.gqlOps.preset(op)
+	}
+	for _, t := range known.MCPTools {
+		m.mcpTools.preset(t)
+	}
+	for _, h := range domain.HealthStatuses {
+		m.activeThreads.WithLabelValues(string(h))
+	}
+	m.preset()
 	reg.MustRegister(m.whAttempts, m.whLatency, m.whPending, m.alerts)
 	for _, o := range []string{"delivered", "retry", "failed"} {
 		m.whAttempts.WithLabelValues(o)
@@ -99,6 +142,39 @@ func New(reg prometheus.Registerer, db *sql.DB) *Metrics {
 		reg.MustRegister(collectors.NewDBStatsCollector(db, "threadengine"))
 	}
 	return m
+}
+
+// preset creates at 0 every series of the fixed label sets, so a rate or an
+// alert on one of them works before its first event (validations by the
+// outcomes a severity can give, ended threads by final status, refusals by
+// reason, refused credentials by method and the codes each can give, steps
+// and starts of free-form threads).
+func (m *Metrics) preset() {
+	for status, sevs := range map[string][]string{
+		domain.ValidationPassed:   {"none", string(domain.SeverityInfo)},
+		domain.ValidationWarning:  {string(domain.SeverityMinor), string(domain.SeverityWarning)},
+		domain.ValidationViolated: {string(domain.SeverityCritical), string(domain.SeverityMajor)},
+	} {
+		for _, sev := range sevs {
+			m.validations.WithLabelValues(status, sev)
+		}
+	}
+	for _, st := range []domain.ThreadStatus{domain.ThreadCompleted, domain.ThreadFailed, domain.ThreadCancelled} {
+		m.threadsEnd.WithLabelValues(string(st))
+	}
+	for _, r := range []string{"complexity", "invalid", "size"} {
+		m.gqlRefused.WithLabelValues(r)
+	}
+	for _, c := range []domain.Code{domain.CodeUnauthenticated, domain.CodeAPIKeyRevoked, domain.CodeAPIKeyExpired, domain.CodeUserNotActive} {
+		m.authFailures.WithLabelValues("api_key", string(c))
+	}
+	for _, c := range []domain.Code{domain.CodeUnauthenticated, domain.CodeSessionExpired, domain.CodeSessionRevoked, domain.CodeUserNotActive} {
+		m.authFailures.WithLabelValues("session", string(c))
+	}
+	for _, st := range domain.StepStatuses {
+		m.steps.WithLabelValues(string(st), "none")
+	}
+	m.threadsStart.WithLabelValues("none")
 }
 
 func orNone(s string) string {

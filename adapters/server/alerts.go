@@ -16,8 +16,10 @@ import (
 // thread_alerts key keep them from doing the same work twice.
 func (s *Server) startAlerts(threadStore *threadstore.Store) {
 	a := s.Config.Alerts
+	sender := webhooksender.New(a.Timeout, a.BlockPrivateAddresses)
+	sender.SetTracer(s.Tracing.TracerProvider())
 	s.Webhooks = ops.NewWebhooks(ops.WebhooksDeps{Store: webhookstore.New(s.DB),
-		Sender: webhooksender.New(a.Timeout, a.BlockPrivateAddresses), Audit: s.Store, Clock: s.Clock,
+		Sender: sender, Audit: s.Store, Clock: s.Clock,
 		Metrics: s.EngineMetrics, Log: s.Log, AllowedHosts: a.AllowedHosts,
 		Retry: domain.WebhookRetry{Base: a.RetryBase, Max: a.RetryMax, MaxAttempts: a.MaxAttempts},
 		// Batch = Workers: every claimed delivery is sent at once, so

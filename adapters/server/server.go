@@ -36,6 +36,7 @@ import (
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/threadquery"
 	"github.com/threadengine/engine/adapters/threadstore"
+	"github.com/threadengine/engine/adapters/tracing"
 	"github.com/threadengine/engine/adapters/webui"
 	"github.com/threadengine/engine/adapters/wsapi"
 	"github.com/threadengine/engine/app/contracts"
@@ -107,6 +108,8 @@ type Server struct {
 	// sweeps old ones (retention.*, /v1/engine/retention).
 	Erasure   *ops.Erasure
 	Retention *ops.Retention
+	// AuditRetention deletes audit lines past audit.retention_days.
+	AuditRetention *ops.AuditRetention
 	// Webhooks manages alert webhooks and delivers their outbox; Alerts
 	// is the sweep for overdue and silent threads (alerts.*).
 	Webhooks *ops.Webhooks
@@ -118,6 +121,9 @@ type Server struct {
 	// Broadcast reaches every engine on the database (LISTEN/NOTIFY on
 	// PostgreSQL, in-process on SQLite).
 	Broadcast ports.Broadcast
+	// Tracing exports the engine's own spans (telemetry.tracing; a no-op
+	// provider when off).
+	Tracing *tracing.Provider
 
 	httpSrv  *http.Server
 	closers  []func() error
@@ -135,8 +141,15 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*Server, error) {
 	if opt.DataDir == "" {
 		opt.DataDir = "./data"
 	}
+	// Every record logged with a traced context carries its trace id.
+	opt.Logger = slog.New(tracing.LogHandler(opt.Logger.Handler()))
+	tp, err := newTracing(ctx, cfg.Telemetry.Tracing)
+	if err != nil {
+		return nil, err
+	}
 	db, err := sqldb.OpenWith(ctx, cfg.Database.URL, sqldb.OpenOptions{Alongside: opt.Alongside, BinarySchema: opt.BinarySchema})
 	if err != nil {
+		_ = tp.Shutdown(ctx)
 		return nil, err
 	}
 	e := echo.New()
@@ -145,9 +158,9 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*Server, error) {
 	metrics := httpapi.NewMetrics()
 	e.HTTPErrorHandler = httpapi.ErrorHandler(opt.Logger)
 	// Observe outermost, so requests that panic are still logged and counted.
-	e.Use(httpapi.Observe(metrics, opt.Logger), middleware.Recover())
-	s := &Server{Config: cfg, DB: db, Echo: e, Clock: opt.Clock, Log: opt.Logger, Metrics: metrics.Registry,
-		Refusals: limits.NewCounter(metrics.Registry), EngineMetrics: prommetrics.New(metrics.Registry, db.DB.DB)}
+	e.Use(httpapi.Trace(tp.TracerProvider()), httpapi.Observe(metrics, opt.Logger), middleware.Recover())
+	s := &Server{Config: cfg, DB: db, Echo: e, Clock: opt.Clock, Log: opt.Logger, Metrics: metrics.Registry, Tracing: tp,
+		Refusals: limits.NewCounter(metrics.Registry), EngineMetrics: prommetrics.New(metrics.Registry, db.DB.DB, metricLabels())}
 	if e.IPExtractor, err = clientIP(cfg.Server.TrustedProxies); err != nil {
 		db.Close()
 		return nil, err
@@ -156,7 +169,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*Server, error) {
 	metrics.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "threadengine_db_deadlocks_total",
 		Help: "Transactions that lost a PostgreSQL deadlock (each was retried)."},
 		func() float64 { n, _ := db.ConcurrencyFailures(); return float64(n) }))
-	s.closers = append(s.closers, db.Close)
+	s.closers = append(s.closers, db.Close, s.closeTracing)
 	e.GET("/metrics", metrics.Handler(), httpapi.MetricsToken(cfg.Metrics.Token))
 
 	s.mountReadiness(opt)
@@ -171,6 +184,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*Server, error) {
 // mount wires every feature's adapters. Each feature adds its block here,
 // after the identity block, which the others depend on.
 func (s *Server) mount(ctx context.Context, opt Options) error {
+	tp := s.Tracing.TracerProvider
 	// --- broadcast between replicas (LISTEN/NOTIFY; in-process on SQLite): s.Broadcast ---
 	if err := s.openBroadcast(ctx); err != nil {
 		return err
@@ -213,12 +227,13 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	}
 	threadStore := threadstore.New(s.DB)
 	threadStore.SetMetrics(s.EngineMetrics)
-	s.Threads = threads.New(threadStore, s.threadContracts(), s.Clock, nil, s.Log)
+	s.Threads = threads.New(threadstore.NewTraced(threadStore, tp()), s.threadContracts(), s.Clock, nil, s.Log)
 	s.Threads.UseChainKeys(chainKeys)
 	s.Threads.SetMetrics(s.EngineMetrics)
 	s.backfillHealth(threadStore)
 	s.startHub()
-	ws := &wsapi.Handler{Threads: s.Threads, Authn: s.Auth.Authn, Log: s.Log, Limits: s.Config.Limits.WS, Refusals: s.Refusals}
+	ws := &wsapi.Handler{Threads: s.Threads, Authn: s.Auth.Authn, Log: s.Log, Limits: s.Config.Limits.WS, Refusals: s.Refusals,
+		Tracer: tp(), Clock: s.Clock}
 	ws.Mount(s.Echo)
 	s.Identity.OnCredentialsChanged(ws.RecheckPrincipal)
 	// Open sockets outlive http.Server.Shutdown (they are hijacked): close
@@ -249,6 +264,8 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 		return err
 	}
 	s.GraphQL.SetMetrics(s.EngineMetrics)
+	s.GraphQL.SetTracer(tp())
+	s.startThreadGauges(tq)
 	s.GraphQL.SetActors(readmodel.NewActors(s.Store, s.Store))
 	s.GraphQL.Mount(s.Echo, s.Auth.Authenticate)
 
@@ -267,11 +284,20 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 		go func() { defer close(done); s.Retention.Run(retCtx, rc.SweepInterval) }()
 		s.OnClose(func() error { stop(); <-done; return nil })
 	}
+	s.AuditRetention = ops.NewAuditRetention(ops.AuditRetentionDeps{Store: s.Store, Audit: s.Store, Clock: s.Clock,
+		NewID: func() string { return uuid.NewString() }, Log: s.Log, Days: s.Config.Audit.RetentionDays,
+		BatchPause: rc.BatchPause})
+	{
+		ctx, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); s.AuditRetention.Run(ctx, rc.SweepInterval) }()
+		s.OnClose(func() error { stop(); <-done; return nil })
+	}
 
 	// --- MCP for AI agents: /mcp (streamable HTTP) over s.Queries and s.GraphQL, API-key auth ---
 	{
 		mcpH := mcpapi.New(mcpapi.Deps{Queries: s.Queries, Actors: readmodel.NewActors(s.Store, s.Store), Schema: schema.GraphQL,
-			GraphQL: s.GraphQL.ExecuteJSON, Log: s.Log})
+			GraphQL: s.GraphQL.ExecuteJSON, Log: s.Log, Tracer: tp(), Metrics: s.EngineMetrics})
 		s.Echo.Any("/mcp", echo.WrapHandler(mcpH), s.Auth.Middleware())
 	}
 

@@ -252,10 +252,17 @@ func TestRetentionSweep(t *testing.T) {
 			wantNoRows(t, f.db, recentEnded.ID)
 			wantAllRows(t, f, recentActive.ID)
 
-			// Every batch is audited by the system actor.
+			// Every thread deleted is audited by the system actor, its id
+			// as the target.
 			entries, err := ids.ListAudit(f.ctx, ports.AuditFilter{Action: "thread.retention_delete", Limit: 10})
-			if err != nil || len(entries) != 4 || entries[0].ActorKind != domain.PrincipalSystem {
+			if err != nil || len(entries) != 7 || entries[0].ActorKind != domain.PrincipalSystem {
 				t.Fatalf("audit %+v %v", entries, err)
+			}
+			for _, th := range append(oldEnded, oldActive, recentEnded) {
+				if e, err := ids.ListAudit(f.ctx, ports.AuditFilter{Target: th.ID, Limit: 10}); err != nil || len(e) != 1 ||
+					e[0].Action != "thread.retention_delete" {
+					t.Fatalf("audit of swept thread %s: %+v %v", th.ID, e, err)
+				}
 			}
 
 			// The UI override wins over the config; 0 keeps everything.

@@ -33,6 +33,7 @@ type notificationRow struct {
 	Details          string    `db:"details"`
 	CreatedAt        time.Time `db:"created_at"`
 	Deliveries       int       `db:"deliveries"`
+	TraceParent      string    `db:"trace_parent"`
 }
 
 // PendingNotifications: see ports.NotificationLog. The partial indexes on
@@ -64,7 +65,7 @@ func (s *Store) PendingNotifications(ctx context.Context, q ports.PendingQuery) 
 	args = append(append(args, leaseArgs...), q.MaxDeliveries, q.Limit)
 	query, args, err := sqlx.In(`SELECT id, seq, thread_id, step_id, step_name, idempotency_key, contract_name, owner_id,
  source, notification_type, step_status, validation_status, violation_type, severity, message,
- CAST(details AS TEXT) AS details, created_at, deliveries
+ CAST(details AS TEXT) AS details, created_at, deliveries, trace_parent
  FROM thread_notifications WHERE delivery IS NULL AND (`+strings.Join(who, " OR ")+`)`+steps+lease+`
  AND deliveries < ? ORDER BY seq LIMIT ?`, args...)
 	if err != nil {
@@ -80,7 +81,7 @@ func (s *Store) PendingNotifications(ctx context.Context, q ports.PendingQuery) 
 			IdempotencyKey: r.IdempotencyKey, ContractName: r.ContractName, OwnerID: r.OwnerID, Source: r.Source,
 			NotificationType: r.NotificationType, StepStatus: r.StepStatus, ValidationStatus: r.ValidationStatus,
 			ViolationType: r.ViolationType, Severity: r.Severity, Message: r.Message, CreatedAt: r.CreatedAt.UTC(),
-			Deliveries: r.Deliveries}
+			Deliveries: r.Deliveries, TraceParent: r.TraceParent}
 		_ = json.Unmarshal([]byte(r.Details), &out[i].Details)
 	}
 	return out, nil

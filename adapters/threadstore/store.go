@@ -509,9 +509,9 @@ func (s *Store) notificationParts(ctx context.Context, tx *sqlx.Tx, ns []ports.N
 	}
 	// PostgreSQL numbers seq itself (BIGSERIAL); SQLite's column is a plain
 	// unique integer, and the IMMEDIATE transaction makes MAX+1 safe.
-	row, cols, next := `(?,DEFAULT,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`, 16, int64(0)
+	row, cols, next := `(?,DEFAULT,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`, 17, int64(0)
 	if s.db.Dialect == sqldb.SQLite {
-		row, cols = `(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`, 17
+		row, cols = `(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`, 18
 		if err := s.get(ctx, tx, &next, `SELECT COALESCE(MAX(seq),0) FROM thread_notifications`); err != nil {
 			return nil, err
 		}
@@ -520,17 +520,17 @@ func (s *Store) notificationParts(ctx context.Context, tx *sqlx.Tx, ns []ports.N
 	for _, n := range ns {
 		r := make([]any, 0, cols)
 		r = append(r, n.ID)
-		if cols == 17 {
+		if cols == 18 {
 			next++
 			r = append(r, next)
 		}
 		rows = append(rows, append(r, n.ThreadID, n.StepID, n.StepName, n.IdempotencyKey, n.ContractName, n.OwnerID,
 			n.Source, n.NotificationType, n.StepStatus, n.ValidationStatus, n.ViolationType, n.Severity, n.Message,
-			jsonText(n.Details), sqldb.Time(n.CreatedAt)))
+			jsonText(n.Details), sqldb.Time(n.CreatedAt), n.TraceParent))
 	}
 	parts := rowsParts(`INSERT INTO thread_notifications (id, seq, thread_id, step_id, step_name,
  idempotency_key, contract_name, owner_id, source, notification_type, step_status, validation_status, violation_type,
- severity, message, details, created_at) VALUES `, row, "", cols, rows)
+ severity, message, details, created_at, trace_parent) VALUES `, row, "", cols, rows)
 	return append(parts, alertParts(ns)...), nil
 }
 

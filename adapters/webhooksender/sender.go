@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/threadengine/engine/ports"
 )
 
@@ -24,7 +26,10 @@ import (
 const MaxResponseRead = 4 << 10
 
 // Sender implements ports.WebhookSender.
-type Sender struct{ client *http.Client }
+type Sender struct {
+	client *http.Client
+	tracer trace.Tracer
+}
 
 var _ ports.WebhookSender = (*Sender)(nil)
 
@@ -97,11 +102,14 @@ func (s *Sender) Send(ctx context.Context, r ports.WebhookRequest) (ports.Webhoo
 	for k, v := range r.Headers {
 		req.Header.Set(k, v)
 	}
+	span := s.startSpan(ctx, r, req)
 	resp, err := s.client.Do(req)
 	if err != nil {
+		endSpan(span, 0, err)
 		return ports.WebhookResponse{}, err
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, MaxResponseRead))
+	endSpan(span, resp.StatusCode, nil)
 	return ports.WebhookResponse{Status: resp.StatusCode, Body: string(b)}, nil
 }

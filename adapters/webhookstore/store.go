@@ -175,9 +175,10 @@ type deliveryRow struct {
 	CreatedAt      time.Time      `db:"created_at"`
 	SettledAt      sql.NullTime   `db:"settled_at"`
 	// Joined by ClaimDeliveries.
-	URL    string `db:"url"`
-	Secret string `db:"secret"`
-	Format string `db:"format"`
+	URL         string `db:"url"`
+	Secret      string `db:"secret"`
+	Format      string `db:"format"`
+	TraceParent string `db:"trace_parent"`
 }
 
 const deliveryCols = `d.id, d.webhook_id, d.notification_id, d.event_type, d.thread_id, d.payload, d.state, d.attempts,
@@ -227,8 +228,9 @@ func (s *Store) ClaimDeliveries(ctx context.Context, now, until time.Time, token
 			return err
 		}
 		var rows []deliveryRow
-		q, args, err = sqlx.In(`SELECT `+deliveryCols+`, w.url, w.secret, w.format FROM webhook_deliveries d
- JOIN webhooks w ON w.id = d.webhook_id WHERE d.id IN (?) AND d.lease_token = ? ORDER BY d.next_attempt_at`, ids, token)
+		q, args, err = sqlx.In(`SELECT `+deliveryCols+`, w.url, w.secret, w.format, COALESCE(n.trace_parent, '') AS trace_parent
+ FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id LEFT JOIN thread_notifications n ON n.id = d.notification_id
+ WHERE d.id IN (?) AND d.lease_token = ? ORDER BY d.next_attempt_at`, ids, token)
 		if err != nil {
 			return err
 		}
@@ -237,7 +239,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, now, until time.Time, token
 		}
 		for _, r := range rows {
 			out = append(out, ports.DeliveryJob{Delivery: r.record(), URL: r.URL, Secret: r.Secret,
-				Format: domain.WebhookFormat(r.Format), LeaseToken: token})
+				Format: domain.WebhookFormat(r.Format), LeaseToken: token, TraceParent: r.TraceParent})
 		}
 		return nil
 	})

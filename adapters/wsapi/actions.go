@@ -63,6 +63,7 @@ var (
 
 // handle processes one frame and reports whether the connection is finished.
 func (s *session) handle(data []byte) bool {
+	start := time.Now()
 	m, err := Decode(data)
 	if err != nil {
 		if errors.Is(err, errTooManyFields) {
@@ -73,36 +74,48 @@ func (s *session) handle(data []byte) bool {
 			r.Details = "each frame must be one JSON object with a string \"action\""
 		}
 		s.send("", r)
+		s.refused(r.Code, start)
 		return false
 	}
+	ctx, f := s.beginFrame(m, start)
 	requestID := m.Str("requestId")
 	if m.Action == "connect" {
-		return s.connect(requestID, m)
+		done, err := s.connect(ctx, requestID, m)
+		f.end(err)
+		return done
 	}
 	p := s.authenticated()
 	if p == nil {
 		s.send(requestID, s.fail(m.Action, errNotConnected))
+		f.end(errNotConnected)
 		return false
 	}
 	spec, ok := actions[m.Action]
 	if !ok {
-		s.send(requestID, s.fail(m.Action, domain.Invalid("action", "Unknown action: %s", m.Action)))
+		err := domain.Invalid("action", "Unknown action: %s", m.Action)
+		s.send(requestID, s.failIn(ctx, m.Action, err))
+		f.end(err)
 		return false
 	}
-	r, err := spec.run(s, authz.WithPrincipal(s.ctx, *p), m)
+	r, err := spec.run(s, authz.WithPrincipal(ctx, *p), m)
 	if errors.Is(err, errAnswered) {
-		return false
-	}
-	if err != nil {
-		r = s.fail(m.Action, err)
-	}
-	if spec.fireAndForget && requestID == "" {
-		if err != nil {
-			s.log.Debug("ws: no reply to a fire-and-forget frame without requestId", "action", m.Action, "err", err)
+		if m.Action != "waitFor" { // a pending wait ends its frame when it answers
+			f.end(nil)
 		}
 		return false
 	}
+	if err != nil {
+		r = s.failIn(ctx, m.Action, err)
+	}
+	if spec.fireAndForget && requestID == "" {
+		if err != nil {
+			s.log.DebugContext(ctx, "ws: no reply to a fire-and-forget frame without requestId", "action", m.Action, "err", err)
+		}
+		f.end(err)
+		return false
+	}
 	s.send(requestID, r)
+	f.end(err)
 	if spec.endsSession && err == nil {
 		s.flushAndClose(websocket.StatusNormalClosure, "closed by client request")
 		return true
@@ -138,20 +151,26 @@ func frameError(err error) error {
 // when a retry may succeed, retryAfterMs. It is the only maker of error
 // replies, so every refusal carries a code; an internal error is logged
 // once, here.
-func (s *session) fail(action string, err error) *errorReply {
+func (s *session) fail(action string, err error) *errorReply { return s.failIn(s.ctx, action, err) }
+
+// failIn is fail for a frame handled in ctx (its log line carries the
+// frame's trace id).
+func (s *session) failIn(ctx context.Context, action string, err error) *errorReply {
 	var f *failure
 	if !errors.As(err, &f) {
 		f = &failure{err: err}
 	}
-	p := httperr.Report(s.ctx, s.log, f.err, "action", action)
+	p := httperr.Report(ctx, s.log, f.err, "action", action)
 	return &errorReply{replyHead: replyHead{Action: action, Status: "error", Message: f.prefix + p.Message, Code: string(p.Code)},
 		Field: p.Field, RetryAfterMs: p.RetryAfterMillis(), StepName: f.stepName, ThreadID: f.threadID}
 }
 
-func (s *session) connect(requestID string, m Message) bool {
+// connect authenticates the socket; it reports whether the connection is
+// finished and the error it answered.
+func (s *session) connect(ctx context.Context, requestID string, m Message) (bool, error) {
 	if s.authenticated() != nil {
 		s.send(requestID, s.fail("connect", errAlreadyConnected))
-		return false
+		return false, errAlreadyConnected
 	}
 	key := m.Str("apiKey")
 	var p domain.Principal
@@ -159,7 +178,7 @@ func (s *session) connect(requestID string, m Message) bool {
 	if key == "" {
 		err = domain.ErrUnauthenticated
 	} else {
-		p, err = s.h.Authn.AuthenticateAPIKey(s.ctx, key)
+		p, err = s.h.Authn.AuthenticateAPIKey(ctx, key)
 	}
 	if err != nil {
 		r := s.fail("connect", err)
@@ -176,13 +195,13 @@ func (s *session) connect(requestID string, m Message) bool {
 			s.send(requestID, r)
 			s.flushAndClose(websocket.StatusPolicyViolation, "invalid API key")
 		}
-		return true
+		return true, err
 	}
 	if err := s.h.promote(s, p); err != nil {
 		s.h.Refusals.Refused(limits.WSPerPrincipal)
 		s.send(requestID, s.fail("connect", err))
 		s.flushAndClose(websocket.StatusTryAgainLater, "too many WebSockets for this principal")
-		return true
+		return true, err
 	}
 	s.mu.Lock()
 	s.principal, s.apiKey = &p, key
@@ -194,7 +213,7 @@ func (s *session) connect(requestID string, m Message) bool {
 		r.SubscribedEvents = evs
 	}
 	s.send(requestID, r)
-	return false
+	return false, nil
 }
 
 // refsAndTags reads a start frame's optional refs and tags.

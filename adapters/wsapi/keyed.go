@@ -153,6 +153,7 @@ func (s *session) waitFor(ctx context.Context, m Message) (reply, error) {
 		defer cancel()
 		var res delivery.WaitResult
 		var err error
+		defer func() { frameOf(ctx).end(err) }()
 		if base.StepID != "" {
 			res, err = s.threads.Queries.WaitForValidation.Handle(wctx, base.ThreadID, base.StepID, timeout)
 		} else {
@@ -166,6 +167,7 @@ func (s *session) waitFor(ctx context.Context, m Message) (reply, error) {
 					s.log.Warn("waitFor: releasing a cancelled grant", "threadId", base.ThreadID, "err", err)
 				}
 			}
+			err = nil // cancelled by the client: not a failure of the wait
 			return
 		}
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/labstack/echo/v4"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/semaphore"
 
 	"github.com/threadengine/engine/adapters/config"
@@ -54,6 +55,13 @@ type Handler struct {
 	Limits config.WSLimits
 	// Refusals counts what the limits refuse (nil: not counted).
 	Refusals *limits.Counter
+	// Tracer traces frames and pushes (nil: not traced); Clock measures
+	// the delivery lag (nil: the system clock).
+	Tracer trace.TracerProvider
+	Clock  ports.Clock
+
+	tracerOnce sync.Once
+	tracerV    trace.Tracer
 
 	admission admission
 	frames    *semaphore.Weighted
@@ -207,14 +215,15 @@ func (s *session) Deliver(ackToken string, n ports.NotificationRecord) bool {
 	if err != nil {
 		return false
 	}
+	queued := false
 	select {
 	case <-s.ctx.Done():
-		return false
 	case s.out <- frame:
-		return true
+		queued = true
 	default:
-		return false
 	}
+	s.pushed(n, queued)
+	return queued
 }
 
 func (s *session) shutdown() {

@@ -15,6 +15,7 @@ type Application struct {
 type Commands struct {
 	InviteUser       InviteUserHandler
 	UpdateUser       UpdateUserHandler
+	EraseUser        EraseUserHandler
 	ActivateBySignIn ActivateBySignInHandler
 	CreateAPIKey     CreateAPIKeyHandler
 	RevokeAPIKey     RevokeAPIKeyHandler
@@ -51,6 +52,7 @@ func (m *Module) build() Application {
 		Commands: Commands{
 			InviteUser:       NewInviteUserHandler(d.Users, audit, d.Clock, d.NewID),
 			UpdateUser:       NewUpdateUserHandler(d.Users, audit, d.Clock),
+			EraseUser:        NewEraseUserHandler(d.Users, audit, d.Clock),
 			ActivateBySignIn: NewActivateBySignInHandler(d.Users, audit, d.Clock),
 			CreateAPIKey:     NewCreateAPIKeyHandler(d.ServiceAccounts, keys, audit, d.Clock, d.NewID),
 			RevokeAPIKey:     NewRevokeAPIKeyHandler(d.APIKeys, audit, d.Clock),

@@ -344,3 +344,56 @@ func TestInviteChecksPermissionBeforeTheRequest(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+// Erasure: administrators only, archived users only; the user keeps its id
+// with a placeholder email, its sessions go, and the erasure is audited
+// without the email it removed.
+func TestEraseUser(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "")
+	f.bootstrap(t)
+	app := f.id.Application()
+	u, _, err := app.Commands.InviteUser.Handle(f.admin, inviteReq("gone@example.com", "Gone", domain.RoleMember))
+	if err != nil {
+		t.Fatal(err)
+	}
+	member := as(domain.Principal{Kind: domain.PrincipalUser, ID: "m", Role: domain.RoleMember})
+	_, err = app.Commands.EraseUser.Handle(member, u.ID)
+	wantCode(t, err, domain.CodeForbidden)
+	_, err = app.Commands.EraseUser.Handle(f.admin, u.ID)
+	wantCode(t, err, domain.CodeUserNotArchived)
+	_, err = app.Commands.EraseUser.Handle(f.admin, "no-such-user")
+	wantCode(t, err, domain.CodeNotFound)
+	// The owner cannot be erased while active (the last admin stays).
+	_, err = app.Commands.EraseUser.Handle(f.admin, f.owner.ID)
+	wantCode(t, err, domain.CodeUserNotArchived)
+
+	archived := "archived"
+	if _, err := app.Commands.UpdateUser.Handle(f.admin, u.ID, identity.UserPatch{Status: &archived}); err != nil {
+		t.Fatal(err)
+	}
+	erased, err := app.Commands.EraseUser.Handle(f.admin, u.ID)
+	if err != nil || erased.ID != u.ID || erased.Email != domain.ErasedEmail(u.ID) || erased.FullName != "" || !erased.Erased() {
+		t.Fatalf("erased %+v %v", erased, err)
+	}
+	if again, err := app.Commands.EraseUser.Handle(f.admin, u.ID); err != nil || !again.ErasedAt.Equal(*erased.ErasedAt) {
+		t.Fatalf("again %+v %v", again, err)
+	}
+	var erasures int
+	for _, e := range f.store.AuditLog() {
+		for _, v := range e.Details {
+			if s, ok := v.(string); ok && s == "gone@example.com" {
+				t.Errorf("audit entry %s still holds the email: %+v", e.Action, e)
+			}
+		}
+		if e.Action == "user.erased" {
+			erasures++
+			if e.Target != u.ID || len(e.Details) != 0 {
+				t.Errorf("erasure entry %+v", e)
+			}
+		}
+	}
+	if erasures != 1 {
+		t.Errorf("%d user.erased entries, want 1", erasures)
+	}
+}

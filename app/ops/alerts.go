@@ -251,9 +251,7 @@ func alertOn(t *domain.Thread, episode time.Time, issue domain.ValidationIssue, 
 
 // Run sweeps every interval until ctx ends.
 func (a *AlertSweep) Run(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
+	every(ctx, interval, func(ctx context.Context) {
 		res, err := a.Sweep(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
@@ -261,10 +259,5 @@ func (a *AlertSweep) Run(ctx context.Context, interval time.Duration) {
 		case res.Overdue+res.Silent > 0:
 			a.d.Log.Info("alert sweep", "overdue", res.Overdue, "silent", res.Silent)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	})
 }

@@ -136,7 +136,8 @@ type SweepResult struct {
 // Sweep deletes every thread past the policy as it stands when the sweep
 // starts: ended threads last updated more than ThreadsDays ago and, with
 // ActiveIdleDays, active threads idle that long. The engine runs it; it
-// checks no permission. Each batch is one transaction and one audit line.
+// checks no permission. Each batch is one transaction; each thread deleted
+// gets its audit line.
 func (r *Retention) Sweep(ctx context.Context) (SweepResult, error) {
 	var res SweepResult
 	v, err := r.effective(ctx)
@@ -174,17 +175,20 @@ func (r *Retention) Sweep(ctx context.Context) (SweepResult, error) {
 		res.Threads += len(gone)
 		res.Batches++
 		deleted := make([]string, len(gone))
-		steps := 0
 		for i, t := range gone {
 			deleted[i] = t.ID
-			steps += t.StepCount
 		}
 		if r.d.Deleted != nil {
 			r.d.Deleted(deleted)
 		}
-		r.audit(ctx, domain.PrincipalSystem, "retention", "thread.retention_delete", map[string]any{
-			"threads": len(gone), "steps": steps, "thread_ids": deleted, "threads_days": v.ThreadsDays,
-			"active_idle_days": v.ActiveIdleDays})
+		// One entry per thread, its id as the target: a swept thread is
+		// found in the audit log by its id (GET /v1/audit?target=<id>),
+		// like one deleted on request.
+		for _, t := range gone {
+			facts := threadFacts(t)
+			facts["threads_days"], facts["active_idle_days"] = v.ThreadsDays, v.ActiveIdleDays
+			r.auditThread(ctx, t.ID, facts)
+		}
 		if len(ids) < r.d.BatchSize {
 			return res, nil
 		}
@@ -200,9 +204,7 @@ func (r *Retention) Sweep(ctx context.Context) (SweepResult, error) {
 
 // Run sweeps now and then every interval until ctx ends.
 func (r *Retention) Run(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
+	every(ctx, interval, func(ctx context.Context) {
 		res, err := r.Sweep(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
@@ -210,11 +212,16 @@ func (r *Retention) Run(ctx context.Context, interval time.Duration) {
 		case res.Threads > 0:
 			r.d.Log.Info("retention sweep", "deleted_threads", res.Threads, "batches", res.Batches)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	})
+}
+
+// auditThread records the sweep's deletion of thread id, by the system
+// actor "retention".
+func (r *Retention) auditThread(ctx context.Context, id string, details map[string]any) {
+	e := ports.AuditEntry{ID: r.d.NewID(), At: r.d.Clock.Now().UTC(), ActorKind: domain.PrincipalSystem, ActorID: "retention",
+		Action: "thread.retention_delete", Target: id, Details: details}
+	if err := r.d.Audit.RecordAudit(ctx, e); err != nil {
+		r.d.Log.Error("audit record failed", "action", e.Action, "target", id, "err", err)
 	}
 }
 

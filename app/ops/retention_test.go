@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -75,5 +76,17 @@ func TestRetentionGoesOnPastABatchDeletedElsewhere(t *testing.T) {
 	res, err := r.Sweep(context.Background())
 	if err != nil || res.Threads != 3 || len(store.threads) != 0 {
 		t.Fatalf("sweep %+v %v; left %v", res, err, store.threads)
+	}
+	// One audit line per thread deleted here, its id as the target.
+	var targets []string
+	for _, e := range ids.AuditLog() {
+		if e.Action != "thread.retention_delete" || e.ActorID != "retention" || e.Details["threads_days"] != 30 {
+			t.Errorf("audit entry %+v", e)
+		}
+		targets = append(targets, e.Target)
+	}
+	sort.Strings(targets)
+	if strings.Join(targets, ",") != "c,d,e" {
+		t.Errorf("audit targets %v, want the threads deleted by this sweep", targets)
 	}
 }

@@ -109,7 +109,7 @@ func (h *Webhooks) attempt(ctx context.Context, j ports.DeliveryJob) ports.Deliv
 		var sig string
 		sig, err = domain.SignWebhook(j.Secret, d.ID, sentAt, body)
 		if err == nil {
-			resp, err = h.d.Sender.Send(ctx, ports.WebhookRequest{URL: j.URL, Body: body, Headers: map[string]string{
+			resp, err = h.d.Sender.Send(ctx, ports.WebhookRequest{URL: j.URL, Body: body, TraceParent: j.TraceParent, Headers: map[string]string{
 				"Content-Type": "application/json", "User-Agent": "threadengine-webhooks/1",
 				"webhook-id": d.ID, "webhook-timestamp": strconv.FormatInt(sentAt.Unix(), 10), "webhook-signature": sig}})
 		}
@@ -149,6 +149,9 @@ func (h *Webhooks) attempt(ctx context.Context, j ports.DeliveryJob) ports.Deliv
 		}
 	}
 	h.d.Metrics.WebhookAttempt(outcome, o.Latency)
+	if o.State == ports.DeliveryDelivered {
+		h.d.Metrics.WebhookDelivered(o.At.Sub(d.CreatedAt))
+	}
 	if ok, err := h.d.Store.SettleDelivery(context.WithoutCancel(ctx), o); err != nil {
 		h.d.Log.Warn("webhook delivery not settled", "delivery", d.ID, "err", err)
 	} else if !ok {

@@ -101,8 +101,8 @@ func (m *Module) AuthorizeIngest(ctx context.Context) error {
 	return err
 }
 
-// countStep reports a committed append: the step, its validation and the
-// thread's end when the step closed it (appends only plan on active threads).
+// countStep reports a committed append: the step, its validation (and each
+// of its issues worse than info, by contract and rule) and the thread's end when the step closed it (appends only plan on active threads).
 func countStep(metrics ports.ThreadMetrics, plan ports.StepPlan) {
 	metrics.StepRecorded(plan.Activity.Status, plan.Thread.ContractName)
 	if v := plan.Validation; v != nil {
@@ -110,6 +110,11 @@ func countStep(metrics ports.ThreadMetrics, plan ports.StepPlan) {
 		if issues, ok := v.Issues.([]domain.ValidationIssue); ok {
 			if worst, found := (domain.ValidationResult{Issues: issues}).MostSevere(); found {
 				sev = string(worst.Severity)
+			}
+			for _, is := range issues {
+				if is.Severity != domain.SeverityInfo {
+					metrics.ViolationRecorded(plan.Thread.ContractName, is.Type, string(is.Severity))
+				}
 			}
 		}
 		metrics.ValidationRecorded(v.OverallStatus, sev)

@@ -38,6 +38,7 @@ var (
 	_ ports.Sessions         = (*Identity)(nil)
 	_ ports.IdentityBindings = (*Identity)(nil)
 	_ ports.Audit            = (*Identity)(nil)
+	_ ports.AuditPruner      = (*Identity)(nil)
 	_ ports.Settings         = (*Identity)(nil)
 	_ ports.Installation     = (*Identity)(nil)
 )
@@ -66,7 +67,7 @@ func storedPtr(t *time.Time) *time.Time {
 func storedUser(u domain.User) domain.User {
 	u.Email = strings.ToLower(u.Email)
 	u.CreatedAt, u.UpdatedAt = stored(u.CreatedAt), stored(u.UpdatedAt)
-	u.ActivatedAt, u.LastLoginAt = storedPtr(u.ActivatedAt), storedPtr(u.LastLoginAt)
+	u.ActivatedAt, u.LastLoginAt, u.ErasedAt = storedPtr(u.ActivatedAt), storedPtr(u.LastLoginAt), storedPtr(u.ErasedAt)
 	return u
 }
 
@@ -177,7 +178,35 @@ func (s *Identity) UpdateUser(_ context.Context, id string, fn ports.UserUpdateF
 			return se.PrincipalKind == domain.PrincipalUser && se.PrincipalID == id
 		}, now)
 	}
+	if fx.Erase != nil {
+		s.eraseLocked(id, *fx.Erase)
+	}
 	return after, nil
+}
+
+// eraseLocked removes an erased user's sessions and binding, and its email
+// from the string details of the audit log (the SQL store also clears its
+// email and full_name fields in the entries about it).
+func (s *Identity) eraseLocked(id string, gone domain.ErasedIdentity) {
+	for sid, se := range s.sessions {
+		if se.PrincipalKind == domain.PrincipalUser && se.PrincipalID == id {
+			delete(s.sessions, sid)
+		}
+	}
+	kept := s.bindings[:0]
+	for _, b := range s.bindings {
+		if b.UserID != id {
+			kept = append(kept, b)
+		}
+	}
+	s.bindings = kept
+	for i, e := range s.audit {
+		for k, v := range e.Details {
+			if str, ok := v.(string); ok && strings.EqualFold(str, gone.Email) {
+				s.audit[i].Details[k] = domain.ErasedEmail(id)
+			}
+		}
+	}
 }
 
 func (s *Identity) revokeSessionsLocked(match func(domain.Session) bool, now time.Time) {
@@ -420,6 +449,19 @@ func (s *Identity) RecordAudit(_ context.Context, e ports.AuditEntry) error {
 	e.At = stored(e.At)
 	s.audit = append(s.audit, e)
 	return nil
+}
+
+// PruneAudit implements ports.AuditPruner.
+func (s *Identity) PruneAudit(_ context.Context, before time.Time, limit int) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sort.SliceStable(s.audit, func(i, j int) bool { return s.audit[i].At.Before(s.audit[j].At) })
+	n := 0
+	for n < len(s.audit) && n < limit && s.audit[n].At.Before(before) {
+		n++
+	}
+	s.audit = append(s.audit[:0], s.audit[n:]...)
+	return n, nil
 }
 
 // AuditLog returns the recorded entries, oldest first.

@@ -54,6 +54,11 @@ func TestRetentionSettingAndSweep(t *testing.T) {
 		if n := len(listAudit(t, e, e.AdminKey, map[string][]string{"action": {"thread.retention_delete"}}).Entries); n != 1 {
 			t.Fatalf("audit lines %d", n)
 		}
+		// The swept thread is found in the audit log by its id.
+		if p := listAudit(t, e, e.AdminKey, map[string][]string{"target": {old}}); len(p.Entries) != 1 ||
+			p.Entries[0].Action != "thread.retention_delete" || p.Entries[0].ActorID != "retention" {
+			t.Fatalf("audit of the swept thread %+v", p.Entries)
+		}
 
 		resp, body = e.Do(t, http.MethodDelete, "/v1/engine/retention", e.AdminKey, nil)
 		wantStatus(t, resp, body, http.StatusOK)
