@@ -3,6 +3,7 @@ package app
 import (
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/threadengine/engine/domain"
 )
@@ -14,6 +15,13 @@ import (
 type ChainKeys struct {
 	Current string
 	Secrets map[string][]byte
+	// PartialBefore: see domain.ChainKeyring.PartialBefore.
+	PartialBefore map[string]time.Time
+}
+
+// Keyring is what verifies chains signed with these keys.
+func (k ChainKeys) Keyring() domain.ChainKeyring {
+	return domain.ChainKeyring{Secrets: k.Secrets, PartialBefore: k.PartialBefore}
 }
 
 // singleKey is the keyring of one secret, version hashVersion.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/threadengine/engine/app/integrity"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -26,6 +27,7 @@ type Queries struct {
 	contracts ports.Contracts   // nil: contractGraph answers not found
 	secrets   map[string][]byte
 	clock     ports.Clock
+	integrity integrity.Checker
 }
 
 // QueriesDeps wires Queries.
@@ -35,7 +37,12 @@ type QueriesDeps struct {
 	// ChainSecrets are the hash-chain secrets by version, as the write side
 	// signs with (see Threads); they are needed to verify chains.
 	ChainSecrets map[string][]byte
-	Clock        ports.Clock
+	// ChainPartialBefore: see domain.ChainKeyring.PartialBefore.
+	ChainPartialBefore map[string]time.Time
+	// Log is the transparency log verification checks threads against
+	// (nil: chains and heads only).
+	Log   ports.TransparencyLog
+	Clock ports.Clock
 	// Stats answers the contracts and overview aggregates (optional).
 	Stats ports.ThreadStats
 }
@@ -45,7 +52,8 @@ func NewQueries(d QueriesDeps) *Queries {
 	if d.Clock == nil {
 		d.Clock = ports.SystemClock{}
 	}
-	return &Queries{store: d.Store, stats: d.Stats, contracts: d.Contracts, secrets: d.ChainSecrets, clock: d.Clock}
+	return &Queries{store: d.Store, stats: d.Stats, contracts: d.Contracts, secrets: d.ChainSecrets, clock: d.Clock,
+		integrity: integrity.Checker{Keys: domain.ChainKeyring{Secrets: d.ChainSecrets, PartialBefore: d.ChainPartialBefore}, Log: d.Log}}
 }
 
 // ChainSecrets returns the secrets map Threads signs with, so the composition
@@ -334,27 +342,16 @@ func (q *Queries) VerifyStep(ctx context.Context, threadID, stepName, key string
 	}
 	a := acts[0]
 	out := StepIntegrity{Hash: a.Hash, PrevHash: a.PrevHash}
-	if reason := domain.VerifyLink(q.secrets, linkOf(a)); reason != "" {
+	reason, err := q.integrity.Step(ctx, st, a)
+	if err != nil {
+		return StepIntegrity{}, err
+	}
+	if reason != "" {
 		out.Error = reason
 		return out, nil
 	}
 	out.Verified = true
 	return out, nil
-}
-
-// linkOf rebuilds a chain link from a stored activity, recomputing the
-// content hash (never trusting the stored column).
-func linkOf(a ports.ActivityView) domain.ChainLink {
-	var c map[string]string
-	var m map[string]any
-	cerr := json.Unmarshal([]byte(a.Context), &c)
-	merr := json.Unmarshal([]byte(a.Metadata), &m)
-	content := domain.ContentHash(c, m)
-	if cerr != nil || merr != nil {
-		content = "unreadable"
-	}
-	return domain.ChainLink{ThreadID: a.ThreadID, StepID: a.ID, StepName: a.StepName,
-		ContentHash: content, PrevHash: a.PrevHash, Hash: a.Hash, RecordedAt: a.RecordedAt}
 }
 
 // HistoryArgs page and filter step history. Times are ISO-8601 strings.
@@ -551,50 +548,34 @@ func (q *Queries) ThreadChains(ctx context.Context, rootIDs []string, maxDepth *
 	return out, nil
 }
 
-// VerifyThreads recomputes the hash chain of each thread from its stored
-// activities (content hashes recomputed from context and metadata, never
-// copied from the stored column).
+// VerifyThreads verifies each thread (app/integrity): its hash chain
+// (content recomputed from the stored rows, never copied from a stored
+// hash column), its head against its thread row, and its steps against the
+// transparency log.
 func (q *Queries) VerifyThreads(ctx context.Context, threadIDs []string) (map[string]domain.ChainStatus, error) {
+	p, err := Require(ctx, domain.PermThreadsRead)
+	if err != nil {
+		return nil, err
+	}
 	st, err := q.reader(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]domain.ChainStatus, len(threadIDs))
-	acts, err := st.Activities(ctx, domain.ValidIDs(threadIDs))
-	if err != nil {
-		return nil, err
-	}
-	for _, id := range threadIDs {
-		list := acts[id]
-		links := make([]domain.ChainLink, len(list))
-		for i, a := range list {
-			links[i] = linkOf(a)
-		}
-		st := domain.VerifyChain(q.secrets, links)
-		for _, a := range list {
-			if st.BrokenStepID != "" && a.ID == st.BrokenStepID {
-				st.BrokenStepName, st.BrokenIdempotencyKey = a.StepName, a.IdempotencyKey
-			}
-		}
-		out[id] = st
-	}
-	return out, nil
+	return q.integrity.Threads(ctx, st, threadIDs, !p.PartyScoped())
 }
 
-// VerifyThread verifies one thread's chain; an unknown thread is not found.
+// VerifyThread verifies one thread; an unknown thread is not found, unless
+// the transparency log shows it was deleted outside the documented paths.
 func (q *Queries) VerifyThread(ctx context.Context, threadID string) (domain.ChainStatus, error) {
-	t, err := q.Thread(ctx, threadID)
-	if err != nil {
-		return domain.ChainStatus{}, err
-	}
-	if t == nil {
-		return domain.ChainStatus{}, domain.NotFound("thread " + threadID)
-	}
 	m, err := q.VerifyThreads(ctx, []string{threadID})
 	if err != nil {
 		return domain.ChainStatus{}, err
 	}
-	return m[threadID], nil
+	st, ok := m[threadID]
+	if !ok {
+		return domain.ChainStatus{}, domain.NotFound("thread " + threadID)
+	}
+	return st, nil
 }
 
 // Contract returns a contract version (0 = latest) for contractGraph.

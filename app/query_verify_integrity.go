@@ -32,9 +32,9 @@ func (h VerifyIntegrityHandler) Handle(ctx context.Context, threadID string) (do
 	}
 	links := make([]domain.ChainLink, len(acts))
 	for i, a := range acts {
-		links[i] = domain.ChainLink{ThreadID: a.ThreadID, StepID: a.ID, StepName: a.StepName,
-			ContentHash: domain.ContentHash(a.Context, a.Metadata), PrevHash: a.PrevHash, Hash: a.Hash,
-			RecordedAt: a.RecordedAt}
+		links[i] = a.ChainLink()
 	}
-	return domain.VerifyChain(t.keys.Secrets, links), nil
+	st := t.keys.Keyring().VerifyChain(links)
+	domain.CheckHead(&st, links, th.StepCount, th.LastHash)
+	return st, nil
 }

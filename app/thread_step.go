@@ -79,9 +79,7 @@ func (t *Threads) stepPlan(th domain.Thread, v ports.StepTx, c *domain.Contract,
 		ActorService: in.ServiceName, Context: in.Context, Metadata: in.Metadata, StartedAt: in.StartedAt,
 		FinishedAt: in.FinishedAt, RecordedAt: now, PrevHash: th.LastHash}
 	a.ContentHash = domain.ContentHash(a.Context, a.Metadata)
-	a.Hash = domain.ChainHash(t.keys.current(), t.keys.Current, domain.ChainLink{ThreadID: th.ID, StepID: stepID,
-		StepName: in.StepName, ContentHash: a.ContentHash, PrevHash: th.LastHash, RecordedAt: now})
-	plan := ports.StepPlan{Activity: a, State: state, Refs: in.Refs}
+	plan := ports.StepPlan{State: state, Refs: in.Refs}
 	for i, ss := range in.SubSteps { // in the order sent: stored with their position
 		rt := ss.RecordedAt
 		if rt.IsZero() {
@@ -90,6 +88,16 @@ func (t *Threads) stepPlan(th domain.Thread, v ports.StepTx, c *domain.Contract,
 		plan.SubSteps = append(plan.SubSteps, ports.SubStep{ID: uuid.NewString(), StepID: stepID, Name: ss.Name,
 			Status: string(subs[i]), Payload: ss.Payload, RecordedAt: rt})
 	}
+	// Chain version 2 (domain/steprecord.go): a keyless hash of the whole
+	// attempt; the transparency log makes it trustworthy.
+	var err error
+	a.SubSteps = plan.SubSteps
+	if a.Hash, err = domain.StepHash(a.Record()); err != nil {
+		// Unreachable for decoded JSON; an HMAC link still chains.
+		a.Hash = domain.ChainHash(t.keys.current(), t.keys.Current, domain.ChainLink{ThreadID: th.ID, StepID: stepID,
+			StepName: in.StepName, ContentHash: a.ContentHash, PrevHash: th.LastHash, RecordedAt: now})
+	}
+	plan.Activity = a
 	th.LastHash, th.StepCount = a.Hash, a.Seq
 	contractName := ""
 	if c != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/transparency"
 )
 
 // Handler serves the operator endpoints.
@@ -22,6 +23,8 @@ type Handler struct {
 	Webhooks *app.Webhooks
 	// Queries serves GET /v1/threads/version.
 	Queries *app.Queries
+	// Log adds transparency-log proofs to exports (none when nil).
+	Log *transparency.Log
 }
 
 // Mount registers the routes behind mw (authentication).

@@ -39,6 +39,7 @@ import (
 	"github.com/threadengine/engine/adapters/webui"
 	"github.com/threadengine/engine/adapters/wsapi"
 	"github.com/threadengine/engine/app"
+	"github.com/threadengine/engine/app/transparency"
 	"github.com/threadengine/engine/ports"
 	"github.com/threadengine/engine/schema"
 )
@@ -100,6 +101,8 @@ type Server struct {
 	// operations with the cost limit (POST/GET /graphql, MCP graphql_query).
 	Queries *app.Queries
 	GraphQL *graphqlapi.Handler
+	// TLog is the transparency log: checkpoints, proofs (/v1/log/*).
+	TLog *transparency.Log
 	// Broadcast reaches every engine on the database (LISTEN/NOTIFY on
 	// PostgreSQL, in-process on SQLite).
 	Broadcast ports.Broadcast
@@ -205,8 +208,16 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 
 	// --- thread ingestion: WebSocket /threads, OTLP /v1/traces (s.Threads) ---
 	sec := s.Config.Security
+	sealer, err := threadstore.NewSealer(sec.KeysEncryptionKey)
+	if err != nil {
+		return err
+	}
 	chainKeys, err := threadstore.LoadChainKeys(ctx, s.DB, threadstore.KeyConfig{Secret: sec.HashChainSecret,
-		Version: sec.HashChainSecretVersion, Previous: sec.HashChainPreviousSecrets}, opt.DataDir, s.Clock.Now())
+		Version: sec.HashChainSecretVersion, Previous: sec.HashChainPreviousSecrets, Sealer: sealer}, opt.DataDir, s.Clock.Now())
+	if err != nil {
+		return err
+	}
+	logKeys, err := threadstore.LoadLogKeys(ctx, s.DB, s.Config.Transparency.Origin, sealer, s.Clock.Now())
 	if err != nil {
 		return err
 	}
@@ -236,7 +247,8 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	// --- GraphQL query API: POST/GET /graphql (s.Queries, s.GraphQL) ---
 	tq := threadquery.New(s.DB)
 	s.Queries = app.NewQueries(app.QueriesDeps{Store: tq, Stats: tq, Contracts: s.threadContracts(),
-		ChainSecrets: chainKeys.Secrets, Clock: s.Clock})
+		ChainSecrets: chainKeys.Secrets, ChainPartialBefore: chainKeys.PartialBefore, Log: threadStore, Clock: s.Clock})
+	s.startTransparencyLog(threadStore, logKeys)
 	{
 		// Per-step hourly roll-up behind the contracts and overview pages.
 		rollCtx, stop := context.WithCancel(context.Background())
@@ -259,7 +271,8 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	s.startAlerts(threadStore)
 	(&opshttp.Handler{Erasure: s.Erasure, Audit: app.NewAuditLog(s.Store, app.NewActors(s.Store, s.Store)),
 		Exports: app.NewExports(s.Queries, threadquery.New(s.DB)), Retention: s.Retention,
-		Webhooks: s.Webhooks, Queries: s.Queries}).Mount(s.Echo, s.Auth.Middleware())
+		Webhooks: s.Webhooks, Queries: s.Queries, Log: s.TLog}).Mount(s.Echo, s.Auth.Middleware())
+	(&opshttp.LogHandler{Log: s.TLog}).Mount(s.Echo, s.Auth.Middleware())
 	{
 		retCtx, stop := context.WithCancel(context.Background())
 		done := make(chan struct{})

@@ -36,7 +36,7 @@ func (s *Store) runBatch(batch []*appendJob) {
 		outs := make([]ports.StepPlan, len(batch))
 		errs := make([]error, len(batch))
 		start := time.Now()
-		err := s.db.Tx(ctx, func(tx *sqlx.Tx) error { return s.appendBatch(ctx, tx, batch, outs, errs) })
+		err := s.logTx(ctx, false, func(tx *sqlx.Tx) error { return s.appendBatch(ctx, tx, batch, outs, errs) })
 		took := time.Since(start)
 		cancel()
 		s.preparePending(context.Background())
@@ -60,7 +60,7 @@ func (s *Store) runBatch(batch []*appendJob) {
 func (s *Store) appendOne(j *appendJob) (ports.StepPlan, error) {
 	var out ports.StepPlan
 	start := time.Now()
-	err := s.tx(j.ctx, func(tx *sqlx.Tx) error {
+	err := s.logTx(j.ctx, true, func(tx *sqlx.Tx) error {
 		outs, errs := make([]ports.StepPlan, 1), make([]error, 1)
 		if err := s.appendBatch(j.ctx, tx, []*appendJob{j}, outs, errs); err != nil {
 			return err
@@ -101,7 +101,15 @@ func (s *Store) appendBatch(ctx context.Context, tx *sqlx.Tx, jobs []*appendJob,
 			return err
 		}
 	}
-	return nil
+	// Last: the log's lock is held from here to the commit (tlog.go).
+	written := make([]ports.StepPlan, 0, len(jobs))
+	for i, p := range outs {
+		if errs[i] == nil && !p.Duplicate && p.Activity.ID != "" {
+			written = append(written, p)
+		}
+	}
+	_, err := s.appendLeaves(ctx, tx, stepLeaves(written), time.Now())
+	return err
 }
 
 // appendRound: jobs[idx] are on distinct threads.

@@ -41,6 +41,8 @@ type KeyConfig struct {
 	// Previous are retired configured keys by version, still needed to verify
 	// links signed with them.
 	Previous map[string]string
+	// Sealer encrypts the keys kept in the database (nil: kept in clear).
+	Sealer *Sealer
 }
 
 type keyRow struct {
@@ -65,6 +67,9 @@ func LoadChainKeys(ctx context.Context, db *sqldb.DB, cfg KeyConfig, dataDir str
 	if cfg.Secret != "" {
 		configured[cfg.Version] = cfg.Secret
 	}
+	if err := sealClearKeys(ctx, db, cfg.Sealer); err != nil {
+		return app.ChainKeys{}, err
+	}
 	rows, err := readKeys(ctx, db, purposeHashChain)
 	if err != nil {
 		return app.ChainKeys{}, err
@@ -82,7 +87,7 @@ func LoadChainKeys(ctx context.Context, db *sqldb.DB, cfg KeyConfig, dataDir str
 	for _, r := range rows {
 		recorded[r.Version] = r
 		if r.Secret != nil {
-			sec, err := decodeKey(r)
+			sec, err := decodeKey(r, purposeHashChain, cfg.Sealer)
 			if err != nil {
 				return app.ChainKeys{}, err
 			}
@@ -94,7 +99,7 @@ func LoadChainKeys(ctx context.Context, db *sqldb.DB, cfg KeyConfig, dataDir str
 		fp := domain.KeyFingerprint(sec)
 		r, ok := recorded[v]
 		if !ok {
-			if err := insertKey(ctx, db, purposeHashChain, v, nil, fp, now); err != nil {
+			if err := insertKey(ctx, db, purposeHashChain, v, nil, fp, now, nil); err != nil {
 				return app.ChainKeys{}, err
 			}
 			keys.Secrets[v] = sec
@@ -124,7 +129,10 @@ func LoadChainKeys(ctx context.Context, db *sqldb.DB, cfg KeyConfig, dataDir str
 		}
 		keys.Current = app.LatestVersion(versions)
 	}
-	if err := loadLegacyKeys(ctx, db, rows, keys, dataDir, now); err != nil {
+	if err := loadLegacyKeys(ctx, db, rows, keys, dataDir, now, cfg.Sealer); err != nil {
+		return app.ChainKeys{}, err
+	}
+	if keys.PartialBefore, err = partialKeyWindow(ctx, db); err != nil {
 		return app.ChainKeys{}, err
 	}
 	return keys, nil
@@ -134,7 +142,7 @@ func LoadChainKeys(ctx context.Context, db *sqldb.DB, cfg KeyConfig, dataDir str
 // recording this data directory's hash_chain.key first when the database
 // does not know it yet: every replica of an installation upgraded from
 // per-replica keys brings its own, and the chains it wrote verify on all.
-func loadLegacyKeys(ctx context.Context, db *sqldb.DB, recorded []keyRow, keys app.ChainKeys, dataDir string, now time.Time) error {
+func loadLegacyKeys(ctx context.Context, db *sqldb.DB, recorded []keyRow, keys app.ChainKeys, dataDir string, now time.Time, sealer *Sealer) error {
 	alts, err := readKeys(ctx, db, purposeLegacyKey)
 	if err != nil {
 		return err
@@ -149,7 +157,7 @@ func loadLegacyKeys(ctx context.Context, db *sqldb.DB, recorded []keyRow, keys a
 		if r.Secret == nil {
 			continue
 		}
-		sec, err := decodeKey(r)
+		sec, err := decodeKey(r, purposeLegacyKey, sealer)
 		if err != nil {
 			return err
 		}
@@ -160,7 +168,7 @@ func loadLegacyKeys(ctx context.Context, db *sqldb.DB, recorded []keyRow, keys a
 		return err
 	}
 	if fp := domain.KeyFingerprint(sec); !known[fp] {
-		if err := insertKey(ctx, db, purposeLegacyKey, domain.AlternateKey("1", fp), sec, fp, now); err != nil {
+		if err := insertKey(ctx, db, purposeLegacyKey, domain.AlternateKey("1", fp), sec, fp, now, sealer); err != nil {
 			return err
 		}
 		keys.Secrets[domain.AlternateKey("1", fp)] = sec
@@ -187,19 +195,28 @@ func readKeys(ctx context.Context, db *sqldb.DB, purpose string) ([]keyRow, erro
 	return rows, nil
 }
 
-// decodeKey is a stored secret, checked against its fingerprint.
-func decodeKey(r keyRow) ([]byte, error) {
-	sec, err := hex.DecodeString(*r.Secret)
+// decodeKey is a stored secret (opened with sealer when encrypted), checked
+// against its fingerprint.
+func decodeKey(r keyRow, purpose string, sealer *Sealer) ([]byte, error) {
+	clear, err := sealer.open(purpose, r.Version, *r.Secret)
+	if err != nil {
+		return nil, err
+	}
+	sec, err := hex.DecodeString(clear)
 	if err != nil || domain.KeyFingerprint(sec) != r.Fingerprint {
 		return nil, fmt.Errorf("installation_keys: hash-chain key version %s is corrupt", r.Version)
 	}
 	return sec, nil
 }
 
-func insertKey(ctx context.Context, db *sqldb.DB, purpose, version string, secret []byte, fp string, now time.Time) error {
+func insertKey(ctx context.Context, db *sqldb.DB, purpose, version string, secret []byte, fp string, now time.Time, sealer *Sealer) error {
 	var hexSecret any
 	if secret != nil {
-		hexSecret = hex.EncodeToString(secret)
+		sealed, err := sealer.seal(purpose, version, hex.EncodeToString(secret))
+		if err != nil {
+			return err
+		}
+		hexSecret = sealed
 	}
 	// Two engines starting on an empty database race here; the first insert
 	// wins and both read it back.
@@ -215,7 +232,7 @@ func insertKey(ctx context.Context, db *sqldb.DB, purpose, version string, secre
 // the one a previous engine generated into the data directory, or a new one.
 func seedKeys(ctx context.Context, db *sqldb.DB, cfg KeyConfig, dataDir string, now time.Time) error {
 	if cfg.Secret != "" {
-		return insertKey(ctx, db, purposeHashChain, cfg.Version, nil, domain.KeyFingerprint([]byte(cfg.Secret)), now)
+		return insertKey(ctx, db, purposeHashChain, cfg.Version, nil, domain.KeyFingerprint([]byte(cfg.Secret)), now, nil)
 	}
 	sec, err := legacyKeyFile(dataDir)
 	if err != nil {
@@ -227,7 +244,7 @@ func seedKeys(ctx context.Context, db *sqldb.DB, cfg KeyConfig, dataDir string, 
 			return err
 		}
 	}
-	return insertKey(ctx, db, purposeHashChain, "1", sec, domain.KeyFingerprint(sec), now)
+	return insertKey(ctx, db, purposeHashChain, "1", sec, domain.KeyFingerprint(sec), now, cfg.Sealer)
 }
 
 // legacyKeyFile reads data/hash_chain.key if an earlier engine generated it.

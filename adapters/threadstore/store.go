@@ -45,6 +45,12 @@ type Store struct {
 	groupCommits, groupFallbacks atomic.Int64
 
 	metrics ports.Metrics
+
+	// The transparency log's stored hashes (tlog.go): committed ones cached,
+	// and those written by transactions still open.
+	hashes     hashCache
+	pendMu     sync.Mutex
+	pendHashes map[*sqlx.Tx]pendingWrite
 }
 
 var _ ports.ThreadStore = (*Store)(nil)
@@ -678,7 +684,37 @@ func (s *Store) ListActivities(ctx context.Context, threadID string) ([]ports.Ac
 		_ = json.Unmarshal([]byte(r.Metadata), &a.Metadata)
 		out = append(out, a)
 	}
-	return out, nil
+	return out, s.attachSubSteps(ctx, threadID, out)
+}
+
+// attachSubSteps fills each activity's SubSteps, in the order sent.
+func (s *Store) attachSubSteps(ctx context.Context, threadID string, acts []ports.Activity) error {
+	var rows []struct {
+		ID         string    `db:"id"`
+		StepID     string    `db:"step_id"`
+		Name       string    `db:"name"`
+		Status     string    `db:"status"`
+		Payload    string    `db:"payload"`
+		RecordedAt time.Time `db:"recorded_at"`
+	}
+	if err := s.db.SelectContext(ctx, &rows, s.q(`SELECT id, step_id, name, status, CAST(payload AS TEXT) AS payload,
+ recorded_at FROM step_substeps WHERE thread_id = ? ORDER BY position, recorded_at, id`), threadID); err != nil {
+		return sqldb.TranslateError(err)
+	}
+	at := make(map[string]int, len(acts))
+	for i, a := range acts {
+		at[a.ID] = i
+	}
+	for _, r := range rows {
+		i, ok := at[r.StepID]
+		if !ok {
+			continue
+		}
+		ss := ports.SubStep{ID: r.ID, StepID: r.StepID, Name: r.Name, Status: r.Status, RecordedAt: r.RecordedAt.UTC()}
+		_ = json.Unmarshal([]byte(r.Payload), &ss.Payload)
+		acts[i].SubSteps = append(acts[i].SubSteps, ss)
+	}
+	return nil
 }
 
 // HasActivity reports whether any attempt of (thread, step, key) exists.

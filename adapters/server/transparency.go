@@ -1,0 +1,28 @@
+package server
+
+import (
+	"context"
+
+	"github.com/threadengine/engine/adapters/threadstore"
+	"github.com/threadengine/engine/app/transparency"
+)
+
+// startTransparencyLog appends the steps recorded before the log existed
+// (once per installation, in the background) and signs checkpoints while
+// the log grows, until Close.
+func (s *Server) startTransparencyLog(store *threadstore.Store, keys threadstore.LogKeys) {
+	s.TLog = transparency.New(transparency.Deps{Log: store, Signer: keys.Signer, Verifiers: keys.Verifiers,
+		Queries: s.Queries, Clock: s.Clock, Logger: s.Log})
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if n, err := store.BackfillLog(ctx); err != nil && ctx.Err() == nil {
+			s.Log.Error("transparency log: appending the steps recorded before it failed", "err", err)
+		} else if n > 0 {
+			s.Log.Info("transparency log: appended the steps recorded before it", "steps", n)
+		}
+		s.TLog.Run(ctx, s.Config.Transparency.CheckpointInterval)
+	}()
+	s.OnClose(func() error { stop(); <-done; return nil })
+}
