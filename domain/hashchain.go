@@ -183,7 +183,7 @@ const (
 
 // chainSeverity orders codes: a status reports its most severe finding.
 var chainSeverity = map[ChainCode]int{ChainVerified: 0, ChainUnknownKey: 1, ChainUnsupported: 2, ChainIncomplete: 3,
-	ChainTruncated: 4, ChainMissingSteps: 4, ChainLogMismatch: 5, ChainNotInLog: 5, ChainTampered: 5, ChainThreadDeleted: 6}
+	ChainTruncated: 4, ChainMissingSteps: 5, ChainLogMismatch: 6, ChainNotInLog: 6, ChainTampered: 6, ChainThreadDeleted: 7}
 
 // Fail records a finding on st unless a more severe one is recorded already.
 func (st *ChainStatus) Fail(code ChainCode, stepID string, at *time.Time, msg string) {

@@ -43,6 +43,12 @@ type LogLeaf struct {
 	StepID   string
 	Seq      int
 	Hash     string
+	// RecordHash is set on the leaves of chain version 1 (HMAC) steps
+	// logged when the log was introduced: the version-2 hash of the step's
+	// record then (StepHash), so their content is checkable without the
+	// operator's key from that moment on. Empty for version 2 steps, whose
+	// Hash is that hash.
+	RecordHash string
 	// Tombstones (ThreadID too).
 	StepCount int
 	LastHash  string
@@ -56,6 +62,8 @@ type stepLeafJSON struct {
 	StepID   string `json:"step_id"`
 	Seq      int    `json:"seq"`
 	Hash     string `json:"hash"`
+	// RecordHash: see LogLeaf.RecordHash.
+	RecordHash string `json:"record_hash,omitempty"`
 }
 
 type tombstoneJSON struct {
@@ -72,6 +80,14 @@ func StepLeaf(threadID, stepID string, seq int, hash string) LogLeaf {
 	return LogLeaf{Type: LeafStep, ThreadID: threadID, StepID: stepID, Seq: seq, Hash: hash}
 }
 
+// LegacyStepLeaf is the leaf of a chain version 1 step with the hash of its
+// record when logged.
+func LegacyStepLeaf(threadID, stepID string, seq int, hash, recordHash string) LogLeaf {
+	l := StepLeaf(threadID, stepID, seq, hash)
+	l.RecordHash = recordHash
+	return l
+}
+
 // Tombstone is the leaf of a deleted thread.
 func Tombstone(t Thread, reason string, at time.Time) LogLeaf {
 	return LogLeaf{Type: LeafThreadDeleted, ThreadID: t.ID, StepCount: t.StepCount, LastHash: t.LastHash, Reason: reason,
@@ -86,7 +102,7 @@ func (l LogLeaf) Data() []byte {
 		v = tombstoneJSON{Type: l.Type, ThreadID: l.ThreadID, StepCount: l.StepCount, LastHash: l.LastHash,
 			Reason: l.Reason, DeletedAt: RecordTime(l.DeletedAt)}
 	default:
-		v = stepLeafJSON{Type: LeafStep, ThreadID: l.ThreadID, StepID: l.StepID, Seq: l.Seq, Hash: l.Hash}
+		v = stepLeafJSON{Type: LeafStep, ThreadID: l.ThreadID, StepID: l.StepID, Seq: l.Seq, Hash: l.Hash, RecordHash: l.RecordHash}
 	}
 	b, _ := json.Marshal(v) // strings and ints only: cannot fail
 	out, err := jcs.Transform(b)
@@ -112,7 +128,7 @@ func ParseLogLeaf(data []byte) (LogLeaf, error) {
 		if err := json.Unmarshal(data, &s); err != nil {
 			return LogLeaf{}, err
 		}
-		l = StepLeaf(s.ThreadID, s.StepID, s.Seq, s.Hash)
+		l = LegacyStepLeaf(s.ThreadID, s.StepID, s.Seq, s.Hash, s.RecordHash)
 	case LeafThreadDeleted:
 		var s tombstoneJSON
 		if err := json.Unmarshal(data, &s); err != nil {

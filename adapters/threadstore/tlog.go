@@ -269,27 +269,34 @@ func (s *Store) BackfillLog(ctx context.Context) (int, error) {
 				done = true
 				return nil
 			}
-			var rows []struct {
-				ID       string `db:"id"`
-				ThreadID string `db:"thread_id"`
-				Seq      int    `db:"seq"`
-				Hash     string `db:"hash"`
-			}
-			if err := tx.SelectContext(ctx, &rows, s.q(`SELECT a.id, a.thread_id, a.seq, a.hash FROM thread_activities a
+			var ids []string
+			if err := tx.SelectContext(ctx, &ids, s.q(`SELECT a.id FROM thread_activities a
  WHERE a.id > ? AND NOT EXISTS (SELECT 1 FROM tlog_leaves l WHERE l.step_id = a.id) ORDER BY a.id LIMIT ?`), after, backfillBatch); err != nil {
 				return err
 			}
-			if len(rows) == 0 {
+			if len(ids) == 0 {
 				done = true
 				_, err := tx.ExecContext(ctx, `UPDATE tlog_state SET backfilled = 1 WHERE id = 1`)
 				return err
 			}
-			leaves := make([]domain.LogLeaf, len(rows))
-			for i, r := range rows {
-				leaves[i] = domain.StepLeaf(r.ThreadID, r.ID, r.Seq, r.Hash)
+			acts, err := s.activitiesByID(ctx, tx, ids)
+			if err != nil {
+				return err
 			}
-			next, n = rows[len(rows)-1].ID, len(rows)
-			_, err := s.appendLeaves(ctx, tx, leaves, time.Now())
+			leaves := make([]domain.LogLeaf, len(acts))
+			for i, a := range acts {
+				leaves[i] = domain.StepLeaf(a.ThreadID, a.ID, a.Seq, a.Hash)
+				if !domain.IsStepHash(a.Hash) {
+					// The record as stored now, so later edits show.
+					rh, err := domain.StepHash(a.Record())
+					if err != nil {
+						rh = "unhashable: " + err.Error()
+					}
+					leaves[i].RecordHash = rh
+				}
+			}
+			next, n = ids[len(ids)-1], len(ids)
+			_, err = s.appendLeaves(ctx, tx, leaves, time.Now())
 			return err
 		})
 		if err != nil {
@@ -300,4 +307,38 @@ func (s *Store) BackfillLog(ctx context.Context) (int, error) {
 			return total, nil
 		}
 	}
+}
+
+// activitiesByID reads attempts (with their sub-steps) by id, in id order.
+func (s *Store) activitiesByID(ctx context.Context, tx *sqlx.Tx, ids []string) ([]ports.Activity, error) {
+	q, args, err := sqlx.In(`SELECT id, thread_id, seq, step_name, idempotency_key, status, attempt, actor,
+ actor_service, CAST(context AS TEXT) AS context, CAST(metadata AS TEXT) AS metadata, started_at, finished_at,
+ recorded_at, hash, prev_hash FROM thread_activities WHERE id IN (?) ORDER BY id`, ids)
+	if err != nil {
+		return nil, err
+	}
+	var rows []activityRow
+	if err := tx.SelectContext(ctx, &rows, s.q(q), args...); err != nil {
+		return nil, err
+	}
+	out := make([]ports.Activity, len(rows))
+	at := make(map[string]int, len(rows))
+	for i, r := range rows {
+		out[i], at[r.ID] = r.activity(), i
+	}
+	q, args, err = sqlx.In(`SELECT id, step_id, name, status, CAST(payload AS TEXT) AS payload, recorded_at
+ FROM step_substeps WHERE step_id IN (?) ORDER BY position, recorded_at, id`, ids)
+	if err != nil {
+		return nil, err
+	}
+	var subs []subStepRow
+	if err := tx.SelectContext(ctx, &subs, s.q(q), args...); err != nil {
+		return nil, err
+	}
+	for _, r := range subs {
+		if i, ok := at[r.StepID]; ok {
+			out[i].SubSteps = append(out[i].SubSteps, r.subStep())
+		}
+	}
+	return out, nil
 }

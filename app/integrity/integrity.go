@@ -130,7 +130,7 @@ func (c Checker) Threads(ctx context.Context, st ports.ThreadQueries, ids []stri
 	}
 	for _, t := range threads {
 		s := out[t.ID]
-		checkLog(&s, acts[t.ID], leaves[t.ID], state)
+		checkLog(&s, acts[t.ID], links[t.ID], leaves[t.ID], state)
 		nameBroken(&s, acts[t.ID])
 		out[t.ID] = s
 	}
@@ -160,10 +160,14 @@ func nameBroken(s *domain.ChainStatus, acts []ports.ActivityView) {
 // step must be stored with the hash the leaf names, every leaf must be the
 // one the tree holds, and (once the log holds every older step) every
 // stored step must have a leaf.
-func checkLog(s *domain.ChainStatus, acts []ports.ActivityView, leaves []ports.LogLeafRecord, state ports.LogState) {
+func checkLog(s *domain.ChainStatus, acts []ports.ActivityView, links []domain.ChainLink, leaves []ports.LogLeafRecord, state ports.LogState) {
 	byID := make(map[string]ports.ActivityView, len(acts))
 	for _, a := range acts {
 		byID[a.ID] = a
+	}
+	records := make(map[string]*domain.StepRecord, len(links))
+	for _, l := range links {
+		records[l.StepID] = l.Record
 	}
 	logged := map[string]bool{}
 	ls := &domain.ChainLogStatus{LastIndex: -1}
@@ -185,11 +189,20 @@ func checkLog(s *domain.ChainStatus, acts []ports.ActivityView, leaves []ports.L
 			missing = append(missing, domain.MissingStep{StepID: l.Leaf.StepID, Seq: l.Leaf.Seq, Hash: l.Leaf.Hash, LogIndex: l.Index})
 			continue
 		}
+		at := a.RecordedAt
 		if a.Hash != l.Leaf.Hash || a.Seq != l.Leaf.Seq {
-			at := a.RecordedAt
 			s.Fail(domain.ChainLogMismatch, a.ID, &at, fmt.Sprintf(
 				"Step %s (%s, seq %d) differs from its log leaf %d: stored hash %s, logged %s", a.StepName, a.ID, a.Seq,
 				l.Index, short(a.Hash), short(l.Leaf.Hash)))
+			continue
+		}
+		if l.Leaf.RecordHash != "" {
+			if rec := records[a.ID]; rec != nil {
+				if h, err := domain.StepHash(*rec); err != nil || h != l.Leaf.RecordHash {
+					s.Fail(domain.ChainLogMismatch, a.ID, &at, fmt.Sprintf(
+						"Step %s (%s, seq %d) was changed since the transparency log recorded it (leaf %d)", a.StepName, a.ID, a.Seq, l.Index))
+				}
+			}
 		}
 	}
 	for _, a := range acts {

@@ -158,7 +158,7 @@ func (l *Log) Inclusion(ctx context.Context, leaf, size int64) (Proof, int64, er
 	case leaf < 0 || leaf >= size:
 		return nil, 0, errRange("leaf", "leaf must be at least 0 and less than size")
 	}
-	p, err := tlog.ProveRecord(leaf, size, l.d.Log.Hashes(ctx))
+	p, err := tlog.ProveRecord(size, leaf, l.d.Log.Hashes(ctx))
 	return Proof(p), size, err
 }
 
@@ -213,7 +213,7 @@ func (l *Log) Step(ctx context.Context, stepID string) (StepInclusion, error) {
 	if err != nil {
 		return StepInclusion{}, err
 	}
-	p, err := tlog.ProveRecord(rec.Index, c.Size, l.d.Log.Hashes(ctx))
+	p, err := tlog.ProveRecord(c.Size, rec.Index, l.d.Log.Hashes(ctx))
 	if err != nil {
 		return StepInclusion{}, err
 	}
@@ -276,7 +276,7 @@ func (l *Log) Proofs(ctx context.Context, threadIDs []string, minSize int64) (Th
 	hr := l.d.Log.Hashes(ctx)
 	for id, ls := range leaves {
 		for _, r := range ls {
-			p, err := tlog.ProveRecord(r.Index, c.Size, hr)
+			p, err := tlog.ProveRecord(c.Size, r.Index, hr)
 			if err != nil {
 				return ThreadProofs{}, err
 			}
