@@ -115,15 +115,11 @@ func (l *Log) Run(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// Checkpoint returns the latest signed checkpoint (size < 0) or the one of
-// exactly size.
+// Checkpoint returns a checkpoint of the log's current size (size < 0;
+// signed now if the log grew since the latest) or the one of exactly size.
 func (l *Log) Checkpoint(ctx context.Context, size int64) (ports.SignedCheckpoint, error) {
 	if size < 0 {
-		c, err := l.d.Log.Checkpoint(ctx, -1)
-		if domain.KindOf(err) == domain.KindNotFound {
-			return l.Sign(ctx) // an empty log has a checkpoint too
-		}
-		return c, err
+		return l.Sign(ctx)
 	}
 	return l.d.Log.Checkpoint(ctx, size)
 }
