@@ -80,7 +80,9 @@ const b64 = (s) => { const b = Buffer.from(s, 'base64'); if (b.length !== 32) th
 
 // --- Keys and signed checkpoints (section 5).
 function parseKey(line) {
-  const [name, hash16, key64] = line.split('+');
+  // The base64 may itself contain '+': split at the first two only.
+  const i = line.indexOf('+'), j = line.indexOf('+', i + 1);
+  const name = line.slice(0, i), hash16 = line.slice(i + 1, j), key64 = i < 0 || j < 0 ? '' : line.slice(j + 1);
   const key = Buffer.from(key64 || '', 'base64');
   if (!name || !/^[0-9a-f]{8}$/.test(hash16 || '') || key.length !== 33 || key[0] !== 1) throw new Error(`bad key ${line}`);
   const want = sha256(Buffer.from(name + '\n', 'utf8'), key).subarray(0, 4).toString('hex');
