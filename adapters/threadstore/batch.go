@@ -101,6 +101,9 @@ func (s *Store) appendBatch(ctx context.Context, tx *sqlx.Tx, jobs []*appendJob,
 			return err
 		}
 	}
+	if s.noLog {
+		return nil
+	}
 	// Last: the log's lock is held from here to the commit (tlog.go).
 	written := make([]ports.StepPlan, 0, len(jobs))
 	for i, p := range outs {

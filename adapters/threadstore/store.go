@@ -51,6 +51,9 @@ type Store struct {
 	hashes     hashCache
 	pendMu     sync.Mutex
 	pendHashes map[*sqlx.Tx]pendingWrite
+	// noLog skips the log: only benchmarks set it (export_test.go), to
+	// measure what the log costs.
+	noLog bool
 }
 
 var _ ports.ThreadStore = (*Store)(nil)
