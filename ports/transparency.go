@@ -40,8 +40,11 @@ type LogState struct {
 // transactions that write steps and delete threads.
 type TransparencyLog interface {
 	LogState(ctx context.Context) (LogState, error)
+	// Flush appends the leaves queued by committed steps to the tree.
+	Flush(ctx context.Context) error
 	// ThreadLeaves returns every leaf naming these threads (steps and
-	// tombstones), by thread, in log order.
+	// tombstones), by thread, in log order; leaves still queued come last,
+	// with Index -1.
 	ThreadLeaves(ctx context.Context, threadIDs []string) (map[string][]LogLeafRecord, error)
 	// StepLeaf returns the leaf of one step; not found if it has none.
 	StepLeaf(ctx context.Context, stepID string) (LogLeafRecord, error)

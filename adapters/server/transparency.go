@@ -7,14 +7,22 @@ import (
 	"github.com/threadengine/engine/app/transparency"
 )
 
-// startTransparencyLog appends the steps recorded before the log existed
-// (once per installation, in the background) and signs checkpoints while
-// the log grows, until Close.
+// startTransparencyLog runs the log's sequencer (queued leaves into the
+// tree), appends the steps recorded before the log existed (once per
+// installation, in the background) and signs checkpoints while the log
+// grows, until Close.
 func (s *Server) startTransparencyLog(store *threadstore.Store, keys threadstore.LogKeys) {
 	s.TLog = transparency.New(transparency.Deps{Log: store, Signer: keys.Signer, Verifiers: keys.Verifiers,
 		Queries: s.Queries, Clock: s.Clock, Logger: s.Log})
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
+	seqDone := make(chan struct{})
+	go func() {
+		defer close(seqDone)
+		store.RunLogSequencer(ctx, s.Config.Transparency.CheckpointInterval, func(err error) {
+			s.Log.Error("transparency log: appending queued leaves failed", "err", err)
+		})
+	}()
 	go func() {
 		defer close(done)
 		if n, err := store.BackfillLog(ctx); err != nil && ctx.Err() == nil {
@@ -24,5 +32,5 @@ func (s *Server) startTransparencyLog(store *threadstore.Store, keys threadstore
 		}
 		s.TLog.Run(ctx, s.Config.Transparency.CheckpointInterval)
 	}()
-	s.OnClose(func() error { stop(); <-done; return nil })
+	s.OnClose(func() error { stop(); <-done; <-seqDone; return nil })
 }

@@ -36,11 +36,12 @@ func (s *Store) runBatch(batch []*appendJob) {
 		outs := make([]ports.StepPlan, len(batch))
 		errs := make([]error, len(batch))
 		start := time.Now()
-		err := s.logTx(ctx, false, func(tx *sqlx.Tx) error { return s.appendBatch(ctx, tx, batch, outs, errs) })
+		err := s.db.Tx(ctx, func(tx *sqlx.Tx) error { return s.appendBatch(ctx, tx, batch, outs, errs) })
 		took := time.Since(start)
 		cancel()
 		s.preparePending(context.Background())
 		if err == nil {
+			s.wakeLog()
 			s.groupCommits.Add(1)
 			s.metrics.CommitBatch(len(batch), took)
 			for i, j := range batch {
@@ -60,7 +61,7 @@ func (s *Store) runBatch(batch []*appendJob) {
 func (s *Store) appendOne(j *appendJob) (ports.StepPlan, error) {
 	var out ports.StepPlan
 	start := time.Now()
-	err := s.logTx(j.ctx, true, func(tx *sqlx.Tx) error {
+	err := s.tx(j.ctx, func(tx *sqlx.Tx) error {
 		outs, errs := make([]ports.StepPlan, 1), make([]error, 1)
 		if err := s.appendBatch(j.ctx, tx, []*appendJob{j}, outs, errs); err != nil {
 			return err
@@ -72,6 +73,7 @@ func (s *Store) appendOne(j *appendJob) (ports.StepPlan, error) {
 		return nil
 	})
 	if err == nil {
+		s.wakeLog()
 		s.metrics.CommitBatch(1, time.Since(start))
 	}
 	return out, err
@@ -101,18 +103,7 @@ func (s *Store) appendBatch(ctx context.Context, tx *sqlx.Tx, jobs []*appendJob,
 			return err
 		}
 	}
-	if s.noLog {
-		return nil
-	}
-	// Last: the log's lock is held from here to the commit (tlog.go).
-	written := make([]ports.StepPlan, 0, len(jobs))
-	for i, p := range outs {
-		if errs[i] == nil && !p.Duplicate && p.Activity.ID != "" {
-			written = append(written, p)
-		}
-	}
-	_, err := s.appendLeaves(ctx, tx, stepLeaves(written), time.Now())
-	return err
+	return nil
 }
 
 // appendRound: jobs[idx] are on distinct threads.
@@ -397,6 +388,11 @@ func (s *Store) writePlans(ctx context.Context, tx *sqlx.Tx, plans []ports.StepP
 		return err
 	}
 	parts = append(parts, np...)
+	// Each step's leaf goes to the log's outbox in the step's own
+	// statement; the sequencer moves it into the tree (tlog.go).
+	if !s.noLog {
+		parts = append(parts, pendingParts(plans)...)
+	}
 	return s.execParts(ctx, tx, append(parts, s.threadParts(plans)...))
 }
 

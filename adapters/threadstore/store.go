@@ -54,13 +54,16 @@ type Store struct {
 	// noLog skips the log: only benchmarks set it (export_test.go), to
 	// measure what the log costs.
 	noLog bool
+	// logWake wakes the log's sequencer after a commit that queued leaves.
+	logWake chan struct{}
 }
 
 var _ ports.ThreadStore = (*Store)(nil)
 
 // New returns a store on an open, migrated database.
 func New(db *sqldb.DB) *Store {
-	return &Store{db: db, stmts: map[string]*sqlx.Stmt{}, pending: map[string]bool{}, metrics: ports.NopMetrics{}}
+	return &Store{db: db, stmts: map[string]*sqlx.Stmt{}, pending: map[string]bool{}, metrics: ports.NopMetrics{},
+		logWake: make(chan struct{}, 1)}
 }
 
 // SetMetrics reports group commits to m. Call it before the first append.

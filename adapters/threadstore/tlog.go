@@ -1,12 +1,13 @@
 package threadstore
 
-// The transparency log's write side: leaves are appended inside the
-// transaction that writes what they record (a step batch, a thread
-// deletion), so a step is acknowledged only once its leaf is committed, and
-// a rolled-back step leaves no leaf. Leaf indexes are assigned under the row
-// lock of tlog_state, taken as the transaction's last statements: one
-// writer at a time across every replica of the database, for the shortest
-// time (the lock is held from that UPDATE to the commit).
+// The transparency log's write side. A step's leaf is queued in its own
+// transaction (tlog_pending, part of the step's one statement: no lock and
+// no extra round trip on the ingest path), so an acknowledged step's leaf is
+// committed with it. The sequencer (FlushLog, run by every replica, one at a
+// time under the tlog_state row lock) moves queued leaves into the tree in
+// queue order, assigning indexes and writing the tree's stored hashes, and
+// deletes them from the queue in the same transaction. Tombstones and the
+// backfill append to the tree directly, under the same lock.
 
 import (
 	"context"
@@ -224,14 +225,104 @@ func (s *Store) logTx(ctx context.Context, retry bool, fn func(tx *sqlx.Tx) erro
 	return err
 }
 
-// stepLeaves are the leaves of the steps plans write.
-func stepLeaves(plans []ports.StepPlan) []domain.LogLeaf {
-	out := make([]domain.LogLeaf, 0, len(plans))
+// pendingParts queue the leaves of the steps plans write.
+func pendingParts(plans []ports.StepPlan) []part {
+	rows := make([][]any, 0, len(plans))
 	for _, p := range plans {
 		a := p.Activity
-		out = append(out, domain.StepLeaf(a.ThreadID, a.ID, a.Seq, a.Hash))
+		rows = append(rows, []any{domain.LeafStep, a.ThreadID, a.ID, string(domain.StepLeaf(a.ThreadID, a.ID, a.Seq, a.Hash).Data()),
+			sqldb.Time(a.RecordedAt)})
 	}
-	return out
+	return rowsParts(`INSERT INTO tlog_pending (kind, thread_id, step_id, data, created_at) VALUES `, `(?,?,?,?,?)`, "", 5, rows)
+}
+
+// wakeLog tells the sequencer leaves are queued.
+func (s *Store) wakeLog() {
+	select {
+	case s.logWake <- struct{}{}:
+	default:
+	}
+}
+
+// flushBatch is how many queued leaves one sequencer transaction appends.
+const flushBatch = 2000
+
+// FlushLog appends every queued leaf to the tree (see the file comment) and
+// returns how many it appended.
+func (s *Store) FlushLog(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		n := 0
+		err := s.logTx(ctx, true, func(tx *sqlx.Tx) error {
+			n = 0
+			var size int64
+			if err := tx.GetContext(ctx, &size, `SELECT size FROM tlog_state WHERE id = 1`+s.db.ForUpdate()); err != nil {
+				return err
+			}
+			var rows []struct {
+				Seq  int64  `db:"seq"`
+				Data string `db:"data"`
+			}
+			if err := tx.SelectContext(ctx, &rows, s.q(`SELECT seq, data FROM tlog_pending ORDER BY seq LIMIT ?`), flushBatch); err != nil {
+				return err
+			}
+			if len(rows) == 0 {
+				return nil
+			}
+			leaves := make([]domain.LogLeaf, len(rows))
+			seqs := make([]int64, len(rows))
+			for i, r := range rows {
+				l, err := domain.ParseLogLeaf([]byte(r.Data))
+				if err != nil {
+					return fmt.Errorf("tlog_pending %d: %w", r.Seq, err)
+				}
+				leaves[i], seqs[i] = l, r.Seq
+			}
+			if _, err := s.appendLeaves(ctx, tx, leaves, time.Now()); err != nil {
+				return err
+			}
+			q, args, err := sqlx.In(`DELETE FROM tlog_pending WHERE seq IN (?)`, seqs)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, s.q(q), args...); err != nil {
+				return err
+			}
+			n = len(rows)
+			return nil
+		})
+		if err != nil {
+			return total, sqldb.TranslateError(err)
+		}
+		total += n
+		if n < flushBatch {
+			return total, nil
+		}
+	}
+}
+
+// RunLogSequencer flushes the queue after local commits (woken) and every
+// interval (leaves other replicas queued, if their sequencer is slower),
+// until ctx ends; then once more.
+func (s *Store) RunLogSequencer(ctx context.Context, interval time.Duration, logErr func(error)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if _, err := s.FlushLog(ctx); err != nil && ctx.Err() == nil {
+			logErr(err)
+		}
+		select {
+		case <-ctx.Done():
+			fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if _, err := s.FlushLog(fctx); err != nil {
+				logErr(err)
+			}
+			cancel()
+			return
+		case <-s.logWake:
+		case <-t.C:
+		}
+	}
 }
 
 // AppendTombstones appends one tombstone leaf per deleted thread inside tx
@@ -271,7 +362,8 @@ func (s *Store) BackfillLog(ctx context.Context) (int, error) {
 			}
 			var ids []string
 			if err := tx.SelectContext(ctx, &ids, s.q(`SELECT a.id FROM thread_activities a
- WHERE a.id > ? AND NOT EXISTS (SELECT 1 FROM tlog_leaves l WHERE l.step_id = a.id) ORDER BY a.id LIMIT ?`), after, backfillBatch); err != nil {
+ WHERE a.id > ? AND NOT EXISTS (SELECT 1 FROM tlog_leaves l WHERE l.step_id = a.id)
+ AND NOT EXISTS (SELECT 1 FROM tlog_pending p WHERE p.step_id = a.id) ORDER BY a.id LIMIT ?`), after, backfillBatch); err != nil {
 				return err
 			}
 			if len(ids) == 0 {

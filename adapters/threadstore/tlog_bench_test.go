@@ -34,6 +34,12 @@ func BenchmarkIngestWithAndWithoutLog(b *testing.B) {
 				store := threadstore.New(db)
 				if !withLog {
 					store.SkipLogForBenchmark()
+				} else {
+					// The sequencer runs as in the engine.
+					seqCtx, stop := context.WithCancel(context.Background())
+					done := make(chan struct{})
+					go func() { defer close(done); store.RunLogSequencer(seqCtx, time.Second, func(err error) { b.Error(err) }) }()
+					b.Cleanup(func() { stop(); <-done })
 				}
 				threads := app.NewThreads(store, nil, nil, []byte("secret"), nil)
 				ctx := app.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u1", Role: domain.RoleMember})

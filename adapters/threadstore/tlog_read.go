@@ -115,10 +115,31 @@ func (s *Store) ThreadLeaves(ctx context.Context, threadIDs []string) (map[strin
 	if err != nil {
 		return nil, err
 	}
+	// Queued leaves (not in the tree yet) come last, with index -1.
+	q, args, err := sqlx.In(`SELECT thread_id, data FROM tlog_pending WHERE thread_id IN (?) ORDER BY seq`, ids)
+	if err != nil {
+		return nil, err
+	}
+	var pending []leafRow
+	if err := s.db.SelectContext(ctx, &pending, s.q(q), args...); err != nil {
+		return nil, sqldb.TranslateError(err)
+	}
+	for _, p := range pending {
+		p.Idx = -1
+		rec, _ := p.record()
+		rec.Stored = domain.LeafHash(rec.Data)
+		recs = append(recs, rec)
+	}
 	for _, r := range recs {
 		out[r.Leaf.ThreadID] = append(out[r.Leaf.ThreadID], r)
 	}
 	return out, nil
+}
+
+// FlushLog is also the port's Flush.
+func (s *Store) Flush(ctx context.Context) error {
+	_, err := s.FlushLog(ctx)
+	return err
 }
 
 // StepLeaf: see ports.TransparencyLog.

@@ -71,6 +71,10 @@ func (f *logFixture) thread(t *testing.T, n int) (string, []string) {
 		}
 		ids = append(ids, r.StepID)
 	}
+	// What the engine's sequencer does after the commits.
+	if _, err := f.store.FlushLog(f.ctx); err != nil {
+		t.Fatal(err)
+	}
 	return th.ID, ids
 }
 
@@ -179,12 +183,24 @@ func TestDeletedStepsAreDetectedAndNamed(t *testing.T) {
 			if _, err := f.queries.VerifyThread(f.ctx, id); domain.KindOf(err) != domain.KindNotFound {
 				t.Fatalf("deleted through the store: %v, want not found", err)
 			}
+			if _, err := f.store.FlushLog(f.ctx); err != nil {
+				t.Fatal(err)
+			}
 			leaves, err := f.store.ThreadLeaves(f.ctx, []string{id})
 			if err != nil {
 				t.Fatal(err)
 			}
 			ls := leaves[id]
-			if len(ls) != 3 || ls[2].Leaf.Type != domain.LeafThreadDeleted || ls[2].Leaf.StepCount != 2 || ls[2].Leaf.Reason != domain.DeletedByOperator {
+			var tomb []domain.LogLeaf
+			for _, l := range ls {
+				if l.Index < 0 {
+					t.Fatalf("leaf still queued after a flush: %+v", l)
+				}
+				if l.Leaf.Type == domain.LeafThreadDeleted {
+					tomb = append(tomb, l.Leaf)
+				}
+			}
+			if len(ls) != 3 || len(tomb) != 1 || tomb[0].StepCount != 2 || tomb[0].Reason != domain.DeletedByOperator {
 				t.Fatalf("leaves after deletion: %+v", ls)
 			}
 		})
@@ -223,7 +239,7 @@ func TestLostKeyFileIsUnknownKeyNotTampering(t *testing.T) {
 			prev = h
 		}
 		f.exec(t, `UPDATE threads SET last_hash = ? WHERE id = ?`, prev, id)
-		for _, table := range []string{"installation_keys", "tlog_leaves", "tlog_hashes", "tlog_checkpoints"} {
+		for _, table := range []string{"installation_keys", "tlog_leaves", "tlog_hashes", "tlog_checkpoints", "tlog_pending"} {
 			f.exec(t, `DELETE FROM `+table)
 		}
 		f.exec(t, `UPDATE tlog_state SET size = 0, backfilled = 0`)
@@ -403,6 +419,54 @@ func TestLogProofsProperty(t *testing.T) {
 					}
 				}
 			}
+		}
+	})
+}
+
+// A step's leaf is queued in the step's transaction and reaches the tree
+// when the sequencer flushes; a rolled-back batch queues nothing; two
+// sequencers at once append each leaf once.
+func TestQueuedLeavesReachTheTreeOnce(t *testing.T) {
+	t.Parallel()
+	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
+		f := newLogFixture(t, d)
+		th, err := f.threads.Application().Commands.StartThread.Handle(f.ctx, app.StartThreadInput{Label: "q"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 40; i++ {
+			if _, err := f.threads.Application().Commands.RecordStep.Handle(f.ctx, app.RecordStepInput{ThreadID: th.ID,
+				StepName: "s", Status: "success", IdempotencyKey: fmt.Sprint(i), Context: map[string]string{}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var queued int
+		if err := f.db.Get(&queued, `SELECT COUNT(*) FROM tlog_pending`); err != nil || queued != 40 {
+			t.Fatalf("queued %d %v", queued, err)
+		}
+		// Queued leaves already count for verification.
+		if st, err := f.queries.VerifyThread(f.ctx, th.ID); err != nil || !st.Verified || st.Log.Leaves != 40 {
+			t.Fatalf("verify with queued leaves: %+v %v", st, err)
+		}
+		done := make(chan int, 2)
+		for i := 0; i < 2; i++ {
+			go func() {
+				n, err := f.store.FlushLog(f.ctx)
+				if err != nil {
+					t.Error(err)
+				}
+				done <- n
+			}()
+		}
+		if a, b := <-done, <-done; a+b != 40 {
+			t.Fatalf("two sequencers appended %d and %d leaves, want 40 in all", a, b)
+		}
+		st, err := f.store.LogState(f.ctx)
+		if err != nil || st.Size != 40 {
+			t.Fatalf("log %+v %v", st, err)
+		}
+		if err := f.db.Get(&queued, `SELECT COUNT(*) FROM tlog_pending`); err != nil || queued != 0 {
+			t.Fatalf("still queued %d %v", queued, err)
 		}
 	})
 }

@@ -177,7 +177,9 @@ func checkLog(s *domain.ChainStatus, acts []ports.ActivityView, links []domain.C
 			continue
 		}
 		ls.Leaves++
-		ls.LastIndex = l.Index
+		if l.Index >= 0 {
+			ls.LastIndex = l.Index
+		}
 		logged[l.Leaf.StepID] = true
 		if domain.LeafHash(l.Data) != l.Stored {
 			s.Fail(domain.ChainLogMismatch, l.Leaf.StepID, nil, fmt.Sprintf(
@@ -263,7 +265,11 @@ func describe(ms []domain.MissingStep) string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "seq %d (%s, log index %d)", m.Seq, m.StepID, m.LogIndex)
+		if m.LogIndex < 0 {
+			fmt.Fprintf(&b, "seq %d (%s, queued for the log)", m.Seq, m.StepID)
+		} else {
+			fmt.Fprintf(&b, "seq %d (%s, log index %d)", m.Seq, m.StepID, m.LogIndex)
+		}
 	}
 	return b.String()
 }

@@ -60,6 +60,10 @@ func (l *Log) Keys() []string { return append([]string(nil), l.d.Verifiers...) }
 // Sign signs a checkpoint of the log's current size unless the latest
 // checkpoint has that size already, and returns the latest checkpoint.
 func (l *Log) Sign(ctx context.Context) (ports.SignedCheckpoint, error) {
+	// Steps acknowledged before this call are in the checkpoint.
+	if err := l.d.Log.Flush(ctx); err != nil {
+		return ports.SignedCheckpoint{}, err
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	st, err := l.d.Log.LogState(ctx)
@@ -195,6 +199,9 @@ func (l *Log) Step(ctx context.Context, stepID string) (StepInclusion, error) {
 	if _, err := app.Require(ctx, domain.PermThreadsRead); err != nil {
 		return StepInclusion{}, err
 	}
+	if err := l.d.Log.Flush(ctx); err != nil {
+		return StepInclusion{}, err
+	}
 	rec, err := l.d.Log.StepLeaf(ctx, stepID)
 	if err != nil {
 		return StepInclusion{}, err
@@ -254,6 +261,9 @@ type LeafProof struct {
 // checkpoint covering them all (at least minSize leaves; one is signed when
 // the latest is older). The caller has checked the threads are visible.
 func (l *Log) Proofs(ctx context.Context, threadIDs []string, minSize int64) (ThreadProofs, error) {
+	if err := l.d.Log.Flush(ctx); err != nil {
+		return ThreadProofs{}, err
+	}
 	leaves, err := l.d.Log.ThreadLeaves(ctx, threadIDs)
 	if err != nil {
 		return ThreadProofs{}, err
@@ -272,6 +282,9 @@ func (l *Log) Proofs(ctx context.Context, threadIDs []string, minSize int64) (Th
 	hr := l.d.Log.Hashes(ctx)
 	for id, ls := range leaves {
 		for _, r := range ls {
+			if r.Index < 0 || r.Index >= c.Size {
+				continue // queued after the flush: in the next export
+			}
 			p, err := tlog.ProveRecord(c.Size, r.Index, hr)
 			if err != nil {
 				return ThreadProofs{}, err

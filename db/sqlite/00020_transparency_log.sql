@@ -2,11 +2,10 @@
 -- The installation's transparency log (docs/integrators/verification.md):
 -- one Merkle tree over every accepted step and every thread deletion.
 --
--- tlog_state is its one row: size is the number of leaves. Every append
--- locks it (UPDATE … RETURNING) in the step's own transaction, so across all
--- replicas on one database leaf indexes are assigned one writer at a time
--- and a step commits if and only if its leaf does. backfilled is 1 once the
--- steps recorded before this migration have been appended.
+-- tlog_state is its one row: size is the number of leaves. Every append to
+-- the tree locks it (UPDATE … RETURNING), so across all replicas on one
+-- database leaf indexes are assigned one writer at a time. backfilled is 1
+-- once the steps recorded before this migration have been appended.
 CREATE TABLE tlog_state (
     id         INTEGER PRIMARY KEY CHECK (id = 1),
     size       BIGINT NOT NULL,
@@ -46,7 +45,23 @@ CREATE TABLE tlog_checkpoints (
     created_at TIMESTAMP NOT NULL
 );
 
+-- The outbox: a step's transaction inserts its leaf here (no lock, no
+-- extra round trip); the sequencer (one at a time across replicas, under
+-- the tlog_state row lock) moves pending leaves into the tree in seq order
+-- and deletes them in the same transaction. A committed step's leaf is thus
+-- either pending or in the tree, never lost.
+CREATE TABLE tlog_pending (
+    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind       TEXT NOT NULL,
+    thread_id  TEXT NOT NULL,
+    step_id    TEXT,
+    data       TEXT NOT NULL,
+    created_at TIMESTAMP NOT NULL
+);
+CREATE INDEX tlog_pending_thread ON tlog_pending (thread_id);
+
 -- +goose Down
+DROP TABLE tlog_pending;
 DROP TABLE tlog_checkpoints;
 DROP TABLE tlog_hashes;
 DROP TABLE tlog_leaves;
