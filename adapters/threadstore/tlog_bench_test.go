@@ -38,7 +38,10 @@ func BenchmarkIngestWithAndWithoutLog(b *testing.B) {
 					// The sequencer runs as in the engine.
 					seqCtx, stop := context.WithCancel(context.Background())
 					done := make(chan struct{})
-					go func() { defer close(done); store.RunLogSequencer(seqCtx, time.Second, func(err error) { b.Error(err) }) }()
+					go func() {
+						defer close(done)
+						store.RunLogSequencer(seqCtx, time.Second, func(err error) { b.Error(err) })
+					}()
 					b.Cleanup(func() { stop(); <-done })
 				}
 				threads := app.NewThreads(store, nil, nil, []byte("secret"), nil)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/json"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -107,7 +108,7 @@ func TestExportVerifiesOfflineWithTwoVerifiers(t *testing.T) {
 		tid := c.ok(map[string]any{"action": "startThread", "refs": map[string]any{"order": "O-27"}})["threadId"].(string)
 		s := step(tid, "pay", "success", "p1", map[string]any{"order": "O-27", "note": "ünïcode <&>"})
 		// The example, and RFC 8785's tricky numbers.
-		s["threadify_metadata"] = map[string]any{"small": 1e-7, "html": "<x>&", "big": 1e21, "neg": -0.0, "third": 1.0 / 3}
+		s["threadify_metadata"] = map[string]any{"small": 1e-7, "html": "<x>&", "big": 1e21, "neg": math.Copysign(0, -1), "third": 1.0 / 3}
 		s["subSteps"] = []map[string]any{{"name": "auth", "status": "success", "payload": map[string]any{"n": 2.5}},
 			{"name": "capture", "status": "success"}}
 		c.ok(s)
