@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/threadengine/engine/adapters/opshttp"
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/threadstore"
-	"github.com/threadengine/engine/app/transparency"
 )
 
 func init() {
@@ -84,11 +84,11 @@ func verifyCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		old = string(b)
 	}
-	reports, err := transparency.VerifyOffline(transparency.OfflineInput{Export: in, Keys: vkeys, Saved: old})
+	reports, err := opshttp.VerifyOffline(opshttp.OfflineInput{Export: in, Keys: vkeys, Saved: old})
 	if err != nil {
 		return err
 	}
-	if !transparency.FormatReports(stdout, reports) {
+	if !opshttp.FormatReports(stdout, reports) {
 		return errVerifyFailed
 	}
 	return nil

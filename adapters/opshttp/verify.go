@@ -1,9 +1,10 @@
-package transparency
+package opshttp
 
-// The offline verifier: everything an auditor holding only the log's public
-// key, an export and (optionally) a checkpoint saved earlier can check,
-// without a database, a secret or a network. It reads the export format of
-// docs/integrators/verification.md and follows that document's steps.
+// The offline verifier of exports (threadengine verify): everything an
+// auditor holding only the log's public key, an export and (optionally) a
+// checkpoint saved earlier can check, without a database, a secret or a
+// network. It reads the export format this package writes and follows the
+// steps of docs/integrators/verification.md.
 
 import (
 	"bufio"
@@ -14,7 +15,6 @@ import (
 	"io"
 	"sort"
 	"strings"
-	"time"
 
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
@@ -22,55 +22,11 @@ import (
 	"github.com/threadengine/engine/domain"
 )
 
-// exportDoc is the part of an export the verifier reads.
-type exportDoc struct {
-	Thread struct {
-		ID        string `json:"id"`
-		StepCount int    `json:"step_count"`
-		LastHash  string `json:"last_hash"`
-	} `json:"thread"`
-	Attempts []struct {
-		ID             string          `json:"id"`
-		Seq            int             `json:"seq"`
-		StepName       string          `json:"step_name"`
-		IdempotencyKey string          `json:"idempotency_key"`
-		Status         string          `json:"status"`
-		Attempt        int             `json:"attempt"`
-		Actor          string          `json:"actor"`
-		ActorService   string          `json:"actor_service"`
-		Context        json.RawMessage `json:"context"`
-		Metadata       json.RawMessage `json:"metadata"`
-		StartedAt      *time.Time      `json:"started_at"`
-		FinishedAt     *time.Time      `json:"finished_at"`
-		RecordedAt     time.Time       `json:"recorded_at"`
-		Hash           string          `json:"hash"`
-		PrevHash       string          `json:"prev_hash"`
-	} `json:"attempts"`
-	SubSteps []struct {
-		ID         string          `json:"id"`
-		StepID     string          `json:"step_id"`
-		Name       string          `json:"name"`
-		Status     string          `json:"status"`
-		Payload    json.RawMessage `json:"payload"`
-		RecordedAt time.Time       `json:"recorded_at"`
-	} `json:"sub_steps"`
-	Log *struct {
-		Checkpoint string `json:"checkpoint"`
-		Leaves     []struct {
-			Index int64    `json:"index"`
-			Data  string   `json:"data"`
-			Proof []string `json:"proof"`
-		} `json:"leaves"`
-		Consistency *struct {
-			Old   int64    `json:"old"`
-			New   int64    `json:"new"`
-			Proof []string `json:"proof"`
-		} `json:"consistency"`
-	} `json:"log"`
-	Error *struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
+// exportLine is one line of an export as the verifier reads it (the
+// export's own types: a thread, or the error line that ends a cut stream).
+type exportLine struct {
+	ExportJSON
+	Error *StreamError `json:"error"`
 }
 
 // ThreadReport is what the offline verifier found about one exported thread.
@@ -123,7 +79,7 @@ func VerifyOffline(in OfflineInput) ([]ThreadReport, error) {
 	var out []ThreadReport
 	dec := json.NewDecoder(bufio.NewReader(in.Export))
 	for {
-		var d exportDoc
+		var d exportLine
 		err := dec.Decode(&d)
 		if err == io.EOF {
 			break
@@ -171,7 +127,7 @@ func decodeProof(ss []string) (tlog.RecordProof, error) {
 	return out, nil
 }
 
-func verifyDoc(d exportDoc, keys note.Verifiers, saved *domain.Checkpoint) ThreadReport {
+func verifyDoc(d exportLine, keys note.Verifiers, saved *domain.Checkpoint) ThreadReport {
 	r := ThreadReport{ThreadID: d.Thread.ID, Steps: len(d.Attempts)}
 	fail := func(f string, a ...any) { r.Failures = append(r.Failures, fmt.Sprintf(f, a...)) }
 	// 1. Every step's hash, and the chain.
@@ -291,7 +247,7 @@ func verifyDoc(d exportDoc, keys note.Verifiers, saved *domain.Checkpoint) Threa
 	return r
 }
 
-func checkConsistency(r *ThreadReport, d exportDoc, c, saved domain.Checkpoint) {
+func checkConsistency(r *ThreadReport, d exportLine, c, saved domain.Checkpoint) {
 	fail := func(f string, a ...any) { r.Failures = append(r.Failures, fmt.Sprintf(f, a...)) }
 	switch {
 	case saved.Origin != c.Origin:
@@ -304,7 +260,8 @@ func checkConsistency(r *ThreadReport, d exportDoc, c, saved domain.Checkpoint) 
 		}
 	case saved.Size > c.Size:
 		fail("the export's checkpoint (size %d) is older than the saved one (size %d): fetch a new export", c.Size, saved.Size)
-	case d.Log.Consistency == nil || d.Log.Consistency.Old != saved.Size || d.Log.Consistency.New != c.Size:
+	case d.Log.Consistency == nil || d.Log.Consistency.Old == nil || d.Log.Consistency.New == nil ||
+		*d.Log.Consistency.Old != saved.Size || *d.Log.Consistency.New != c.Size:
 		fail("the export carries no consistency proof from the saved checkpoint's size %d to %d (export with ?since=%d)",
 			saved.Size, c.Size, saved.Size)
 	default:
