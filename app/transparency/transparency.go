@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
+	"golang.org/x/time/rate"
 
 	"github.com/threadengine/engine/app"
 	"github.com/threadengine/engine/domain"
@@ -38,7 +39,15 @@ type Deps struct {
 type Log struct {
 	d  Deps
 	mu sync.Mutex // one signing at a time in this process
+	// fresh bounds the checkpoints the public endpoint signs on demand: an
+	// anonymous flood of requests during ingest must not turn into a
+	// flood of signed and stored checkpoints.
+	fresh *rate.Limiter
 }
+
+// freshPerSecond is how many checkpoints GET /v1/log/checkpoint may sign per
+// second (past that it answers the latest, at most one interval old).
+const freshPerSecond = 10
 
 // New returns the log's use cases.
 func New(d Deps) *Log {
@@ -48,7 +57,7 @@ func New(d Deps) *Log {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
-	return &Log{d: d}
+	return &Log{d: d, fresh: rate.NewLimiter(freshPerSecond, freshPerSecond)}
 }
 
 // Origin is the log's name, the first line of its checkpoints.
@@ -120,12 +129,20 @@ func (l *Log) Run(ctx context.Context, interval time.Duration) {
 }
 
 // Checkpoint returns a checkpoint of the log's current size (size < 0;
-// signed now if the log grew since the latest) or the one of exactly size.
+// signed now if the log grew since the latest, at most freshPerSecond times
+// a second, else the latest) or the one of exactly size.
 func (l *Log) Checkpoint(ctx context.Context, size int64) (ports.SignedCheckpoint, error) {
-	if size < 0 {
+	if size >= 0 {
+		return l.d.Log.Checkpoint(ctx, size)
+	}
+	if l.fresh.Allow() {
 		return l.Sign(ctx)
 	}
-	return l.d.Log.Checkpoint(ctx, size)
+	c, err := l.d.Log.Checkpoint(ctx, -1)
+	if err != nil && domain.KindOf(err) == domain.KindNotFound {
+		return l.Sign(ctx)
+	}
+	return c, err
 }
 
 // State is the log's size now.
