@@ -7,3 +7,6 @@ func (s *Store) GroupCounters() (commits, fallbacks int64) {
 
 // BackfillOne exposes the per-thread step of BackfillHealth to the tests.
 var BackfillOne = (*Store).backfillOne
+
+// SkipLogForBenchmark makes appends skip the transparency log.
+func (s *Store) SkipLogForBenchmark() { s.noLog = true }

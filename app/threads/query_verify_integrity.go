@@ -1,6 +1,7 @@
 package threads
 
-// The VerifyIntegrity query: recomputes a thread's hash chain.
+// The VerifyIntegrity query: recomputes a thread's hash chain and checks its
+// head against the thread row.
 
 import (
 	"context"
@@ -14,18 +15,20 @@ import (
 type VerifyIntegrityHandler struct {
 	threads ports.ThreadGetter
 	steps   ports.StepLog
-	secrets map[string][]byte // the chain keys by version
+	keys    domain.ChainKeyring // verifies chain version 1 links
 	clock   ports.Clock
 }
 
 // NewVerifyIntegrityHandler builds VerifyIntegrity over the chain keys'
-// secrets by version.
-func NewVerifyIntegrityHandler(threads ports.ThreadGetter, steps ports.StepLog, secrets map[string][]byte, clock ports.Clock) VerifyIntegrityHandler {
-	return VerifyIntegrityHandler{threads: threads, steps: steps, secrets: secrets, clock: clock}
+// keyring.
+func NewVerifyIntegrityHandler(threads ports.ThreadGetter, steps ports.StepLog, keys domain.ChainKeyring, clock ports.Clock) VerifyIntegrityHandler {
+	return VerifyIntegrityHandler{threads: threads, steps: steps, keys: keys, clock: clock}
 }
 
-// Handle recomputes the thread's hash chain from the stored
-// activities (content hashes recomputed from context and metadata).
+// Handle recomputes the thread's hash chain from the stored activities
+// (content hashes recomputed from context and metadata, version 2 hashes
+// from the step records) and checks its head against the count and hash its
+// thread row records.
 func (h VerifyIntegrityHandler) Handle(ctx context.Context, threadID string) (domain.ChainStatus, error) {
 	p, err := authz.Require(ctx, domain.PermThreadsRead)
 	if err != nil {
@@ -44,9 +47,9 @@ func (h VerifyIntegrityHandler) Handle(ctx context.Context, threadID string) (do
 	}
 	links := make([]domain.ChainLink, len(acts))
 	for i, a := range acts {
-		links[i] = domain.ChainLink{ThreadID: a.ThreadID, StepID: a.ID, StepName: a.StepName,
-			ContentHash: domain.ContentHash(a.Context, a.Metadata), PrevHash: a.PrevHash, Hash: a.Hash,
-			RecordedAt: a.RecordedAt}
+		links[i] = a.ChainLink()
 	}
-	return domain.VerifyChain(h.secrets, links), nil
+	st := h.keys.VerifyChain(links)
+	domain.CheckHead(&st, links, th.StepCount, th.LastHash)
+	return st, nil
 }
