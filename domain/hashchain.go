@@ -310,6 +310,53 @@ func CheckHead(st *ChainStatus, links []ChainLink, stepCount int, lastHash strin
 	st.Fail(ChainTruncated, "", nil, msg)
 }
 
+// CheckHeadSince is CheckHead for a chain read after its thread row while
+// steps may be appended: before holds the step ids of an earlier read of the
+// chain, made before the row was read. A step is stored in the transaction
+// that moves the row's head, so links past the row's head that were not in
+// before were appended after the row was read: the chain is accepted when
+// its walk passes the row's head at the row's count and goes on only with
+// such links. A tail that was already stored before the row was read (a
+// step written without moving the head) still fails.
+func CheckHeadSince(st *ChainStatus, links []ChainLink, before map[string]bool, stepCount int, lastHash string) {
+	walk := walkChain(links)
+	if len(walk) > stepCount && (stepCount == 0 && lastHash == "" || stepCount > 0 && walk[stepCount-1].Hash == lastHash) {
+		appended := true
+		for _, l := range walk[stepCount:] {
+			if before[l.StepID] {
+				appended = false
+				break
+			}
+		}
+		if appended {
+			return
+		}
+	}
+	CheckHead(st, links, stepCount, lastHash)
+}
+
+// walkChain is the path Head follows: from "" through the first link
+// naming each hash as its prev.
+func walkChain(links []ChainLink) []ChainLink {
+	byPrev := make(map[string]int, len(links))
+	for i, l := range links {
+		if _, ok := byPrev[l.PrevHash]; !ok {
+			byPrev[l.PrevHash] = i
+		}
+	}
+	var out []ChainLink
+	cur := ""
+	for len(out) < len(links) {
+		i, ok := byPrev[cur]
+		if !ok {
+			break
+		}
+		out = append(out, links[i])
+		cur = links[i].Hash
+	}
+	return out
+}
+
 func shortHash(h string) string {
 	if h == "" {
 		return `""`

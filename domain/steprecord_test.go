@@ -201,6 +201,55 @@ func TestVerifyChainVersion2(t *testing.T) {
 	}
 }
 
+// A chain read after its thread row may hold steps appended since: they are
+// accepted only when they are new since the read before the row, and the
+// walk passes the row's head at its count.
+func TestCheckHeadSince(t *testing.T) {
+	t.Parallel()
+	var links []ChainLink
+	prev := ""
+	for i := 1; i <= 4; i++ {
+		r := sampleRecord()
+		r.Seq, r.StepID, r.PrevHash = i, "st-"+string(rune('0'+i)), prev
+		h, err := StepHash(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc := r
+		links = append(links, ChainLink{ThreadID: r.ThreadID, StepID: r.StepID, PrevHash: prev, Hash: h, Record: &rc})
+		prev = h
+	}
+	ids := func(ls []ChainLink) map[string]bool {
+		m := map[string]bool{}
+		for _, l := range ls {
+			m[l.StepID] = true
+		}
+		return m
+	}
+	for _, c := range []struct {
+		name   string
+		before []ChainLink // the chain read before the row
+		count  int         // the row's head
+		last   string
+		chain  []ChainLink // the chain read after the row
+		ok     bool
+	}{
+		{"head matches", links[:2], 4, links[3].Hash, links, true},
+		{"two appended since the row", links[:2], 2, links[1].Hash, links, true},
+		{"appended to an empty thread", nil, 0, "", links[:1], true},
+		{"tail stored before the row, head not moved", links, 2, links[1].Hash, links, false},
+		{"newest step deleted", links[:3], 4, links[3].Hash, links[:3], false},
+		{"row's head not on the chain", links[:2], 2, links[3].Hash, links, false},
+		{"row's count wrong", links[:1], 1, links[1].Hash, links, false},
+	} {
+		st := VerifyChain(nil, c.chain)
+		CheckHeadSince(&st, c.chain, ids(c.before), c.count, c.last)
+		if st.Verified != c.ok || !c.ok && st.Code != ChainTruncated {
+			t.Errorf("%s: %+v", c.name, st)
+		}
+	}
+}
+
 // A version-1 link from before keys were shared that no key reproduces is
 // unknown_key, not tampering; after that time it is tampering.
 func TestPartialKeyWindowIsUnknownKey(t *testing.T) {

@@ -10,3 +10,7 @@ var BackfillOne = (*Store).backfillOne
 
 // SkipLogForBenchmark makes appends skip the transparency log.
 func (s *Store) SkipLogForBenchmark() { s.noLog = true }
+
+// AfterQueueRead runs f between ThreadLeaves' read of the queue and its read
+// of the tree.
+func (s *Store) AfterQueueRead(f func()) { s.queueRead = f }

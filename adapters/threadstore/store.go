@@ -56,6 +56,9 @@ type Store struct {
 	noLog bool
 	// logWake wakes the log's sequencer after a commit that queued leaves.
 	logWake chan struct{}
+	// queueRead, when set (tests), runs between ThreadLeaves' read of the
+	// queue and its read of the tree.
+	queueRead func()
 }
 
 var _ ports.ThreadStore = (*Store)(nil)

@@ -104,18 +104,16 @@ func (s *Store) readStored(ctx context.Context, idx []int64) (map[int64][]byte, 
 	return out, nil
 }
 
-// ThreadLeaves: see ports.TransparencyLog.
+// ThreadLeaves: see ports.TransparencyLog. The queue is read before the
+// tree: a flush that commits between the two reads then shows its leaves
+// twice (dropped from the queue's side), never in neither, which
+// verification would take for steps written behind the engine's back.
 func (s *Store) ThreadLeaves(ctx context.Context, threadIDs []string) (map[string][]ports.LogLeafRecord, error) {
 	out := map[string][]ports.LogLeafRecord{}
 	ids := domain.ValidIDs(threadIDs)
 	if len(ids) == 0 {
 		return out, nil
 	}
-	recs, err := s.leaves(ctx, `thread_id IN (?)`, ids)
-	if err != nil {
-		return nil, err
-	}
-	// Queued leaves (not in the tree yet) come last, with index -1.
 	q, args, err := sqlx.In(`SELECT thread_id, data FROM tlog_pending WHERE thread_id IN (?) ORDER BY seq`, ids)
 	if err != nil {
 		return nil, err
@@ -124,7 +122,22 @@ func (s *Store) ThreadLeaves(ctx context.Context, threadIDs []string) (map[strin
 	if err := s.db.SelectContext(ctx, &pending, s.q(q), args...); err != nil {
 		return nil, sqldb.TranslateError(err)
 	}
+	if s.queueRead != nil {
+		s.queueRead()
+	}
+	recs, err := s.leaves(ctx, `thread_id IN (?)`, ids)
+	if err != nil {
+		return nil, err
+	}
+	inTree := make(map[string]bool, len(recs))
+	for _, r := range recs {
+		inTree[string(r.Data)] = true
+	}
+	// Queued leaves (not in the tree yet) come last, with index -1.
 	for _, p := range pending {
+		if inTree[p.Data] {
+			continue // moved into the tree since the queue was read
+		}
 		p.Idx = -1
 		rec, _ := p.record()
 		rec.Stored = domain.LeafHash(rec.Data)

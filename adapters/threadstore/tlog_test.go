@@ -472,3 +472,35 @@ func TestQueuedLeavesReachTheTreeOnce(t *testing.T) {
 		}
 	})
 }
+
+// A flush that commits while ThreadLeaves reads (after the queue, before the
+// tree) neither hides a leaf nor shows it twice: verification would report a
+// hidden one as a step written behind the engine's back (not_in_log).
+func TestThreadLeavesDuringAFlush(t *testing.T) {
+	t.Parallel()
+	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
+		f := newLogFixture(t, d)
+		th, err := f.threads.Application().Commands.StartThread.Handle(f.ctx, threadsapp.StartThreadInput{Label: "race"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := f.threads.Application().Commands.RecordStep.Handle(f.ctx, threadsapp.RecordStepInput{ThreadID: th.ID,
+			StepName: "s", Status: "success", IdempotencyKey: "1", Context: map[string]string{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		flushed := 0
+		f.store.AfterQueueRead(func() {
+			if flushed, err = f.store.FlushLog(f.ctx); err != nil {
+				t.Error(err)
+			}
+		})
+		leaves, err := f.store.ThreadLeaves(f.ctx, []string{th.ID})
+		if err != nil || flushed != 1 {
+			t.Fatalf("leaves %v, flushed %d", err, flushed)
+		}
+		if ls := leaves[th.ID]; len(ls) != 1 || ls[0].Leaf.StepID != r.StepID || ls[0].Index != 0 {
+			t.Fatalf("leaves read across a flush: %+v", ls)
+		}
+	})
+}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 
@@ -97,23 +98,57 @@ func subSteps(ctx context.Context, st Reader, acts map[string][]ports.ActivityVi
 // (a reader who sees every thread) an id with no thread whose steps the log
 // holds without a tombstone is reported as deleted outside the documented
 // paths; otherwise such ids are simply absent from the result.
+//
+// The reads are not one snapshot: a step (its row, its thread's head and its
+// queued leaf, in one transaction), a flush of the queue into the tree or a
+// new thread may commit between any two of them, and none of these may read
+// as tampering. So each check compares a read with a later read of what it
+// depends on, and reads again only where a difference may be such a write:
+//   - the chains are read before the thread rows (a row read later is at
+//     least as new: a step moves the head in its own transaction); a chain
+//     that does not end at its row's head is read again, and links past the
+//     head that were not in the first read were appended meanwhile
+//     (domain.CheckHeadSince);
+//   - the log's state, then its leaves, are read after the chains, so every
+//     step read has its leaf (queued or in the tree) by then, and every
+//     older step its leaf once the state says the log holds them all; a leaf
+//     whose step the chain lacks may be a step appended since, so those
+//     threads' chains are read once more before it counts as missing;
+//   - an id with no thread whose steps the log holds is looked up again
+//     before it counts as deleted (it may have been started since).
 func (c Checker) Threads(ctx context.Context, st Reader, ids []string, unscoped bool) (map[string]domain.ChainStatus, error) {
 	ids = domain.ValidIDs(ids)
 	out := make(map[string]domain.ChainStatus, len(ids))
 	if len(ids) == 0 {
 		return out, nil
 	}
+	first, err := st.Activities(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
 	threads, err := st.GetThreads(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
 	found := make([]string, 0, len(threads))
+	acts := make(map[string][]ports.ActivityView, len(threads))
+	var moved []string
 	for _, t := range threads {
 		found = append(found, t.ID)
+		acts[t.ID] = first[t.ID]
+		if head, n := headOf(first[t.ID]); n != t.StepCount || head != t.LastHash {
+			moved = append(moved, t.ID)
+		}
 	}
-	acts, err := st.Activities(ctx, found)
-	if err != nil {
-		return nil, err
+	before := map[string]map[string]bool{}
+	if len(moved) > 0 {
+		again, err := st.Activities(ctx, moved)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range moved {
+			before[id], acts[id] = stepIDs(first[id]), again[id]
+		}
 	}
 	subs, err := subSteps(ctx, st, acts)
 	if err != nil {
@@ -124,7 +159,11 @@ func (c Checker) Threads(ctx context.Context, st Reader, ids []string, unscoped 
 		list := acts[t.ID]
 		ls := Links(list, subs)
 		s := c.Keys.VerifyChain(ls)
-		domain.CheckHead(&s, ls, t.StepCount, t.LastHash)
+		if b, ok := before[t.ID]; ok {
+			domain.CheckHeadSince(&s, ls, b, t.StepCount, t.LastHash)
+		} else {
+			domain.CheckHead(&s, ls, t.StepCount, t.LastHash)
+		}
 		nameBroken(&s, list)
 		out[t.ID], links[t.ID] = s, ls
 	}
@@ -135,31 +174,98 @@ func (c Checker) Threads(ctx context.Context, st Reader, ids []string, unscoped 
 	if unscoped {
 		look = ids
 	}
+	state, err := c.Log.LogState(ctx)
+	if err != nil {
+		return nil, err
+	}
 	leaves, err := c.Log.ThreadLeaves(ctx, look)
 	if err != nil {
 		return nil, err
 	}
-	state, err := c.Log.LogState(ctx)
+	late, err := appendedSince(ctx, st, acts, leaves)
 	if err != nil {
 		return nil, err
 	}
 	for _, t := range threads {
 		s := out[t.ID]
-		checkLog(&s, acts[t.ID], links[t.ID], leaves[t.ID], state)
+		checkLog(&s, acts[t.ID], links[t.ID], leaves[t.ID], state, late)
 		nameBroken(&s, acts[t.ID])
 		out[t.ID] = s
 	}
 	if unscoped {
+		gone := map[string]domain.ChainStatus{}
+		var lookAgain []string
 		for _, id := range ids {
 			if _, ok := out[id]; ok {
 				continue
 			}
 			if s, ok := deletedThread(leaves[id]); ok {
-				out[id] = s
+				gone[id] = s
+				lookAgain = append(lookAgain, id)
 			}
+		}
+		if len(lookAgain) > 0 {
+			started, err := st.GetThreads(ctx, lookAgain)
+			if err != nil {
+				return nil, err
+			}
+			for _, t := range started {
+				delete(gone, t.ID)
+			}
+			maps.Copy(out, gone)
 		}
 	}
 	return out, nil
+}
+
+// headOf is where a thread's stored chain ends and how many links lead there.
+func headOf(acts []ports.ActivityView) (string, int) {
+	ls := make([]domain.ChainLink, len(acts))
+	for i, a := range acts {
+		ls[i] = domain.ChainLink{StepID: a.ID, PrevHash: a.PrevHash, Hash: a.Hash}
+	}
+	return domain.Head(ls)
+}
+
+func stepIDs(acts []ports.ActivityView) map[string]bool {
+	out := make(map[string]bool, len(acts))
+	for _, a := range acts {
+		out[a.ID] = true
+	}
+	return out
+}
+
+// appendedSince returns the steps that have a leaf but were not in acts and
+// are stored now: appended after acts was read (their leaves are newer than
+// this verification, not missing steps).
+func appendedSince(ctx context.Context, st Reader, acts map[string][]ports.ActivityView, leaves map[string][]ports.LogLeafRecord) (map[string]bool, error) {
+	var lacking []string
+	for id, list := range acts {
+		have := stepIDs(list)
+		for _, l := range leaves[id] {
+			if l.Leaf.Type == domain.LeafStep && !have[l.Leaf.StepID] {
+				lacking = append(lacking, id)
+				break
+			}
+		}
+	}
+	if len(lacking) == 0 {
+		return nil, nil
+	}
+	now, err := st.Activities(ctx, lacking)
+	if err != nil {
+		return nil, err
+	}
+	late := map[string]bool{}
+	for _, id := range lacking {
+		have := stepIDs(acts[id])
+		for _, a := range now[id] {
+			if !have[a.ID] {
+				late[a.ID] = true
+			}
+		}
+	}
+	return late, nil
 }
 
 // nameBroken names the step identity of the broken attempt.
@@ -174,8 +280,9 @@ func nameBroken(s *domain.ChainStatus, acts []ports.ActivityView) {
 // checkLog compares a thread's stored attempts with its leaves: every leaf's
 // step must be stored with the hash the leaf names, every leaf must be the
 // one the tree holds, and (once the log holds every older step) every
-// stored step must have a leaf.
-func checkLog(s *domain.ChainStatus, acts []ports.ActivityView, links []domain.ChainLink, leaves []ports.LogLeafRecord, state ports.LogState) {
+// stored step must have a leaf. The leaves of late steps (appended after
+// acts was read) are left for the next verification.
+func checkLog(s *domain.ChainStatus, acts []ports.ActivityView, links []domain.ChainLink, leaves []ports.LogLeafRecord, state ports.LogState, late map[string]bool) {
 	byID := make(map[string]ports.ActivityView, len(acts))
 	for _, a := range acts {
 		byID[a.ID] = a
@@ -188,7 +295,7 @@ func checkLog(s *domain.ChainStatus, acts []ports.ActivityView, links []domain.C
 	ls := &domain.ChainLogStatus{LastIndex: -1}
 	var missing []domain.MissingStep
 	for _, l := range leaves {
-		if l.Leaf.Type != domain.LeafStep {
+		if l.Leaf.Type != domain.LeafStep || late[l.Leaf.StepID] {
 			continue
 		}
 		ls.Leaves++

@@ -28,9 +28,15 @@ func NewVerifyIntegrityHandler(threads ports.ThreadGetter, steps ports.StepLog, 
 // Handle recomputes the thread's hash chain from the stored activities
 // (content hashes recomputed from context and metadata, version 2 hashes
 // from the step records) and checks its head against the count and hash its
-// thread row records.
+// thread row records. The chain is read before the row, and again if it does
+// not end at the row's head: steps appended between the reads are not a
+// broken head (domain.CheckHeadSince).
 func (h VerifyIntegrityHandler) Handle(ctx context.Context, threadID string) (domain.ChainStatus, error) {
 	p, err := authz.Require(ctx, domain.PermThreadsRead)
+	if err != nil {
+		return domain.ChainStatus{}, err
+	}
+	first, err := h.steps.ListActivities(ctx, threadID)
 	if err != nil {
 		return domain.ChainStatus{}, err
 	}
@@ -41,15 +47,30 @@ func (h VerifyIntegrityHandler) Handle(ctx context.Context, threadID string) (do
 	if err := authz.CheckVisible(p, &th, now(h.clock)); err != nil {
 		return domain.ChainStatus{}, err
 	}
-	acts, err := h.steps.ListActivities(ctx, threadID)
+	links := chainLinks(first)
+	if head, n := domain.Head(links); n == th.StepCount && head == th.LastHash {
+		st := h.keys.VerifyChain(links)
+		domain.CheckHead(&st, links, th.StepCount, th.LastHash)
+		return st, nil
+	}
+	again, err := h.steps.ListActivities(ctx, threadID)
 	if err != nil {
 		return domain.ChainStatus{}, err
 	}
+	before := make(map[string]bool, len(first))
+	for _, a := range first {
+		before[a.ID] = true
+	}
+	links = chainLinks(again)
+	st := h.keys.VerifyChain(links)
+	domain.CheckHeadSince(&st, links, before, th.StepCount, th.LastHash)
+	return st, nil
+}
+
+func chainLinks(acts []ports.Activity) []domain.ChainLink {
 	links := make([]domain.ChainLink, len(acts))
 	for i, a := range acts {
 		links[i] = a.ChainLink()
 	}
-	st := h.keys.VerifyChain(links)
-	domain.CheckHead(&st, links, th.StepCount, th.LastHash)
-	return st, nil
+	return links
 }
