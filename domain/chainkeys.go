@@ -3,6 +3,7 @@ package domain
 import (
 	"sort"
 	"strconv"
+	"time"
 )
 
 // firstChainKeyVersion names the first hash-chain secret. Secrets are kept
@@ -16,6 +17,13 @@ const firstChainKeyVersion = "1"
 type ChainKeys struct {
 	Current string
 	Secrets map[string][]byte
+	// PartialBefore: see ChainKeyring.PartialBefore.
+	PartialBefore map[string]time.Time
+}
+
+// Keyring is what verifies chains signed with these keys.
+func (k ChainKeys) Keyring() ChainKeyring {
+	return ChainKeyring{Secrets: k.Secrets, PartialBefore: k.PartialBefore}
 }
 
 // SingleChainKey is the keyring of one secret, version 1.

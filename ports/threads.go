@@ -45,6 +45,9 @@ type Activity struct {
 	ContentHash    string
 	Hash           string
 	PrevHash       string
+	// SubSteps are the attempt's sub-steps in the order sent (filled by
+	// ListActivities; a StepPlan carries its own in StepPlan.SubSteps).
+	SubSteps []SubStep
 }
 
 // SubStep is one sub-step attached to an activity.

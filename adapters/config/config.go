@@ -39,6 +39,18 @@ type Config struct {
 	// Telemetry exports the engine's own traces; Audit keeps the audit log.
 	Telemetry Telemetry `koanf:"telemetry"`
 	Audit     Audit     `koanf:"audit"`
+	// Transparency configures the transparency log.
+	Transparency Transparency `koanf:"transparency"`
+}
+
+// Transparency configures the transparency log (docs/integrators/verification.md).
+type Transparency struct {
+	// Origin names the log in its checkpoints and keys; used when the first
+	// signing key is generated (a random threadengine.local/log/… when
+	// empty), fixed after.
+	Origin string `koanf:"origin"`
+	// CheckpointInterval is how often a checkpoint is signed while the log grows.
+	CheckpointInterval time.Duration `koanf:"checkpoint_interval"`
 }
 
 // Alerts configures alert webhooks (docs/operators/alerts.md).
@@ -168,6 +180,10 @@ type Security struct {
 	// HashChainPreviousSecrets are retired configured secrets by version,
 	// kept so chains signed with them stay verifiable.
 	HashChainPreviousSecrets map[string]string `koanf:"hash_chain_previous_secrets"`
+	// KeysEncryptionKey encrypts the keys kept in the database (hash-chain
+	// secrets, the transparency log's signing keys) with AES-256-GCM: 32
+	// bytes as 64 hex digits or base64. Empty: they are stored in clear.
+	KeysEncryptionKey string `koanf:"keys_encryption_key"`
 }
 
 // Log configures structured logging.
@@ -189,8 +205,9 @@ func Defaults() Config {
 		Alerts: Alerts{SweepInterval: time.Minute, PollInterval: time.Second, Timeout: 10 * time.Second,
 			RetryBase: 10 * time.Second, RetryMax: time.Hour, MaxAttempts: 8, Concurrency: 4,
 			DeliveryLogRetention: 7 * 24 * time.Hour},
-		Metrics:   Metrics{GaugeInterval: time.Minute},
-		Telemetry: defaultTelemetry(),
+		Metrics:      Metrics{GaugeInterval: time.Minute},
+		Telemetry:    defaultTelemetry(),
+		Transparency: Transparency{CheckpointInterval: time.Second},
 	}
 }
 
@@ -364,6 +381,9 @@ func (c *Config) Validate() error {
 	c.Server.TrustedProxies = proxies
 	if _, err := ParseTrustedProxies(c.Server.TrustedProxies); err != nil {
 		return fmt.Errorf("config: server.trusted_proxies: %w", err)
+	}
+	if c.Transparency.CheckpointInterval < 10*time.Millisecond || c.Transparency.CheckpointInterval > time.Hour {
+		return fmt.Errorf("config: transparency.checkpoint_interval must be between 10ms and 1h")
 	}
 	if err := c.Retention.validate(); err != nil {
 		return err

@@ -256,7 +256,13 @@ func (r *queryResolver) VerifyThreadIntegrity(ctx context.Context, a struct{ Thr
 		return nil, err
 	}
 	if t == nil {
-		return nil, domain.NotFound("thread " + a.ThreadID)
+		// Gone: the transparency log may show it was deleted behind the
+		// engine's back (thread_deleted); otherwise not found.
+		st, err := r.h.queries.VerifyThread(ctx, a.ThreadID)
+		if err != nil {
+			return nil, err
+		}
+		return &hashStatusResolver{st: st, now: r.h.queries.Now()}, nil
 	}
 	if err := chargeVerify(ctx, t.StepCount); err != nil {
 		return nil, err

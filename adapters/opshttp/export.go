@@ -1,6 +1,7 @@
 package opshttp
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -25,6 +26,9 @@ type ExportJSON struct {
 	Validations   []ValidationJSON   `json:"validations"`
 	Notifications []NotificationJSON `json:"notifications"`
 	Chain         ChainJSON          `json:"chain"`
+	// Log proves the thread's steps are in the transparency log (absent
+	// when the engine runs without one); see docs/integrators/verification.md.
+	Log *ExportLogJSON `json:"log,omitempty"`
 }
 
 type ThreadJSON struct {
@@ -116,6 +120,7 @@ type NotificationJSON struct {
 
 type ChainJSON struct {
 	Verified     bool       `json:"verified"`
+	Code         string     `json:"code,omitempty"`
 	TotalEvents  int        `json:"total_events"`
 	BrokenStepID string     `json:"broken_step_id,omitempty"`
 	BrokenAt     *time.Time `json:"broken_at,omitempty"`
@@ -143,7 +148,7 @@ func toExportJSON(x readmodel.ThreadExport) ExportJSON {
 			CompletedAt: t.CompletedAt, Refs: refs},
 		Steps: []StepJSON{}, Attempts: []AttemptJSON{}, SubSteps: []SubStepJSON{}, Validations: []ValidationJSON{},
 		Notifications: []NotificationJSON{},
-		Chain: ChainJSON{Verified: x.Chain.Verified, TotalEvents: x.Chain.TotalEvents, BrokenStepID: x.Chain.BrokenStepID,
+		Chain: ChainJSON{Verified: x.Chain.Verified, Code: string(x.Chain.Code), TotalEvents: x.Chain.TotalEvents, BrokenStepID: x.Chain.BrokenStepID,
 			BrokenAt: x.Chain.BrokenAt, Error: x.Chain.Error},
 	}
 	for _, s := range x.Steps {
@@ -182,8 +187,16 @@ func (h *Handler) exportThread(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	since, err := int64Param(c, "since", false)
+	if err != nil {
+		return err
+	}
+	out := toExportJSON(x)
+	if out.Log, err = h.exportLog(c.Request().Context(), x.Thread.ID, since); err != nil {
+		return err
+	}
 	c.Response().Header().Set(echo.HeaderContentDisposition, `attachment; filename="thread-`+safeName(x.Thread.ID)+`.json"`)
-	return c.JSON(http.StatusOK, toExportJSON(x))
+	return c.JSON(http.StatusOK, out)
 }
 
 // exportThreads: GET /v1/threads/export?status=&contract=&started_since=&started_before=
@@ -204,6 +217,10 @@ func (h *Handler) exportThreads(c echo.Context) error {
 	if f.StartedBefore, err = timeParam(c, "started_before"); err != nil {
 		return err
 	}
+	since, err := int64Param(c, "since", false)
+	if err != nil {
+		return err
+	}
 	ctx := c.Request().Context()
 	if err := h.Exports.AuthorizeStream(ctx); err != nil {
 		return err
@@ -215,7 +232,12 @@ func (h *Handler) exportThreads(c echo.Context) error {
 	enc := json.NewEncoder(w)
 	n := 0
 	err = h.Exports.Stream(ctx, f, func(x readmodel.ThreadExport) error {
-		if err := enc.Encode(toExportJSON(x)); err != nil {
+		out := toExportJSON(x)
+		var err error
+		if out.Log, err = h.exportLog(ctx, x.Thread.ID, since); err != nil {
+			return err
+		}
+		if err := enc.Encode(out); err != nil {
 			return err
 		}
 		if n++; n%readmodel.ExportBatch == 0 {
@@ -250,4 +272,45 @@ func safeName(s string) string {
 		}
 		return '_'
 	}, s)
+}
+
+// ExportLogJSON is an export's proof of inclusion in the transparency log.
+type ExportLogJSON struct {
+	// Checkpoint is the signed checkpoint (signed-note text) the proofs are for.
+	Checkpoint string `json:"checkpoint"`
+	// Leaves are every leaf naming the thread, in log order.
+	Leaves []LeafJSON `json:"leaves"`
+	// Consistency proves the checkpoint extends the tree of the size asked
+	// with ?since= (absent otherwise).
+	Consistency *ProofJSON `json:"consistency,omitempty"`
+}
+
+// LeafJSON is one leaf with its inclusion proof in the export's checkpoint.
+type LeafJSON struct {
+	Index int64    `json:"index"`
+	Data  string   `json:"data"`
+	Proof []string `json:"proof"`
+}
+
+// exportLog is the log section of a thread's export (nil without a log).
+func (h *Handler) exportLog(ctx context.Context, threadID string, since int64) (*ExportLogJSON, error) {
+	if h.Log == nil {
+		return nil, nil
+	}
+	p, err := h.Log.Queries.ThreadProofs.Handle(ctx, []string{threadID}, since)
+	if err != nil {
+		return nil, err
+	}
+	out := &ExportLogJSON{Checkpoint: p.Checkpoint.Note, Leaves: []LeafJSON{}}
+	for _, l := range p.Leaves[threadID] {
+		out.Leaves = append(out.Leaves, LeafJSON{Index: l.Index, Data: string(l.Data), Proof: proofStrings(l.Proof)})
+	}
+	if since > 0 {
+		proof, size, err := h.Log.Queries.Consistency.Handle(ctx, since, p.Checkpoint.Size)
+		if err != nil {
+			return nil, err
+		}
+		out.Consistency = &ProofJSON{Old: &since, New: &size, Proof: proofStrings(proof)}
+	}
+	return out, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/threadengine/engine/app/ops"
 	"github.com/threadengine/engine/app/readmodel"
+	"github.com/threadengine/engine/app/transparency"
 )
 
 // Handler serves the operator endpoints.
@@ -23,6 +24,8 @@ type Handler struct {
 	Webhooks *ops.Webhooks
 	// Queries serves GET /v1/threads/version.
 	Queries *readmodel.Queries
+	// Log adds transparency-log proofs to exports (none when nil).
+	Log *transparency.Application
 }
 
 // Mount registers the routes behind mw (authentication).

@@ -46,6 +46,7 @@ import (
 	"github.com/threadengine/engine/app/readmodel"
 	"github.com/threadengine/engine/app/signin"
 	"github.com/threadengine/engine/app/threads"
+	"github.com/threadengine/engine/app/transparency"
 	"github.com/threadengine/engine/ports"
 	"github.com/threadengine/engine/schema"
 )
@@ -118,6 +119,9 @@ type Server struct {
 	// operations with the cost limit (POST/GET /graphql, MCP graphql_query).
 	Queries *readmodel.Queries
 	GraphQL *graphqlapi.Handler
+	// TLog is the transparency log's use cases: checkpoints, proofs
+	// (/v1/log/*, exports).
+	TLog *transparency.Application
 	// Broadcast reaches every engine on the database (LISTEN/NOTIFY on
 	// PostgreSQL, in-process on SQLite).
 	Broadcast ports.Broadcast
@@ -220,8 +224,16 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 
 	// --- thread ingestion: WebSocket /threads, OTLP /v1/traces (s.Threads) ---
 	sec := s.Config.Security
+	sealer, err := threadstore.NewSealer(sec.KeysEncryptionKey)
+	if err != nil {
+		return err
+	}
 	chainKeys, err := threadstore.LoadChainKeys(ctx, s.DB, threadstore.KeyConfig{Secret: sec.HashChainSecret,
-		Version: sec.HashChainSecretVersion, Previous: sec.HashChainPreviousSecrets}, opt.DataDir, s.Clock.Now())
+		Version: sec.HashChainSecretVersion, Previous: sec.HashChainPreviousSecrets, Sealer: sealer}, opt.DataDir, s.Clock.Now())
+	if err != nil {
+		return err
+	}
+	logKeys, err := threadstore.LoadLogKeys(ctx, s.DB, s.Config.Transparency.Origin, sealer, s.Clock.Now())
 	if err != nil {
 		return err
 	}
@@ -252,7 +264,8 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	// --- GraphQL query API: POST/GET /graphql (s.Queries, s.GraphQL) ---
 	tq := threadquery.New(s.DB)
 	s.Queries = readmodel.New(readmodel.Deps{Store: tq, Stats: tq, Contracts: s.threadContracts(),
-		ChainSecrets: chainKeys.Secrets, Clock: s.Clock})
+		ChainSecrets: chainKeys.Secrets, ChainPartialBefore: chainKeys.PartialBefore, Log: threadStore, Clock: s.Clock})
+	s.startTransparencyLog(threadStore, logKeys)
 	{
 		// Per-step hourly roll-up behind the contracts and overview pages.
 		rollCtx, stop := context.WithCancel(context.Background())
@@ -277,7 +290,8 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	s.startAlerts(threadStore)
 	(&opshttp.Handler{Erasure: s.Erasure, Audit: ops.NewAuditLog(s.Store, readmodel.NewActors(s.Store, s.Store)),
 		Exports: readmodel.NewExports(s.Queries.ThreadReads, s.Queries.IntegrityReads, threadquery.New(s.DB)), Retention: s.Retention,
-		Webhooks: s.Webhooks, Queries: s.Queries}).Mount(s.Echo, s.Auth.Middleware())
+		Webhooks: s.Webhooks, Queries: s.Queries, Log: s.TLog}).Mount(s.Echo, s.Auth.Middleware())
+	(&opshttp.LogHandler{Log: *s.TLog}).Mount(s.Echo, s.Auth.Middleware())
 	{
 		retCtx, stop := context.WithCancel(context.Background())
 		done := make(chan struct{})

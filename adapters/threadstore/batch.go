@@ -41,6 +41,7 @@ func (s *Store) runBatch(batch []*appendJob) {
 		cancel()
 		s.preparePending(context.Background())
 		if err == nil {
+			s.wakeLog()
 			s.groupCommits.Add(1)
 			s.metrics.CommitBatch(len(batch), took)
 			for i, j := range batch {
@@ -72,6 +73,7 @@ func (s *Store) appendOne(j *appendJob) (ports.StepPlan, error) {
 		return nil
 	})
 	if err == nil {
+		s.wakeLog()
 		s.metrics.CommitBatch(1, time.Since(start))
 	}
 	return out, err
@@ -386,6 +388,11 @@ func (s *Store) writePlans(ctx context.Context, tx *sqlx.Tx, plans []ports.StepP
 		return err
 	}
 	parts = append(parts, np...)
+	// Each step's leaf goes to the log's outbox in the step's own
+	// statement; the sequencer moves it into the tree (tlog.go).
+	if !s.noLog {
+		parts = append(parts, pendingParts(plans)...)
+	}
 	return s.execParts(ctx, tx, append(parts, s.threadParts(plans)...))
 }
 

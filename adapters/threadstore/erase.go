@@ -28,7 +28,8 @@ func (s *Store) DeleteThreads(ctx context.Context, ids []string) ([]domain.Threa
 		return nil, nil
 	}
 	var out []domain.Thread
-	err := s.tx(ctx, func(tx *sqlx.Tx) error {
+	reason := ports.DeletionReason(ctx)
+	err := s.logTx(ctx, true, func(tx *sqlx.Tx) error {
 		out = out[:0]
 		q, args, err := sqlx.In(`SELECT `+threadCols+` FROM threads WHERE id IN (?) ORDER BY id`+s.db.ForUpdate(), ids)
 		if err != nil {
@@ -59,7 +60,8 @@ func (s *Store) DeleteThreads(ctx context.Context, ids []string) ([]domain.Threa
 				return err
 			}
 		}
-		return nil
+		// Each deleted thread leaves a tombstone in the transparency log.
+		return s.AppendTombstones(ctx, tx, out, reason, time.Now())
 	})
 	if err != nil {
 		return nil, sqldb.TranslateError(err)

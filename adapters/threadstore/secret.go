@@ -40,6 +40,8 @@ type KeyConfig struct {
 	// Previous are retired configured keys by version, still needed to verify
 	// links signed with them.
 	Previous map[string]string
+	// Sealer encrypts the keys kept in the database (nil: kept in clear).
+	Sealer *Sealer
 }
 
 type keyRow struct {
@@ -64,6 +66,9 @@ func LoadChainKeys(ctx context.Context, db *sqldb.DB, cfg KeyConfig, dataDir str
 	if cfg.Secret != "" {
 		configured[cfg.Version] = cfg.Secret
 	}
+	if err := sealClearKeys(ctx, db, cfg.Sealer); err != nil {
+		return domain.ChainKeys{}, err
+	}
 	rows, err := readKeys(ctx, db, purposeHashChain)
 	if err != nil {
 		return domain.ChainKeys{}, err
@@ -81,7 +86,7 @@ func LoadChainKeys(ctx context.Context, db *sqldb.DB, cfg KeyConfig, dataDir str
 	for _, r := range rows {
 		recorded[r.Version] = r
 		if r.Secret != nil {
-			sec, err := decodeKey(r)
+			sec, err := decodeKey(r, purposeHashChain, cfg.Sealer)
 			if err != nil {
 				return domain.ChainKeys{}, err
 			}
@@ -93,7 +98,7 @@ func LoadChainKeys(ctx context.Context, db *sqldb.DB, cfg KeyConfig, dataDir str
 		fp := domain.KeyFingerprint(sec)
 		r, ok := recorded[v]
 		if !ok {
-			if err := insertKey(ctx, db, purposeHashChain, v, nil, fp, now); err != nil {
+			if err := insertKey(ctx, db, purposeHashChain, v, nil, fp, now, nil); err != nil {
 				return domain.ChainKeys{}, err
 			}
 			keys.Secrets[v] = sec
@@ -123,7 +128,10 @@ func LoadChainKeys(ctx context.Context, db *sqldb.DB, cfg KeyConfig, dataDir str
 		}
 		keys.Current = domain.LatestVersion(versions)
 	}
-	if err := loadLegacyKeys(ctx, db, rows, keys, dataDir, now); err != nil {
+	if err := loadLegacyKeys(ctx, db, rows, keys, dataDir, now, cfg.Sealer); err != nil {
+		return domain.ChainKeys{}, err
+	}
+	if keys.PartialBefore, err = partialKeyWindow(ctx, db); err != nil {
 		return domain.ChainKeys{}, err
 	}
 	return keys, nil
@@ -133,7 +141,7 @@ func LoadChainKeys(ctx context.Context, db *sqldb.DB, cfg KeyConfig, dataDir str
 // recording this data directory's hash_chain.key first when the database
 // does not know it yet: every replica of an installation upgraded from
 // per-replica keys brings its own, and the chains it wrote verify on all.
-func loadLegacyKeys(ctx context.Context, db *sqldb.DB, recorded []keyRow, keys domain.ChainKeys, dataDir string, now time.Time) error {
+func loadLegacyKeys(ctx context.Context, db *sqldb.DB, recorded []keyRow, keys domain.ChainKeys, dataDir string, now time.Time, sealer *Sealer) error {
 	alts, err := readKeys(ctx, db, purposeLegacyKey)
 	if err != nil {
 		return err
@@ -148,7 +156,7 @@ func loadLegacyKeys(ctx context.Context, db *sqldb.DB, recorded []keyRow, keys d
 		if r.Secret == nil {
 			continue
 		}
-		sec, err := decodeKey(r)
+		sec, err := decodeKey(r, purposeLegacyKey, sealer)
 		if err != nil {
 			return err
 		}
@@ -159,7 +167,7 @@ func loadLegacyKeys(ctx context.Context, db *sqldb.DB, recorded []keyRow, keys d
 		return err
 	}
 	if fp := domain.KeyFingerprint(sec); !known[fp] {
-		if err := insertKey(ctx, db, purposeLegacyKey, domain.AlternateKey("1", fp), sec, fp, now); err != nil {
+		if err := insertKey(ctx, db, purposeLegacyKey, domain.AlternateKey("1", fp), sec, fp, now, sealer); err != nil {
 			return err
 		}
 		keys.Secrets[domain.AlternateKey("1", fp)] = sec
@@ -186,19 +194,28 @@ func readKeys(ctx context.Context, db *sqldb.DB, purpose string) ([]keyRow, erro
 	return rows, nil
 }
 
-// decodeKey is a stored secret, checked against its fingerprint.
-func decodeKey(r keyRow) ([]byte, error) {
-	sec, err := hex.DecodeString(*r.Secret)
+// decodeKey is a stored secret (opened with sealer when encrypted), checked
+// against its fingerprint.
+func decodeKey(r keyRow, purpose string, sealer *Sealer) ([]byte, error) {
+	clear, err := sealer.open(purpose, r.Version, *r.Secret)
+	if err != nil {
+		return nil, err
+	}
+	sec, err := hex.DecodeString(clear)
 	if err != nil || domain.KeyFingerprint(sec) != r.Fingerprint {
 		return nil, fmt.Errorf("installation_keys: hash-chain key version %s is corrupt", r.Version)
 	}
 	return sec, nil
 }
 
-func insertKey(ctx context.Context, db *sqldb.DB, purpose, version string, secret []byte, fp string, now time.Time) error {
+func insertKey(ctx context.Context, db *sqldb.DB, purpose, version string, secret []byte, fp string, now time.Time, sealer *Sealer) error {
 	var hexSecret any
 	if secret != nil {
-		hexSecret = hex.EncodeToString(secret)
+		sealed, err := sealer.seal(purpose, version, hex.EncodeToString(secret))
+		if err != nil {
+			return err
+		}
+		hexSecret = sealed
 	}
 	// Two engines starting on an empty database race here; the first insert
 	// wins and both read it back.
@@ -214,7 +231,7 @@ func insertKey(ctx context.Context, db *sqldb.DB, purpose, version string, secre
 // the one a previous engine generated into the data directory, or a new one.
 func seedKeys(ctx context.Context, db *sqldb.DB, cfg KeyConfig, dataDir string, now time.Time) error {
 	if cfg.Secret != "" {
-		return insertKey(ctx, db, purposeHashChain, cfg.Version, nil, domain.KeyFingerprint([]byte(cfg.Secret)), now)
+		return insertKey(ctx, db, purposeHashChain, cfg.Version, nil, domain.KeyFingerprint([]byte(cfg.Secret)), now, nil)
 	}
 	sec, err := legacyKeyFile(dataDir)
 	if err != nil {
@@ -226,7 +243,7 @@ func seedKeys(ctx context.Context, db *sqldb.DB, cfg KeyConfig, dataDir string, 
 			return err
 		}
 	}
-	return insertKey(ctx, db, purposeHashChain, "1", sec, domain.KeyFingerprint(sec), now)
+	return insertKey(ctx, db, purposeHashChain, "1", sec, domain.KeyFingerprint(sec), now, cfg.Sealer)
 }
 
 // legacyKeyFile reads data/hash_chain.key if an earlier engine generated it.

@@ -45,13 +45,28 @@ type Store struct {
 	groupCommits, groupFallbacks atomic.Int64
 
 	metrics ports.Metrics
+
+	// The transparency log's stored hashes (tlog.go): committed ones cached,
+	// and those written by transactions still open.
+	hashes     hashCache
+	pendMu     sync.Mutex
+	pendHashes map[*sqlx.Tx]pendingWrite
+	// noLog skips the log: only benchmarks set it (export_test.go), to
+	// measure what the log costs.
+	noLog bool
+	// logWake wakes the log's sequencer after a commit that queued leaves.
+	logWake chan struct{}
+	// queueRead, when set (tests), runs between ThreadLeaves' read of the
+	// queue and its read of the tree.
+	queueRead func()
 }
 
 var _ ports.ThreadStore = (*Store)(nil)
 
 // New returns a store on an open, migrated database.
 func New(db *sqldb.DB) *Store {
-	return &Store{db: db, stmts: map[string]*sqlx.Stmt{}, pending: map[string]bool{}, metrics: ports.NopMetrics{}}
+	return &Store{db: db, stmts: map[string]*sqlx.Stmt{}, pending: map[string]bool{}, metrics: ports.NopMetrics{},
+		logWake: make(chan struct{}, 1)}
 }
 
 // SetMetrics reports group commits to m. Call it before the first append.
@@ -645,40 +660,83 @@ func (s *Store) grant(ctx context.Context, tx *sqlx.Tx, threadID string, p domai
 
 // ListActivities returns the thread's activities in chain order.
 func (s *Store) ListActivities(ctx context.Context, threadID string) ([]ports.Activity, error) {
-	var rows []struct {
-		ID           string       `db:"id"`
-		Seq          int          `db:"seq"`
-		StepName     string       `db:"step_name"`
-		Key          string       `db:"idempotency_key"`
-		Status       string       `db:"status"`
-		Attempt      int          `db:"attempt"`
-		Actor        string       `db:"actor"`
-		ActorService string       `db:"actor_service"`
-		Context      string       `db:"context"`
-		Metadata     string       `db:"metadata"`
-		StartedAt    sql.NullTime `db:"started_at"`
-		FinishedAt   sql.NullTime `db:"finished_at"`
-		RecordedAt   time.Time    `db:"recorded_at"`
-		ContentHash  string       `db:"content_hash"`
-		Hash         string       `db:"hash"`
-		PrevHash     string       `db:"prev_hash"`
-	}
-	if err := s.db.SelectContext(ctx, &rows, s.q(`SELECT id, seq, step_name, idempotency_key, status, attempt, actor,
+	var rows []activityRow
+	if err := s.db.SelectContext(ctx, &rows, s.q(`SELECT id, thread_id, seq, step_name, idempotency_key, status, attempt, actor,
  actor_service, CAST(context AS TEXT) AS context, CAST(metadata AS TEXT) AS metadata, started_at, finished_at,
- recorded_at, content_hash, hash, prev_hash FROM thread_activities WHERE thread_id = ? ORDER BY seq`), threadID); err != nil {
+ recorded_at, hash, prev_hash FROM thread_activities WHERE thread_id = ? ORDER BY seq`), threadID); err != nil {
 		return nil, sqldb.TranslateError(err)
 	}
 	out := make([]ports.Activity, 0, len(rows))
 	for _, r := range rows {
-		a := ports.Activity{ID: r.ID, ThreadID: threadID, Seq: r.Seq, StepName: r.StepName, IdempotencyKey: r.Key,
-			Status: r.Status, Attempt: r.Attempt, Actor: r.Actor, ActorService: r.ActorService,
-			StartedAt: sqldb.FromNullTime(r.StartedAt), FinishedAt: sqldb.FromNullTime(r.FinishedAt), RecordedAt: r.RecordedAt.UTC(),
-			ContentHash: r.ContentHash, Hash: r.Hash, PrevHash: r.PrevHash}
-		_ = json.Unmarshal([]byte(r.Context), &a.Context)
-		_ = json.Unmarshal([]byte(r.Metadata), &a.Metadata)
-		out = append(out, a)
+		out = append(out, r.activity())
 	}
-	return out, nil
+	return out, s.attachSubSteps(ctx, threadID, out)
+}
+
+// activityRow is a thread_activities row as ListActivities reads it.
+type activityRow struct {
+	ID           string       `db:"id"`
+	ThreadID     string       `db:"thread_id"`
+	Seq          int          `db:"seq"`
+	StepName     string       `db:"step_name"`
+	Key          string       `db:"idempotency_key"`
+	Status       string       `db:"status"`
+	Attempt      int          `db:"attempt"`
+	Actor        string       `db:"actor"`
+	ActorService string       `db:"actor_service"`
+	Context      string       `db:"context"`
+	Metadata     string       `db:"metadata"`
+	StartedAt    sql.NullTime `db:"started_at"`
+	FinishedAt   sql.NullTime `db:"finished_at"`
+	RecordedAt   time.Time    `db:"recorded_at"`
+	Hash         string       `db:"hash"`
+	PrevHash     string       `db:"prev_hash"`
+}
+
+func (r activityRow) activity() ports.Activity {
+	a := ports.Activity{ID: r.ID, ThreadID: r.ThreadID, Seq: r.Seq, StepName: r.StepName, IdempotencyKey: r.Key,
+		Status: r.Status, Attempt: r.Attempt, Actor: r.Actor, ActorService: r.ActorService,
+		StartedAt: sqldb.FromNullTime(r.StartedAt), FinishedAt: sqldb.FromNullTime(r.FinishedAt), RecordedAt: r.RecordedAt.UTC(),
+		Hash: r.Hash, PrevHash: r.PrevHash}
+	_ = json.Unmarshal([]byte(r.Context), &a.Context)
+	_ = json.Unmarshal([]byte(r.Metadata), &a.Metadata)
+	a.ContentHash = domain.ContentHash(a.Context, a.Metadata)
+	return a
+}
+
+// subStepRow is a step_substeps row.
+type subStepRow struct {
+	ID         string    `db:"id"`
+	StepID     string    `db:"step_id"`
+	Name       string    `db:"name"`
+	Status     string    `db:"status"`
+	Payload    string    `db:"payload"`
+	RecordedAt time.Time `db:"recorded_at"`
+}
+
+func (r subStepRow) subStep() ports.SubStep {
+	ss := ports.SubStep{ID: r.ID, StepID: r.StepID, Name: r.Name, Status: r.Status, RecordedAt: r.RecordedAt.UTC()}
+	_ = json.Unmarshal([]byte(r.Payload), &ss.Payload)
+	return ss
+}
+
+// attachSubSteps fills each activity's SubSteps, in the order sent.
+func (s *Store) attachSubSteps(ctx context.Context, threadID string, acts []ports.Activity) error {
+	var rows []subStepRow
+	if err := s.db.SelectContext(ctx, &rows, s.q(`SELECT id, step_id, name, status, CAST(payload AS TEXT) AS payload,
+ recorded_at FROM step_substeps WHERE thread_id = ? ORDER BY position, recorded_at, id`), threadID); err != nil {
+		return sqldb.TranslateError(err)
+	}
+	at := make(map[string]int, len(acts))
+	for i, a := range acts {
+		at[a.ID] = i
+	}
+	for _, r := range rows {
+		if i, ok := at[r.StepID]; ok {
+			acts[i].SubSteps = append(acts[i].SubSteps, r.subStep())
+		}
+	}
+	return nil
 }
 
 // HasActivity reports whether any attempt of (thread, step, key) exists.

@@ -47,7 +47,7 @@ func (e *Erasure) DeleteThread(ctx context.Context, id string) error {
 	if strings.TrimSpace(id) == "" {
 		return domain.Invalid("id", "a thread id is required")
 	}
-	gone, err := e.d.Store.DeleteThreads(ctx, []string{id})
+	gone, err := e.d.Store.DeleteThreads(ports.WithDeletionReason(ctx, domain.DeletedByErasure), []string{id})
 	if err != nil {
 		return err
 	}

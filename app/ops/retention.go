@@ -162,7 +162,7 @@ func (r *Retention) Sweep(ctx context.Context) (SweepResult, error) {
 			return res, err
 		}
 		prev = ids
-		gone, err := r.d.Store.DeleteThreads(ctx, ids)
+		gone, err := r.d.Store.DeleteThreads(ports.WithDeletionReason(ctx, domain.DeletedByRetention), ids)
 		if err != nil {
 			return res, err
 		}

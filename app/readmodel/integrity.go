@@ -2,17 +2,18 @@ package readmodel
 
 import (
 	"context"
-	"encoding/json"
 
+	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/app/integrity"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
 
-// IntegrityReads verify hash chains from the stored attempts.
+// IntegrityReads verify threads through the caller's scope; the
+// verification itself is app/integrity's.
 type IntegrityReads struct {
 	scope
-	threads *ThreadReads
-	secrets map[string][]byte // the chain keys by version
+	integrity integrity.Checker
 }
 
 // StepIntegrity is the verification of one step identity's latest attempt.
@@ -44,7 +45,11 @@ func (q *IntegrityReads) VerifyStep(ctx context.Context, threadID, stepName, key
 	}
 	a := acts[0]
 	out := StepIntegrity{Hash: a.Hash, PrevHash: a.PrevHash}
-	if reason := domain.VerifyLink(q.secrets, linkOf(a)); reason != "" {
+	reason, err := q.integrity.Step(ctx, st, a)
+	if err != nil {
+		return StepIntegrity{}, err
+	}
+	if reason != "" {
 		out.Error = reason
 		return out, nil
 	}
@@ -52,63 +57,32 @@ func (q *IntegrityReads) VerifyStep(ctx context.Context, threadID, stepName, key
 	return out, nil
 }
 
-// linkOf rebuilds a chain link from a stored activity, recomputing the
-// content hash (never trusting the stored column).
-func linkOf(a ports.ActivityView) domain.ChainLink {
-	var c map[string]string
-	var m map[string]any
-	cerr := json.Unmarshal([]byte(a.Context), &c)
-	merr := json.Unmarshal([]byte(a.Metadata), &m)
-	content := domain.ContentHash(c, m)
-	if cerr != nil || merr != nil {
-		content = "unreadable"
-	}
-	return domain.ChainLink{ThreadID: a.ThreadID, StepID: a.ID, StepName: a.StepName,
-		ContentHash: content, PrevHash: a.PrevHash, Hash: a.Hash, RecordedAt: a.RecordedAt}
-}
-
-// VerifyThreads recomputes the hash chain of each thread from its stored
-// activities (content hashes recomputed from context and metadata, never
-// copied from the stored column).
+// VerifyThreads verifies each thread (app/integrity): its hash chain
+// (content recomputed from the stored rows, never copied from a stored
+// hash column), its head against its thread row, and its steps against the
+// transparency log.
 func (q *IntegrityReads) VerifyThreads(ctx context.Context, threadIDs []string) (map[string]domain.ChainStatus, error) {
+	p, err := authz.Require(ctx, domain.PermThreadsRead)
+	if err != nil {
+		return nil, err
+	}
 	st, err := q.reader(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]domain.ChainStatus, len(threadIDs))
-	acts, err := st.Activities(ctx, domain.ValidIDs(threadIDs))
-	if err != nil {
-		return nil, err
-	}
-	for _, id := range threadIDs {
-		list := acts[id]
-		links := make([]domain.ChainLink, len(list))
-		for i, a := range list {
-			links[i] = linkOf(a)
-		}
-		st := domain.VerifyChain(q.secrets, links)
-		for _, a := range list {
-			if st.BrokenStepID != "" && a.ID == st.BrokenStepID {
-				st.BrokenStepName, st.BrokenIdempotencyKey = a.StepName, a.IdempotencyKey
-			}
-		}
-		out[id] = st
-	}
-	return out, nil
+	return q.integrity.Threads(ctx, st, threadIDs, !p.PartyScoped())
 }
 
-// VerifyThread verifies one thread's chain; an unknown thread is not found.
+// VerifyThread verifies one thread; an unknown thread is not found, unless
+// the transparency log shows it was deleted outside the documented paths.
 func (q *IntegrityReads) VerifyThread(ctx context.Context, threadID string) (domain.ChainStatus, error) {
-	t, err := q.threads.Thread(ctx, threadID)
-	if err != nil {
-		return domain.ChainStatus{}, err
-	}
-	if t == nil {
-		return domain.ChainStatus{}, domain.NotFound("thread " + threadID)
-	}
 	m, err := q.VerifyThreads(ctx, []string{threadID})
 	if err != nil {
 		return domain.ChainStatus{}, err
 	}
-	return m[threadID], nil
+	st, ok := m[threadID]
+	if !ok {
+		return domain.ChainStatus{}, domain.NotFound("thread " + threadID)
+	}
+	return st, nil
 }

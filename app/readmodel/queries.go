@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/app/integrity"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -49,7 +50,12 @@ type Deps struct {
 	// ChainSecrets are the hash-chain secrets by version, as the write side
 	// signs with (see app/threads); they are needed to verify chains.
 	ChainSecrets map[string][]byte
-	Clock        ports.Clock
+	// ChainPartialBefore: see domain.ChainKeyring.PartialBefore.
+	ChainPartialBefore map[string]time.Time
+	// Log is the transparency log verification checks threads against
+	// (nil: chains and heads only).
+	Log   integrity.Log
+	Clock ports.Clock
 	// Stats answers the contracts and overview aggregates (optional).
 	Stats ports.ThreadStats
 }
@@ -62,8 +68,9 @@ func New(d Deps) *Queries {
 	sc := scope{store: d.Store, clock: d.Clock}
 	threads := &ThreadReads{sc}
 	return &Queries{ThreadReads: threads, StepReads: &StepReads{sc}, ValidationReads: &ValidationReads{sc},
-		IntegrityReads: &IntegrityReads{scope: sc, threads: threads, secrets: d.ChainSecrets},
-		Stats:          NewStats(d.Stats, d.Clock), contracts: d.Contracts, clock: d.Clock}
+		IntegrityReads: &IntegrityReads{scope: sc, integrity: integrity.Checker{
+			Keys: domain.ChainKeyring{Secrets: d.ChainSecrets, PartialBefore: d.ChainPartialBefore}, Log: d.Log}},
+		Stats: NewStats(d.Stats, d.Clock), contracts: d.Contracts, clock: d.Clock}
 }
 
 // ChainSecrets returns the secrets map the thread use cases sign with, so

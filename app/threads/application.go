@@ -67,7 +67,7 @@ func (m *Module) build() Application {
 		Queries: Queries{
 			FindThreadByRef:   findByRef,
 			HasStep:           NewHasStepHandler(store, store, clock),
-			VerifyIntegrity:   NewVerifyIntegrityHandler(store, store, m.keys.Secrets, clock),
+			VerifyIntegrity:   NewVerifyIntegrityHandler(store, store, m.keys.Keyring(), clock),
 			ThreadDetails:     NewThreadDetailsHandler(store),
 			WaitForValidation: delivery.NewWaitForValidationHandler(store, store, m.hub, clock),
 		},

@@ -30,6 +30,9 @@ type fakeThreads struct {
 	// beforeKeyedCreate, when set, runs at the start of the next
 	// CreateThreadWithKey (another replica winning the race meanwhile).
 	beforeKeyedCreate func()
+	// afterList, when set, runs once after the next ListActivities (a
+	// writer committing between two reads).
+	afterList func()
 }
 
 func newFakeThreads() *fakeThreads {
@@ -165,8 +168,14 @@ func (f *fakeThreads) FindThreadByRef(_ context.Context, key, value string) (str
 
 func (f *fakeThreads) ListActivities(_ context.Context, threadID string) ([]ports.Activity, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]ports.Activity(nil), f.acts[threadID]...), nil
+	out := append([]ports.Activity(nil), f.acts[threadID]...)
+	after := f.afterList
+	f.afterList = nil
+	f.mu.Unlock()
+	if after != nil {
+		after()
+	}
+	return out, nil
 }
 
 func (f *fakeThreads) HasActivity(_ context.Context, threadID, stepName, key string) (bool, error) {

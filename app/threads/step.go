@@ -65,7 +65,8 @@ type StepResult struct {
 }
 
 // stepPlan turns the rules' decision into the rows of one append, its link
-// signed with keys' current secret.
+// hashed with chain version 2 (keys' current secret only signs a link whose
+// record cannot be hashed).
 func stepPlan(keys domain.ChainKeys, th domain.Thread, v ports.StepTx, c *domain.Contract, in RecordStepInput,
 	status domain.StepStatus, subs []domain.StepStatus, d domain.StepDecision, now time.Time) ports.StepPlan {
 	stepID := uuid.NewString()
@@ -81,9 +82,7 @@ func stepPlan(keys domain.ChainKeys, th domain.Thread, v ports.StepTx, c *domain
 		ActorService: in.ServiceName, Context: in.Context, Metadata: in.Metadata, StartedAt: in.StartedAt,
 		FinishedAt: in.FinishedAt, RecordedAt: now, PrevHash: th.LastHash}
 	a.ContentHash = domain.ContentHash(a.Context, a.Metadata)
-	a.Hash = domain.ChainHash(keys.CurrentSecret(), keys.Current, domain.ChainLink{ThreadID: th.ID, StepID: stepID,
-		StepName: in.StepName, ContentHash: a.ContentHash, PrevHash: th.LastHash, RecordedAt: now})
-	plan := ports.StepPlan{Activity: a, State: state, Refs: in.Refs}
+	plan := ports.StepPlan{State: state, Refs: in.Refs}
 	for i, ss := range in.SubSteps { // in the order sent: stored with their position
 		rt := ss.RecordedAt
 		if rt.IsZero() {
@@ -92,6 +91,16 @@ func stepPlan(keys domain.ChainKeys, th domain.Thread, v ports.StepTx, c *domain
 		plan.SubSteps = append(plan.SubSteps, ports.SubStep{ID: uuid.NewString(), StepID: stepID, Name: ss.Name,
 			Status: string(subs[i]), Payload: ss.Payload, RecordedAt: rt})
 	}
+	// Chain version 2 (domain/steprecord.go): a keyless hash of the whole
+	// attempt; the transparency log makes it trustworthy.
+	var err error
+	a.SubSteps = plan.SubSteps
+	if a.Hash, err = domain.StepHash(a.Record()); err != nil {
+		// Unreachable for decoded JSON; an HMAC link still chains.
+		a.Hash = domain.ChainHash(keys.CurrentSecret(), keys.Current, domain.ChainLink{ThreadID: th.ID, StepID: stepID,
+			StepName: in.StepName, ContentHash: a.ContentHash, PrevHash: th.LastHash, RecordedAt: now})
+	}
+	plan.Activity = a
 	th.LastHash, th.StepCount = a.Hash, a.Seq
 	contractName := ""
 	if c != nil {

@@ -480,3 +480,37 @@ func TestWaitLocksOnlyToGrant(t *testing.T) {
 		t.Fatalf("grants %+v", gs)
 	}
 }
+
+// VerifyIntegrity of a thread written while it is verified: a step appended
+// between its reads is no broken head, a tail stored without moving the
+// thread's head is.
+func TestVerifyIntegrityWhileWritten(t *testing.T) {
+	t.Parallel()
+	f := newThreadsFixture(t)
+	k := as("k1", domain.RoleMember)
+	cmds, q := f.threads.Application().Commands, f.threads.Application().Queries
+	th, err := cmds.StartThread.Handle(k, StartThreadInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	record := func(name string) {
+		if _, err := cmds.RecordStep.Handle(k, stepIn(th.ID, "", name, "success")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	record("a")
+	record("b")
+	f.store.afterList = func() { record("c") }
+	if st, err := q.VerifyIntegrity.Handle(k, th.ID); err != nil || !st.Verified || st.TotalEvents != 3 {
+		t.Fatalf("step appended while verifying: %+v %v", st, err)
+	}
+	f.store.mu.Lock()
+	row := f.store.threads[th.ID]
+	acts := f.store.acts[th.ID]
+	row.StepCount, row.LastHash = 2, acts[1].Hash // c stored, the head not moved
+	f.store.threads[th.ID] = row
+	f.store.mu.Unlock()
+	if st, err := q.VerifyIntegrity.Handle(k, th.ID); err != nil || st.Verified || st.Code != domain.ChainTruncated {
+		t.Fatalf("tail without the head: %+v %v", st, err)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
@@ -103,14 +104,46 @@ func TestWSAckedStepsSurviveKill9(t *testing.T) {
 			}
 			links := make([]domain.ChainLink, len(acts))
 			for i, a := range acts {
-				links[i] = domain.ChainLink{ThreadID: tid, StepID: a.ID, StepName: a.StepName,
-					ContentHash: domain.ContentHash(a.Context, a.Metadata), PrevHash: a.PrevHash, Hash: a.Hash, RecordedAt: a.RecordedAt}
+				links[i] = a.ChainLink()
 			}
 			if st := domain.VerifyChain(map[string][]byte{"1": []byte(crashSecret)}, links); !st.Verified {
 				t.Fatalf("thread %s chain after crash: %+v", tid, st)
 			}
 		}
-		t.Logf("%s: %d acknowledged steps on %d threads all present after kill -9", d, len(acked), len(threads))
+		// The transparency log holds every acknowledged step (appended in
+		// the step's transaction), and its stored tree is whole: the tree
+		// hash of its full size can be computed and every leaf is the one
+		// the tree holds.
+		ids := make([]string, 0, len(threads))
+		for tid := range threads {
+			ids = append(ids, tid)
+		}
+		leaves, err := store.ThreadLeaves(context.Background(), ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logged := map[string]bool{}
+		for _, ls := range leaves {
+			for _, l := range ls {
+				if domain.LeafHash(l.Data) != l.Stored {
+					t.Fatalf("leaf %d does not match the tree after kill -9", l.Index)
+				}
+				logged[l.Leaf.StepID] = true
+			}
+		}
+		for stepID := range acked {
+			if !logged[stepID] {
+				t.Fatalf("acknowledged step %s is not in the transparency log after kill -9", stepID)
+			}
+		}
+		st, err := store.LogState(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tlog.TreeHash(st.Size, store.Hashes(context.Background())); err != nil {
+			t.Fatalf("log of size %d after kill -9: %v", st.Size, err)
+		}
+		t.Logf("%s: %d acknowledged steps on %d threads all present, and in the log, after kill -9", d, len(acked), len(threads))
 	})
 }
 

@@ -4,6 +4,7 @@
 // are plain SVG.
 import { h, table, alertBox, confirmDialog, toast } from '../ui.js';
 import { api, gql, explain } from '../api.js';
+import { latestCheckpoint, overviewCard } from './tlog.js';
 import { link, navigate, state } from '../app.js';
 import { drawGraph, graphViewport } from './graph.js';
 import { healthBadge, statusPill, fmtDuration, timeTag, fmtDateTime } from '../fmt.js';
@@ -166,6 +167,7 @@ function rateBars(rows, label, value, total, id) {
 
 export async function renderOverview() {
   const [day, week, cs] = await Promise.all([gql(Q_OVERVIEW, { hours: 24, limit: 10 }), gql(`query { overview(hours: 168, limit: 1) { hours { start started completed failed } } }`), gql(Q_CSTATS)]);
+  const cp = await latestCheckpoint().catch(() => null);
   const d = day.overview; const w = week.overview;
   const sum = (l, k) => l.reduce((a, b) => a + b[k], 0);
   const legend = h('div', { class: 'graph-legend' }, h('span', { style: '--c: var(--info)' }, 'started'), h('span', { style: '--c: var(--ok)' }, 'completed'), h('span', { style: '--c: var(--bad)' }, 'failed'));
@@ -179,7 +181,8 @@ export async function renderOverview() {
       h('div', { class: 'card' }, h('div', { class: 'k' }, 'Started, 24 h'), h('div', { class: 'v', id: 'started-24h' }, String(sum(d.hours, 'started')))),
       h('div', { class: 'card' }, h('div', { class: 'k' }, 'Completed, 24 h'), h('div', { class: 'v' }, String(sum(d.hours, 'completed')))),
       h('div', { class: 'card' }, h('div', { class: 'k' }, 'Failed, 24 h'), h('div', { class: 'v bad-text' }, String(sum(d.hours, 'failed')))),
-      h('div', { class: 'card' }, h('div', { class: 'k' }, 'Started, 7 days'), h('div', { class: 'v', id: 'started-7d' }, String(sum(w.hours, 'started'))))),
+      h('div', { class: 'card' }, h('div', { class: 'k' }, 'Started, 7 days'), h('div', { class: 'v', id: 'started-7d' }, String(sum(w.hours, 'started')))),
+      overviewCard(cp)),
     h('section', { class: 'panel' }, h('h2', {}, `Last 24 hours (${zone})`), h('div', { class: 'panel-body' }, barChart(d.hours, 'chart-24h', 'Threads per hour, last 24 hours')), legend.cloneNode(true)),
     h('section', { class: 'panel' }, h('h2', {}, `Last 7 days (${zone})`), h('div', { class: 'panel-body' }, barChart(w.hours, 'chart-7d', 'Threads per hour, last 7 days')), legend),
     h('div', { class: 'two-col' },

@@ -11,6 +11,7 @@ import { refsText } from './threads.js';
 import { threadActions } from './ops.js';
 import { healthBadge, statusPill, fmtDuration, fmtDateTime, timeTag, tzToggle } from '../fmt.js';
 import { drawWaterfall } from './waterfall.js';
+import { latestCheckpoint, logCard } from './tlog.js';
 
 // Page sizes keep each request under the query cost limit (1000 points).
 const STEP_PAGE = 20, ATTEMPT_PAGE = 60, VAL_PAGE = 20, HIST_PAGE = 20;
@@ -28,7 +29,7 @@ const Q_ATTEMPTS = `query Attempts($id: ID!, $offset: Int) { thread(id: $id) { a
   stepId stepName idempotencyKey attempt status validation timestamp startedAt finishedAt duration error metadata actor } } }`;
 const Q_HISTORY = `query History($t: String!, $s: String!, $k: String, $offset: Int) { stepHistory(threadId: $t, stepName: $s, idempotencyKey: $k, limit: ${HIST_PAGE}, offset: $offset) {
   attempt timestamp status validation error duration actor actorService metadata } }`;
-const Q_INTEGRITY = `query Integrity($id: String!) { verifyThreadIntegrity(threadId: $id) { verified totalEvents brokenAt error lastVerifiedAt brokenStepName brokenIdempotencyKey } }`;
+const Q_INTEGRITY = `query Integrity($id: String!) { verifyThreadIntegrity(threadId: $id) { verified code totalEvents brokenAt error lastVerifiedAt brokenStepName brokenIdempotencyKey log { leaves unlogged lastIndex } } }`;
 const Q_VALIDATIONS = `query Validations($id: ID!, $offset: Int) { thread(id: $id) { validationResults(options: { limit: ${VAL_PAGE}, offset: $offset }) {
   validationId stepName idempotencyKey timestamp overallStatus hasCriticalViolation criticalCount warningCount minorCount infoCount totalValidations
   validations { type message field expected actual rule severity } } } }`;
@@ -104,10 +105,11 @@ export async function renderThread(ctx) {
 // build renders the page into root; it returns the live signature, or '' when
 // the thread does not exist.
 async function build(id, root, ctx) {
-  const [main, stepsR, attemptsR, integ, vals, links] = await Promise.allSettled([
+  const [main, stepsR, attemptsR, integ, vals, links, cpR] = await Promise.allSettled([
     gql(Q_THREAD, { id }), gql(Q_STEPS, { id, offset: 0 }), gql(Q_ATTEMPTS, { id, offset: 0 }), gql(Q_INTEGRITY, { id }),
-    gql(Q_VALIDATIONS, { id, offset: 0 }), gql(Q_LINKS, { id }),
+    gql(Q_VALIDATIONS, { id, offset: 0 }), gql(Q_LINKS, { id }), latestCheckpoint(),
   ]);
+  const checkpoint = cpR.status === 'fulfilled' ? cpR.value : null;
   if (main.status === 'rejected') throw main.reason;
   const t = main.value.thread;
   const crumbs = h('div', { class: 'crumbs' }, link('threads', 'Threads'), ' / ', h('span', { class: 'mono' }, id));
@@ -147,7 +149,8 @@ async function build(id, root, ctx) {
     WARNING: 'This thread ran with warnings',
     OK: t.status === 'active' ? 'This thread is running without problems so far' : t.status === 'cancelled' ? 'This thread was cancelled' : 'This thread completed without problems',
   }[hh.status];
-  const altered = !!(integrity && !integrity.verified);
+  // A step signed with a key this installation lacks is unknown, not altered.
+  const altered = !!(integrity && !integrity.verified && integrity.code !== 'unknown_key');
   const title = altered && hh.status === 'OK' ? 'The recorded data of this thread was altered' : outcome;
   const tone = altered ? 'bad' : hh.status === 'OK' ? (t.status === 'cancelled' ? 'warn' : t.status === 'active' ? 'info' : 'ok') : hh.status === 'WARNING' ? 'warn' : 'bad';
   const banner = h('section', { class: 'outcome ' + tone, id: 'thread-banner', role: hh.status === 'OK' ? 'status' : 'alert' },
@@ -171,7 +174,8 @@ async function build(id, root, ctx) {
     card(t.completedAt ? endedLabel(t.status) : 'Ended', t.completedAt ? timeTag(t.completedAt) : h('span', { class: 'muted' }, 'still running')),
     card('Duration', h('span', { id: 'thread-duration' }, fmtDuration(t.durationMs), t.status === 'active' ? h('span', { class: 'muted small' }, ' so far') : null)),
     card('Steps', h('span', { id: 'step-counts' }, `${t.stepCount} step${t.stepCount === 1 ? '' : 's'} · ${t.attemptCount} attempt${t.attemptCount === 1 ? '' : 's'}`)),
-    card('Integrity', integrity ? integrityBadge(integrity) : h('span', { class: 'muted' }, integ.status === 'rejected' ? explain(integ.reason) : '—')));
+    card('Integrity', integrity ? integrityBadge(integrity) : h('span', { class: 'muted' }, integ.status === 'rejected' ? explain(integ.reason) : '—')),
+    card('Transparency log', logCard(integrity && integrity.log, checkpoint, t.id)));
 
   // --- Waterfall of attempts.
   const wf = h('div', { class: 'panel-body', id: 'waterfall-body' });
@@ -369,6 +373,7 @@ function integrityBadge(s, withId) {
   if (!s) return pill('integrity unknown', 'neutral');
   const ev = `${s.totalEvents} event${s.totalEvents === 1 ? '' : 's'}`;
   if (s.verified) return h('span', { class: 'pill ok', id, title: `${ev} verified at ${s.lastVerifiedAt}` }, `Hash chain verified · ${ev}`);
+  if (s.code === 'unknown_key') return h('span', { class: 'pill warn', id, title: s.error || '' }, 'Signed with an unknown key');
   return h('span', { class: 'pill bad', id, title: s.error || '' }, s.brokenStepName ? `Hash chain broken at ${s.brokenStepName}` : 'Hash chain broken');
 }
 

@@ -1,0 +1,436 @@
+package threadstore
+
+// The transparency log's write side. A step's leaf is queued in its own
+// transaction (tlog_pending, part of the step's one statement: no lock and
+// no extra round trip on the ingest path), so an acknowledged step's leaf is
+// committed with it. The sequencer (FlushLog, run by every replica, one at a
+// time under the tlog_state row lock) moves queued leaves into the tree in
+// queue order, assigning indexes and writing the tree's stored hashes, and
+// deletes them from the queue in the same transaction. Tombstones and the
+// backfill append to the tree directly, under the same lock.
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/threadengine/engine/adapters/sqldb"
+	"github.com/threadengine/engine/domain"
+	"github.com/threadengine/engine/ports"
+)
+
+// hashCache keeps stored hashes this process read or wrote. A stored hash
+// never changes once written, so a cached one is right whoever wrote it; an
+// append usually finds the O(log n) hashes it needs here and reads nothing.
+type hashCache struct {
+	mu sync.Mutex
+	m  map[int64]tlog.Hash
+}
+
+// maxCachedHashes bounds the cache; it is emptied when full (the hashes an
+// append needs are refilled by one read).
+const maxCachedHashes = 1 << 14
+
+func (c *hashCache) get(i int64) (tlog.Hash, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, ok := c.m[i]
+	return h, ok
+}
+
+func (c *hashCache) put(idx []int64, hs []tlog.Hash) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m)+len(idx) > maxCachedHashes {
+		c.m = make(map[int64]tlog.Hash, len(idx))
+	}
+	for i, x := range idx {
+		c.m[x] = hs[i]
+	}
+}
+
+// hashReader reads stored hashes: first the ones computed in this
+// transaction (not committed yet), then the cache, then the database.
+type hashReader struct {
+	ctx   context.Context
+	q     sqlx.QueryerContext
+	s     *Store
+	fresh map[int64]tlog.Hash
+}
+
+func (r *hashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
+	out := make([]tlog.Hash, len(indexes))
+	var missing []int64
+	at := map[int64][]int{}
+	for i, x := range indexes {
+		if h, ok := r.fresh[x]; ok {
+			out[i] = h
+			continue
+		}
+		if h, ok := r.s.hashes.get(x); ok {
+			out[i] = h
+			continue
+		}
+		if len(at[x]) == 0 {
+			missing = append(missing, x)
+		}
+		at[x] = append(at[x], i)
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	q, args, err := sqlx.In(`SELECT idx, hash FROM tlog_hashes WHERE idx IN (?)`, missing)
+	if err != nil {
+		return nil, err
+	}
+	var rows []struct {
+		Idx  int64  `db:"idx"`
+		Hash []byte `db:"hash"`
+	}
+	if err := sqlx.SelectContext(r.ctx, r.q, &rows, r.s.q(q), args...); err != nil {
+		return nil, fmt.Errorf("tlog_hashes: %w", err)
+	}
+	got := make([]tlog.Hash, 0, len(rows))
+	idx := make([]int64, 0, len(rows))
+	for _, row := range rows {
+		if len(row.Hash) != tlog.HashSize {
+			return nil, fmt.Errorf("tlog_hashes: hash %d is corrupt", row.Idx)
+		}
+		var h tlog.Hash
+		copy(h[:], row.Hash)
+		for _, i := range at[row.Idx] {
+			out[i] = h
+		}
+		delete(at, row.Idx)
+		got, idx = append(got, h), append(idx, row.Idx)
+	}
+	if len(at) > 0 {
+		return nil, fmt.Errorf("tlog_hashes: %d stored hashes missing (the log is damaged)", len(at))
+	}
+	r.s.hashes.put(idx, got)
+	return out, nil
+}
+
+// appendLeaves appends leaves to the log inside tx and returns the index of
+// the first. It must be the transaction's last write before commit: the
+// tlog_state row stays locked until then.
+func (s *Store) appendLeaves(ctx context.Context, tx *sqlx.Tx, leaves []domain.LogLeaf, now time.Time) (int64, error) {
+	if len(leaves) == 0 {
+		return 0, nil
+	}
+	k := int64(len(leaves))
+	var start int64
+	if err := s.get(ctx, tx, &start, `UPDATE tlog_state SET size = size + ? WHERE id = 1 RETURNING size - ?`, k, k); err != nil {
+		return 0, fmt.Errorf("tlog_state: %w", err)
+	}
+	// Hashes an earlier append of this transaction wrote are read from
+	// memory: read from the database they would be cached, and wrong if the
+	// transaction then rolled back.
+	r := &hashReader{ctx: ctx, q: tx, s: s, fresh: map[int64]tlog.Hash{}}
+	s.pendMu.Lock()
+	if p, ok := s.pendHashes[tx]; ok {
+		for i, x := range p.idx {
+			r.fresh[x] = p.hs[i]
+		}
+	}
+	s.pendMu.Unlock()
+	leafRows := make([][]any, 0, len(leaves))
+	var hashRows [][]any
+	var newIdx []int64
+	var newHashes []tlog.Hash
+	for i, l := range leaves {
+		n := start + int64(i)
+		data := l.Data()
+		hs, err := tlog.StoredHashes(n, data, r)
+		if err != nil {
+			return 0, fmt.Errorf("transparency log: %w", err)
+		}
+		base := tlog.StoredHashIndex(0, n)
+		for j, h := range hs {
+			x := base + int64(j)
+			r.fresh[x] = h
+			hashRows = append(hashRows, []any{x, h[:]})
+			newIdx, newHashes = append(newIdx, x), append(newHashes, h)
+		}
+		var step any
+		if l.Type == domain.LeafStep {
+			step = l.StepID
+		}
+		leafRows = append(leafRows, []any{n, l.Type, l.ThreadID, step, string(data), sqldb.Time(now)})
+	}
+	parts := rowsParts(`INSERT INTO tlog_leaves (idx, kind, thread_id, step_id, data, created_at) VALUES `, `(?,?,?,?,?,?)`, "", 6, leafRows)
+	parts = append(parts, rowsParts(`INSERT INTO tlog_hashes (idx, hash) VALUES `, `(?,?)`, "", 2, hashRows)...)
+	if err := s.execParts(ctx, tx, parts); err != nil {
+		return 0, err
+	}
+	// Cached only now: if the transaction rolls back these indexes are
+	// assigned again, and another process may write other hashes there.
+	s.pendingHashes(tx, newIdx, newHashes)
+	return start, nil
+}
+
+// pendingHashes remembers hashes written in tx, cached once it commits
+// (committed reports it; see committedHashes).
+func (s *Store) pendingHashes(tx *sqlx.Tx, idx []int64, hs []tlog.Hash) {
+	s.pendMu.Lock()
+	defer s.pendMu.Unlock()
+	if s.pendHashes == nil {
+		s.pendHashes = map[*sqlx.Tx]pendingWrite{}
+	}
+	p := s.pendHashes[tx]
+	p.idx, p.hs = append(p.idx, idx...), append(p.hs, hs...)
+	s.pendHashes[tx] = p
+}
+
+type pendingWrite struct {
+	idx []int64
+	hs  []tlog.Hash
+}
+
+// settleHashes caches (committed) or drops the hashes tx wrote.
+func (s *Store) settleHashes(tx *sqlx.Tx, committed bool) {
+	s.pendMu.Lock()
+	p, ok := s.pendHashes[tx]
+	delete(s.pendHashes, tx)
+	s.pendMu.Unlock()
+	if ok && committed {
+		s.hashes.put(p.idx, p.hs)
+	}
+}
+
+// logTx runs fn in a transaction like s.db.Tx and settles the log hashes it
+// wrote.
+func (s *Store) logTx(ctx context.Context, retry bool, fn func(tx *sqlx.Tx) error) error {
+	var last *sqlx.Tx
+	run := func(tx *sqlx.Tx) error {
+		if last != nil {
+			s.settleHashes(last, false) // an attempt that is being retried
+		}
+		last = tx
+		return fn(tx)
+	}
+	var err error
+	if retry {
+		err = s.tx(ctx, run)
+	} else {
+		err = s.db.Tx(ctx, run)
+	}
+	if last != nil {
+		s.settleHashes(last, err == nil)
+	}
+	return err
+}
+
+// pendingParts queue the leaves of the steps plans write.
+func pendingParts(plans []ports.StepPlan) []part {
+	rows := make([][]any, 0, len(plans))
+	for _, p := range plans {
+		a := p.Activity
+		rows = append(rows, []any{domain.LeafStep, a.ThreadID, a.ID, string(domain.StepLeaf(a.ThreadID, a.ID, a.Seq, a.Hash).Data()),
+			sqldb.Time(a.RecordedAt)})
+	}
+	return rowsParts(`INSERT INTO tlog_pending (kind, thread_id, step_id, data, created_at) VALUES `, `(?,?,?,?,?)`, "", 5, rows)
+}
+
+// wakeLog tells the sequencer leaves are queued.
+func (s *Store) wakeLog() {
+	select {
+	case s.logWake <- struct{}{}:
+	default:
+	}
+}
+
+// flushBatch is how many queued leaves one sequencer transaction appends.
+const flushBatch = 2000
+
+// FlushLog appends every queued leaf to the tree (see the file comment) and
+// returns how many it appended.
+func (s *Store) FlushLog(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		n := 0
+		err := s.logTx(ctx, true, func(tx *sqlx.Tx) error {
+			n = 0
+			var size int64
+			if err := tx.GetContext(ctx, &size, `SELECT size FROM tlog_state WHERE id = 1`+s.db.ForUpdate()); err != nil {
+				return err
+			}
+			var rows []struct {
+				Seq  int64  `db:"seq"`
+				Data string `db:"data"`
+			}
+			if err := tx.SelectContext(ctx, &rows, s.q(`SELECT seq, data FROM tlog_pending ORDER BY seq LIMIT ?`), flushBatch); err != nil {
+				return err
+			}
+			if len(rows) == 0 {
+				return nil
+			}
+			leaves := make([]domain.LogLeaf, len(rows))
+			seqs := make([]int64, len(rows))
+			for i, r := range rows {
+				l, err := domain.ParseLogLeaf([]byte(r.Data))
+				if err != nil {
+					return fmt.Errorf("tlog_pending %d: %w", r.Seq, err)
+				}
+				leaves[i], seqs[i] = l, r.Seq
+			}
+			if _, err := s.appendLeaves(ctx, tx, leaves, time.Now()); err != nil {
+				return err
+			}
+			q, args, err := sqlx.In(`DELETE FROM tlog_pending WHERE seq IN (?)`, seqs)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, s.q(q), args...); err != nil {
+				return err
+			}
+			n = len(rows)
+			return nil
+		})
+		if err != nil {
+			return total, sqldb.TranslateError(err)
+		}
+		total += n
+		if n < flushBatch {
+			return total, nil
+		}
+	}
+}
+
+// RunLogSequencer flushes the queue after local commits (woken) and every
+// interval (leaves other replicas queued, if their sequencer is slower),
+// until ctx ends; then once more.
+func (s *Store) RunLogSequencer(ctx context.Context, interval time.Duration, logErr func(error)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if _, err := s.FlushLog(ctx); err != nil && ctx.Err() == nil {
+			logErr(err)
+		}
+		select {
+		case <-ctx.Done():
+			fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if _, err := s.FlushLog(fctx); err != nil {
+				logErr(err)
+			}
+			cancel()
+			return
+		case <-s.logWake:
+		case <-t.C:
+		}
+	}
+}
+
+// AppendTombstones appends one tombstone leaf per deleted thread inside tx
+// (the deleting transaction). Every path that deletes threads calls it:
+// DeleteThreads (erasure, retention), and any later bulk path (dropping a
+// retention partition) must call it in the transaction that deletes.
+func (s *Store) AppendTombstones(ctx context.Context, tx *sqlx.Tx, threads []domain.Thread, reason string, now time.Time) error {
+	leaves := make([]domain.LogLeaf, 0, len(threads))
+	for _, t := range threads {
+		leaves = append(leaves, domain.Tombstone(t, reason, now))
+	}
+	_, err := s.appendLeaves(ctx, tx, leaves, now)
+	return err
+}
+
+// backfillBatch is how many older steps one backfill transaction appends.
+const backfillBatch = 500
+
+// BackfillLog appends a leaf for every step recorded before the log existed
+// (in step id order, a batch per transaction, the log locked first so
+// replicas doing the same never append one step twice), then marks the log
+// backfilled: from then on a stored step without a leaf was not written by
+// the engine. It returns how many leaves it appended.
+func (s *Store) BackfillLog(ctx context.Context) (int, error) {
+	total, after := 0, ""
+	for {
+		done, next, n := false, after, 0
+		err := s.logTx(ctx, true, func(tx *sqlx.Tx) error {
+			done, next, n = false, after, 0
+			var flag int
+			if err := tx.GetContext(ctx, &flag, `SELECT backfilled FROM tlog_state WHERE id = 1`+s.db.ForUpdate()); err != nil {
+				return err
+			}
+			if flag != 0 {
+				done = true
+				return nil
+			}
+			var ids []string
+			if err := tx.SelectContext(ctx, &ids, s.q(`SELECT a.id FROM thread_activities a
+ WHERE a.id > ? AND NOT EXISTS (SELECT 1 FROM tlog_leaves l WHERE l.step_id = a.id)
+ AND NOT EXISTS (SELECT 1 FROM tlog_pending p WHERE p.step_id = a.id) ORDER BY a.id LIMIT ?`), after, backfillBatch); err != nil {
+				return err
+			}
+			if len(ids) == 0 {
+				done = true
+				_, err := tx.ExecContext(ctx, `UPDATE tlog_state SET backfilled = 1 WHERE id = 1`)
+				return err
+			}
+			acts, err := s.activitiesByID(ctx, tx, ids)
+			if err != nil {
+				return err
+			}
+			leaves := make([]domain.LogLeaf, len(acts))
+			for i, a := range acts {
+				leaves[i] = domain.StepLeaf(a.ThreadID, a.ID, a.Seq, a.Hash)
+				if !domain.IsStepHash(a.Hash) {
+					// The record as stored now, so later edits show.
+					rh, err := domain.StepHash(a.Record())
+					if err != nil {
+						rh = "unhashable: " + err.Error()
+					}
+					leaves[i].RecordHash = rh
+				}
+			}
+			next, n = ids[len(ids)-1], len(ids)
+			_, err = s.appendLeaves(ctx, tx, leaves, time.Now())
+			return err
+		})
+		if err != nil {
+			return total, sqldb.TranslateError(err)
+		}
+		after, total = next, total+n
+		if done {
+			return total, nil
+		}
+	}
+}
+
+// activitiesByID reads attempts (with their sub-steps) by id, in id order.
+func (s *Store) activitiesByID(ctx context.Context, tx *sqlx.Tx, ids []string) ([]ports.Activity, error) {
+	q, args, err := sqlx.In(`SELECT id, thread_id, seq, step_name, idempotency_key, status, attempt, actor,
+ actor_service, CAST(context AS TEXT) AS context, CAST(metadata AS TEXT) AS metadata, started_at, finished_at,
+ recorded_at, hash, prev_hash FROM thread_activities WHERE id IN (?) ORDER BY id`, ids)
+	if err != nil {
+		return nil, err
+	}
+	var rows []activityRow
+	if err := tx.SelectContext(ctx, &rows, s.q(q), args...); err != nil {
+		return nil, err
+	}
+	out := make([]ports.Activity, len(rows))
+	at := make(map[string]int, len(rows))
+	for i, r := range rows {
+		out[i], at[r.ID] = r.activity(), i
+	}
+	q, args, err = sqlx.In(`SELECT id, step_id, name, status, CAST(payload AS TEXT) AS payload, recorded_at
+ FROM step_substeps WHERE step_id IN (?) ORDER BY position, recorded_at, id`, ids)
+	if err != nil {
+		return nil, err
+	}
+	var subs []subStepRow
+	if err := tx.SelectContext(ctx, &subs, s.q(q), args...); err != nil {
+		return nil, err
+	}
+	for _, r := range subs {
+		if i, ok := at[r.StepID]; ok {
+			out[i].SubSteps = append(out[i].SubSteps, r.subStep())
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,122 @@
+package threadstore_test
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
+	"github.com/threadengine/engine/adapters/threadstore"
+	"github.com/threadengine/engine/app/authz"
+	threadsapp "github.com/threadengine/engine/app/threads"
+	"github.com/threadengine/engine/app/transparency"
+	"github.com/threadengine/engine/domain"
+)
+
+// BenchmarkIngestWithAndWithoutLog: committed steps (group commit, 8
+// parallel writers on their own threads) with the transparency log and
+// without it, side by side. Run interleaved with -count to compare:
+//
+//	go test ./adapters/threadstore -run '^$' -bench IngestWithAndWithoutLog -count 4 -benchtime 3s
+func BenchmarkIngestWithAndWithoutLog(b *testing.B) {
+	for _, d := range sqldbtest.Dialects(b) {
+		for _, withLog := range []bool{true, false} {
+			name := string(d) + "/log"
+			if !withLog {
+				name = string(d) + "/nolog"
+			}
+			b.Run(name, func(b *testing.B) {
+				db := sqldbtest.Open(b, d)
+				store := threadstore.New(db)
+				if !withLog {
+					store.SkipLogForBenchmark()
+				} else {
+					// The sequencer runs as in the engine.
+					seqCtx, stop := context.WithCancel(context.Background())
+					done := make(chan struct{})
+					go func() {
+						defer close(done)
+						store.RunLogSequencer(seqCtx, time.Second, func(err error) { b.Error(err) })
+					}()
+					b.Cleanup(func() { stop(); <-done })
+				}
+				threads := threadsapp.New(store, nil, nil, []byte("secret"), nil)
+				ctx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u1", Role: domain.RoleMember})
+				var seq atomic.Int64
+				b.SetParallelism(8)
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					th, err := threads.Application().Commands.StartThread.Handle(ctx, threadsapp.StartThreadInput{Label: "bench"})
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					for i := 0; pb.Next(); i++ {
+						if _, err := threads.Application().Commands.RecordStep.Handle(ctx, threadsapp.RecordStepInput{ThreadID: th.ID,
+							StepName: fmt.Sprint("s", i%8), Status: "success", IdempotencyKey: fmt.Sprint(seq.Add(1)),
+							Context: map[string]string{"i": "1"}, Metadata: map[string]any{"amount": 12.5}}); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			})
+		}
+	}
+}
+
+// BenchmarkCheckpointSigning: signing a checkpoint of a log that grew by
+// one step since the last (tree hash from the stored hashes, Ed25519 note,
+// stored), with 1000 leaves before the first.
+func BenchmarkCheckpointSigning(b *testing.B) {
+	for _, d := range sqldbtest.Dialects(b) {
+		b.Run(string(d), func(b *testing.B) {
+			db := sqldbtest.Open(b, d)
+			store := threadstore.New(db)
+			threads := threadsapp.New(store, nil, nil, []byte("secret"), nil)
+			ctx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u1", Role: domain.RoleMember})
+			th, err := threads.Application().Commands.StartThread.Handle(ctx, threadsapp.StartThreadInput{Label: "bench"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			rec := func(i int) {
+				if _, err := threads.Application().Commands.RecordStep.Handle(ctx, threadsapp.RecordStepInput{ThreadID: th.ID,
+					StepName: "s", Status: "success", IdempotencyKey: fmt.Sprint(i), Context: map[string]string{}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for i := 0; i < 1000; i++ {
+				rec(-i - 1)
+			}
+			keys, err := threadstore.LoadLogKeys(ctx, db, "bench.example/log", nil, time.Now())
+			if err != nil {
+				b.Fatal(err)
+			}
+			tl := transparency.New(transparency.Deps{Log: store, Signer: keys.Signer, Verifiers: keys.Verifiers})
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				rec(i)
+				b.StartTimer()
+				if _, err := tl.Commands.SignCheckpoint.Handle(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	b.Run("ed25519-note-only", func(b *testing.B) {
+		skey, _, _ := note.GenerateKey(rand.Reader, "bench.example/log")
+		signer, _ := note.NewSigner(skey)
+		body := domain.Checkpoint{Origin: "bench.example/log", Size: 123456}.Text()
+		for i := 0; i < b.N; i++ {
+			if _, err := note.Sign(&note.Note{Text: body}, signer); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,0 +1,49 @@
+package transparency
+
+// The SignCheckpoint command: signs a checkpoint of the log as it is now.
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/threadengine/engine/ports"
+)
+
+// SignCheckpointHandler signs a checkpoint of the log's current size; one
+// of the Commands. The engine runs it every interval (Run); it is not a
+// route.
+type SignCheckpointHandler struct {
+	signer *checkpointSigner
+	log    *slog.Logger
+}
+
+// NewSignCheckpointHandler builds SignCheckpoint over the shared signer.
+func NewSignCheckpointHandler(signer *checkpointSigner, log *slog.Logger) SignCheckpointHandler {
+	return SignCheckpointHandler{signer: signer, log: log}
+}
+
+// Handle signs a checkpoint of the log's current size unless the latest
+// checkpoint has that size already, and returns the latest checkpoint.
+func (h SignCheckpointHandler) Handle(ctx context.Context) (ports.SignedCheckpoint, error) {
+	return h.signer.sign(ctx)
+}
+
+// Run signs a checkpoint every interval while the log grows, until ctx ends.
+func (h SignCheckpointHandler) Run(ctx context.Context, interval time.Duration) {
+	if interval <= 0 {
+		interval = time.Second
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if _, err := h.Handle(ctx); err != nil && ctx.Err() == nil {
+			h.log.Warn("transparency log: signing a checkpoint failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
