@@ -30,12 +30,15 @@ const (
 	WSPreConnectBytes      Name = "ws_preconnect_bytes"
 	WSUnauthPerAddress     Name = "ws_unauthenticated_per_address"
 	WSCredentialsWithdrawn Name = "ws_credentials_withdrawn"
+	WSWaitsPerSocket       Name = "ws_waits_per_socket"
+	WSWaitsPerPrincipal    Name = "ws_waits_per_principal"
 )
 
 // All is every limit, so each is exported as 0 before its first refusal.
 var All = []Name{HTTPReadTimeout, BodyBytes, OTLPBodyBytes, OTLPDecodedBytes, OTLPSpans, OTLPObjects, OTLPConcurrent,
 	SignInFailures, WSConnectTimeout, WSSockets, WSUnauthenticated, WSPerPrincipal, WSSubscriptions,
-	WSSubscriptionKeyBytes, WSMessageBytes, WSMessageFields, WSPreConnectBytes, WSUnauthPerAddress, WSCredentialsWithdrawn}
+	WSSubscriptionKeyBytes, WSMessageBytes, WSMessageFields, WSPreConnectBytes, WSUnauthPerAddress, WSCredentialsWithdrawn,
+	WSWaitsPerSocket, WSWaitsPerPrincipal}
 
 // Counter counts refusals by limit.
 type Counter struct{ vec *prometheus.CounterVec }

@@ -11,6 +11,7 @@ import (
 	"github.com/threadengine/engine/adapters/httperr"
 	"github.com/threadengine/engine/adapters/limits"
 	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/app/delivery"
 	"github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 )
@@ -89,7 +90,7 @@ func (s *session) handle(data []byte) bool {
 		s.send(requestID, s.fail(m.Action, domain.Invalid("action", "Unknown action: %s", m.Action)))
 		return false
 	}
-	r, err := spec.run(s, authz.WithPrincipal(s.ctx, *p), m)
+	r, err := spec.run(s, delivery.WithOrigin(authz.WithPrincipal(s.ctx, *p), s.hub), m)
 	if errors.Is(err, errAnswered) {
 		return false
 	}
@@ -233,7 +234,7 @@ func (s *session) startThread(ctx context.Context, m Message) (reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.addThread(th.ID, m.Str("role"), false)
+	s.addThread(th.ID, m.Str("role"), true, false)
 	r := &startThreadReply{replyHead: success(m.Action, "Thread started successfully"), ThreadID: th.ID,
 		Label: th.Label, Refs: refs, AccessLevel: string(domain.AccessOwner), Tags: th.Tags}
 	if th.ContractName != "" {
@@ -360,7 +361,7 @@ func (s *session) join(ctx context.Context, m Message) (reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.addThread(res.Thread.ID, res.Role, res.AccessLevel != domain.AccessOwner)
+	s.addThread(res.Thread.ID, res.Role, false, res.AccessLevel != domain.AccessOwner)
 	return &joinReply{replyHead: success(m.Action, "Successfully joined thread"), ThreadID: res.Thread.ID,
 		ContractID: res.Thread.ContractName, ContractName: res.Thread.ContractName, Role: res.Role,
 		AccessLevel: string(res.AccessLevel), ThreadStatus: string(res.Thread.Status)}, nil

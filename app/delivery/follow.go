@@ -1,0 +1,239 @@
+package delivery
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/threadengine/engine/ports"
+)
+
+// Following is the engine's side of the hosted engine's auto-subscription
+// to "global": a session follows the threads it started or joined, and
+// every notification of a followed thread (steps, validations, thread
+// events) is pushed to it as a copy — what the Go SDK's WaitFor and the
+// SDKs' thread-level handlers wait for without subscribing. A copy:
+//
+//   - is outside the session's maxInFlight and never leased: an SDK that
+//     does not acknowledge it cannot starve the session's acknowledged
+//     pushes;
+//   - is pushed at most once per session (dropped when the socket's buffer
+//     is full), never redelivered, and its ack token (ending ".c") settles
+//     nothing: the notification stays the subscribers' (see Subscribe),
+//     whoever else follows the thread;
+//   - is not pushed to the session whose write raised it (a writer hears
+//     its own steps in their replies);
+//   - comes at commit from this replica's writes, and from a read of the
+//     log when another replica announces a change of a followed thread.
+//
+// A session follows at most maxFollows threads (the oldest is dropped) and
+// stops following a thread when it ends.
+
+// threadFollow is one followed thread.
+type threadFollow struct {
+	sessions map[sid]time.Time    // follower → rows raised before this are not copied to it
+	afterSeq int64                // rows up to it were read by a follow read
+	local    map[string]time.Time // ids copied at commit here: a later read does not copy them again
+	due      bool                 // another replica changed it: read it
+}
+
+// copyPush is a copy of a row for a session that follows its thread.
+type copyPush struct {
+	n  ports.NotificationRecord
+	to sid
+}
+
+// copyToken is a copy's ack token: it names the notification but settles
+// nothing.
+func copyToken(n ports.NotificationRecord) string { return n.ID + ".c" }
+
+// follow makes session id follow thread. A thread it started is followed
+// from its first notification; one it joined from a minute before the
+// join (by the rows' timestamps: the writer's clock may differ).
+func (l *ledger) follow(id sid, thread string, started bool, now time.Time) {
+	s := l.sessions[id]
+	if s == nil || s.followSet[thread] {
+		return
+	}
+	if len(s.follows) >= maxFollows {
+		oldest := s.follows[0]
+		s.follows = s.follows[1:]
+		delete(s.followSet, oldest)
+		l.unfollowOne(oldest, id)
+	}
+	s.follows = append(s.follows, thread)
+	s.followSet[thread] = true
+	t := l.follows[thread]
+	if t == nil {
+		t = &threadFollow{sessions: map[sid]time.Time{}, local: map[string]time.Time{}}
+		l.follows[thread] = t
+	}
+	since := time.Time{}
+	if !started {
+		since = now.Add(-oldRow)
+		t.due = true // what was raised since then, on any replica
+	}
+	t.sessions[id] = since
+}
+
+// unfollowOne removes one follower of thread.
+func (l *ledger) unfollowOne(thread string, id sid) {
+	t := l.follows[thread]
+	if t == nil {
+		return
+	}
+	delete(t.sessions, id)
+	if len(t.sessions) == 0 {
+		delete(l.follows, thread)
+	}
+}
+
+// ended: thread ended, nothing more will be raised on it; nobody follows
+// it any longer.
+func (l *ledger) ended(thread string) {
+	t := l.follows[thread]
+	if t == nil {
+		return
+	}
+	for id := range t.sessions {
+		if s := l.sessions[id]; s != nil {
+			delete(s.followSet, thread)
+			s.follows = slices.DeleteFunc(s.follows, func(x string) bool { return x == thread })
+		}
+	}
+	delete(l.follows, thread)
+}
+
+func isThreadEnd(n ports.NotificationRecord) bool {
+	return n.Source == "thread" || strings.HasPrefix(n.NotificationType, "thread.")
+}
+
+// copies returns the copies of n for the followers of its thread raised
+// since they follow it, but for skip.
+func (l *ledger) copies(t *threadFollow, n ports.NotificationRecord, skip sid) []copyPush {
+	ids := make([]sid, 0, len(t.sessions))
+	for id, since := range t.sessions {
+		if id != skip && !n.CreatedAt.Before(since) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	out := make([]copyPush, len(ids))
+	for i, id := range ids {
+		out[i] = copyPush{n: n, to: id}
+	}
+	return out
+}
+
+// published returns the copies of rows just committed on this replica,
+// for every follower but origin, the session whose write raised them (0:
+// none).
+func (l *ledger) published(ns []ports.NotificationRecord, origin sid, now time.Time) []copyPush {
+	var out []copyPush
+	for _, n := range ns {
+		t := l.follows[n.ThreadID]
+		if t == nil {
+			continue
+		}
+		if len(t.local) >= maxLocalCopies {
+			for id, at := range t.local {
+				if now.Sub(at) > 2*oldRow {
+					delete(t.local, id)
+				}
+			}
+			if len(t.local) >= maxLocalCopies {
+				clear(t.local) // a read may copy some again: SDKs drop repeats by notificationId
+			}
+		}
+		t.local[n.ID] = now
+		out = append(out, l.copies(t, n, origin)...)
+		if isThreadEnd(n) {
+			l.ended(n.ThreadID)
+		}
+	}
+	return out
+}
+
+// changedElsewhere marks the followed threads among threads as due for a
+// read (another replica announced a change); all marks every one. It
+// reports whether one is due.
+func (l *ledger) changedElsewhere(threads []string, all bool) bool {
+	due := false
+	if all {
+		for _, t := range l.follows {
+			t.due = true
+			due = true
+		}
+		return due
+	}
+	for _, id := range threads {
+		if t := l.follows[id]; t != nil {
+			t.due = true
+			due = true
+		}
+	}
+	return due
+}
+
+// followBatch bounds the threads of one follow read.
+const followBatch = 200
+
+// followQuery is the next read of followed threads that changed on other
+// replicas; false when none is due.
+func (l *ledger) followQuery(limit int) (ports.FollowQuery, bool) {
+	var threads []string
+	for id, t := range l.follows {
+		if t.due {
+			threads = append(threads, id)
+		}
+	}
+	if len(threads) == 0 {
+		return ports.FollowQuery{}, false
+	}
+	slices.Sort(threads)
+	if len(threads) > followBatch {
+		threads = threads[:followBatch]
+	}
+	q := ports.FollowQuery{Threads: threads, AfterSeq: math64Max, Limit: limit}
+	first := true
+	for _, id := range threads {
+		t := l.follows[id]
+		q.AfterSeq = min(q.AfterSeq, t.afterSeq)
+		for _, since := range t.sessions {
+			if first || since.Before(q.Since) {
+				q.Since, first = since, false
+			}
+		}
+	}
+	return q, true
+}
+
+const math64Max = int64(^uint64(0) >> 1)
+
+// followed returns the copies of the rows a follow read (q) returned that
+// were not copied yet, and reports whether another read should follow.
+func (l *ledger) followed(q ports.FollowQuery, rows []ports.NotificationRecord) ([]copyPush, bool) {
+	more := len(rows) == q.Limit && q.Limit > 0
+	for _, id := range q.Threads {
+		if t := l.follows[id]; t != nil {
+			t.due = more
+		}
+	}
+	var out []copyPush
+	for _, n := range rows {
+		t := l.follows[n.ThreadID]
+		if t == nil || n.Seq <= t.afterSeq {
+			continue
+		}
+		t.afterSeq = n.Seq
+		if _, done := t.local[n.ID]; done {
+			delete(t.local, n.ID)
+		} else {
+			out = append(out, l.copies(t, n, 0)...)
+		}
+		if isThreadEnd(n) {
+			l.ended(n.ThreadID)
+		}
+	}
+	return out, more
+}

@@ -1,0 +1,97 @@
+package delivery
+
+import "sync"
+
+// threadWatch wakes the waits of a thread when it changes: a step, its end,
+// a grant made, given back or cancelled — committed here (the use cases
+// tell the Hub) or on another replica (its broadcast names the thread). A
+// wait re-reads the database only then (and at a slow safety interval),
+// never because something else changed.
+//
+// It holds one entry per thread somebody waits on: a channel closed (and
+// replaced) at the thread's next change, and how many watchers share it.
+type threadWatch struct {
+	mu      sync.Mutex
+	threads map[string]*watched
+}
+
+type watched struct {
+	changed  chan struct{}
+	watchers int
+}
+
+// ThreadWatcher follows one thread's changes for one wait.
+type ThreadWatcher struct {
+	w      *threadWatch
+	thread string
+	once   sync.Once
+}
+
+// watch starts following thread.
+func (w *threadWatch) watch(thread string) *ThreadWatcher {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.threads == nil {
+		w.threads = map[string]*watched{}
+	}
+	e := w.threads[thread]
+	if e == nil {
+		e = &watched{changed: make(chan struct{})}
+		w.threads[thread] = e
+	}
+	e.watchers++
+	return &ThreadWatcher{w: w, thread: thread}
+}
+
+// Changed returns a channel closed at the thread's next change after this
+// call (take it before reading what the wait waits for).
+func (t *ThreadWatcher) Changed() <-chan struct{} {
+	t.w.mu.Lock()
+	defer t.w.mu.Unlock()
+	if e := t.w.threads[t.thread]; e != nil {
+		return e.changed
+	}
+	return nil // stopped
+}
+
+// Stop ends the following; the thread's entry goes with its last watcher.
+func (t *ThreadWatcher) Stop() {
+	t.once.Do(func() {
+		t.w.mu.Lock()
+		defer t.w.mu.Unlock()
+		if e := t.w.threads[t.thread]; e != nil {
+			if e.watchers--; e.watchers == 0 {
+				delete(t.w.threads, t.thread)
+			}
+		}
+	})
+}
+
+// changed wakes the watchers of threads.
+func (w *threadWatch) changed(threads []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, id := range threads {
+		if e := w.threads[id]; e != nil {
+			close(e.changed)
+			e.changed = make(chan struct{})
+		}
+	}
+}
+
+// changedAll wakes every watcher (broadcasts may have been lost).
+func (w *threadWatch) changedAll() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, e := range w.threads {
+		close(e.changed)
+		e.changed = make(chan struct{})
+	}
+}
+
+// watchedCount is how many threads are watched (tests, metrics).
+func (w *threadWatch) watchedCount() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.threads)
+}
