@@ -49,6 +49,11 @@ type DeliveryMetrics interface {
 	NotificationDelivered()
 	NotificationRedelivered()
 	NotificationExpired()
+	// WaitsPending moves the number of pending waitFor by delta;
+	// WaitRechecked counts a pending wait re-reading what it waits for (its
+	// thread changed, or the safety interval passed).
+	WaitsPending(delta int)
+	WaitRechecked()
 }
 
 // SpanMetrics count OTLP spans.
@@ -112,6 +117,8 @@ func (NopMetrics) NotificationsPending(int)             {}
 func (NopMetrics) NotificationDelivered()               {}
 func (NopMetrics) NotificationRedelivered()             {}
 func (NopMetrics) NotificationExpired()                 {}
+func (NopMetrics) WaitsPending(int)                     {}
+func (NopMetrics) WaitRechecked()                       {}
 func (NopMetrics) SpansAccepted(int)                    {}
 func (NopMetrics) SpansRejected(int)                    {}
 func (NopMetrics) CommitBatch(int, time.Duration)       {}

@@ -126,7 +126,16 @@ func (h *Hub) Configure(c HubConfig) {
 }
 
 // SetMetrics makes the hub report its pushes to m. Call it before Run.
-func (h *Hub) SetMetrics(m ports.DeliveryMetrics) { h.metrics = m }
+func (h *Hub) SetMetrics(m ports.DeliveryMetrics) {
+	h.metrics = m
+	h.watch.metrics = m
+}
+
+// WaitCounts returns the waits pending in this process and the rechecks
+// they made (tests, the abuse suite).
+func (h *Hub) WaitCounts() WaitCounts {
+	return WaitCounts{Pending: h.watch.pending.Load(), Rechecks: h.watch.rechecks.Load()}
+}
 
 // SetRedeliverAfter changes the acknowledgement timeout (tests shorten it).
 func (h *Hub) SetRedeliverAfter(d time.Duration) {

@@ -99,7 +99,8 @@ const (
 
 func newLedger(now time.Time) *ledger {
 	return &ledger{sessions: map[sid]*sessionState{}, byPrincipal: map[string]map[sid]bool{}, byJoined: map[string]map[sid]bool{},
-		claims: claimTable{}, knownSince: now, follows: map[string]*threadFollow{}}
+		// Rows carry microseconds (what the stores keep).
+		claims: claimTable{}, knownSince: now.Truncate(time.Microsecond), follows: map[string]*threadFollow{}}
 }
 
 // takePending returns and resets the net change of unacknowledged pushes.
@@ -609,7 +610,7 @@ const oldRow = time.Minute
 // rows raised until now are held for any subscriber, and the log is read
 // from its beginning.
 func (l *ledger) resync(now time.Time) {
-	l.knownSince = now
+	l.knownSince = now.Truncate(time.Microsecond)
 	l.rescan()
 	for _, t := range l.follows {
 		t.due = true

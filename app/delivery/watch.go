@@ -1,6 +1,11 @@
 package delivery
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/threadengine/engine/ports"
+)
 
 // threadWatch wakes the waits of a thread when it changes: a step, its end,
 // a grant made, given back or cancelled — committed here (the use cases
@@ -13,6 +18,9 @@ import "sync"
 type threadWatch struct {
 	mu      sync.Mutex
 	threads map[string]*watched
+
+	metrics           ports.DeliveryMetrics // set with the hub's, before use
+	pending, rechecks atomic.Int64
 }
 
 type watched struct {
@@ -25,6 +33,7 @@ type ThreadWatcher struct {
 	w      *threadWatch
 	thread string
 	once   sync.Once
+	rounds atomic.Int64
 }
 
 // watch starts following thread.
@@ -40,12 +49,23 @@ func (w *threadWatch) watch(thread string) *ThreadWatcher {
 		w.threads[thread] = e
 	}
 	e.watchers++
+	w.pending.Add(1)
+	if w.metrics != nil {
+		w.metrics.WaitsPending(1)
+	}
 	return &ThreadWatcher{w: w, thread: thread}
 }
 
 // Changed returns a channel closed at the thread's next change after this
-// call (take it before reading what the wait waits for).
+// call (take it before reading what the wait waits for: each call but the
+// first is counted as a recheck).
 func (t *ThreadWatcher) Changed() <-chan struct{} {
+	if t.rounds.Add(1) > 1 {
+		t.w.rechecks.Add(1)
+		if t.w.metrics != nil {
+			t.w.metrics.WaitRechecked()
+		}
+	}
 	t.w.mu.Lock()
 	defer t.w.mu.Unlock()
 	if e := t.w.threads[t.thread]; e != nil {
@@ -57,6 +77,10 @@ func (t *ThreadWatcher) Changed() <-chan struct{} {
 // Stop ends the following; the thread's entry goes with its last watcher.
 func (t *ThreadWatcher) Stop() {
 	t.once.Do(func() {
+		t.w.pending.Add(-1)
+		if t.w.metrics != nil {
+			t.w.metrics.WaitsPending(-1)
+		}
 		t.w.mu.Lock()
 		defer t.w.mu.Unlock()
 		if e := t.w.threads[t.thread]; e != nil {
@@ -89,9 +113,6 @@ func (w *threadWatch) changedAll() {
 	}
 }
 
-// watchedCount is how many threads are watched (tests, metrics).
-func (w *threadWatch) watchedCount() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.threads)
-}
+// WaitCounts are the waits pending in this process and the rechecks they
+// made since start.
+type WaitCounts struct{ Pending, Rechecks int64 }
