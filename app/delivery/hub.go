@@ -410,6 +410,9 @@ func (h *Hub) ThreadsChanged(threads ...string) {
 // WatchThread follows a thread's changes for one wait; Stop the watcher.
 func (h *Hub) WatchThread(threadID string) *ThreadWatcher { return h.watch.watch(threadID) }
 
+// RoundSlot takes a place among the wait rounds reading at once.
+func (h *Hub) RoundSlot(ctx context.Context) (func(), error) { return h.watch.slot(ctx) }
+
 func (h *Hub) signal(ch chan struct{}) {
 	select {
 	case ch <- struct{}{}:

@@ -48,6 +48,10 @@ type ThreadFeed interface {
 	ThreadChanges
 	// WatchThread follows a thread's changes; Stop the watcher when done.
 	WatchThread(threadID string) *ThreadWatcher
+	// RoundSlot waits for a place among the rounds that read the database
+	// at once (a burst of new waits queues instead of taking every
+	// connection from the writers); release it after the round.
+	RoundSlot(ctx context.Context) (release func(), err error)
 }
 
 // safetyRecheck: a pending wait also re-reads what it waits for this often
@@ -172,6 +176,12 @@ func wait(ctx context.Context, feed ThreadFeed, threadID string, timeout time.Du
 		changed := watcher.Changed() // taken before the check: a change during it wakes the next round
 		ch := make(chan round, 1)
 		go func() {
+			release, err := feed.RoundSlot(rctx)
+			if err != nil { // the wait ended while this round queued
+				ch <- round{err: err}
+				return
+			}
+			defer release()
 			r, done, err := check(rctx, gate.commit)
 			ch <- round{r, done, err}
 		}()

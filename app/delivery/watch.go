@@ -1,6 +1,8 @@
 package delivery
 
 import (
+	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -18,6 +20,7 @@ import (
 type threadWatch struct {
 	mu      sync.Mutex
 	threads map[string]*watched
+	slots   chan struct{} // rounds reading at once (RoundSlot)
 
 	metrics           ports.DeliveryMetrics // set with the hub's, before use
 	pending, rechecks atomic.Int64
@@ -89,6 +92,27 @@ func (t *ThreadWatcher) Stop() {
 			}
 		}
 	})
+}
+
+// maxRounds bounds the wait rounds that read the database at once: each
+// new wait reads once, and a burst of them (a client opening thousands)
+// otherwise ran all those reads together, ahead of every writer.
+func maxRounds() int { return max(4, 2*runtime.GOMAXPROCS(0)) }
+
+// slot takes a place among the rounds reading at once.
+func (w *threadWatch) slot(ctx context.Context) (func(), error) {
+	w.mu.Lock()
+	if w.slots == nil {
+		w.slots = make(chan struct{}, maxRounds())
+	}
+	slots := w.slots
+	w.mu.Unlock()
+	select {
+	case slots <- struct{}{}:
+		return func() { <-slots }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // changed wakes the watchers of threads.
