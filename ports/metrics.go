@@ -49,11 +49,11 @@ type DeliveryMetrics interface {
 	NotificationDelivered()
 	NotificationRedelivered()
 	NotificationExpired()
-	// WaitsPending moves the number of pending waitFor by delta;
-	// WaitRechecked counts a pending wait re-reading what it waits for (its
-	// thread changed, or the safety interval passed).
+	// WaitsPending moves the number of pending waitFor by delta; WaitRead
+	// counts a read of what a wait waits for (one when it starts, one each
+	// time its thread changes or its safety interval passes).
 	WaitsPending(delta int)
-	WaitRechecked()
+	WaitRead()
 }
 
 // SpanMetrics count OTLP spans.
@@ -118,7 +118,7 @@ func (NopMetrics) NotificationDelivered()               {}
 func (NopMetrics) NotificationRedelivered()             {}
 func (NopMetrics) NotificationExpired()                 {}
 func (NopMetrics) WaitsPending(int)                     {}
-func (NopMetrics) WaitRechecked()                       {}
+func (NopMetrics) WaitRead()                            {}
 func (NopMetrics) SpansAccepted(int)                    {}
 func (NopMetrics) SpansRejected(int)                    {}
 func (NopMetrics) CommitBatch(int, time.Duration)       {}

@@ -131,10 +131,10 @@ func (h *Hub) SetMetrics(m ports.DeliveryMetrics) {
 	h.watch.metrics = m
 }
 
-// WaitCounts returns the waits pending in this process and the rechecks
-// they made (tests, the abuse suite).
+// WaitCounts returns the waits pending in this process and the reads they
+// made (tests, the abuse suite).
 func (h *Hub) WaitCounts() WaitCounts {
-	return WaitCounts{Pending: h.watch.pending.Load(), Rechecks: h.watch.rechecks.Load()}
+	return WaitCounts{Pending: h.watch.pending.Load(), Reads: h.watch.reads.Load()}
 }
 
 // SetRedeliverAfter changes the acknowledgement timeout (tests shorten it).

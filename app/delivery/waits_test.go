@@ -85,7 +85,7 @@ func TestWaitIsWokenByItsThreadOnly(t *testing.T) {
 		if res.Decision != delivery.DecisionPassed || v.count() != 3 {
 			t.Fatalf("decision %q after %d reads", res.Decision, v.count())
 		}
-		if c := h.WaitCounts(); c.Pending != 0 || c.Rechecks != 2 {
+		if c := h.WaitCounts(); c.Pending != 0 || c.Reads != 3 {
 			t.Fatalf("counts %+v", c)
 		}
 	})

@@ -22,8 +22,8 @@ type threadWatch struct {
 	threads map[string]*watched
 	slots   chan struct{} // rounds reading at once (RoundSlot)
 
-	metrics           ports.DeliveryMetrics // set with the hub's, before use
-	pending, rechecks atomic.Int64
+	metrics        ports.DeliveryMetrics // set with the hub's, before use
+	pending, reads atomic.Int64
 }
 
 type watched struct {
@@ -36,7 +36,6 @@ type ThreadWatcher struct {
 	w      *threadWatch
 	thread string
 	once   sync.Once
-	rounds atomic.Int64
 }
 
 // watch starts following thread.
@@ -60,15 +59,8 @@ func (w *threadWatch) watch(thread string) *ThreadWatcher {
 }
 
 // Changed returns a channel closed at the thread's next change after this
-// call (take it before reading what the wait waits for: each call but the
-// first is counted as a recheck).
+// call (take it before reading what the wait waits for).
 func (t *ThreadWatcher) Changed() <-chan struct{} {
-	if t.rounds.Add(1) > 1 {
-		t.w.rechecks.Add(1)
-		if t.w.metrics != nil {
-			t.w.metrics.WaitRechecked()
-		}
-	}
 	t.w.mu.Lock()
 	defer t.w.mu.Unlock()
 	if e := t.w.threads[t.thread]; e != nil {
@@ -99,7 +91,8 @@ func (t *ThreadWatcher) Stop() {
 // otherwise ran all those reads together, ahead of every writer.
 func maxRounds() int { return max(4, 2*runtime.GOMAXPROCS(0)) }
 
-// slot takes a place among the rounds reading at once.
+// slot takes a place among the rounds reading at once; its release counts
+// the round's read.
 func (w *threadWatch) slot(ctx context.Context) (func(), error) {
 	w.mu.Lock()
 	if w.slots == nil {
@@ -109,7 +102,13 @@ func (w *threadWatch) slot(ctx context.Context) (func(), error) {
 	w.mu.Unlock()
 	select {
 	case slots <- struct{}{}:
-		return func() { <-slots }, nil
+		return func() {
+			<-slots
+			w.reads.Add(1)
+			if w.metrics != nil {
+				w.metrics.WaitRead()
+			}
+		}, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -137,6 +136,7 @@ func (w *threadWatch) changedAll() {
 	}
 }
 
-// WaitCounts are the waits pending in this process and the rechecks they
-// made since start.
-type WaitCounts struct{ Pending, Rechecks int64 }
+// WaitCounts are the waits pending in this process and the reads their
+// rounds made since start (one when a wait starts, one at each change of
+// its thread or safety interval).
+type WaitCounts struct{ Pending, Reads int64 }
