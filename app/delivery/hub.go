@@ -69,9 +69,10 @@ func (c HubConfig) withDefaults() HubConfig {
 //
 // What the hub knows — sessions, cursor, leases, claims, follows — is one
 // pure ledger (ledger.go) behind one mutex, never held across I/O or a
-// push. Run starts three goroutines and waits for them: the poller (reads,
-// leases, pushes), the settler (acknowledgements, expiry) and the notifier
-// (tells the other replicas what changed here).
+// push. Three goroutines own the work: Run itself is the poller (reads,
+// leases, pushes), and it starts the settler (acknowledgements, expiry)
+// and the notifier (tells the other replicas what changed here), and waits
+// for both before it returns.
 type Hub struct {
 	logStore ports.NotificationLog // nil: nothing is delivered
 	clock    ports.Clock
@@ -91,7 +92,6 @@ type Hub struct {
 	cfg     HubConfig
 	l       *ledger
 	subs    map[sid]Subscriber
-	bus     ports.Broadcast
 	out     outbox   // what the notifier tells the other replicas next
 	acks    []ackReq // acknowledgements waiting for the settler (acks.go)
 	ackOpen bool     // the settler runs
@@ -175,9 +175,6 @@ func (h *Hub) Run(ctx context.Context, bus ports.Broadcast) {
 	wg.Add(1)
 	go func() { defer wg.Done(); h.settler(ctx) }()
 	if bus != nil {
-		h.mu.Lock()
-		h.bus = bus
-		h.mu.Unlock()
 		bus.Listen(ports.ChannelNotifications, h.heard)
 		wg.Add(1)
 		go func() { defer wg.Done(); h.notifier(ctx, bus) }()
