@@ -22,7 +22,9 @@ import (
 //     nothing: the notification stays the subscribers' (see Subscribe),
 //     whoever else follows the thread;
 //   - is not pushed to the session whose write raised it (a writer hears
-//     its own steps in their replies);
+//     its own steps in their replies) — except, rarely, when a read of
+//     another replica's change of the thread runs between the commit and
+//     this replica's Published (the read cannot tell whose write it was);
 //   - comes at commit from this replica's writes, and from a read of the
 //     log when another replica announces a change of a followed thread.
 //
@@ -33,7 +35,7 @@ import (
 type threadFollow struct {
 	sessions map[sid]time.Time    // follower → rows raised before this are not copied to it
 	afterSeq int64                // rows up to it were read by a follow read
-	local    map[string]time.Time // ids copied at commit here: a later read does not copy them again
+	copied   map[string]time.Time // ids copied (at commit here, or by a read), by when: not copied twice
 	due      bool                 // another replica changed it: read it
 }
 
@@ -48,8 +50,9 @@ type copyPush struct {
 func copyToken(n ports.NotificationRecord) string { return n.ID + ".c" }
 
 // follow makes session id follow thread. A thread it started is followed
-// from its first notification; one it joined from a minute before the
-// join (by the rows' timestamps: the writer's clock may differ).
+// from its first notification; one it joined from the join (a read of
+// another replica's change may bring rows raised up to a minute before it:
+// the writers' clocks may differ).
 func (l *ledger) follow(id sid, thread string, started bool, now time.Time) {
 	s := l.sessions[id]
 	if s == nil || s.followSet[thread] {
@@ -65,13 +68,14 @@ func (l *ledger) follow(id sid, thread string, started bool, now time.Time) {
 	s.followSet[thread] = true
 	t := l.follows[thread]
 	if t == nil {
-		t = &threadFollow{sessions: map[sid]time.Time{}, local: map[string]time.Time{}}
+		t = &threadFollow{sessions: map[sid]time.Time{}, copied: map[string]time.Time{}}
 		l.follows[thread] = t
 	}
 	since := time.Time{}
 	if !started {
+		// The first read of another replica's change takes rows from a
+		// minute before the join (the writers' clocks may differ).
 		since = now.Add(-oldRow)
-		t.due = true // what was raised since then, on any replica
 	}
 	t.sessions[id] = since
 }
@@ -108,6 +112,29 @@ func isThreadEnd(n ports.NotificationRecord) bool {
 	return n.Source == "thread" || strings.HasPrefix(n.NotificationType, "thread.")
 }
 
+// markCopied records that id is being copied and reports whether it was
+// not already: a row is copied once, whether the commit here or a read
+// (another replica's change, a join) comes first. The ids are kept two
+// minutes, at most maxLocalCopies (past it a repeat is possible: the SDKs
+// drop it by notificationId).
+func (t *threadFollow) markCopied(id string, now time.Time) bool {
+	if _, done := t.copied[id]; done {
+		return false
+	}
+	if len(t.copied) >= maxLocalCopies {
+		for x, at := range t.copied {
+			if now.Sub(at) > 2*oldRow {
+				delete(t.copied, x)
+			}
+		}
+		if len(t.copied) >= maxLocalCopies {
+			clear(t.copied)
+		}
+	}
+	t.copied[id] = now
+	return true
+}
+
 // copies returns the copies of n for the followers of its thread raised
 // since they follow it, but for skip.
 func (l *ledger) copies(t *threadFollow, n ports.NotificationRecord, skip sid) []copyPush {
@@ -135,17 +162,9 @@ func (l *ledger) published(ns []ports.NotificationRecord, origin sid, now time.T
 		if t == nil {
 			continue
 		}
-		if len(t.local) >= maxLocalCopies {
-			for id, at := range t.local {
-				if now.Sub(at) > 2*oldRow {
-					delete(t.local, id)
-				}
-			}
-			if len(t.local) >= maxLocalCopies {
-				clear(t.local) // a read may copy some again: SDKs drop repeats by notificationId
-			}
+		if !t.markCopied(n.ID, now) {
+			continue // a read copied it first (it ran between the commit and this call)
 		}
-		t.local[n.ID] = now
 		out = append(out, l.copies(t, n, origin)...)
 		if isThreadEnd(n) {
 			l.ended(n.ThreadID)
@@ -212,7 +231,7 @@ const math64Max = int64(^uint64(0) >> 1)
 
 // followed returns the copies of the rows a follow read (q) returned that
 // were not copied yet, and reports whether another read should follow.
-func (l *ledger) followed(q ports.FollowQuery, rows []ports.NotificationRecord) ([]copyPush, bool) {
+func (l *ledger) followed(q ports.FollowQuery, rows []ports.NotificationRecord, now time.Time) ([]copyPush, bool) {
 	more := len(rows) == q.Limit && q.Limit > 0
 	for _, id := range q.Threads {
 		if t := l.follows[id]; t != nil {
@@ -226,9 +245,7 @@ func (l *ledger) followed(q ports.FollowQuery, rows []ports.NotificationRecord) 
 			continue
 		}
 		t.afterSeq = n.Seq
-		if _, done := t.local[n.ID]; done {
-			delete(t.local, n.ID)
-		} else {
+		if t.markCopied(n.ID, now) {
 			out = append(out, l.copies(t, n, 0)...)
 		}
 		if isThreadEnd(n) {

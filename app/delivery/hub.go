@@ -338,7 +338,7 @@ func (h *Hub) followRead(ctx context.Context) bool {
 		return false // still due: read at the next wake-up or tick
 	}
 	h.mu.Lock()
-	copies, more := h.l.followed(q, rows)
+	copies, more := h.l.followed(q, rows, h.clock.Now())
 	to := h.copyTargets(copies)
 	h.mu.Unlock()
 	deliverCopies(copies, to)

@@ -93,7 +93,7 @@ const (
 	// writer starts thread after thread; the oldest is dropped.
 	maxFollows = 1024
 	// maxLocalCopies bounds the ids remembered per followed thread as
-	// copied at commit (so a later read does not copy them again).
+	// copied (so the commit's copy and a read's are not both pushed).
 	maxLocalCopies = 4096
 )
 

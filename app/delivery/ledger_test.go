@@ -355,12 +355,23 @@ func TestLedgerCopies(t *testing.T) {
 	}
 	old.Seq, ship.Seq = 1, 2
 	there := row(3, "there", "u1", "t", "pack", t0.Add(3*time.Minute))
-	copies, more := l.followed(q, []ports.NotificationRecord{old, ship, there})
+	copies, more := l.followed(q, []ports.NotificationRecord{old, ship, there}, t0.Add(3*time.Minute))
 	if len(copies) != 3 || more { // there → writer, watcher, joiner
 		t.Fatalf("copies of a read %+v", copies)
 	}
 	if _, due := l.followQuery(pollLimit); due {
 		t.Fatal("still due after the read")
+	}
+	// A read that comes before the commit's Published: copied once.
+	late := row(4, "late", "u1", "t", "pack", t0.Add(3*time.Minute))
+	l.changedElsewhere([]string{"t"}, false)
+	q, _ = l.followQuery(pollLimit)
+	if copies, _ := l.followed(q, []ports.NotificationRecord{late}, t0.Add(3*time.Minute)); len(copies) != 3 {
+		t.Fatalf("copies of the read %v", copies)
+	}
+	late.Seq = 0
+	if again := l.published([]ports.NotificationRecord{late}, writer, t0.Add(3*time.Minute)); len(again) != 0 {
+		t.Fatalf("copied again at commit: %v", again)
 	}
 	end := row(0, "end", "u1", "t", "global", t0.Add(4*time.Minute))
 	end.Source, end.NotificationType = "thread", "thread.completed"

@@ -138,19 +138,21 @@ func TestWSFollowersGetCopies(t *testing.T) {
 		if r := guest.ok(map[string]any{"action": "ack_notification", "requestId": "a", "ackToken": copies[0]["ackToken"]}); r["acknowledged"] != false {
 			t.Fatalf("a copy's ack: %v", r)
 		}
-		e.Clock.Advance(time.Minute) // leases would end: copies are not redelivered
-		guest.noPush(1500 * time.Millisecond)
-		owner.noPush(100 * time.Millisecond) // the writer hears its steps in their replies
-
 		got := map[string]bool{}
 		for range 3 {
 			n := subscriber.push(5 * time.Second)
 			got[pushKey(n)] = true
-			subscriber.ok(map[string]any{"action": "ack_notification", "requestId": "a", "ackToken": n["ackToken"]})
+			if r := subscriber.ok(map[string]any{"action": "ack_notification", "requestId": "a", "ackToken": n["ackToken"]}); r["acknowledged"] != true {
+				t.Fatalf("the subscriber's ack after the copy's: %v", r)
+			}
 		}
 		if len(got) != 3 {
 			t.Fatalf("the subscriber got %v", got)
 		}
+		e.Clock.Advance(time.Minute) // leases would end: copies are not redelivered
+		guest.noPush(1500 * time.Millisecond)
+		owner.noPush(100 * time.Millisecond) // the writer hears its steps in their replies
+		subscriber.noPush(100 * time.Millisecond)
 		owner.ok(map[string]any{"action": "threadEnd", "threadId": tid, "status": "completed"})
 		end := guest.push(5 * time.Second)["notification"].(map[string]any)
 		if end["notificationType"] != "thread.completed" || end["stepName"] != "global" {
