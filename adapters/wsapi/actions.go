@@ -234,7 +234,7 @@ func (s *session) startThread(ctx context.Context, m Message) (reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.addThread(th.ID, m.Str("role"), true, false)
+	s.addThread(th.ID, m.Str("role"), false)
 	r := &startThreadReply{replyHead: success(m.Action, "Thread started successfully"), ThreadID: th.ID,
 		Label: th.Label, Refs: refs, AccessLevel: string(domain.AccessOwner), Tags: th.Tags}
 	if th.ContractName != "" {
@@ -361,7 +361,7 @@ func (s *session) join(ctx context.Context, m Message) (reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.addThread(res.Thread.ID, res.Role, false, res.AccessLevel != domain.AccessOwner)
+	s.addThread(res.Thread.ID, res.Role, res.AccessLevel != domain.AccessOwner)
 	return &joinReply{replyHead: success(m.Action, "Successfully joined thread"), ThreadID: res.Thread.ID,
 		ContractID: res.Thread.ContractName, ContractName: res.Thread.ContractName, Role: res.Role,
 		AccessLevel: string(res.AccessLevel), ThreadStatus: string(res.Thread.Status)}, nil

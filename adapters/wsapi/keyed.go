@@ -44,7 +44,7 @@ func (s *session) thread(ctx context.Context, m Message) (reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.addThread(th.ID, connRole(th, s.authenticated(), m.Str("role")), created, !created)
+	s.addThread(th.ID, connRole(th, s.authenticated(), m.Str("role")), !created)
 	d, err := s.threads.Queries.ThreadDetails.Handle(ctx, th.ID)
 	if err != nil {
 		return nil, err

@@ -404,9 +404,9 @@ func (s *session) authenticated() *domain.Principal {
 // connection acts as on it; the session follows it (copies of its
 // notifications, app/delivery/follow.go). Joined threads also make the
 // session eligible for their notifications (owned ones already are).
-func (s *session) addThread(id, role string, started, joined bool) {
+func (s *session) addThread(id, role string, joined bool) {
 	s.parties.Add(id, role)
-	s.hub.Follow(id, started)
+	s.hub.Follow(id)
 	if joined {
 		s.hub.AddThread(id)
 	}

@@ -123,11 +123,12 @@ func (h *Hub) settle(ctx context.Context, batch []ackReq) {
 }
 
 // expire settles what can no longer be delivered, counts it, and forgets
-// the claims nobody touched within the retention.
+// the claims nobody touched within the retention and old copied ids.
 func (h *Hub) expire(ctx context.Context) {
 	cfg, now := h.config(), h.clock.Now()
 	h.mu.Lock()
 	h.l.forgetClaims(now.Add(-cfg.Retention))
+	h.l.forgetCopies(now)
 	h.mu.Unlock()
 	if h.logStore == nil {
 		return

@@ -26,7 +26,8 @@ import (
 //     another replica's change of the thread runs between the commit and
 //     this replica's Published (the read cannot tell whose write it was);
 //   - comes at commit from this replica's writes, and from a read of the
-//     log when another replica announces a change of a followed thread.
+//     log when another replica announces a change of a followed thread
+//     (copies lost with a broadcast are not made up).
 //
 // A session follows at most maxFollows threads (the oldest is dropped) and
 // stops following a thread when it ends.
@@ -49,11 +50,10 @@ type copyPush struct {
 // nothing.
 func copyToken(n ports.NotificationRecord) string { return n.ID + ".c" }
 
-// follow makes session id follow thread. A thread it started is followed
-// from its first notification; one it joined from the join (a read of
-// another replica's change may bring rows raised up to a minute before it:
-// the writers' clocks may differ).
-func (l *ledger) follow(id sid, thread string, started bool, now time.Time) {
+// follow makes session id follow thread (one it started, or joined) from
+// now (a read of another replica's change may bring rows raised up to a
+// minute before: the writers' clocks may differ).
+func (l *ledger) follow(id sid, thread string, now time.Time) {
 	s := l.sessions[id]
 	if s == nil || s.followSet[thread] {
 		return
@@ -71,13 +71,10 @@ func (l *ledger) follow(id sid, thread string, started bool, now time.Time) {
 		t = &threadFollow{sessions: map[sid]time.Time{}, copied: map[string]time.Time{}}
 		l.follows[thread] = t
 	}
-	since := time.Time{}
-	if !started {
-		// The first read of another replica's change takes rows from a
-		// minute before the join (the writers' clocks may differ).
-		since = now.Add(-oldRow)
-	}
-	t.sessions[id] = since
+	// Copies are of rows raised since the follow; a read of another
+	// replica's change takes rows from a minute before it (the writers'
+	// clocks may differ), which also bounds the first read of a thread.
+	t.sessions[id] = now.Add(-oldRow)
 }
 
 // unfollowOne removes one follower of thread.
@@ -112,27 +109,38 @@ func isThreadEnd(n ports.NotificationRecord) bool {
 	return n.Source == "thread" || strings.HasPrefix(n.NotificationType, "thread.")
 }
 
-// markCopied records that id is being copied and reports whether it was
-// not already: a row is copied once, whether the commit here or a read
-// (another replica's change, a join) comes first. The ids are kept two
-// minutes, at most maxLocalCopies (past it a repeat is possible: the SDKs
-// drop it by notificationId).
-func (t *threadFollow) markCopied(id string, now time.Time) bool {
-	if _, done := t.copied[id]; done {
-		return false
-	}
+// copiedAt reports whether row id was copied already (at commit here or
+// by a read, whichever came first: a row is copied once).
+func (t *threadFollow) copiedAt(id string) bool {
+	_, done := t.copied[id]
+	return done
+}
+
+// remember records that row id was copied. Only rows copied to somebody
+// are remembered (a thread only its writer follows costs nothing), for
+// copyMemory (forgetCopies), at most maxLocalCopies per thread: past that
+// a repeat is possible, which the SDKs drop by notificationId.
+func (t *threadFollow) remember(id string, now time.Time) {
 	if len(t.copied) >= maxLocalCopies {
-		for x, at := range t.copied {
-			if now.Sub(at) > 2*oldRow {
-				delete(t.copied, x)
-			}
-		}
-		if len(t.copied) >= maxLocalCopies {
-			clear(t.copied)
-		}
+		clear(t.copied)
 	}
 	t.copied[id] = now
-	return true
+}
+
+// copyMemory is how long copied ids are remembered: a read that could
+// return the row again comes within it (reads start a minute back, then
+// after the last row read).
+const copyMemory = 2 * oldRow
+
+// forgetCopies drops the copied ids older than copyMemory.
+func (l *ledger) forgetCopies(now time.Time) {
+	for _, t := range l.follows {
+		for id, at := range t.copied {
+			if now.Sub(at) > copyMemory {
+				delete(t.copied, id)
+			}
+		}
+	}
 }
 
 // copies returns the copies of n for the followers of its thread raised
@@ -162,10 +170,13 @@ func (l *ledger) published(ns []ports.NotificationRecord, origin sid, now time.T
 		if t == nil {
 			continue
 		}
-		if !t.markCopied(n.ID, now) {
+		if t.copiedAt(n.ID) {
 			continue // a read copied it first (it ran between the commit and this call)
 		}
-		out = append(out, l.copies(t, n, origin)...)
+		if c := l.copies(t, n, origin); len(c) > 0 {
+			t.remember(n.ID, now)
+			out = append(out, c...)
+		}
 		if isThreadEnd(n) {
 			l.ended(n.ThreadID)
 		}
@@ -174,17 +185,12 @@ func (l *ledger) published(ns []ports.NotificationRecord, origin sid, now time.T
 }
 
 // changedElsewhere marks the followed threads among threads as due for a
-// read (another replica announced a change); all marks every one. It
-// reports whether one is due.
-func (l *ledger) changedElsewhere(threads []string, all bool) bool {
+// read (another replica announced their change) and reports whether one
+// is. Copies lost with a broadcast (a resync, a note from a replica older
+// than notes) are not made up: reading every followed thread then would
+// copy writers' own steps back to them.
+func (l *ledger) changedElsewhere(threads []string) bool {
 	due := false
-	if all {
-		for _, t := range l.follows {
-			t.due = true
-			due = true
-		}
-		return due
-	}
 	for _, id := range threads {
 		if t := l.follows[id]; t != nil {
 			t.due = true
@@ -245,8 +251,11 @@ func (l *ledger) followed(q ports.FollowQuery, rows []ports.NotificationRecord, 
 			continue
 		}
 		t.afterSeq = n.Seq
-		if t.markCopied(n.ID, now) {
-			out = append(out, l.copies(t, n, 0)...)
+		if !t.copiedAt(n.ID) {
+			if c := l.copies(t, n, 0); len(c) > 0 {
+				t.remember(n.ID, now)
+				out = append(out, c...)
+			}
 		}
 		if isThreadEnd(n) {
 			l.ended(n.ThreadID)

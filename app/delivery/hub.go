@@ -522,11 +522,11 @@ func (s *HubSession) AddThread(id string) {
 	s.hub.Wake()
 }
 
-// Follow makes the session follow a thread it started (or joined: started
-// false): it gets copies of the thread's notifications (follow.go).
-func (s *HubSession) Follow(id string, started bool) {
+// Follow makes the session follow a thread it started or joined: it gets
+// copies of the thread's notifications (follow.go).
+func (s *HubSession) Follow(id string) {
 	s.hub.mu.Lock()
-	s.hub.l.follow(s.id, id, started, s.hub.clock.Now())
+	s.hub.l.follow(s.id, id, s.hub.clock.Now())
 	s.hub.mu.Unlock()
 }
 

@@ -430,9 +430,9 @@ func TestHubCopiesToFollowers(t *testing.T) {
 		h := newHub(t, log)
 		writer, watcher, sub := &fakeSub{}, &fakeSub{}, &fakeSub{}
 		w := h.Register(writer, "u1", 1)
-		w.Follow("t1", true)
+		w.Follow("t1")
 		wa := h.Register(watcher, "u1", 1)
-		wa.Follow("t1", false)
+		wa.Follow("t1")
 		s := h.Register(sub, "u1", 10)
 		s.Subscribe("ship", nil)
 		ctx := delivery.WithOrigin(context.Background(), w)
@@ -487,7 +487,7 @@ func TestHubsAcrossReplicas(t *testing.T) {
 		run(t, c, b)
 		sub, follower := &fakeSub{}, &fakeSub{}
 		c.Register(sub, "u1", 10).Subscribe("ship", nil)
-		c.Register(follower, "u2", 10).Follow("t1", false)
+		c.Register(follower, "u2", 10).Follow("t1")
 		w1, w2 := c.WatchThread("t1"), c.WatchThread("t2")
 		defer w1.Stop()
 		defer w2.Stop()

@@ -93,7 +93,8 @@ const (
 	// writer starts thread after thread; the oldest is dropped.
 	maxFollows = 1024
 	// maxLocalCopies bounds the ids remembered per followed thread as
-	// copied (so the commit's copy and a read's are not both pushed).
+	// copied (so the commit's copy and a read's are not both pushed; see
+	// copyMemory).
 	maxLocalCopies = 4096
 )
 
@@ -612,9 +613,6 @@ const oldRow = time.Minute
 func (l *ledger) resync(now time.Time) {
 	l.knownSince = now.Truncate(time.Microsecond)
 	l.rescan()
-	for _, t := range l.follows {
-		t.due = true
-	}
 }
 
 func sortedKeys(m map[string]bool) []string {

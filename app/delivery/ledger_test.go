@@ -43,7 +43,7 @@ func TestLedgerEligible(t *testing.T) {
 				return n
 			}(), true},
 		{"old, raised before this hub knew the claims (restart)", nil, row(1, "n", "u1", "t1", "ship", t0.Add(-time.Minute)), true},
-		{"old, of a thread it started", func(l *ledger, s sid) { l.follow(s, "t1", true, subAt) },
+		{"old, of a thread it started", func(l *ledger, s sid) { l.follow(s, "t1", subAt) },
 			row(1, "n", "u1", "t1", "ship", subAt.Add(-10*time.Minute)), true},
 		{"old, raised while a session of the principal held the key", func(l *ledger, s sid) {
 			l.claims.claim("u1", "ship", subAt.Add(-20*time.Minute))
@@ -332,9 +332,9 @@ func TestLedgerCopies(t *testing.T) {
 	t.Parallel()
 	l := newLedger(t0)
 	writer, watcher, joiner, other := l.register("u1", 1), l.register("u1", 1), l.register("u2", 1), l.register("u1", 1)
-	l.follow(writer, "t", true, t0)
-	l.follow(watcher, "t", true, t0)
-	l.follow(joiner, "t", false, t0.Add(2*time.Minute))
+	l.follow(writer, "t", t0)
+	l.follow(watcher, "t", t0)
+	l.follow(joiner, "t", t0.Add(2*time.Minute))
 	_ = other
 	old := row(0, "old", "u1", "t", "ship", t0.Add(30*time.Second)) // before the joiner's minute
 	ship := row(0, "ship", "u1", "t", "ship", t0.Add(2*time.Minute))
@@ -348,7 +348,7 @@ func TestLedgerCopies(t *testing.T) {
 	}
 	// The same rows read back later (another replica's change of the
 	// thread) are not copied again; a row written there is.
-	l.changedElsewhere([]string{"t"}, false)
+	l.changedElsewhere([]string{"t"})
 	q, ok := l.followQuery(pollLimit)
 	if !ok || !slices.Equal(q.Threads, []string{"t"}) || q.AfterSeq != 0 {
 		t.Fatalf("follow query %+v %v", q, ok)
@@ -364,7 +364,7 @@ func TestLedgerCopies(t *testing.T) {
 	}
 	// A read that comes before the commit's Published: copied once.
 	late := row(4, "late", "u1", "t", "pack", t0.Add(3*time.Minute))
-	l.changedElsewhere([]string{"t"}, false)
+	l.changedElsewhere([]string{"t"})
 	q, _ = l.followQuery(pollLimit)
 	if copies, _ := l.followed(q, []ports.NotificationRecord{late}, t0.Add(3*time.Minute)); len(copies) != 3 {
 		t.Fatalf("copies of the read %v", copies)
@@ -391,7 +391,7 @@ func TestLedgerFollowsAreBounded(t *testing.T) {
 	l := newLedger(t0)
 	s := l.register("u1", 10)
 	for i := range maxFollows + 5 {
-		l.follow(s, fmt.Sprint("t", i), true, t0)
+		l.follow(s, fmt.Sprint("t", i), t0)
 	}
 	if n := len(l.sessions[s].follows); n != maxFollows || len(l.follows) != maxFollows || l.sessions[s].followSet["t0"] {
 		t.Fatalf("follows %d, threads %d", n, len(l.follows))
@@ -460,5 +460,26 @@ func TestOutboxEncode(t *testing.T) {
 	var n note
 	if len(notes) != 1 || json.Unmarshal([]byte(notes[0]), &n) != nil || !n.All {
 		t.Fatalf("a huge burst: %d notes", len(notes))
+	}
+}
+
+// A thread only its writer follows copies nothing and remembers nothing;
+// remembered copies are forgotten after copyMemory.
+func TestLedgerCopyMemory(t *testing.T) {
+	t.Parallel()
+	l := newLedger(t0)
+	writer, watcher := l.register("u1", 10), l.register("u1", 10)
+	l.follow(writer, "alone", t0)
+	l.follow(writer, "shared", t0)
+	l.follow(watcher, "shared", t0)
+	for i := range 100 {
+		l.published([]ports.NotificationRecord{row(0, fmt.Sprint("a", i), "u1", "alone", "s", t0), row(0, fmt.Sprint("s", i), "u1", "shared", "s", t0)}, writer, t0)
+	}
+	if n, m := len(l.follows["alone"].copied), len(l.follows["shared"].copied); n != 0 || m != 100 {
+		t.Fatalf("remembered %d ids of a thread only its writer follows, %d of a shared one", n, m)
+	}
+	l.forgetCopies(t0.Add(copyMemory + time.Second))
+	if m := len(l.follows["shared"].copied); m != 0 {
+		t.Fatalf("%d copied ids kept past copyMemory", m)
 	}
 }

@@ -154,9 +154,6 @@ func (h *Hub) heard(payload string) {
 		return
 	case "":
 		h.watch.changedAll()
-		h.mu.Lock()
-		h.l.changedElsewhere(nil, true)
-		h.mu.Unlock()
 		h.Wake()
 		return
 	}
@@ -184,7 +181,7 @@ func (h *Hub) heard(payload string) {
 	for _, c := range n.Releases {
 		h.l.remoteRelease(c[0], c[1], now)
 	}
-	due := h.l.changedElsewhere(n.Threads, n.All)
+	due := h.l.changedElsewhere(n.Threads)
 	h.mu.Unlock()
 	if n.Rows || n.All || due {
 		h.Wake()
