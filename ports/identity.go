@@ -16,6 +16,11 @@ type SystemClock struct{}
 // Now returns the current UTC time.
 func (SystemClock) Now() time.Time { return time.Now().UTC() }
 
+// NewTicker ticks every d. Background loops take their tickers from the
+// clock they are given (app/delivery), so a test under testing/synctest
+// drives both with the bubble's time.
+func (SystemClock) NewTicker(d time.Duration) *time.Ticker { return time.NewTicker(d) }
+
 // UserUpdateFn mutates a user inside the store's transaction. activeAdminIDs is
 // the set of active human admins, locked for the duration of the transaction,
 // so the closure can check domain.RequireActiveAdminRemains safely.

@@ -62,6 +62,11 @@ type DeliveryMetrics interface {
 	// its creation (the step's commit) to the push being queued on a
 	// subscriber's socket.
 	DeliveryLag(lag time.Duration)
+	// WaitsPending moves the number of pending waitFor by delta; WaitRead
+	// counts a read of what a wait waits for (one when it starts, one each
+	// time its thread changes or its safety interval passes).
+	WaitsPending(delta int)
+	WaitRead()
 }
 
 // SpanMetrics count OTLP spans.
@@ -157,3 +162,5 @@ func (NopMetrics) DeliveryLag(time.Duration)                        {}
 func (NopMetrics) GraphQLOperation(string, []string, time.Duration) {}
 func (NopMetrics) WebhookDelivered(time.Duration)                   {}
 func (NopMetrics) MCPToolCall(string, string, time.Duration)        {}
+func (NopMetrics) WaitsPending(int)                                 {}
+func (NopMetrics) WaitRead()                                        {}

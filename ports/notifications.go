@@ -23,6 +23,17 @@ type PendingQuery struct {
 	Limit         int
 }
 
+// FollowQuery selects the notifications of followed threads, whatever their
+// delivery state: of one of Threads, with seq > AfterSeq, raised at or
+// after Since; oldest first, at most Limit. (Sessions following a thread
+// get copies of its notifications, see app/delivery/follow.go.)
+type FollowQuery struct {
+	Threads  []string
+	AfterSeq int64
+	Since    time.Time
+	Limit    int
+}
+
 // NotificationLog is the durable side of notification delivery: the stored
 // notification rows, leased for one push at a time and settled by the
 // subscriber's ack, shared by every replica.
@@ -41,6 +52,11 @@ type NotificationLog interface {
 	// AckNotifications settles ids as acknowledged and returns those that
 	// were not settled yet.
 	AckNotifications(ctx context.Context, ids []string, now time.Time) ([]string, error)
+	// DropNotifications settles ids as dropped: their subscriber
+	// unsubscribed, they go on to nobody.
+	DropNotifications(ctx context.Context, ids []string, now time.Time) error
+	// FollowedNotifications reads the rows of followed threads (FollowQuery).
+	FollowedNotifications(ctx context.Context, q FollowQuery) ([]NotificationRecord, error)
 	// ExpireNotifications settles pending rows created before cutoff as
 	// expired, and rows pushed maxDeliveries times whose lease ended before
 	// now as dropped; it returns how many of each.
@@ -48,7 +64,8 @@ type NotificationLog interface {
 }
 
 // NotificationPublisher is told about notifications that were just
-// committed, so subscribers on every replica are woken.
+// committed, so subscribers and waits on every replica are woken. ctx is
+// the writer's (it names the session that wrote, see app/delivery).
 type NotificationPublisher interface {
-	Published(ns []NotificationRecord)
+	Published(ctx context.Context, ns []NotificationRecord)
 }

@@ -60,6 +60,10 @@ type WSLimits struct {
 	MaxPerPrincipal              int `koanf:"max_per_principal"`
 	MaxSubscriptions             int `koanf:"max_subscriptions"`
 	MaxSubscriptionKeyBytes      int `koanf:"max_subscription_key_bytes"`
+	// MaxWaitsPerSocket and MaxWaitsPerPrincipal bound the pending waitFor
+	// of one socket and of one principal's sockets on this replica.
+	MaxWaitsPerSocket    int `koanf:"max_waits_per_socket"`
+	MaxWaitsPerPrincipal int `koanf:"max_waits_per_principal"`
 }
 
 // SignInLimits throttle failed credential exchanges (/auth/api-key/exchange,
@@ -78,7 +82,7 @@ func DefaultLimits() Limits {
 		OTLP: OTLPLimits{MaxBodyBytes: 4 << 20, MaxDecodedBytes: 8 << 20, MaxSpans: 10000, MaxObjects: 100000,
 			MaxConcurrent: max(1, runtime.NumCPU()/2), QueueTimeout: 5 * time.Second},
 		WS: WSLimits{ConnectTimeout: 10 * time.Second, MaxSockets: 2000, MaxUnauthenticated: 200, MaxUnauthenticatedPerAddress: 20, MaxPerPrincipal: 100,
-			MaxSubscriptions: 256, MaxSubscriptionKeyBytes: 256},
+			MaxSubscriptions: 256, MaxSubscriptionKeyBytes: 256, MaxWaitsPerSocket: 256, MaxWaitsPerPrincipal: 1024},
 		SignIn: SignInLimits{FailuresPerWindow: 20, Window: time.Minute},
 	}
 }
@@ -120,6 +124,8 @@ func (l *Limits) validate() error {
 		"limits.ws.max_unauthenticated": int64(l.WS.MaxUnauthenticated), "limits.ws.max_per_principal": int64(l.WS.MaxPerPrincipal),
 		"limits.ws.max_subscriptions":          int64(l.WS.MaxSubscriptions),
 		"limits.ws.max_subscription_key_bytes": int64(l.WS.MaxSubscriptionKeyBytes),
+		"limits.ws.max_waits_per_socket":       int64(l.WS.MaxWaitsPerSocket),
+		"limits.ws.max_waits_per_principal":    int64(l.WS.MaxWaitsPerPrincipal),
 		"limits.signin.failures_per_window":    int64(l.SignIn.FailuresPerWindow),
 	}
 	for key, n := range counts {

@@ -32,15 +32,17 @@ const (
 	WSCredentialsWithdrawn Name = "ws_credentials_withdrawn"
 	// ReplaysPerCaller and ReplaysRunning cap contract replays
 	// (app/contracts): one per caller, a few per replica.
-	ReplaysPerCaller Name = "replays_per_caller"
-	ReplaysRunning   Name = "replays_running"
+	ReplaysPerCaller    Name = "replays_per_caller"
+	ReplaysRunning      Name = "replays_running"
+	WSWaitsPerSocket    Name = "ws_waits_per_socket"
+	WSWaitsPerPrincipal Name = "ws_waits_per_principal"
 )
 
 // All is every limit, so each is exported as 0 before its first refusal.
 var All = []Name{HTTPReadTimeout, BodyBytes, OTLPBodyBytes, OTLPDecodedBytes, OTLPSpans, OTLPObjects, OTLPConcurrent,
 	SignInFailures, WSConnectTimeout, WSSockets, WSUnauthenticated, WSPerPrincipal, WSSubscriptions,
 	WSSubscriptionKeyBytes, WSMessageBytes, WSMessageFields, WSPreConnectBytes, WSUnauthPerAddress, WSCredentialsWithdrawn,
-	ReplaysPerCaller, ReplaysRunning}
+	ReplaysPerCaller, ReplaysRunning, WSWaitsPerSocket, WSWaitsPerPrincipal}
 
 // Counter counts refusals by limit.
 type Counter struct{ vec *prometheus.CounterVec }

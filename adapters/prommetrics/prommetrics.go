@@ -24,6 +24,8 @@ type Metrics struct {
 	notifDeliv    prometheus.Counter
 	notifRedeliv  prometheus.Counter
 	notifExpired  prometheus.Counter
+	waitsPending  prometheus.Gauge
+	waitReads     prometheus.Counter
 	spans         *prometheus.CounterVec
 	batchSize     prometheus.Histogram
 	commitLatency prometheus.Histogram
@@ -67,6 +69,10 @@ func New(reg prometheus.Registerer, db *sql.DB, known Labels) *Metrics {
 			Help: "Notification pushes acknowledged by a subscriber."}),
 		notifRedeliv: prometheus.NewCounter(prometheus.CounterOpts{Name: "threadengine_notifications_redelivered_total",
 			Help: "Notification pushes sent again after no acknowledgement in time or a closed session."}),
+		waitsPending: prometheus.NewGauge(prometheus.GaugeOpts{Name: "threadengine_waits_pending",
+			Help: "waitFor requests waiting for a decision."}),
+		waitReads: prometheus.NewCounter(prometheus.CounterOpts{Name: "threadengine_wait_reads_total",
+			Help: "Reads of the database by waitFor: one when a wait starts, one each time its thread changes (or its safety interval passes)."}),
 		notifExpired: prometheus.NewCounter(prometheus.CounterOpts{Name: "threadengine_notifications_expired_total",
 			Help: "Notifications given up on: too many unacknowledged deliveries, or held longer than the reconnect window."}),
 		spans: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "threadengine_otlp_spans_total",
@@ -133,7 +139,7 @@ func New(reg prometheus.Registerer, db *sql.DB, known Labels) *Metrics {
 		m.alerts.WithLabelValues(c)
 	}
 	reg.MustRegister(m.steps, m.validations, m.threadsStart, m.threadsEnd, m.sessions, m.notifPending, m.notifDeliv,
-		m.notifRedeliv, m.notifExpired, m.spans, m.batchSize, m.commitLatency, m.gqlCost, m.gqlRefused, m.authFailures)
+		m.notifRedeliv, m.notifExpired, m.waitsPending, m.waitReads, m.spans, m.batchSize, m.commitLatency, m.gqlCost, m.gqlRefused, m.authFailures)
 	// Zero series for the outcomes operators alert on, so rate() and
 	// dashboards work before the first event.
 	m.spans.WithLabelValues("accepted")
@@ -202,6 +208,8 @@ func (m *Metrics) NotificationsPending(delta int) {
 func (m *Metrics) NotificationDelivered()   { m.notifDeliv.Inc() }
 func (m *Metrics) NotificationRedelivered() { m.notifRedeliv.Inc() }
 func (m *Metrics) NotificationExpired()     { m.notifExpired.Inc() }
+func (m *Metrics) WaitsPending(delta int)   { m.waitsPending.Add(float64(delta)) }
+func (m *Metrics) WaitRead()                { m.waitReads.Inc() }
 func (m *Metrics) SpansAccepted(n int) {
 	if n > 0 {
 		m.spans.WithLabelValues("accepted").Add(float64(n))

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"github.com/threadengine/engine/ports"
 	"time"
 
 	"github.com/threadengine/engine/adapters/threadstore"
@@ -35,7 +36,8 @@ func (s *Server) startAlerts(threadStore *threadstore.Store) {
 		}})
 	hub := s.Threads.Hub()
 	s.Alerts = ops.NewAlertSweep(ops.AlertSweepDeps{Store: threadStore, Contracts: s.threadContracts(), Clock: s.Clock,
-		Metrics: s.EngineMetrics, Log: s.Log, SilentAfter: a.SilentAfter, Recorded: hub.Published, Nudge: s.Webhooks.Nudge})
+		Metrics: s.EngineMetrics, Log: s.Log, SilentAfter: a.SilentAfter,
+		Recorded: func(ns []ports.NotificationRecord) { hub.Published(context.Background(), ns) }, Nudge: s.Webhooks.Nudge})
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)
 	go func() { defer func() { done <- struct{}{} }(); s.Webhooks.Run(ctx, a.PollInterval) }()

@@ -239,6 +239,9 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	}
 	threadStore := threadstore.New(s.DB)
 	threadStore.SetMetrics(s.EngineMetrics)
+	// Registered before everything that appends steps, so it runs after
+	// them (closers run in reverse), and before the database closes.
+	s.OnClose(threadStore.Close)
 	s.Threads = threads.New(threadstore.NewTraced(threadStore, tp()), s.threadContracts(), s.Clock, nil, s.Log)
 	s.Threads.UseChainKeys(chainKeys)
 	s.Threads.SetMetrics(s.EngineMetrics)

@@ -63,14 +63,21 @@ func (s *Store) PendingNotifications(ctx context.Context, q ports.PendingQuery) 
 		lease, leaseArgs = ` AND lease_until IS NOT NULL AND lease_until < ?`, []any{sqldb.Time(q.Now)}
 	}
 	args = append(append(args, leaseArgs...), q.MaxDeliveries, q.Limit)
-	query, args, err := sqlx.In(`SELECT id, seq, thread_id, step_id, step_name, idempotency_key, contract_name, owner_id,
- source, notification_type, step_status, validation_status, violation_type, severity, message,
- CAST(details AS TEXT) AS details, created_at, deliveries, trace_parent
+	query, args, err := sqlx.In(`SELECT `+notificationColumns+`
  FROM thread_notifications WHERE delivery IS NULL AND (`+strings.Join(who, " OR ")+`)`+steps+lease+`
  AND deliveries < ? ORDER BY seq LIMIT ?`, args...)
 	if err != nil {
 		return nil, err
 	}
+	return s.selectNotifications(ctx, query, args)
+}
+
+// notificationColumns are what a read of the log selects (notificationRow).
+const notificationColumns = `id, seq, thread_id, step_id, step_name, idempotency_key, contract_name, owner_id,
+ source, notification_type, step_status, validation_status, violation_type, severity, message,
+ CAST(details AS TEXT) AS details, created_at, deliveries, trace_parent`
+
+func (s *Store) selectNotifications(ctx context.Context, query string, args []any) ([]ports.NotificationRecord, error) {
 	var rows []notificationRow
 	if err := s.db.SelectContext(ctx, &rows, s.q(query), args...); err != nil {
 		return nil, sqldb.TranslateError(err)
@@ -163,4 +170,32 @@ func (s *Store) ExpireNotifications(ctx context.Context, cutoff, now time.Time, 
 	}
 	dropped, _ := res.RowsAffected()
 	return int(expired), int(dropped), nil
+}
+
+// DropNotifications: see ports.NotificationLog.
+func (s *Store) DropNotifications(ctx context.Context, ids []string, now time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	query, args, err := sqlx.In(`UPDATE thread_notifications SET delivery = 'dropped', settled_at = ?, lease_until = NULL
+ WHERE id IN (?) AND delivery IS NULL`+s.db.AsyncCommit(), sqldb.Time(now), ids)
+	if err != nil {
+		return err
+	}
+	_, err = s.db.ExecContext(ctx, s.q(query), args...)
+	return sqldb.TranslateError(err)
+}
+
+// FollowedNotifications: see ports.NotificationLog. thread_notifications_thread
+// (thread_id, created_at) serves it.
+func (s *Store) FollowedNotifications(ctx context.Context, q ports.FollowQuery) ([]ports.NotificationRecord, error) {
+	if len(q.Threads) == 0 {
+		return nil, nil
+	}
+	query, args, err := sqlx.In(`SELECT `+notificationColumns+` FROM thread_notifications
+ WHERE thread_id IN (?) AND seq > ? AND created_at >= ? ORDER BY seq LIMIT ?`, q.Threads, q.AfterSeq, sqldb.Time(q.Since), q.Limit)
+	if err != nil {
+		return nil, err
+	}
+	return s.selectNotifications(ctx, query, args)
 }

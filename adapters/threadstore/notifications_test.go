@@ -152,3 +152,65 @@ func TestNotificationLogContract(t *testing.T) {
 		}
 	})
 }
+
+// Followed threads' rows are read whatever their delivery state (by thread,
+// after a seq, since a time); a dropped row is settled and read by nobody.
+func TestNotificationLogFollowAndDrop(t *testing.T) {
+	t.Parallel()
+	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
+		threads, db, ctx := setup(t, d)
+		store := threadstore.New(db)
+		app := threads.Application()
+		start := func() string {
+			th, err := app.Commands.StartThread.Handle(ctx, threadsapp.StartThreadInput{Label: "f"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return th.ID
+		}
+		a, b := start(), start()
+		for i, tid := range []string{a, b, a} {
+			if _, err := app.Commands.RecordStep.Handle(ctx, threadsapp.RecordStepInput{ThreadID: tid, StepName: "ship",
+				Status: "success", IdempotencyKey: fmt.Sprint("k", i), Context: map[string]string{}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		read := func(q ports.FollowQuery) []ports.NotificationRecord {
+			t.Helper()
+			q.Limit = 10
+			rows, err := store.FollowedNotifications(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return rows
+		}
+		rows := read(ports.FollowQuery{Threads: []string{a}})
+		if len(rows) != 2 || rows[0].ThreadID != a || rows[1].Seq <= rows[0].Seq {
+			t.Fatalf("rows of a: %+v", rows)
+		}
+		if _, err := store.AckNotifications(ctx, []string{rows[0].ID}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if again := read(ports.FollowQuery{Threads: []string{a}}); len(again) != 2 {
+			t.Fatalf("an acknowledged row is not read: %d rows", len(again))
+		}
+		if after := read(ports.FollowQuery{Threads: []string{a, b}, AfterSeq: rows[0].Seq}); len(after) != 2 {
+			t.Fatalf("after a's first row: %+v", after)
+		}
+		if none := read(ports.FollowQuery{Threads: []string{a}, Since: time.Now().Add(time.Hour)}); len(none) != 0 {
+			t.Fatalf("rows raised before Since: %+v", none)
+		}
+
+		if err := store.DropNotifications(ctx, []string{rows[1].ID}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		pending, err := store.PendingNotifications(ctx, ports.PendingQuery{Threads: []string{a}, Now: time.Now(), MaxDeliveries: 3, Limit: 10})
+		if err != nil || len(pending) != 0 {
+			t.Fatalf("dropped or acknowledged rows still pending: %+v %v", pending, err)
+		}
+		var delivery string
+		if err := db.QueryRow(db.Rebind(`SELECT delivery FROM thread_notifications WHERE id = ?`), rows[1].ID).Scan(&delivery); err != nil || delivery != "dropped" {
+			t.Fatalf("delivery %q %v", delivery, err)
+		}
+	})
+}

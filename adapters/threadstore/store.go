@@ -39,6 +39,11 @@ type Store struct {
 
 	batchOnce sync.Once
 	shards    []chan *appendJob // group-commit queues, by hash of thread id
+	// closeMu: AppendStep queues under RLock; Close takes it to stop new
+	// appends, then closes the queues and waits for the committers.
+	closeMu    sync.RWMutex
+	closed     bool
+	committers sync.WaitGroup
 
 	// Counters for tests: batches of several appends committed together,
 	// and batches that rolled back and were redone one append at a time.
@@ -392,9 +397,16 @@ func (s *Store) AppendStep(ctx context.Context, threadID string, writer ports.Ap
 	s.batchOnce.Do(s.startCommitters)
 	h := fnv.New32a()
 	h.Write([]byte(threadID))
+	s.closeMu.RLock()
+	if s.closed {
+		s.closeMu.RUnlock()
+		return ports.StepPlan{}, sqldb.ErrUnavailable
+	}
 	select {
 	case s.shards[int(h.Sum32())%len(s.shards)] <- j:
+		s.closeMu.RUnlock()
 	case <-ctx.Done():
+		s.closeMu.RUnlock()
 		return ports.StepPlan{}, sqldb.TranslateError(ctx.Err())
 	}
 	// Once queued, the job may be committed: wait for the outcome whatever
@@ -430,8 +442,31 @@ func (s *Store) startCommitters() {
 	s.shards = make([]chan *appendJob, n)
 	for i := range s.shards {
 		s.shards[i] = make(chan *appendJob, 4*maxBatch)
-		go s.committer(s.shards[i])
+		s.committers.Add(1)
+		go func() { defer s.committers.Done(); s.committer(s.shards[i]) }()
 	}
+}
+
+// Close stops the group-commit goroutines: appends after it are refused
+// (unavailable), those already queued are committed first. Call it before
+// the database closes.
+func (s *Store) Close() error {
+	s.closeMu.Lock()
+	already := s.closed
+	s.closed = true
+	s.closeMu.Unlock()
+	if already {
+		return nil
+	}
+	started := true
+	s.batchOnce.Do(func() { started = false }) // never started: nothing to stop
+	if started {
+		for _, ch := range s.shards {
+			close(ch)
+		}
+		s.committers.Wait()
+	}
+	return nil
 }
 
 func (s *Store) committer(ch chan *appendJob) {

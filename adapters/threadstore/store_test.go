@@ -398,3 +398,41 @@ func TestRefsWithAStepShareItsTransaction(t *testing.T) {
 		}
 	})
 }
+
+// Close stops the group-commit goroutines: what was queued is committed,
+// later appends are refused as unavailable; a second Close is a no-op.
+func TestCloseStopsGroupCommits(t *testing.T) {
+	t.Parallel()
+	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
+		db := sqldbtest.Open(t, d)
+		store := threadstore.New(db)
+		threads := threadsapp.New(store, nil, nil, []byte("secret"), nil)
+		ctx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u1", Role: domain.RoleMember})
+		app := threads.Application()
+		th, err := app.Commands.StartThread.Handle(ctx, threadsapp.StartThreadInput{Label: "c"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		record := func(key string) error {
+			_, err := app.Commands.RecordStep.Handle(ctx, threadsapp.RecordStepInput{ThreadID: th.ID, StepName: "s",
+				Status: "success", IdempotencyKey: key, Context: map[string]string{}})
+			return err
+		}
+		if err := record("a"); err != nil {
+			t.Fatal(err)
+		}
+		if err := store.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := record("b"); domain.CodeOf(err) != domain.CodeUnavailable {
+			t.Fatalf("append after Close: %v, want unavailable", err)
+		}
+		if err := store.Close(); err != nil {
+			t.Fatal(err)
+		}
+		never := threadstore.New(db) // never appended: nothing to stop
+		if err := never.Close(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

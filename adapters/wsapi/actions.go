@@ -11,6 +11,7 @@ import (
 	"github.com/threadengine/engine/adapters/httperr"
 	"github.com/threadengine/engine/adapters/limits"
 	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/app/delivery"
 	"github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 )
@@ -97,7 +98,7 @@ func (s *session) handle(data []byte) bool {
 		f.end(err)
 		return false
 	}
-	r, err := spec.run(s, authz.WithPrincipal(ctx, *p), m)
+	r, err := spec.run(s, delivery.WithOrigin(authz.WithPrincipal(ctx, *p), s.hub), m)
 	if errors.Is(err, errAnswered) {
 		if m.Action != "waitFor" { // a pending wait ends its frame when it answers
 			f.end(nil)

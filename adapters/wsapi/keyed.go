@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/threadengine/engine/app/delivery"
@@ -75,48 +74,6 @@ type waitReply struct {
 	Violations   []domain.ValidationIssue `json:"violations,omitempty"`
 }
 
-// waits are a session's pending waits by requestId, so cancelWait can end
-// one. Their replies are sent when they decide, in any order.
-type waits struct {
-	mu      sync.Mutex
-	pending map[string]context.CancelFunc
-}
-
-func (w *waits) add(id string, cancel context.CancelFunc) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.pending == nil {
-		w.pending = map[string]context.CancelFunc{}
-	}
-	if _, dup := w.pending[id]; dup || len(w.pending) >= maxWaitsPerSession {
-		return false
-	}
-	w.pending[id] = cancel
-	return true
-}
-
-// done removes id and reports whether it was still pending (not cancelled).
-func (w *waits) done(id string) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	_, ok := w.pending[id]
-	delete(w.pending, id)
-	return ok
-}
-
-func (w *waits) cancel(id string) {
-	w.mu.Lock()
-	cancel, ok := w.pending[id]
-	delete(w.pending, id)
-	w.mu.Unlock()
-	if ok {
-		cancel()
-	}
-}
-
-// maxWaitsPerSession bounds the goroutines one socket can park.
-const maxWaitsPerSession = 256
-
 // waitFor: permission for a step invocation (stepName, invocationId), the
 // verdict of a recorded step (stepId), or — with cancel — giving a grant
 // back. A blocking wait is answered from its own goroutine, so later frames
@@ -145,11 +102,13 @@ func (s *session) waitFor(ctx context.Context, m Message) (reply, error) {
 		return nil, invalidFrame("waitFor needs a requestId (its reply may come after later ones)")
 	}
 	wctx, cancel := context.WithCancel(ctx)
-	if !s.waits.add(requestID, cancel) {
+	release, err := s.addWait(requestID, cancel)
+	if err != nil {
 		cancel()
-		return nil, invalidFrame("too many pending waits on this connection, or a duplicate requestId")
+		return nil, err
 	}
 	go func() {
+		defer release()
 		defer cancel()
 		var res delivery.WaitResult
 		var err error

@@ -63,13 +63,14 @@ type Handler struct {
 	tracerOnce sync.Once
 	tracerV    trace.Tracer
 
-	admission admission
-	frames    *semaphore.Weighted
-	framesMu  sync.Once
-	mu        sync.Mutex
-	live      map[*session]struct{}
-	closing   bool
-	sessions  sync.WaitGroup
+	admission  admission
+	waitCounts waitCounts
+	frames     *semaphore.Weighted
+	framesMu   sync.Once
+	mu         sync.Mutex
+	live       map[*session]struct{}
+	closing    bool
+	sessions   sync.WaitGroup
 }
 
 // Mount adds the route; the client address is echo's (server.trusted_proxies).
@@ -205,7 +206,9 @@ type session struct {
 	stepVocab   atomic.Bool // subscribed with step.*/rule.* names: pushes use them
 	execVocab   atomic.Bool // subscribed with execution.*/validation.* names (Go): pushes keep them
 
-	closeOnce sync.Once
+	closeOnce   sync.Once
+	closeCode   websocket.StatusCode // set by flushAndClose before its marker
+	closeReason string
 }
 
 // Deliver implements delivery.Subscriber: a non-blocking enqueue of a push.
@@ -249,6 +252,10 @@ func (s *session) writeLoop() {
 		case <-s.ctx.Done():
 			return
 		case frame := <-s.out:
+			if frame == nil { // flushAndClose: everything before was written
+				s.closeWith(s.closeCode, s.closeReason)
+				return
+			}
 			wctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
 			err := s.conn.Write(wctx, websocket.MessageText, frame)
 			cancel()
@@ -324,16 +331,29 @@ func (s *session) send(requestID string, r reply) {
 	}
 }
 
-// flushAndClose waits until queued replies are written, then closes normally.
+// flushAndClose closes the connection normally once the replies queued
+// before it are written: the write loop, which sends frames in order, does
+// the close when it reaches the marker (a nil frame). It returns when the
+// session has ended (at most closeFlushLimit later).
 func (s *session) flushAndClose(code websocket.StatusCode, reason string) {
-	deadline := time.Now().Add(5 * time.Second)
-	for len(s.out) > 0 && time.Now().Before(deadline) && s.ctx.Err() == nil {
-		time.Sleep(5 * time.Millisecond)
+	s.closeCode, s.closeReason = code, reason // published to the write loop by the send below
+	select {
+	case s.out <- nil:
+	case <-s.ctx.Done():
+		return
 	}
-	// The write loop may be mid-write of the last frame; give it a moment.
-	time.Sleep(20 * time.Millisecond)
-	s.closeWith(code, reason)
+	t := time.NewTimer(closeFlushLimit)
+	defer t.Stop()
+	select {
+	case <-s.ctx.Done():
+	case <-t.C: // the peer does not read: close without the handshake
+		s.shutdown()
+	}
 }
+
+// closeFlushLimit bounds flushAndClose (the close handshake waits up to
+// 5 s for the peer's close frame).
+const closeFlushLimit = 10 * time.Second
 
 func (s *session) readLoop() {
 	for {
@@ -389,11 +409,13 @@ func (s *session) authenticated() *domain.Principal {
 	return s.principal
 }
 
-// addThread records a thread started or joined here and the role this
-// connection acts as on it. Joined threads also make the session eligible for
-// their notifications (owned ones already are).
+// addThread records a thread started (or joined) here and the role this
+// connection acts as on it; the session follows it (copies of its
+// notifications, app/delivery/follow.go). Joined threads also make the
+// session eligible for their notifications (owned ones already are).
 func (s *session) addThread(id, role string, joined bool) {
 	s.parties.Add(id, role)
+	s.hub.Follow(id)
 	if joined {
 		s.hub.AddThread(id)
 	}

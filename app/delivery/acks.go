@@ -28,39 +28,47 @@ const maxQueuedAcks = 10_000
 // ackChunk bounds the ids of one statement.
 const ackChunk = 500
 
-// queueAck hands req to the flusher, or settles it at once when the flusher
+// expireEvery is how often the settler expires what can no longer be
+// delivered, and forgets claims older than the retention.
+const expireEvery = 30 * time.Second
+
+// queueAck hands req to the settler, or settles it at once when the settler
 // is not running (before Run, after shutdown) or is too far behind.
 func (h *Hub) queueAck(req ackReq) {
-	h.ackMu.Lock()
-	if h.ackOpen && len(h.ackQueue) < maxQueuedAcks {
-		h.ackQueue = append(h.ackQueue, req)
-		h.ackMu.Unlock()
-		select {
-		case h.ackSignal <- struct{}{}:
-		default: // a flush is already due; it takes this one too
-		}
+	h.mu.Lock()
+	if h.ackOpen && len(h.acks) < maxQueuedAcks {
+		h.acks = append(h.acks, req)
+		h.mu.Unlock()
+		h.signal(h.ackSignal)
 		return
 	}
-	h.ackMu.Unlock()
+	h.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	h.settle(ctx, []ackReq{req})
 }
 
-// acker flushes queued acknowledgements until ctx ends, then flushes what is
-// left and settles later ones itself (queueAck sees ackOpen false).
-func (h *Hub) acker(ctx context.Context) {
-	h.ackMu.Lock()
+// settler writes queued acknowledgements and, every expireEvery, expires
+// what can no longer be delivered, until ctx ends; then it writes what is
+// left, and later acknowledgements are settled by their callers (queueAck
+// sees ackOpen false).
+func (h *Hub) settler(ctx context.Context) {
+	h.mu.Lock()
 	h.ackOpen = true
-	h.ackMu.Unlock()
+	h.mu.Unlock()
+	tick, stop := newTicker(h.clock, expireEvery)
+	defer stop()
+	h.expire(ctx)
 	for {
 		select {
 		case <-h.ackSignal:
 			h.flushAcks(ctx)
+		case <-tick:
+			h.expire(ctx)
 		case <-ctx.Done():
-			h.ackMu.Lock()
+			h.mu.Lock()
 			h.ackOpen = false
-			h.ackMu.Unlock()
+			h.mu.Unlock()
 			last, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			h.flushAcks(last)
 			cancel()
@@ -71,14 +79,14 @@ func (h *Hub) acker(ctx context.Context) {
 
 func (h *Hub) flushAcks(ctx context.Context) {
 	for {
-		h.ackMu.Lock()
-		batch := h.ackQueue
+		h.mu.Lock()
+		batch := h.acks
 		if len(batch) > ackChunk {
-			batch, h.ackQueue = batch[:ackChunk:ackChunk], batch[ackChunk:]
+			batch, h.acks = batch[:ackChunk:ackChunk], batch[ackChunk:]
 		} else {
-			h.ackQueue = nil
+			h.acks = nil
 		}
-		h.ackMu.Unlock()
+		h.mu.Unlock()
 		if len(batch) == 0 {
 			return
 		}
@@ -113,3 +121,35 @@ func (h *Hub) settle(ctx context.Context, batch []ackReq) {
 		fresh[r.id] = false // a second ack of the same id in the batch settled nothing
 	}
 }
+
+// expire settles what can no longer be delivered, counts it, and forgets
+// the claims nobody touched within the retention and old copied ids.
+func (h *Hub) expire(ctx context.Context) {
+	cfg, now := h.config(), h.clock.Now()
+	h.mu.Lock()
+	h.l.forgetClaims(now.Add(-cfg.Retention))
+	h.l.forgetCopies(now)
+	h.mu.Unlock()
+	if h.logStore == nil {
+		return
+	}
+	exp, drop, err := h.logStore.ExpireNotifications(ctx, now.Add(-cfg.Retention), now, cfg.MaxDeliveries)
+	if err != nil {
+		if ctx.Err() == nil {
+			h.log.Warn("notifications: expiry", "err", err)
+		}
+		return
+	}
+	h.expired.Add(int64(exp))
+	h.dropped.Add(int64(drop))
+	for range exp + drop {
+		h.metrics.NotificationExpired()
+	}
+	if exp > 0 || drop > 0 {
+		h.log.Warn("notifications settled undelivered", "expired", exp, "dropped_after_max_deliveries", drop,
+			"retention", cfg.Retention.String())
+	}
+}
+
+// ExpireNow runs the expiry at once (tests).
+func (h *Hub) ExpireNow(ctx context.Context) { h.expire(ctx) }

@@ -14,13 +14,15 @@ import (
 // CancelGrantHandler gives back an invocation's grant for good; one of the
 // thread Commands (threads.Application).
 type CancelGrantHandler struct {
-	grants ports.Grants
-	clock  ports.Clock
+	grants  ports.Grants
+	changes ThreadChanges
+	clock   ports.Clock
 }
 
-// NewCancelGrantHandler builds CancelGrant.
-func NewCancelGrantHandler(grants ports.Grants, clock ports.Clock) CancelGrantHandler {
-	return CancelGrantHandler{grants: grants, clock: clock}
+// NewCancelGrantHandler builds CancelGrant; changes hears of the grant
+// cancelled (a repeat wait of the invocation is then denied).
+func NewCancelGrantHandler(grants ports.Grants, changes ThreadChanges, clock ports.Clock) CancelGrantHandler {
+	return CancelGrantHandler{grants: grants, changes: changes, clock: clock}
 }
 
 // Handle gives back the grant of invocationID (waitFor with cancel): it
@@ -44,5 +46,6 @@ func (h CancelGrantHandler) Handle(ctx context.Context, threadID, role, stepName
 	if err != nil {
 		return WaitResult{}, err
 	}
+	h.changes.ThreadsChanged(threadID)
 	return WaitResult{Decision: DecisionCancelled, Message: "grant given back"}, nil
 }

@@ -14,11 +14,15 @@ import (
 
 // ReleaseGrantHandler gives back an unanswered grant unused; one of the
 // thread Commands (threads.Application).
-type ReleaseGrantHandler struct{ grants ports.Grants }
+type ReleaseGrantHandler struct {
+	grants  ports.Grants
+	changes ThreadChanges
+}
 
-// NewReleaseGrantHandler builds ReleaseGrant.
-func NewReleaseGrantHandler(grants ports.Grants) ReleaseGrantHandler {
-	return ReleaseGrantHandler{grants: grants}
+// NewReleaseGrantHandler builds ReleaseGrant; changes hears of the grant
+// given back (what it consumed may enable another waiter).
+func NewReleaseGrantHandler(grants ports.Grants, changes ThreadChanges) ReleaseGrantHandler {
+	return ReleaseGrantHandler{grants: grants, changes: changes}
 }
 
 // Handle gives back, unused, a grant whose allowed answer (WaitResult.Answer)
@@ -32,7 +36,11 @@ func (h ReleaseGrantHandler) Handle(ctx context.Context, threadID, invocationID,
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), giveBackLimit)
 	defer cancel()
-	return h.grants.ReleaseGrant(rctx, threadID, invocationID, answer)
+	if err := h.grants.ReleaseGrant(rctx, threadID, invocationID, answer); err != nil {
+		return err
+	}
+	h.changes.ThreadsChanged(threadID)
+	return nil
 }
 
 // giveBackLimit bounds a give-back queued on the thread's row lock.

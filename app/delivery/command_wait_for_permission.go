@@ -17,15 +17,15 @@ import (
 type WaitForPermissionHandler struct {
 	grants    ports.Grants
 	contracts ThreadContracts
-	changes   ChangeFeed
+	feed      ThreadFeed
 	release   ReleaseGrantHandler // gives back a grant its waiter never heard of
 	clock     ports.Clock
 }
 
 // NewWaitForPermissionHandler builds WaitForPermission.
-func NewWaitForPermissionHandler(grants ports.Grants, contracts ThreadContracts, changes ChangeFeed, release ReleaseGrantHandler,
+func NewWaitForPermissionHandler(grants ports.Grants, contracts ThreadContracts, feed ThreadFeed, release ReleaseGrantHandler,
 	clock ports.Clock) WaitForPermissionHandler {
-	return WaitForPermissionHandler{grants: grants, contracts: contracts, changes: changes, release: release, clock: clock}
+	return WaitForPermissionHandler{grants: grants, contracts: contracts, feed: feed, release: release, clock: clock}
 }
 
 // Handle blocks until the thread's rules let the caller, acting
@@ -57,7 +57,7 @@ func (h WaitForPermissionHandler) Handle(ctx context.Context, threadID, role, st
 	if err != nil {
 		return WaitResult{}, err
 	}
-	r, err := wait(ctx, h.changes, timeout, func(rctx context.Context, commit func() bool) (WaitResult, bool, error) {
+	r, err := wait(ctx, h.feed, threadID, timeout, func(rctx context.Context, commit func() bool) (WaitResult, bool, error) {
 		return h.permission(rctx, commit, p, c, threadID, role, stepName, invocationID)
 	})
 	if err == nil && r.MadeGrant() && ctx.Err() != nil {

@@ -17,14 +17,14 @@ import (
 type WaitForValidationHandler struct {
 	threads     ports.ThreadGetter
 	validations ports.StepValidations
-	changes     ChangeFeed
+	feed        ThreadFeed
 	clock       ports.Clock
 }
 
 // NewWaitForValidationHandler builds WaitForValidation.
-func NewWaitForValidationHandler(threads ports.ThreadGetter, validations ports.StepValidations, changes ChangeFeed,
+func NewWaitForValidationHandler(threads ports.ThreadGetter, validations ports.StepValidations, feed ThreadFeed,
 	clock ports.Clock) WaitForValidationHandler {
-	return WaitForValidationHandler{threads: threads, validations: validations, changes: changes, clock: clock}
+	return WaitForValidationHandler{threads: threads, validations: validations, feed: feed, clock: clock}
 }
 
 // Handle answers with the validation verdict of one recorded
@@ -45,7 +45,7 @@ func (h WaitForValidationHandler) Handle(ctx context.Context, threadID, stepID s
 	if err := authz.CheckVisible(p, &th, now(h.clock)); err != nil {
 		return WaitResult{}, err
 	}
-	return wait(ctx, h.changes, timeout, func(rctx context.Context, _ func() bool) (WaitResult, bool, error) {
+	return wait(ctx, h.feed, threadID, timeout, func(rctx context.Context, _ func() bool) (WaitResult, bool, error) {
 		v, found, err := h.validations.StepValidation(rctx, threadID, stepID)
 		if err != nil || !found {
 			return WaitResult{}, false, err

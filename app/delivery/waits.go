@@ -35,11 +35,30 @@ const MaxWait = 300 * time.Second
 // typically a UUID.
 const MaxInvocationIDLen = 128
 
-// ChangeFeed wakes waits at every change committed on any replica (the Hub).
-type ChangeFeed interface {
-	// Changed returns a channel closed at the next change.
-	Changed() <-chan struct{}
+// ThreadChanges hears of the changes the waits make themselves (a grant
+// made, given back or cancelled): the other waits on the thread, on every
+// replica, re-check (the Hub).
+type ThreadChanges interface {
+	ThreadsChanged(threadIDs ...string)
 }
+
+// ThreadFeed wakes a wait when its thread changes, on any replica (the
+// Hub).
+type ThreadFeed interface {
+	ThreadChanges
+	// WatchThread follows a thread's changes; Stop the watcher when done.
+	WatchThread(threadID string) *ThreadWatcher
+	// RoundSlot waits for a place among the rounds that read the database
+	// at once (a burst of new waits queues instead of taking every
+	// connection from the writers); release it after the round.
+	RoundSlot(ctx context.Context) (release func(), err error)
+}
+
+// safetyRecheck: a pending wait also re-reads what it waits for this often
+// without a wake-up: a change nobody announced (a party's access expiring,
+// a thread deleted), or an announcement lost with a replica. Cheap: one
+// read per wait per interval, whatever else is written.
+const safetyRecheck = 30 * time.Second
 
 // ThreadContracts finds the contract a thread was started with (nil for a
 // free-form thread); the thread use cases' cache answers it.
@@ -99,9 +118,10 @@ func (g *waitGate) commit() bool {
 // answer reports whether the wait may answer without the round.
 func (g *waitGate) answer() bool { return g.state.CompareAndSwap(gateOpen, gateAnswered) }
 
-// wait re-runs check at every change committed on any replica (changes
-// reports it; and at least every second) until it decides, ctx ends
-// (cancelled) or timeout is nearly over (timed_out).
+// wait re-runs check whenever the thread changes (feed tells it; and at
+// least every safetyRecheck) until it decides, ctx ends (cancelled) or
+// timeout is nearly over (timed_out). Nothing else wakes it: a wait costs
+// nothing while its thread is quiet, however busy the others are.
 //
 // A round may block on the thread's row lock (a writer holds it), so it runs
 // beside the deadline, and timed_out (or cancelled) is answered on time
@@ -111,10 +131,14 @@ func (g *waitGate) answer() bool { return g.state.CompareAndSwap(gateOpen, gateA
 // answer. So no grant is ever made that its waiter does not hear of, and
 // nothing needs giving back (a grant given back could already have been
 // answered to a repeat wait of the same invocation).
-func wait(ctx context.Context, changes ChangeFeed, timeout time.Duration, check func(ctx context.Context, commit func() bool) (WaitResult, bool, error)) (WaitResult, error) {
+func wait(ctx context.Context, feed ThreadFeed, threadID string, timeout time.Duration, check func(ctx context.Context, commit func() bool) (WaitResult, bool, error)) (WaitResult, error) {
 	if timeout <= 0 || timeout > MaxWait {
 		return WaitResult{}, domain.Invalid("timeoutMs", "timeoutMs must be between 1 and %d", MaxWait.Milliseconds())
 	}
+	watcher := feed.WatchThread(threadID)
+	defer watcher.Stop()
+	recheck := time.NewTimer(safetyRecheck)
+	defer recheck.Stop()
 	deadline := time.NewTimer(max(timeout-timeoutMargin(timeout), time.Millisecond))
 	defer deadline.Stop()
 	// A committing round is never cancelled (a cancelled COMMIT may still
@@ -149,9 +173,15 @@ func wait(ctx context.Context, changes ChangeFeed, timeout time.Duration, check 
 		}
 	}
 	for {
-		changed := changes.Changed() // taken before the check: a change during it wakes the next round
+		changed := watcher.Changed() // taken before the check: a change during it wakes the next round
 		ch := make(chan round, 1)
 		go func() {
+			release, err := feed.RoundSlot(rctx)
+			if err != nil { // the wait ended while this round queued
+				ch <- round{err: err}
+				return
+			}
+			defer release()
 			r, done, err := check(rctx, gate.commit)
 			ch <- round{r, done, err}
 		}()
@@ -174,7 +204,8 @@ func wait(ctx context.Context, changes ChangeFeed, timeout time.Duration, check 
 		case <-deadline.C:
 			return WaitResult{Decision: DecisionTimedOut, Message: "no decision before the timeout"}, nil
 		case <-changed:
-		case <-time.After(time.Second):
+		case <-recheck.C:
+			recheck.Reset(safetyRecheck)
 		}
 	}
 }
@@ -213,8 +244,8 @@ func checkInvocationID(id string) error {
 // permission is one round of a wait for permission to run a step (the
 // WaitForPermission handler's). It reads
 // without locking first: most rounds of a wait decide
-// nothing (the predecessor is not recorded yet) and every commit anywhere
-// wakes every waiter, so only a round that would answer allowed (a new grant,
+// nothing (the predecessor is not recorded yet) and every change of the
+// thread wakes all its waiters, so only a round that would answer allowed (a new grant,
 // or this invocation's grant asked for again, which the answer takes over)
 // takes the thread's row lock, and decides again under it.
 func (h WaitForPermissionHandler) permission(ctx context.Context, commit func() bool, p domain.Principal, c *domain.Contract, threadID, role, stepName, invocationID string) (WaitResult, bool, error) {
@@ -263,5 +294,8 @@ func (h WaitForPermissionHandler) permission(ctx context.Context, commit func() 
 		g.Answer = answer
 		return &g, nil
 	})
+	if err == nil && r.Answer != "" {
+		h.feed.ThreadsChanged(threadID) // a repeat wait of this invocation answers too
+	}
 	return r, done, err
 }

@@ -50,7 +50,7 @@ func (m *Module) build() Application {
 	invites := inviteKeysOf(m.keys)
 	findByRef := NewFindThreadByRefHandler(store, store, clock)
 	keyed := NewStartThreadWithKeyHandler(store, store, store, findByRef, m.contracts, clock, metrics)
-	release := delivery.NewReleaseGrantHandler(store)
+	release := delivery.NewReleaseGrantHandler(store, m.hub)
 	return Application{
 		Commands: Commands{
 			StartThread:        NewStartThreadHandler(store, keyed, m.contracts, clock, metrics),
@@ -61,7 +61,7 @@ func (m *Module) build() Application {
 			JoinThread:         NewJoinThreadHandler(store, m.contracts, invites, clock),
 			EndThread:          NewEndThreadHandler(store, m.hub, clock, metrics),
 			WaitForPermission:  delivery.NewWaitForPermissionHandler(store, m.contracts, m.hub, release, clock),
-			CancelGrant:        delivery.NewCancelGrantHandler(store, clock),
+			CancelGrant:        delivery.NewCancelGrantHandler(store, m.hub, clock),
 			ReleaseGrant:       release,
 		},
 		Queries: Queries{

@@ -75,7 +75,7 @@ func (h EndThreadHandler) Handle(ctx context.Context, in EndThreadInput) (domain
 	if len(events) > 0 {
 		h.metrics.ThreadEnded(string(th.Status))
 	}
-	h.publisher.Published(events)
+	h.publisher.Published(ctx, events)
 	return th, nil
 }
 

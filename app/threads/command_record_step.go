@@ -82,7 +82,7 @@ func (h RecordStepHandler) Handle(ctx context.Context, in RecordStepInput) (Step
 	}
 	if !plan.Duplicate {
 		countStep(h.metrics, plan)
-		h.publisher.Published(plan.Notifications)
+		h.publisher.Published(ctx, plan.Notifications)
 	}
 	return res, nil
 }

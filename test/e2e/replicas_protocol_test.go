@@ -161,12 +161,14 @@ func TestReplicasWaitFor(t *testing.T) {
 	}
 	t.Logf("cross-replica wait answered %v after the write", time.Since(start))
 
-	// Timeout: timed_out before the client's deadline.
+	// Timeout: timed_out before the client's deadline (the engine answers a
+	// tenth of it, at most 0.5 s, plus 50 ms early: with 4 s, 450 ms of room
+	// for a machine busy with other work).
 	start = time.Now()
 	waiter.send(map[string]any{"action": "waitFor", "requestId": "w3", "threadId": tid, "stepName": "validate",
-		"invocationId": "inv-3", "await": true, "timeoutMs": 1000})
+		"invocationId": "inv-3", "await": true, "timeoutMs": 4000})
 	_ = waiter // validate again is not a valid transition after validate: it waits
-	if r := waiter.replyFor("w3", 3*time.Second); r["decision"] != "timed_out" || time.Since(start) >= time.Second {
+	if r := waiter.replyFor("w3", 6*time.Second); r["decision"] != "timed_out" || time.Since(start) >= 4*time.Second {
 		t.Fatalf("timeout: %v after %v", r, time.Since(start))
 	}
 	// cancelWait: no reply, ever.

@@ -285,17 +285,24 @@ func buildGoProgram(t *testing.T, rel string) string {
 	if dir == "" {
 		t.Skipf("%s not set (point it at a checkout of ThreadifyDev/go-sdk)", goSDKEnv)
 	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("go not found on PATH")
-	}
 	src, err := os.ReadFile(repoFile(t, rel))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return buildGoMain(t, src, dir)
+}
+
+// buildGoMain builds src, a main package, in a temporary module whose
+// go.mod replaces the SDK with the checkout sdkDir.
+func buildGoMain(t *testing.T, src []byte, sdkDir string) string {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go not found on PATH")
+	}
 	mod := t.TempDir()
 	gomod := "module sdkscenario\n\ngo 1.25\n\nrequire github.com/ThreadifyDev/go-sdk v0.0.0\n\n" +
-		"replace github.com/ThreadifyDev/go-sdk => " + dir + "\n"
+		"replace github.com/ThreadifyDev/go-sdk => " + sdkDir + "\n"
 	for name, body := range map[string][]byte{"go.mod": []byte(gomod), "main.go": src} {
 		if err := os.WriteFile(filepath.Join(mod, name), body, 0o644); err != nil {
 			t.Fatal(err)
@@ -307,7 +314,7 @@ func buildGoProgram(t *testing.T, rel string) string {
 	build.Dir = mod
 	build.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
 	if b, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build %s against the Go SDK: %v\n%s", rel, err, b)
+		t.Fatalf("build against the Go SDK: %v\n%s", err, b)
 	}
 	return bin
 }
@@ -400,6 +407,10 @@ func TestGoSDK(t *testing.T) {
 		}
 		if dig(inv, "waitFor", "stepStatus") != "failed" || dig(inv, "waitFor", "notificationType") != "execution.failed" {
 			t.Errorf("WaitFor = %v", dig(inv, "waitFor"))
+		}
+		if w := dig(inv, "waitForUnsubscribed"); dig(w, "stepName") != "inspect" || dig(w, "stepStatus") != "success" ||
+			dig(w, "ackErr") != "<nil>" {
+			t.Errorf("WaitFor without Subscribe = %v", w)
 		}
 		// Cancel("supplier failed") is the thread's cancel reason, not an
 		// error (which stays for failures).
