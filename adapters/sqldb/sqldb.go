@@ -224,15 +224,22 @@ func (d *DB) Tx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 	return nil
 }
 
-// cancelled reports a transaction that database/sql rolled back because ctx
-// ended (the client went away or a deadline passed) as that cancellation:
-// the statements after it fail with sql.ErrTxDone, which would otherwise
-// surface as an internal error although nothing is wrong with the engine.
+// cancelled reports a transaction that failed because ctx ended (the client
+// went away or a deadline passed) as that cancellation. What the failing
+// statement says depends on when the cancellation landed: sql.ErrTxDone
+// after database/sql rolled the transaction back, or driver.ErrBadConn when
+// lib/pq gave up the connection in the middle of a statement. Either would
+// otherwise surface as an internal error or a database outage although
+// nothing is wrong with the engine. A domain error fn returned is kept.
 func cancelled(ctx context.Context, err error) error {
-	if ctx.Err() != nil && errors.Is(err, sql.ErrTxDone) {
-		return TranslateError(fmt.Errorf("%w (%w)", ctx.Err(), err))
+	if ctx.Err() == nil || errors.Is(err, ctx.Err()) {
+		return err
 	}
-	return err
+	var de *domain.Error
+	if errors.As(err, &de) {
+		return err
+	}
+	return TranslateError(fmt.Errorf("%w (%w)", ctx.Err(), err))
 }
 
 // XactLock takes the PostgreSQL transaction-level advisory lock key inside
