@@ -41,6 +41,9 @@ type Config struct {
 	Audit     Audit     `koanf:"audit"`
 	// Transparency configures the transparency log.
 	Transparency Transparency `koanf:"transparency"`
+	// Threads and Contracts: see sections.go.
+	Threads   Threads   `koanf:"threads"`
+	Contracts Contracts `koanf:"contracts"`
 }
 
 // Transparency configures the transparency log (docs/integrators/verification.md).
@@ -208,6 +211,8 @@ func Defaults() Config {
 		Metrics:      Metrics{GaugeInterval: time.Minute},
 		Telemetry:    defaultTelemetry(),
 		Transparency: Transparency{CheckpointInterval: time.Second},
+		Threads:      defaultThreads(),
+		Contracts:    defaultContracts(),
 	}
 }
 
@@ -270,7 +275,8 @@ func Load(path string, environ []string) (Config, error) {
 }
 
 var knownSections = map[string]bool{"server": true, "database": true, "registry": true, "auth": true, "security": true, "log": true,
-	"limits": true, "metrics": true, "retention": true, "notifications": true, "alerts": true, "telemetry": true, "audit": true}
+	"limits": true, "metrics": true, "retention": true, "notifications": true, "alerts": true, "telemetry": true, "audit": true,
+	"threads": true, "contracts": true}
 
 var knownKeys = map[string]bool{
 	"server.listen": true, "server.public_url": true, "server.shutdown_timeout": true, "server.trusted_proxies": true, "server.pprof_listen": true,
@@ -295,7 +301,7 @@ func checkKnownKeys(k *koanf.Koanf) error {
 		if strings.HasPrefix(key, "security.hash_chain_previous_secrets.") {
 			continue // a map: one key per version
 		}
-		if !knownKeys[key] && !limitKeys()[key] && !telemetryKey(key) {
+		if !knownKeys[key] && !limitKeys()[key] && !telemetryKey(key) && !sectionKeys[key] {
 			return fmt.Errorf("config: unknown key %q", key)
 		}
 	}
@@ -401,6 +407,12 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.Limits.validate(); err != nil {
+		return err
+	}
+	if err := c.Threads.validate(); err != nil {
+		return err
+	}
+	if err := c.Contracts.validate(); err != nil {
 		return err
 	}
 	if c.Security.HashChainSecret != "" && len(c.Security.HashChainSecret) < 32 {

@@ -244,6 +244,7 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	s.OnClose(threadStore.Close)
 	s.Threads = threads.New(threadstore.NewTraced(threadStore, tp()), s.threadContracts(), s.Clock, nil, s.Log)
 	s.Threads.UseChainKeys(chainKeys)
+	s.Threads.SetOptions(threads.Options{InvitationMaxTTL: s.Config.Threads.InvitationMaxTTL})
 	s.Threads.SetMetrics(s.EngineMetrics)
 	s.backfillHealth(threadStore)
 	s.startHub()

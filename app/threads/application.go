@@ -57,7 +57,7 @@ func (m *Module) build() Application {
 			StartThreadWithKey: keyed,
 			RecordStep:         NewRecordStepHandler(store, m.contracts, m.keys, m.hub, clock, metrics),
 			AddRefs:            NewAddRefsHandler(store, clock),
-			InviteParty:        NewInvitePartyHandler(store, m.contracts, invites, clock),
+			InviteParty:        NewInvitePartyHandler(store, m.contracts, invites, clock, m.opts.InvitationMaxTTL),
 			JoinThread:         NewJoinThreadHandler(store, m.contracts, invites, clock),
 			EndThread:          NewEndThreadHandler(store, m.hub, clock, metrics),
 			WaitForPermission:  delivery.NewWaitForPermissionHandler(store, m.contracts, m.hub, release, clock),

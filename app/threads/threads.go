@@ -40,7 +40,9 @@ type Module struct {
 	keys      domain.ChainKeys
 	hub       *delivery.Hub
 	metrics   ports.Metrics
-	app       Application
+	// opts are the operator's settings (SetOptions).
+	opts Options
+	app  Application
 }
 
 // New wires the use cases. secret keys the hash chain and invitations.
