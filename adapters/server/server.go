@@ -217,7 +217,9 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 
 	// --- contracts: /v1/contracts upload and read (s.Contracts) ---
 	contractStore := contractstore.New(s.DB)
+	semantic := s.newClassifier()
 	s.Contracts = contracts.New(contracts.Deps{Store: contractStore, Eraser: contractStore, Threads: threadquery.New(s.DB), Clock: s.Clock, Audit: s.Store,
+		Classifier: semantic != nil,
 		NewID: func() string { return uuid.NewString() }, Log: s.Log,
 		Deleted: func(name string, version int) { s.Threads.ForgetContract(name, version) }})
 	(&contracthttp.Handler{Contracts: s.Contracts}).Mount(s.Echo, s.Auth.Middleware())
@@ -244,7 +246,7 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	s.OnClose(threadStore.Close)
 	s.Threads = threads.New(threadstore.NewTraced(threadStore, tp()), s.threadContracts(), s.Clock, nil, s.Log)
 	s.Threads.UseChainKeys(chainKeys)
-	s.Threads.SetOptions(threads.Options{InvitationMaxTTL: s.Config.Threads.InvitationMaxTTL})
+	s.Threads.SetOptions(threads.Options{InvitationMaxTTL: s.Config.Threads.InvitationMaxTTL, Classifier: semantic})
 	s.Threads.SetMetrics(s.EngineMetrics)
 	s.backfillHealth(threadStore)
 	s.startHub()
