@@ -106,6 +106,7 @@ type Handler struct {
 	metrics      ports.Metrics
 	actors       *readmodel.Actors
 	tracer       trace.Tracer
+	decisions    *Decisions // nil: can, should and next are unavailable
 }
 
 // SetMetrics reports operation costs and refusals to m. Call it before serving.

@@ -286,6 +286,10 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	s.GraphQL.SetTracer(tp())
 	s.startThreadGauges(tq)
 	s.GraphQL.SetActors(readmodel.NewActors(s.Store, s.Store))
+	{
+		q := s.Threads.Application().Queries
+		s.GraphQL.SetDecisions(graphqlapi.Decisions{Can: q.Can, Should: q.Should, Next: q.Next})
+	}
 	s.GraphQL.Mount(s.Echo, s.Auth.Authenticate)
 
 	// --- operators: thread deletion (s.Erasure), audit log, export ---

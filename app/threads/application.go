@@ -37,6 +37,10 @@ type Queries struct {
 	VerifyIntegrity   VerifyIntegrityHandler
 	ThreadDetails     ThreadDetailsHandler
 	WaitForValidation delivery.WaitForValidationHandler
+	// The decision queries: read-only advice, never a grant.
+	Can    CanHandler
+	Should ShouldHandler
+	Next   NextHandler
 }
 
 // Application returns the thread use cases.
@@ -70,6 +74,9 @@ func (m *Module) build() Application {
 			VerifyIntegrity:   NewVerifyIntegrityHandler(store, store, m.keys.Keyring(), clock),
 			ThreadDetails:     NewThreadDetailsHandler(store),
 			WaitForValidation: delivery.NewWaitForValidationHandler(store, store, m.hub, clock),
+			Can:               NewCanHandler(store, m.contracts, m.opts.Classifier, clock),
+			Should:            NewShouldHandler(store, store, m.contracts, m.opts.Classifier, clock),
+			Next:              NewNextHandler(store, m.contracts, clock),
 		},
 	}
 }
