@@ -220,7 +220,7 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	semantic := s.newClassifier()
 	s.Contracts = contracts.New(contracts.Deps{Store: contractStore, Eraser: contractStore, Threads: threadquery.New(s.DB), Clock: s.Clock, Audit: s.Store,
 		Classifier: semantic != nil,
-		NewID: func() string { return uuid.NewString() }, Log: s.Log,
+		NewID:      func() string { return uuid.NewString() }, Log: s.Log,
 		Deleted: func(name string, version int) { s.Threads.ForgetContract(name, version) }})
 	(&contracthttp.Handler{Contracts: s.Contracts}).Mount(s.Echo, s.Auth.Middleware())
 
