@@ -9,16 +9,9 @@ import (
 	"github.com/threadengine/engine/domain"
 )
 
-// Decisions are the decision queries (can, should, next): the same
-// app/threads handlers the MCP tools call.
-type Decisions struct {
-	Can    threads.CanHandler
-	Should threads.ShouldHandler
-	Next   threads.NextHandler
-}
-
-// SetDecisions serves can, should and next with d. Call it before serving.
-func (h *Handler) SetDecisions(d Decisions) { h.decisions = &d }
+// SetDecisions serves can, should and next with d, the same app/threads
+// handlers the MCP tools call. Call it before serving.
+func (h *Handler) SetDecisions(d threads.Decisions) { h.decisions = &d }
 
 var errNoDecisions = domain.NewBase(domain.KindUnavailable, domain.CodeUnavailable, "decision queries are not available on this server")
 

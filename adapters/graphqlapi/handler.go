@@ -25,6 +25,7 @@ import (
 	"github.com/threadengine/engine/adapters/tracing"
 	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/app/readmodel"
+	"github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 	"github.com/threadengine/engine/schema"
@@ -106,7 +107,7 @@ type Handler struct {
 	metrics      ports.Metrics
 	actors       *readmodel.Actors
 	tracer       trace.Tracer
-	decisions    *Decisions // nil: can, should and next are unavailable
+	decisions    *threads.Decisions // nil: can, should and next are unavailable
 }
 
 // SetMetrics reports operation costs and refusals to m. Call it before serving.

@@ -17,6 +17,7 @@ import (
 	"github.com/threadengine/engine/adapters/httperr"
 	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/app/readmodel"
+	"github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -45,6 +46,9 @@ type Deps struct {
 	// Tracer traces tool calls and Metrics counts them (both optional).
 	Tracer  trace.TracerProvider
 	Metrics ports.MCPMetrics
+	// Decisions serve the can, should and next tools (optional: without
+	// them those tools are not offered).
+	Decisions *threads.Decisions
 }
 
 // Handler is the /mcp HTTP endpoint. Mount it behind the authentication

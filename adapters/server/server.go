@@ -286,10 +286,8 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	s.GraphQL.SetTracer(tp())
 	s.startThreadGauges(tq)
 	s.GraphQL.SetActors(readmodel.NewActors(s.Store, s.Store))
-	{
-		q := s.Threads.Application().Queries
-		s.GraphQL.SetDecisions(graphqlapi.Decisions{Can: q.Can, Should: q.Should, Next: q.Next})
-	}
+	decisions := s.Threads.Application().Queries.Decisions()
+	s.GraphQL.SetDecisions(decisions)
 	s.GraphQL.Mount(s.Echo, s.Auth.Authenticate)
 
 	// --- operators: thread deletion (s.Erasure), audit log, export ---
@@ -321,6 +319,7 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	// --- MCP for AI agents: /mcp (streamable HTTP) over s.Queries and s.GraphQL, API-key auth ---
 	{
 		mcpH := mcpapi.New(mcpapi.Deps{Queries: s.Queries, Actors: readmodel.NewActors(s.Store, s.Store), Schema: schema.GraphQL,
+			Decisions: &decisions,
 			GraphQL: s.GraphQL.ExecuteJSON, Log: s.Log, Tracer: tp(), Metrics: s.EngineMetrics})
 		s.Echo.Any("/mcp", echo.WrapHandler(mcpH), s.Auth.Middleware())
 	}

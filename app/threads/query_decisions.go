@@ -14,6 +14,17 @@ import (
 	"github.com/threadengine/engine/ports"
 )
 
+// Decisions are the three decision queries, as the adapters that serve
+// them (GraphQL, MCP) take them.
+type Decisions struct {
+	Can    CanHandler
+	Should ShouldHandler
+	Next   NextHandler
+}
+
+// Decisions returns the decision queries.
+func (q Queries) Decisions() Decisions { return Decisions{Can: q.Can, Should: q.Should, Next: q.Next} }
+
 // decisionReader reads the snapshot a decision is judged on. Nothing is
 // locked or written: a decision is advice, and a later report or waitFor is
 // judged again.

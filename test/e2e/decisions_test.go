@@ -242,5 +242,46 @@ func TestDecisionsWithoutClassifier(t *testing.T) {
 		if s, _ := r.Data["should"].(map[string]any); s["recommendation"] != "unavailable" || s["eligible"] != true || s["reason"] != domain.ReasonNoClassifier {
 			t.Fatalf("should without classifier: %s", body)
 		}
+
+		// The same handlers as MCP tools.
+		cs := mustConnect(t, e, e.AdminKey)
+		var can struct {
+			Allowed      bool     `json:"allowed"`
+			Status       string   `json:"status"`
+			Reason       string   `json:"reason"`
+			MissingSteps []string `json:"missing_steps"`
+			Violations   []struct {
+				Field string `json:"field"`
+			} `json:"violations"`
+		}
+		wantResult(t, "can", callTool(t, cs, "can", map[string]any{"thread_id": tid, "action": "review"}), &can)
+		if !can.Allowed || can.Reason != domain.ReasonAllowed || can.MissingSteps == nil {
+			t.Fatalf("mcp can review: %+v", can)
+		}
+		wantResult(t, "can", callTool(t, cs, "can", map[string]any{"thread_id": tid, "action": "charge",
+			"context": map[string]any{"amount": -1, "currency": "GBP", "order_id": "O-1"}}), &can)
+		if can.Allowed || can.Status != "denied" || !strings.Contains(can.Reason, "strict transition") {
+			t.Fatalf("mcp can charge: %+v", can)
+		}
+		var should struct {
+			Recommendation string `json:"recommendation"`
+		}
+		wantResult(t, "should", callTool(t, cs, "should", map[string]any{"thread_id": tid, "action": "review"}), &should)
+		if should.Recommendation != "unavailable" {
+			t.Fatalf("mcp should: %+v", should)
+		}
+		var next struct {
+			Paths []struct {
+				Actions []string `json:"actions"`
+				Status  string   `json:"status"`
+			} `json:"paths"`
+		}
+		wantResult(t, "next", callTool(t, cs, "next", map[string]any{"thread_id": tid}), &next)
+		if len(next.Paths) != 1 || strings.Join(next.Paths[0].Actions, ",") != "review,charge" || next.Paths[0].Status != "allowed" {
+			t.Fatalf("mcp next: %+v", next)
+		}
+		wantToolError(t, "can", callTool(t, cs, "can", map[string]any{"thread_id": tid, "action": "bogus"}), string(domain.CodeValidationFailed))
+		_, viewerKey := e.NewUser(t, domain.RoleViewer)
+		wantToolError(t, "next", callTool(t, mustConnect(t, e, viewerKey), "next", map[string]any{"thread_id": tid}), string(domain.CodeForbidden))
 	})
 }
