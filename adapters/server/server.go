@@ -320,7 +320,7 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	{
 		mcpH := mcpapi.New(mcpapi.Deps{Queries: s.Queries, Actors: readmodel.NewActors(s.Store, s.Store), Schema: schema.GraphQL,
 			Decisions: &decisions,
-			GraphQL: s.GraphQL.ExecuteJSON, Log: s.Log, Tracer: tp(), Metrics: s.EngineMetrics})
+			GraphQL:   s.GraphQL.ExecuteJSON, Log: s.Log, Tracer: tp(), Metrics: s.EngineMetrics})
 		s.Echo.Any("/mcp", echo.WrapHandler(mcpH), s.Auth.Middleware())
 	}
 
