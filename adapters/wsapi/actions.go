@@ -98,6 +98,13 @@ func (s *session) handle(data []byte) bool {
 		f.end(err)
 		return false
 	}
+	if err := malformedFrame(m); err != nil {
+		// Answered even without requestId: no SDK sends it, so nobody's
+		// reply buffer fills, and a raw client learns its frame was refused.
+		s.send(requestID, s.failIn(ctx, m.Action, err))
+		f.end(err)
+		return false
+	}
 	r, err := spec.run(s, delivery.WithOrigin(authz.WithPrincipal(ctx, *p), s.hub), m)
 	if errors.Is(err, errAnswered) {
 		if m.Action != "waitFor" { // a pending wait ends its frame when it answers
