@@ -14,28 +14,7 @@ import (
 	"github.com/threadengine/engine/test/enginetest"
 )
 
-const decisionContract = `Feature: decide_flow
-Version: 1
-Rule: Order
-  When step "order" is submitted
-  Then owner must be "shop"
-  And this step is an entry point
-  And content "order_id" must not be empty
-  And next step must be one of "review"
-Rule: Review
-  When step "review" is submitted
-  Then owner must be "shop"
-  And content "note" must satisfy question "Is the note polite?"
-  And next step must be one of "charge"
-Rule: Charge
-  When step "charge" is submitted
-  Then owner must be "shop"
-  And step "order" must have succeeded
-  And content "amount" must be a number greater than 0
-  And content "currency" must be one of "GBP", "USD", "EUR"
-  And content "order_id" must equal order.order_id
-  And this step is terminal
-`
+var decisionContract = enginetest.DecideFlowFeature
 
 // classifierServer is a real local chat-completions endpoint: goals are
 // matched to "order", a note containing "thanks" is polite, and should
@@ -100,7 +79,7 @@ func TestDecisionsOverGraphQL(t *testing.T) {
 			t.Fatalf("publish warns of a missing classifier although one is configured: %s", body)
 		}
 		c := connectWS(t, e, e.AdminKey)
-		tid := c.ok(map[string]any{"action": "startThread", "contractName": "decide_flow", "refs": map[string]any{}, "role": "shop"})["threadId"].(string)
+		tid := c.ok(map[string]any{"action": "startThread", "contractName": "decide_flow", "refs": map[string]any{}, "role": "checkout"})["threadId"].(string)
 		countSteps := func() int {
 			var n int
 			if err := e.Server.DB.Get(&n, e.Server.DB.Rebind(`SELECT COUNT(*) FROM thread_activities WHERE thread_id = ?`), tid); err != nil {
@@ -225,7 +204,7 @@ func TestDecisionsWithoutClassifier(t *testing.T) {
 		resp, body = sendSource(t, e, http.MethodPost, "/v1/contracts", decisionContract)
 		wantStatus(t, resp, body, http.StatusCreated)
 		c := connectWS(t, e, e.AdminKey)
-		tid := c.ok(map[string]any{"action": "startThread", "contractName": "decide_flow", "refs": map[string]any{}, "role": "shop"})["threadId"].(string)
+		tid := c.ok(map[string]any{"action": "startThread", "contractName": "decide_flow", "refs": map[string]any{}, "role": "checkout"})["threadId"].(string)
 		if d := canOf(t, e, e.AdminKey, tid, map[string]any{"g": "order"}); d["stepName"] != "order" || d["matchedBy"] != "exact" {
 			t.Fatalf("goal naming a step: %v", d)
 		}

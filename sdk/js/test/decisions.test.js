@@ -3,31 +3,11 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
+import { readFileSync } from 'node:fs';
 import { ThreadengineError } from '../src/index.js';
 import { useEngine } from './helpers/engine.js';
 
-const DECIDE_FLOW = `Feature: decide_flow
-Version: 1
-Rule: Order
-  When step "order" is submitted
-  Then owner must be "checkout"
-  And this step is an entry point
-  And content "order_id" must not be empty
-  And next step must be one of "review"
-Rule: Review
-  When step "review" is submitted
-  Then owner must be "checkout"
-  And content "note" must satisfy question "Is the note polite?"
-  And next step must be one of "charge"
-Rule: Charge
-  When step "charge" is submitted
-  Then owner must be "checkout"
-  And step "order" must have succeeded
-  And content "amount" must be a number greater than 0
-  And content "currency" must be one of "GBP", "USD", "EUR"
-  And content "order_id" must equal order.order_id
-  And this step is terminal
-`;
+const DECIDE_FLOW = readFileSync(new URL('../../../test/enginetest/decide_flow.feature', import.meta.url), 'utf8');
 
 // The classifier: goals name "order", a note with "thanks" is polite, advice is yes.
 let classifierCalls = 0;
