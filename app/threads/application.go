@@ -59,7 +59,7 @@ func (m *Module) build() Application {
 		Commands: Commands{
 			StartThread:        NewStartThreadHandler(store, keyed, m.contracts, clock, metrics),
 			StartThreadWithKey: keyed,
-			RecordStep:         NewRecordStepHandler(store, m.contracts, m.keys, m.hub, clock, metrics),
+			RecordStep:         m.withSemanticGate(NewRecordStepHandler(store, m.contracts, m.keys, m.hub, clock, metrics)),
 			AddRefs:            NewAddRefsHandler(store, clock),
 			InviteParty:        NewInvitePartyHandler(store, m.contracts, invites, clock, m.opts.InvitationMaxTTL),
 			JoinThread:         NewJoinThreadHandler(store, m.contracts, invites, clock),

@@ -19,6 +19,7 @@ type RecordStepHandler struct {
 	publisher ports.NotificationPublisher
 	clock     ports.Clock
 	metrics   ports.ThreadMetrics
+	semantic  semanticGate // semantic rules, judged before the append (semantic_gate.go)
 }
 
 // NewRecordStepHandler builds RecordStep: keys sign the hash chain; the
@@ -49,6 +50,9 @@ func (h RecordStepHandler) Handle(ctx context.Context, in RecordStepInput) (Step
 	}
 	now := now(h.clock)
 	who := authz.Actor(p, in.Role)
+	if err := h.semantic.judge(ctx, c, who, in, status); err != nil {
+		return StepResult{}, err
+	}
 	attempt := domain.StepAttempt{Name: in.StepName, IdempotencyKey: in.IdempotencyKey, InvocationID: in.InvocationID,
 		Status: status, Context: in.Context, StartedAt: in.StartedAt, FinishedAt: in.FinishedAt}
 	var res StepResult

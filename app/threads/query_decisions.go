@@ -76,12 +76,8 @@ func (r decisionReader) load(ctx context.Context, threadID string) (decisionSnap
 	if c == nil {
 		return decisionSnapshot{}, errNoContract
 	}
-	history := ports.Recorded(v.States)
-	contexts := make([]map[string]string, len(v.States))
-	for i, s := range v.States {
-		contexts[i] = s.LatestContext
-	}
-	return decisionSnapshot{contract: *c, thread: domain.NewDecisionThread(th, *c, roles, history, contexts, v.Grants), raw: v}, nil
+	return decisionSnapshot{contract: *c, thread: domain.NewDecisionThread(th, *c, roles, ports.Recorded(v.States), stateContexts(v.States), v.Grants),
+		raw: v}, nil
 }
 
 // resolve picks the step a can or should query is about; goal needs the

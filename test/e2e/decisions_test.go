@@ -146,6 +146,11 @@ func TestDecisionsOverGraphQL(t *testing.T) {
 			t.Fatalf("should charge: %s", body)
 		}
 
+		// Submitted, a semantic rule is judged before anything is recorded.
+		rude := c.fails(step(tid, "review", "success", "r0", map[string]any{"note": "pay now"}), `semantic field "note" did not satisfy its contract rule`)
+		if rude["code"] != string(domain.CodeContentRuleFailed) {
+			t.Fatalf("rude review %v", rude)
+		}
 		c.ok(step(tid, "review", "success", "r1", map[string]any{"note": "thanks"}))
 		for _, bad := range []struct {
 			ctx    map[string]any
@@ -220,6 +225,15 @@ func TestDecisionsWithoutClassifier(t *testing.T) {
 		_, r, body := gqlPost(t, e, e.AdminKey, `query($t: ID!) { should(threadId: $t, action: "review") { eligible recommendation reason } }`, map[string]any{"t": tid})
 		if s, _ := r.Data["should"].(map[string]any); s["recommendation"] != "unavailable" || s["eligible"] != true || s["reason"] != domain.ReasonNoClassifier {
 			t.Fatalf("should without classifier: %s", body)
+		}
+		// Without a classifier a step with a semantic rule is refused (fail closed), not recorded.
+		refused := c.fails(step(tid, "review", "success", "r1", map[string]any{"note": "thanks"}), "semantic classifier is unavailable")
+		if refused["code"] != string(domain.CodeClassifierUnavailable) {
+			t.Fatalf("review without classifier %v", refused)
+		}
+		var n int
+		if err := e.Server.DB.Get(&n, e.Server.DB.Rebind(`SELECT COUNT(*) FROM thread_activities WHERE thread_id = ? AND step_name = 'review'`), tid); err != nil || n != 0 {
+			t.Fatalf("refused review recorded: %d %v", n, err)
 		}
 
 		// The same handlers as MCP tools.
