@@ -206,6 +206,10 @@ func TestWSPermissionsAndParties(t *testing.T) {
 		if exp, err := time.Parse(time.RFC3339, fmt.Sprint(month["expiresAt"])); err != nil || exp.Sub(e.Clock.Now()) < 29*24*time.Hour {
 			t.Fatalf("30-day invitation: %v", month)
 		}
+		_, monthKey := e.NewUser(t, domain.RoleMember)
+		if r := connectWS(t, e, monthKey).ok(map[string]any{"action": "joinThread", "threadToken": month["threadToken"]}); r["threadId"] != tid {
+			t.Fatalf("join with the 30-day invitation %v", r)
+		}
 
 		other := connectWS(t, e, otherKey)
 		other.fails(map[string]any{"action": "joinThread", "threadToken": token[:len(token)-2] + "xx"}, "invalid thread token")
