@@ -95,6 +95,9 @@ type Response struct {
 
 // Handler executes GraphQL operations for the principal in the context.
 type Handler struct {
+	// decisions serve can, should and next (nil: they are unavailable).
+	decisions *threads.Decisions
+
 	queries *readmodel.Queries
 	schema  *graphql.Schema
 	idx     *schemaIndex
@@ -107,7 +110,6 @@ type Handler struct {
 	metrics      ports.Metrics
 	actors       *readmodel.Actors
 	tracer       trace.Tracer
-	decisions    *threads.Decisions // nil: can, should and next are unavailable
 }
 
 // SetMetrics reports operation costs and refusals to m. Call it before serving.

@@ -36,6 +36,10 @@ type GraphQLFunc func(ctx context.Context, query, operationName string, variable
 
 // Deps are the use cases the MCP tools call. Every field is required.
 type Deps struct {
+	// Decisions serve the can, should and next tools (optional: without
+	// them those tools are not offered).
+	Decisions *threads.Decisions
+
 	// Queries are the read use cases GraphQL resolves with.
 	Queries *readmodel.Queries
 	Actors  *readmodel.Actors
@@ -46,9 +50,6 @@ type Deps struct {
 	// Tracer traces tool calls and Metrics counts them (both optional).
 	Tracer  trace.TracerProvider
 	Metrics ports.MCPMetrics
-	// Decisions serve the can, should and next tools (optional: without
-	// them those tools are not offered).
-	Decisions *threads.Decisions
 }
 
 // Handler is the /mcp HTTP endpoint. Mount it behind the authentication

@@ -13,13 +13,13 @@ import (
 
 // RecordStepHandler appends one step attempt; one of the Commands.
 type RecordStepHandler struct {
+	semantic  semanticGate // semantic rules, judged before the append (semantic_gate.go)
 	steps     ports.StepAppender
 	contracts *contractCache
 	keys      domain.ChainKeys
 	publisher ports.NotificationPublisher
 	clock     ports.Clock
 	metrics   ports.ThreadMetrics
-	semantic  semanticGate // semantic rules, judged before the append (semantic_gate.go)
 }
 
 // NewRecordStepHandler builds RecordStep: keys sign the hash chain; the

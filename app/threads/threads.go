@@ -34,15 +34,14 @@ const (
 // the domain.Thread aggregate's, run inside the store's transaction with the
 // thread locked.
 type Module struct {
+	opts      Options // the operator's settings (SetOptions)
 	store     ports.ThreadStore
 	contracts *contractCache
 	clock     ports.Clock
 	keys      domain.ChainKeys
 	hub       *delivery.Hub
 	metrics   ports.Metrics
-	// opts are the operator's settings (SetOptions).
-	opts Options
-	app  Application
+	app       Application
 }
 
 // New wires the use cases. secret keys the hash chain and invitations.
