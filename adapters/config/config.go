@@ -39,11 +39,11 @@ type Config struct {
 	// Telemetry exports the engine's own traces; Audit keeps the audit log.
 	Telemetry Telemetry `koanf:"telemetry"`
 	Audit     Audit     `koanf:"audit"`
-	// Transparency configures the transparency log.
-	Transparency Transparency `koanf:"transparency"`
 	// Threads and Contracts: see sections.go.
 	Threads   Threads   `koanf:"threads"`
 	Contracts Contracts `koanf:"contracts"`
+	// Transparency configures the transparency log.
+	Transparency Transparency `koanf:"transparency"`
 }
 
 // Transparency configures the transparency log (docs/integrators/verification.md).
@@ -208,11 +208,11 @@ func Defaults() Config {
 		Alerts: Alerts{SweepInterval: time.Minute, PollInterval: time.Second, Timeout: 10 * time.Second,
 			RetryBase: 10 * time.Second, RetryMax: time.Hour, MaxAttempts: 8, Concurrency: 4,
 			DeliveryLogRetention: 7 * 24 * time.Hour},
+		Threads:      defaultThreads(),
+		Contracts:    defaultContracts(),
 		Metrics:      Metrics{GaugeInterval: time.Minute},
 		Telemetry:    defaultTelemetry(),
 		Transparency: Transparency{CheckpointInterval: time.Second},
-		Threads:      defaultThreads(),
-		Contracts:    defaultContracts(),
 	}
 }
 
