@@ -362,7 +362,8 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 func (s *Server) startHub() {
 	hub := s.Threads.Hub()
 	n := s.Config.Notifications
-	hub.Configure(delivery.HubConfig{RedeliverAfter: n.RedeliverAfter, MaxDeliveries: n.MaxDeliveries, Retention: n.Retention})
+	hub.Configure(delivery.HubConfig{RedeliverAfter: n.RedeliverAfter, MaxDeliveries: n.MaxDeliveries, Retention: n.Retention,
+		WaitRecheck: n.WaitRecheck})
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); hub.Run(ctx, s.Broadcast) }()
