@@ -45,7 +45,7 @@ func openReplicasAt(t *testing.T, u string, n int) []*broadcast.Postgres {
 	for i, b := range out {
 		b.Listen("probe", func(string) { heard[i].Store(true) })
 	}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
 		if err := out[0].Publish(context.Background(), "probe", ""); err != nil {
 			t.Fatal(err)
 		}

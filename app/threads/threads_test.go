@@ -447,11 +447,11 @@ func (f threadsFixture) holdRowLock(t *testing.T) func() {
 	return free
 }
 
-// eventuallyGrants waits up to 5 s until ok holds for the thread's locked
+// eventuallyGrants waits (up to a minute, a hang bound) until ok holds for the thread's locked
 // grant rounds and grants.
 func eventuallyGrants(t *testing.T, f threadsFixture, th string, ok func(locks int, gs []domain.StepGrant) bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		f.store.mu.Lock()
 		locks, gs := f.store.grantLocks, append([]domain.StepGrant(nil), f.store.grants[th]...)
