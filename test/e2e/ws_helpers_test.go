@@ -43,7 +43,7 @@ func wsURL(e *enginetest.Engine) string {
 
 func dialWS(t testing.TB, e *enginetest.Engine) *wsClient {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), answerBound)
 	defer cancel()
 	conn, _, err := websocket.Dial(ctx, wsURL(e), nil)
 	if err != nil {
@@ -77,7 +77,7 @@ func dialWS(t testing.TB, e *enginetest.Engine) *wsClient {
 
 func (c *wsClient) sendRaw(data []byte) {
 	c.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), answerBound)
 	defer cancel()
 	if err := c.conn.Write(ctx, websocket.MessageText, data); err != nil {
 		c.t.Fatalf("write: %v", err)
@@ -95,8 +95,8 @@ func (c *wsClient) reply() map[string]any {
 	select {
 	case m := <-c.replies:
 		return m
-	case <-time.After(10 * time.Second):
-		c.t.Fatal("no reply within 10s")
+	case <-time.After(answerBound):
+		c.t.Fatalf("no reply within %v", answerBound)
 	}
 	return nil
 }
