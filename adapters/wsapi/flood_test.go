@@ -87,7 +87,7 @@ func TestFrameRatePerPrincipal(t *testing.T) {
 		l.FramesPerSecond, l.FrameBurst = 0.001, burst // no token comes back during the test
 	})
 	srv := httptest.NewServer(h)
-	defer srv.Close()
+	t.Cleanup(srv.Close) // after the sockets' cleanups: Close waits for their handlers
 	url := strings.Replace(srv.URL, "http", "ws", 1)
 	a, b := dialWS(t, url), dialWS(t, url)
 	for _, c := range []*wsClient{a, b} {
@@ -167,7 +167,7 @@ func TestQueuedBytesPerPrincipalAreBounded(t *testing.T) {
 	srv := httptest.NewUnstartedServer(h)
 	srv.Listener = smallBuffers{srv.Listener}
 	srv.Start()
-	defer srv.Close()
+	t.Cleanup(srv.Close) // after the sockets' cleanups: Close waits for their handlers
 	url := strings.Replace(srv.URL, "http", "ws", 1)
 	const sockets = 4
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -234,7 +234,7 @@ func TestUnfinishedFragmentsCountAgainstTheShare(t *testing.T) {
 	const share = 64 << 10
 	h, reg := floodHandler(t, func(l *config.WSLimits) { l.MaxPendingBytesPerPrincipal = share })
 	srv := httptest.NewServer(h)
-	defer srv.Close()
+	t.Cleanup(srv.Close) // after the sockets' cleanups: Close waits for their handlers
 	url := strings.Replace(srv.URL, "http", "ws", 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -300,7 +300,7 @@ func TestRefusedUpgradeClosesTheConnection(t *testing.T) {
 	t.Parallel()
 	h, _ := floodHandler(t, func(l *config.WSLimits) { l.MaxSockets = 1 })
 	srv := httptest.NewServer(h)
-	defer srv.Close()
+	t.Cleanup(srv.Close) // after the sockets' cleanups: Close waits for their handlers
 	held := dialWS(t, strings.Replace(srv.URL, "http", "ws", 1)) // takes the only place
 	_ = held
 	for _, tc := range []struct {
@@ -344,5 +344,31 @@ func TestRefusedUpgradeClosesTheConnection(t *testing.T) {
 		if n, err := br.ReadByte(); err != io.EOF {
 			t.Errorf("%s: the connection stayed open (%v %v)", tc.name, n, err)
 		}
+	}
+}
+
+// Large frames spend the byte rate: a principal's second 600 KB frame
+// within the burst of 1 MiB is refused rate_limited.
+func TestByteRatePerPrincipal(t *testing.T) {
+	t.Parallel()
+	h, reg := floodHandler(t, func(l *config.WSLimits) { l.BytesPerSecond, l.ByteBurst = 1, 1<<20 })
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	c := dialWS(t, strings.Replace(srv.URL, "http", "ws", 1))
+	if r := c.ask(`{"action":"connect","apiKey":"good"}`); r["status"] != "success" {
+		t.Fatalf("connect: %v", r)
+	}
+	big := `{"action":"waitFor","requestId":"b","pad":"` + strings.Repeat("x", 600<<10) + `"}`
+	if r := c.ask(big); r["code"] != "validation_failed" {
+		t.Errorf("first large frame: %v", r)
+	}
+	if r := c.ask(big); r["code"] != "rate_limited" || r["retryAfterMs"] == nil {
+		t.Errorf("second large frame: %v", r)
+	}
+	if r := c.ask(`{"action":"waitFor","requestId":"s"}`); r["code"] != "validation_failed" {
+		t.Errorf("a small frame after: %v", r)
+	}
+	if n := refused(t, reg, limits.WSFrameRate); n != 1 {
+		t.Errorf("ws_frame_rate counted %d, want 1", n)
 	}
 }
