@@ -104,7 +104,7 @@ func (s *session) handle(data []byte) bool {
 	}
 	var r reply
 	if !spec.free {
-		err = s.checkRate()
+		err = s.checkRate(len(data))
 	}
 	if err == nil {
 		r, err = spec.run(s, delivery.WithOrigin(authz.WithPrincipal(ctx, *p), s.hub), m)

@@ -300,7 +300,7 @@ func TestRefusedUpgradeClosesTheConnection(t *testing.T) {
 	t.Parallel()
 	h, _ := floodHandler(t, func(l *config.WSLimits) { l.MaxSockets = 1 })
 	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close) // after the sockets' cleanups: Close waits for their handlers
+	t.Cleanup(srv.Close)                                         // after the sockets' cleanups: Close waits for their handlers
 	held := dialWS(t, strings.Replace(srv.URL, "http", "ws", 1)) // takes the only place
 	_ = held
 	for _, tc := range []struct {

@@ -31,6 +31,7 @@ type admission struct {
 type principalShare struct {
 	sockets int
 	frames  *rate.Limiter
+	bytes   *rate.Limiter
 	queued  *byteBudget
 	pending *byteBudget
 }
@@ -48,29 +49,38 @@ func (h *Handler) newShare() *principalShare {
 	lim, def := h.limits(), config.DefaultLimits().WS
 	return &principalShare{
 		frames: rate.NewLimiter(rate.Limit(wsLimit(lim.FramesPerSecond, def.FramesPerSecond)), wsLimit(lim.FrameBurst, def.FrameBurst)),
+		bytes:  rate.NewLimiter(rate.Limit(wsLimit(lim.BytesPerSecond, def.BytesPerSecond)), wsLimit(lim.ByteBurst, def.ByteBurst)),
 		queued: newByteBudget(limits.WSQueuedBytes, h.Refusals, wsLimit(lim.MaxQueuedBytesPerPrincipal, def.MaxQueuedBytesPerPrincipal)),
 		pending: newByteBudget(limits.WSPendingBytesBudget, h.Refusals,
 			wsLimit(lim.MaxPendingBytesPerPrincipal, def.MaxPendingBytesPerPrincipal)),
 	}
 }
 
-// checkRate takes one frame from the principal's rate; over it, the frame
-// is refused rate_limited with the wait before the next would pass.
-func (s *session) checkRate() error {
+// checkRate takes one frame of size bytes from the principal's rates; over
+// either, the frame is refused rate_limited with the wait before it would
+// pass (nothing is taken).
+func (s *session) checkRate(size int) error {
 	sh := s.share.Load()
 	if sh == nil {
 		return nil
 	}
-	r := sh.frames.Reserve()
-	d := r.Delay()
-	if r.OK() && d == 0 {
+	now := time.Now()
+	rf := sh.frames.ReserveN(now, 1)
+	rb := sh.bytes.ReserveN(now, size)
+	d := max(rf.DelayFrom(now), rb.DelayFrom(now))
+	if rf.OK() && rb.OK() && d == 0 {
 		return nil
 	}
-	r.Cancel()
+	rf.CancelAt(now)
+	rb.CancelAt(now)
 	s.h.Refusals.Refused(limits.WSFrameRate)
+	if !rb.OK() { // larger than the burst (the config keeps the burst over the largest frame)
+		d = time.Second
+	}
 	return domain.E(domain.KindRateLimited, domain.CodeRateLimited,
-		"this principal sends frames faster than %g a second, its limit; retry after the time given",
-		float64(sh.frames.Limit())).WithDetail("limit", string(limits.WSFrameRate)).WithRetryAfter(max(d, time.Millisecond))
+		"this principal sends more than %g frames or %g bytes a second, its limit; retry after retryAfterMs",
+		float64(sh.frames.Limit()), float64(sh.bytes.Limit())).WithDetail("limit", string(limits.WSFrameRate)).
+		WithRetryAfter(max(d, time.Millisecond))
 }
 
 func (h *Handler) limits() config.WSLimits {
