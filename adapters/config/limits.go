@@ -85,6 +85,12 @@ type WSLimits struct {
 	// fragmented messages included, counted as they arrive); a socket that
 	// cannot get its share within a few seconds is closed (1008).
 	MaxPendingBytesPerPrincipal int64 `koanf:"max_pending_bytes_per_principal"`
+	// MaxReadingPerPrincipal is how many of one principal's sockets are
+	// read and decoded at once (the action then runs without the slot):
+	// the others wait unread, so a principal with a hundred flooding
+	// sockets gets no more of the engine's CPU for reading than one with
+	// a few.
+	MaxReadingPerPrincipal int `koanf:"max_reading_per_principal"`
 }
 
 // SignInLimits throttle failed credential exchanges (/auth/api-key/exchange,
@@ -104,7 +110,8 @@ func DefaultLimits() Limits {
 			MaxConcurrent: max(1, runtime.NumCPU()/2), QueueTimeout: 5 * time.Second},
 		WS: WSLimits{ConnectTimeout: 10 * time.Second, MaxSockets: 2000, MaxUnauthenticated: 200, MaxUnauthenticatedPerAddress: 20, MaxPerPrincipal: 100,
 			MaxSubscriptions: 256, MaxSubscriptionKeyBytes: 256, MaxWaitsPerSocket: 256, MaxWaitsPerPrincipal: 1024,
-			FramesPerSecond: 10000, FrameBurst: 20000, BytesPerSecond: 16 << 20, ByteBurst: 32 << 20, MaxQueuedBytesPerPrincipal: 4 << 20, MaxPendingBytesPerPrincipal: 4 << 20},
+			FramesPerSecond: 10000, FrameBurst: 20000, BytesPerSecond: 16 << 20, ByteBurst: 32 << 20, MaxQueuedBytesPerPrincipal: 4 << 20, MaxPendingBytesPerPrincipal: 4 << 20,
+			MaxReadingPerPrincipal: 8},
 		SignIn: SignInLimits{FailuresPerWindow: 20, Window: time.Minute},
 	}
 }
@@ -150,6 +157,7 @@ func (l *Limits) validate() error {
 		"limits.ws.max_waits_per_principal":         int64(l.WS.MaxWaitsPerPrincipal),
 		"limits.ws.frame_burst":                     int64(l.WS.FrameBurst),
 		"limits.ws.byte_burst":                      int64(l.WS.ByteBurst),
+		"limits.ws.max_reading_per_principal":       int64(l.WS.MaxReadingPerPrincipal),
 		"limits.ws.max_queued_bytes_per_principal":  l.WS.MaxQueuedBytesPerPrincipal,
 		"limits.ws.max_pending_bytes_per_principal": l.WS.MaxPendingBytesPerPrincipal,
 		"limits.signin.failures_per_window":         int64(l.SignIn.FailuresPerWindow),

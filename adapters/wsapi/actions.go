@@ -106,6 +106,7 @@ func (s *session) handle(data []byte) bool {
 	if !spec.free {
 		err = s.checkRate(len(data))
 	}
+	s.leaveReadSlot() // read and decoded: the action runs without the slot
 	if err == nil {
 		r, err = spec.run(s, delivery.WithOrigin(authz.WithPrincipal(ctx, *p), s.hub), m)
 	}

@@ -34,6 +34,7 @@ type principalShare struct {
 	bytes   *rate.Limiter
 	queued  *byteBudget
 	pending *byteBudget
+	reading chan struct{} // a slot per socket being read (limits.ws.max_reading_per_principal)
 }
 
 // wsLimit is the configured value, or the default where unset (a Handler
@@ -53,6 +54,56 @@ func (h *Handler) newShare() *principalShare {
 		queued: newByteBudget(limits.WSQueuedBytes, h.Refusals, wsLimit(lim.MaxQueuedBytesPerPrincipal, def.MaxQueuedBytesPerPrincipal)),
 		pending: newByteBudget(limits.WSPendingBytesBudget, h.Refusals,
 			wsLimit(lim.MaxPendingBytesPerPrincipal, def.MaxPendingBytesPerPrincipal)),
+		reading: make(chan struct{}, wsLimit(lim.MaxReadingPerPrincipal, def.MaxReadingPerPrincipal)),
+	}
+}
+
+// takeReadSlot waits for one of the principal's reading slots (none before
+// connect); false when the session ended first.
+func (s *session) takeReadSlot() bool {
+	sh := s.share.Load()
+	if sh == nil {
+		return true
+	}
+	select {
+	case sh.reading <- struct{}{}:
+		s.readSlot = sh.reading
+		return true
+	case <-s.ctx.Done():
+		return false
+	}
+}
+
+// leaveReadSlot gives the slot back (once the frame is read and decoded,
+// or on any way out of the read loop).
+func (s *session) leaveReadSlot() {
+	if s.readSlot != nil {
+		<-s.readSlot
+		s.readSlot = nil
+	}
+}
+
+// ratePause is how long a socket is left unread after a rate_limited
+// refusal, and the least retryAfterMs such a refusal gives: the exact wait
+// for the next token is milliseconds, and a hundred sockets reading (and
+// refusing) a frame every few milliseconds is the flood itself.
+const ratePause = time.Second
+
+// paced waits out the pause a rate_limited refusal set: the client was told
+// to retry after it, and reading (and refusing) what it sends meanwhile
+// would spend the engine's CPU on the flood. False when the session ended.
+func (s *session) paced() bool {
+	if s.pause <= 0 {
+		return true
+	}
+	t := time.NewTimer(s.pause)
+	defer t.Stop()
+	s.pause = 0
+	select {
+	case <-t.C:
+		return true
+	case <-s.ctx.Done():
+		return false
 	}
 }
 
@@ -74,13 +125,12 @@ func (s *session) checkRate(size int) error {
 	rf.CancelAt(now)
 	rb.CancelAt(now)
 	s.h.Refusals.Refused(limits.WSFrameRate)
-	if !rb.OK() { // larger than the burst (the config keeps the burst over the largest frame)
-		d = time.Second
-	}
+	d = max(d, ratePause)
+	s.pause = ratePause
 	return domain.E(domain.KindRateLimited, domain.CodeRateLimited,
 		"this principal sends more than %g frames or %g bytes a second, its limit; retry after retryAfterMs",
 		float64(sh.frames.Limit()), float64(sh.bytes.Limit())).WithDetail("limit", string(limits.WSFrameRate)).
-		WithRetryAfter(max(d, time.Millisecond))
+		WithRetryAfter(d)
 }
 
 func (h *Handler) limits() config.WSLimits {

@@ -215,6 +215,12 @@ type session struct {
 	qmu     sync.Mutex
 	qheld   int64
 	qclosed bool
+	// readSlot is the principal's reading slot this socket holds (only
+	// the read loop touches it).
+	readSlot chan struct{}
+	// pause is how long the read loop waits before reading the next frame
+	// after one was refused rate_limited (read loop only).
+	pause time.Duration
 
 	closeOnce   sync.Once
 	closeCode   websocket.StatusCode // set by flushAndClose before its marker
@@ -423,56 +429,69 @@ const closeFlushLimit = 10 * time.Second
 
 func (s *session) readLoop() {
 	for {
+		if !s.paced() {
+			return
+		}
 		typ, r, err := s.conn.Reader(s.ctx)
 		if err != nil {
 			return
 		}
-		limit, name := MaxMessageBytes, limits.WSMessageBytes
-		if s.authenticated() == nil {
-			limit, name = MaxPreConnectBytes, limits.WSPreConnectBytes
-		}
-		data, hold, err := s.readFrame(r, limit)
-		switch {
-		case errors.Is(err, errPendingShare):
-			s.h.Refusals.Refused(limits.WSPendingBytes)
-			s.closeWith(websocket.StatusPolicyViolation, "this principal's sockets hold too many bytes of unfinished frames")
-			return
-		case errors.Is(err, errFramesInFlight):
-			s.h.Refusals.Refused(limits.WSFramesInFlight)
-			s.closeWith(websocket.StatusTryAgainLater, "the engine is busy reading frames; retry later")
-			return
-		case err != nil:
+		// The frame's header has arrived; its payload stays unread (in the
+		// kernel, pushing back on the client) until a slot is free.
+		if !s.takeReadSlot() {
 			return
 		}
-		if len(data) > limit {
-			hold.release()
-			var f frameSniffer
-			_, _ = f.Write(data)
-			if _, err := io.Copy(&f, r); err != nil {
-				return
-			}
-			action := f.action()
-			if action == "" {
-				action = "error"
-			}
-			s.h.Refusals.Refused(name)
-			msg := fmt.Sprintf("Message too large: frames are limited to %d bytes", limit)
-			if name == limits.WSPreConnectBytes {
-				msg = fmt.Sprintf("Message too large: frames before connect are limited to %d bytes", limit)
-			}
-			s.send(f.requestID(), s.fail(action, domain.LimitExceeded(domain.KindTooLarge, string(name), "%s", msg)))
-			continue
-		}
-		if typ != websocket.MessageText && typ != websocket.MessageBinary {
-			hold.release()
-			continue
-		}
-		done := s.handle(data)
-		hold.release()
-		if done {
+		if s.readFrameAndHandle(typ, r) {
 			return
 		}
 	}
+}
+
+// readFrameAndHandle reads one frame and handles it, holding the reading
+// slot until the action starts; it reports whether the session is done.
+func (s *session) readFrameAndHandle(typ websocket.MessageType, r io.Reader) (done bool) {
+	defer s.leaveReadSlot()
+	limit, name := MaxMessageBytes, limits.WSMessageBytes
+	if s.authenticated() == nil {
+		limit, name = MaxPreConnectBytes, limits.WSPreConnectBytes
+	}
+	data, hold, err := s.readFrame(r, limit)
+	switch {
+	case errors.Is(err, errPendingShare):
+		s.h.Refusals.Refused(limits.WSPendingBytes)
+		s.closeWith(websocket.StatusPolicyViolation, "this principal's sockets hold too many bytes of unfinished frames")
+		return true
+	case errors.Is(err, errFramesInFlight):
+		s.h.Refusals.Refused(limits.WSFramesInFlight)
+		s.closeWith(websocket.StatusTryAgainLater, "the engine is busy reading frames; retry later")
+		return true
+	case err != nil:
+		return true
+	}
+	defer hold.release()
+	if len(data) > limit {
+		hold.release()
+		var f frameSniffer
+		_, _ = f.Write(data)
+		if _, err := io.Copy(&f, r); err != nil {
+			return true
+		}
+		action := f.action()
+		if action == "" {
+			action = "error"
+		}
+		s.h.Refusals.Refused(name)
+		msg := fmt.Sprintf("Message too large: frames are limited to %d bytes", limit)
+		if name == limits.WSPreConnectBytes {
+			msg = fmt.Sprintf("Message too large: frames before connect are limited to %d bytes", limit)
+		}
+		s.send(f.requestID(), s.fail(action, domain.LimitExceeded(domain.KindTooLarge, string(name), "%s", msg)))
+		return false
+	}
+	if typ != websocket.MessageText && typ != websocket.MessageBinary {
+		return false
+	}
+	return s.handle(data)
 }
 
 // authenticated returns the connection's principal, nil before connect.
