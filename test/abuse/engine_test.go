@@ -224,7 +224,7 @@ type watch struct {
 	normal int      // successful normal-client rounds
 	// hasNormal: a normal client runs; check waits for its first round.
 	hasNormal bool
-	maxRSS int64
+	maxRSS    int64
 
 	closeControl func()
 }
