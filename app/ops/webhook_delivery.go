@@ -127,6 +127,10 @@ func (h *Webhooks) attempt(ctx context.Context, j ports.DeliveryJob) ports.Deliv
 		return ports.DeliveryPending
 	}
 	switch {
+	case resp.Private && (err != nil || resp.Status < 200 || resp.Status > 299):
+		// An internal service answered, or did not: the log says neither
+		// what nor how fast, so a closed port and an open one look alike.
+		o.Status, o.Latency, o.Error = 0, 0, errPrivateFailed
 	case err != nil:
 		o.Error = err.Error()
 	case resp.Status < 200 || resp.Status > 299:
@@ -211,3 +215,8 @@ func (h *Webhooks) housekeep(ctx context.Context) {
 		h.d.Metrics.WebhookPending(n)
 	}
 }
+
+// errPrivateFailed is the whole log entry of a failed attempt on a
+// private, loopback or link-local address (alerts.block_private_addresses
+// off): no status, body, transport error or latency.
+const errPrivateFailed = "delivery failed (private address: the outcome is not recorded in detail)"

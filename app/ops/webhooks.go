@@ -57,7 +57,8 @@ type Webhooks struct {
 const (
 	DefaultDeliveriesListed = 50
 	MaxDeliveriesListed     = 500
-	// maxResponseExcerpt bytes of a failed answer's body go to the log.
+	// maxResponseExcerpt bytes of a failed answer's body go to the log
+	// (never for a private address: errPrivateFailed).
 	maxResponseExcerpt = 512
 )
 
