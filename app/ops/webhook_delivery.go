@@ -127,7 +127,7 @@ func (h *Webhooks) attempt(ctx context.Context, j ports.DeliveryJob) ports.Deliv
 		return ports.DeliveryPending
 	}
 	switch {
-	case resp.Private && (err != nil || resp.Status < 200 || resp.Status > 299):
+	case resp.Private && !h.d.PrivateAnswerDetails && (err != nil || resp.Status < 200 || resp.Status > 299):
 		// An internal service answered, or did not: the log says neither
 		// what nor how fast, so a closed port and an open one look alike.
 		o.Status, o.Latency, o.Error = 0, 0, errPrivateFailed

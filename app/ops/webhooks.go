@@ -27,6 +27,9 @@ type WebhooksDeps struct {
 	// AllowedHosts, when not empty, is the only hosts webhooks may post to
 	// (alerts.allowed_hosts).
 	AllowedHosts []string
+	// PrivateAnswerDetails: log a failed attempt on a private address in
+	// detail (alerts.private_answer_details), not as errPrivateFailed.
+	PrivateAnswerDetails bool
 	// Retry is the delivery schedule (alerts.retry_*).
 	Retry domain.WebhookRetry
 	// Lease bounds one attempt's claim on a delivery; it must exceed the
