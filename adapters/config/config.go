@@ -80,6 +80,12 @@ type Alerts struct {
 	// BlockPrivateAddresses refuses to connect to loopback, private and
 	// link-local addresses (checked on the address dialled).
 	BlockPrivateAddresses bool `koanf:"block_private_addresses"`
+	// PrivateAnswerDetails logs the status, error and answer excerpt of a
+	// failed delivery to a loopback, private or link-local address too
+	// (off: one coded outcome, so the log cannot read internal services
+	// or tell their open ports from closed ones). For receivers you run
+	// on your own network.
+	PrivateAnswerDetails bool `koanf:"private_answer_details"`
 }
 
 // Retention configures the sweeper that deletes old threads.
@@ -291,6 +297,7 @@ var knownKeys = map[string]bool{
 	"alerts.sweep_interval": true, "alerts.silent_after": true, "alerts.poll_interval": true, "alerts.timeout": true,
 	"alerts.retry_base": true, "alerts.retry_max": true, "alerts.max_attempts": true, "alerts.concurrency": true,
 	"alerts.delivery_log_retention": true, "alerts.allowed_hosts": true, "alerts.block_private_addresses": true,
+	"alerts.private_answer_details": true,
 }
 
 // checkKnownKeys refuses typos: an unknown key would otherwise be silently ignored.
