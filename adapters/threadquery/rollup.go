@@ -71,6 +71,11 @@ func (s *Store) RollUp(ctx context.Context, now time.Time) (int, error) {
 		} else if err != nil {
 			return err
 		}
+		// The contract statistics roll forward in the same transaction, to
+		// the same lag (contract_rollup.go).
+		if err := s.rollUpContractStats(ctx, tx, now.UTC().Add(-RollupLag)); err != nil {
+			return err
+		}
 		h := w.T.UTC()
 		for ; h.Before(limit) && n < RollupHoursPerCall; h = h.Add(time.Hour) {
 			if err := s.rollUpHour(ctx, tx, h); err != nil {

@@ -19,19 +19,19 @@ type contractStatRow struct {
 	N       int    `db:"n"`
 }
 
-// ContractStats counts threads per contract version: one COUNT per (version,
-// status, health) read from the threads_contract_stats index (migration
-// 00013), folded here — summing eight CASE expressions per row in SQL cost
-// more than the scan.
+// ContractStats counts threads per contract version: one count per (version,
+// status, health), from the roll-up and the threads it does not hold yet
+// (contract_rollup.go), folded here.
 func (s *Store) ContractStats(ctx context.Context) ([]ports.ContractStat, error) {
 	var rows []contractStatRow
-	q := `SELECT contract_name, contract_version, status, health, COUNT(*) AS n FROM threads WHERE contract_name IS NOT NULL
- GROUP BY contract_name, contract_version, status, health ORDER BY contract_name, contract_version DESC`
-	if err := s.selectRaw(ctx, &rows, q); err != nil {
+	if err := s.selectRaw(ctx, &rows, contractStatsQuery, sqldb.Time(epoch)); err != nil {
 		return nil, err
 	}
 	var out []ports.ContractStat
 	for _, r := range rows {
+		if r.N == 0 {
+			continue
+		}
 		if len(out) == 0 || out[len(out)-1].Name != r.Name || out[len(out)-1].Version != r.Version {
 			out = append(out, ports.ContractStat{Name: r.Name, Version: r.Version})
 		}

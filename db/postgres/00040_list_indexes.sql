@@ -28,19 +28,26 @@ DROP INDEX thread_refs_linked;
 -- LOWER(ref_value). pg_trgm ships with PostgreSQL (contrib); where the
 -- engine's role may not create it, the search still works, as a scan of
 -- thread_refs (docs/operators/storage.md).
+-- The extension goes to schema public (shared by every schema of the
+-- database; installations running the engine in a schema of their own find
+-- it there too); the index names the operator class in whatever schema the
+-- extension lives.
 -- +goose StatementBegin
 DO $$
 BEGIN
-    CREATE EXTENSION IF NOT EXISTS pg_trgm;
+    CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public;
 EXCEPTION WHEN OTHERS THEN
     RAISE NOTICE 'pg_trgm not available (%): ref substring search scans thread_refs', SQLERRM;
 END $$;
 -- +goose StatementEnd
 -- +goose StatementBegin
 DO $$
+DECLARE
+    ext_schema TEXT;
 BEGIN
-    IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm') THEN
-        CREATE INDEX IF NOT EXISTS thread_refs_value_trgm ON thread_refs USING GIN (LOWER(ref_value) gin_trgm_ops);
+    SELECT n.nspname INTO ext_schema FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm';
+    IF ext_schema IS NOT NULL THEN
+        EXECUTE format('CREATE INDEX IF NOT EXISTS thread_refs_value_trgm ON thread_refs USING GIN (LOWER(ref_value) %I.gin_trgm_ops)', ext_schema);
     END IF;
 END $$;
 -- +goose StatementEnd

@@ -247,8 +247,15 @@ func sweep(ctx context.Context, db *sqldb.DB, now time.Time, n int, frac float64
 	return nil
 }
 
+// analyze brings the planner's statistics (and on PostgreSQL the
+// visibility map, which index-only scans need) to where autovacuum keeps a
+// live database.
 func analyze(ctx context.Context, db *sqldb.DB) error {
-	_, err := db.ExecContext(ctx, `ANALYZE`)
+	q := `ANALYZE`
+	if db.Dialect == sqldb.Postgres {
+		q = `VACUUM (ANALYZE)`
+	}
+	_, err := db.ExecContext(ctx, q)
 	return err
 }
 
