@@ -10,8 +10,10 @@ DROP INDEX threads_status_created;
 CREATE INDEX threads_health_created_id ON threads (health, created_at, id);
 DROP INDEX threads_health_created;
 -- contractName alone (threadsByContract, the UI's contract filter) walks
--- one name in time order; a version filter keeps rows of that walk.
-CREATE INDEX threads_contract_created_id ON threads (contract_name, created_at, id);
+-- one name in time order; a version, status or health filter keeps rows of
+-- that walk from the index alone (INCLUDE), which also bounds the cost of
+-- counting them.
+CREATE INDEX threads_contract_created_id ON threads (contract_name, created_at, id) INCLUDE (contract_version, status, health);
 DROP INDEX threads_contract;
 CREATE INDEX threads_duration_created_id ON threads (duration_ms, created_at, id);
 DROP INDEX threads_duration;

@@ -6,7 +6,9 @@ CREATE INDEX threads_status_created_id ON threads (status, created_at, id);
 DROP INDEX threads_status_created;
 CREATE INDEX threads_health_created_id ON threads (health, created_at, id);
 DROP INDEX threads_health_created;
-CREATE INDEX threads_contract_created_id ON threads (contract_name, created_at, id);
+-- contract_version, status and health trail the key (the order is the
+-- same: id is unique) so their filters and counts read the index alone.
+CREATE INDEX threads_contract_created_id ON threads (contract_name, created_at, id, contract_version, status, health);
 DROP INDEX threads_contract;
 CREATE INDEX threads_duration_created_id ON threads (duration_ms, created_at, id);
 DROP INDEX threads_duration;

@@ -113,6 +113,22 @@ func run(server string, n, reps int, keep bool, sweepFrac float64) error {
 	}
 	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "request\tmedian\tp95\trows\t\n")
+	// The machine's noise floor: one trivial statement through the same pool.
+	{
+		var ds []time.Duration
+		for i := 0; i < reps+2; i++ {
+			began := time.Now()
+			var one int
+			if err := db.GetContext(ctx, &one, `SELECT 1`); err != nil {
+				return err
+			}
+			if i >= 2 {
+				ds = append(ds, time.Since(began))
+			}
+		}
+		slices.Sort(ds)
+		fmt.Fprintf(w, "baseline: SELECT 1\t%s\t%s\t1\t\n", ms(ds[len(ds)/2]), ms(ds[(len(ds)*95+99)/100-1]))
+	}
 	for _, r := range reqs {
 		var ds []time.Duration
 		rows := 0
