@@ -464,6 +464,21 @@ func TestFiltersAndPaging(t *testing.T) {
 		if want := []string{ids[4], ids[3], ids[2], ids[1], ids[0]}; !slices.Equal(walked, want) {
 			t.Fatalf("cursor walk %v, want %v", walked, want)
 		}
+		// totalCount costs one statement, only when selected, once however
+		// many of its fields are.
+		stmts := func(q string) int64 {
+			t.Helper()
+			before := f.statements.Load()
+			get(q)
+			return f.statements.Load() - before
+		}
+		plain := stmts(`{ threads(limit: 2) { threads { id } } }`)
+		if n := stmts(`{ threads(limit: 2) { totalCount threads { id } } }`); n != plain+1 {
+			t.Fatalf("with totalCount: %d statements, without: %d", n, plain)
+		}
+		if n := stmts(`{ threads(limit: 2) { totalCount totalCountIsExact threads { id } } }`); n != plain+1 {
+			t.Fatalf("with totalCount and totalCountIsExact: %d statements, without: %d", n, plain)
+		}
 		// A cursor of another order, a made-up cursor, both cursors and a
 		// deep offset are refused with a coded error.
 		for _, q := range []string{
