@@ -29,6 +29,11 @@ func classifierServer(t *testing.T, calls *atomic.Int64) *httptest.Server {
 		user := req.Messages[len(req.Messages)-1].Content
 		answer := `{"label":"yes","probability":0.9}`
 		switch {
+		case strings.Contains(user, `perform the action \"charge\"`):
+			http.Error(w, `{"error":{"message":"overloaded"}}`, http.StatusServiceUnavailable)
+			return
+		case strings.Contains(user, "Which contract action") && strings.Contains(user, "vague"):
+			answer = `{"label":"order","probability":0.5}`
 		case strings.Contains(user, "Which contract action"):
 			answer = `{"label":"order","probability":0.95}`
 		case strings.Contains(user, "polite") && !strings.Contains(user, "thanks"):
@@ -106,6 +111,10 @@ func TestDecisionsOverGraphQL(t *testing.T) {
 		if d := canOf(t, e, e.AdminKey, tid, map[string]any{"g": "place the customer's order"}); d["stepName"] != "order" || d["matchedBy"] != "classifier" || d["allowed"] != true {
 			t.Fatalf("can by goal: %v", d)
 		}
+		if d := canOf(t, e, e.AdminKey, tid, map[string]any{"g": "something vague"}); d["status"] != "uncertain" || d["matchedBy"] != "none" ||
+			d["reason"] != `goal matched "order" with probability 0.50, below 0.75` {
+			t.Fatalf("can by a vague goal: %v", d)
+		}
 		if d := canOf(t, e, e.AdminKey, tid, map[string]any{"a": "order", "c": map[string]any{"order_id": " "}}); d["allowed"] != false ||
 			!strings.Contains(d["reason"].(string), `content field "order_id" violates nonempty rule`) {
 			t.Fatalf("can order with an empty id: %v", d)
@@ -165,6 +174,11 @@ func TestDecisionsOverGraphQL(t *testing.T) {
 			if d["allowed"] != false || !strings.HasPrefix(d["reason"].(string), bad.reason) || len(d["violations"].([]any)) != bad.n {
 				t.Fatalf("can charge %v: %v", bad.ctx, d)
 			}
+		}
+		// A classifier failing to advise leaves the action eligible, "unavailable".
+		_, r, body = gqlPost(t, e, e.AdminKey, `query($t: ID!) { should(threadId: $t, action: "charge") { eligible recommendation reason } }`, map[string]any{"t": tid})
+		if s, _ := r.Data["should"].(map[string]any); s["recommendation"] != "unavailable" || s["eligible"] != true || s["reason"] != domain.ReasonClassifierFailed {
+			t.Fatalf("should charge with a failing classifier: %s", body)
 		}
 		// The JSON scalar as a string holding the object works too.
 		if d := canOf(t, e, e.AdminKey, tid, map[string]any{"a": "charge", "c": `{"amount": 12.50, "currency": "EUR", "order_id": "O-1"}`}); d["allowed"] != true ||
