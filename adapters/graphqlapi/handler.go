@@ -21,6 +21,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/threadengine/engine/adapters/graphqlapi/sdkdocs"
 	"github.com/threadengine/engine/adapters/httperr"
 	"github.com/threadengine/engine/adapters/tracing"
 	"github.com/threadengine/engine/app/authz"
@@ -98,9 +99,12 @@ type Handler struct {
 	schema  *graphql.Schema
 	idx     *schemaIndex
 	model   domain.CostModel
-	log     *slog.Logger
-	cache   analysisCache
-	misses  atomic.Int64 // root resolvers that read data the pricing did not read (tests expect 0)
+	// rowModel prices the published SDKs' documents by the rows they
+	// return (domain.CostModel.PerRow).
+	rowModel domain.CostModel
+	log      *slog.Logger
+	cache    analysisCache
+	misses   atomic.Int64 // root resolvers that read data the pricing did not read (tests expect 0)
 	// verifyBudget is the hash-chain steps one request may verify.
 	verifyBudget int64
 	metrics      ports.Metrics
@@ -129,6 +133,8 @@ func New(q *readmodel.Queries, log *slog.Logger) (*Handler, error) {
 	h.idx = newSchemaIndex(s.AST())
 	h.model = introspectionModel(domain.QueryCostModel, s.Inspect())
 	h.idx.bind(h.model)
+	h.rowModel = h.model
+	h.rowModel.PerRow = true
 	return h, nil
 }
 
@@ -200,7 +206,7 @@ func (h *Handler) Cost(req Request) (int, error) {
 		return 0, nil
 	}
 	root, _, _ := costSet(a.doc, a.op, h.idx, req.Variables)
-	return h.model.Price(root, nil), nil
+	return h.modelFor(a).Price(root, nil), nil
 }
 
 // Execute runs one operation for the principal in ctx and returns the
@@ -240,8 +246,9 @@ func (h *Handler) execute(ctx context.Context, req Request) (*Response, int) {
 		return h.refuse(ctx, domain.E(domain.KindUnprocessable, domain.CodeGraphQLValidationFailed, "%s", a.invalid))
 	}
 	root, roots, conv := costSet(a.doc, a.op, h.idx, req.Variables)
-	cost, readsMatter := h.model.PriceStatic(root)
-	if err := h.model.Check(cost); err != nil {
+	model := h.modelFor(a)
+	cost, readsMatter := model.PriceStatic(root)
+	if err := model.Check(cost); err != nil {
 		h.metrics.GraphQLRefused("complexity")
 		return h.refuse(ctx, err)
 	}
@@ -250,10 +257,10 @@ func (h *Handler) execute(ctx context.Context, req Request) (*Response, int) {
 	if readsMatter {
 		r.priced = true
 		r.threads, r.pages, r.chains = map[string]*ports.ThreadView{}, map[string]pageRead{}, map[string]chainRead{}
-		cost = h.model.Price(root, h.readRoots(ctx, roots, conv, r))
-		if cost > h.model.Limit {
+		cost = model.Price(root, h.readRoots(ctx, roots, conv, r))
+		if cost > model.Limit {
 			h.metrics.GraphQLRefused("complexity")
-			return h.refuse(ctx, domain.ComplexityExceededByThreads(cost, h.model.Limit))
+			return h.refuse(ctx, domain.ComplexityExceededByThreads(cost, model.Limit))
 		}
 	}
 	h.metrics.GraphQLCost(cost)
@@ -274,6 +281,15 @@ func (h *Handler) execute(ctx context.Context, req Request) (*Response, int) {
 		out.Data, out.Extensions = nil, nil
 	}
 	return out, status
+}
+
+// modelFor is the cost model pricing a's operation: by rows for the
+// published SDKs' documents, by fields for every other.
+func (h *Handler) modelFor(a *analysis) domain.CostModel {
+	if a.sdk {
+		return h.rowModel
+	}
+	return h.model
 }
 
 func noData(d json.RawMessage) bool {
@@ -325,6 +341,7 @@ func (h *Handler) analyse(query, operationName string) *analysis {
 				a.invalid = fmt.Sprintf("Field %q has depth %d that exceeds max depth %d", name, depth, MaxDepth)
 			}
 			a.query = relaxIDs(query, doc, a.op, h.idx)
+			a.sdk = sdkdocs.Is(query)
 		}
 	}
 	h.cache.put(key, a)
