@@ -110,6 +110,7 @@ type Handler struct {
 	metrics      ports.Metrics
 	actors       *readmodel.Actors
 	tracer       trace.Tracer
+	limits       Limits
 }
 
 // SetMetrics reports operation costs and refusals to m. Call it before serving.
@@ -124,7 +125,7 @@ func New(q *readmodel.Queries, log *slog.Logger) (*Handler, error) {
 		log = slog.Default()
 	}
 	h := &Handler{queries: q, model: domain.QueryCostModel, log: log, verifyBudget: domain.MaxVerifiedStepsPerRequest,
-		metrics: ports.NopMetrics{}, tracer: tracing.Tracer(nil, "graphqlapi")}
+		metrics: ports.NopMetrics{}, tracer: tracing.Tracer(nil, "graphqlapi"), limits: Limits{Refused: func(string) {}}}
 	s, err := h.parseSchema()
 	if err != nil {
 		return nil, err
@@ -252,12 +253,26 @@ func (h *Handler) execute(ctx context.Context, req Request) (*Response, int) {
 		h.metrics.GraphQLRefused("complexity")
 		return h.refuse(ctx, err)
 	}
+	leave, err := h.limits.Gate.Enter(ctx, principalKey(ctx), cost)
+	if err != nil {
+		h.metrics.GraphQLRefused("limit")
+		return h.refuse(ctx, err)
+	}
+	defer leave()
+	parent := ctx
+	if h.limits.MaxDuration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, h.limits.MaxDuration)
+		defer cancel()
+	}
 	r := &request{}
 	r.verifyLeft.Store(h.verifyBudget)
 	if readsMatter {
 		r.priced = true
 		r.threads, r.pages, r.chains = map[string]*ports.ThreadView{}, map[string]pageRead{}, map[string]chainRead{}
+		static := cost
 		cost = model.Price(root, h.readRoots(ctx, roots, conv, r))
+		h.limits.Gate.Charge(principalKey(ctx), cost-static)
 		if cost > model.Limit {
 			h.metrics.GraphQLRefused("complexity")
 			return h.refuse(ctx, domain.ComplexityExceededByThreads(cost, model.Limit))
@@ -265,6 +280,14 @@ func (h *Handler) execute(ctx context.Context, req Request) (*Response, int) {
 	}
 	h.metrics.GraphQLCost(cost)
 	res := h.schema.Exec(withRequest(ctx, r), a.query, req.OperationName, req.Variables)
+	if cut(parent, ctx) {
+		h.limits.Refused(LimitDuration)
+		return h.refuse(parent, h.errQueryTimeout())
+	}
+	if n := len(res.Data); h.limits.MaxResponseBytes > 0 && n > h.limits.MaxResponseBytes {
+		h.limits.Refused(LimitResponseBytes)
+		return h.refuse(parent, h.errTooLarge(n))
+	}
 	out := &Response{Data: res.Data, Errors: res.Errors, Extensions: map[string]any{"cost": cost}}
 	// Executed: 200, errors of resolvers included (GraphQL over HTTP).
 	status := http.StatusOK

@@ -36,13 +36,22 @@ const (
 	ReplaysRunning      Name = "replays_running"
 	WSWaitsPerSocket    Name = "ws_waits_per_socket"
 	WSWaitsPerPrincipal Name = "ws_waits_per_principal"
+	// Reads (GraphQL, MCP, exports): app/readmodel.Gate's and the GraphQL
+	// handler's names, docs/operators/limits.md "Reads".
+	GraphQLConcurrent             Name = "graphql_concurrent"
+	GraphQLConcurrentPerPrincipal Name = "graphql_concurrent_per_principal"
+	GraphQLPoints                 Name = "graphql_points"
+	GraphQLDuration               Name = "graphql_duration"
+	GraphQLResponseBytes          Name = "graphql_response_bytes"
+	ExportBytes                   Name = "export_bytes"
 )
 
 // All is every limit, so each is exported as 0 before its first refusal.
 var All = []Name{HTTPReadTimeout, BodyBytes, OTLPBodyBytes, OTLPDecodedBytes, OTLPSpans, OTLPObjects, OTLPConcurrent,
 	SignInFailures, WSConnectTimeout, WSSockets, WSUnauthenticated, WSPerPrincipal, WSSubscriptions,
 	WSSubscriptionKeyBytes, WSMessageBytes, WSMessageFields, WSPreConnectBytes, WSUnauthPerAddress, WSCredentialsWithdrawn,
-	ReplaysPerCaller, ReplaysRunning, WSWaitsPerSocket, WSWaitsPerPrincipal}
+	ReplaysPerCaller, ReplaysRunning, WSWaitsPerSocket, WSWaitsPerPrincipal,
+	GraphQLConcurrent, GraphQLConcurrentPerPrincipal, GraphQLPoints, GraphQLDuration, GraphQLResponseBytes, ExportBytes}
 
 // Counter counts refusals by limit.
 type Counter struct{ vec *prometheus.CounterVec }

@@ -97,6 +97,9 @@ type Server struct {
 	Metrics *prometheus.Registry
 	// Refusals counts refusals per limit (threadengine_limit_refusals_total).
 	Refusals *limits.Counter
+	// readGate admits reads (GraphQL, MCP): concurrency and per-principal
+	// budget (config limits.graphql).
+	readGate *readmodel.Gate
 	// EngineMetrics counts engine events (steps, threads, notifications…)
 	// on Metrics; features report through this port, never Prometheus.
 	EngineMetrics ports.Metrics
@@ -266,7 +269,19 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 
 	// --- GraphQL query API: POST/GET /graphql (s.Queries, s.GraphQL) ---
 	tq := threadquery.New(s.DB)
-	s.Queries = readmodel.New(readmodel.Deps{Store: tq, Stats: tq, Contracts: s.threadContracts(),
+	// Reads run on a pool of their own, so they never hold a connection
+	// a writer needs (docs/operators/limits.md "Reads").
+	rl := s.Config.Limits.GraphQL
+	readDB, err := s.DB.OpenReads(ctx, sqldb.ReadOptions{Conns: rl.PoolConns, StatementTimeout: rl.MaxDuration})
+	if err != nil {
+		return err
+	}
+	tqr := threadquery.New(readDB)
+	tqr.SetListContextBytes(rl.ListContextBytes)
+	s.readGate = readmodel.NewGate(readmodel.GateLimits{MaxConcurrent: rl.MaxConcurrent, MaxConcurrentPerPrincipal: rl.MaxConcurrentPerPrincipal,
+		QueueTimeout: rl.QueueTimeout, PointsPerSecond: rl.PointsPerSecond, PointsBurst: rl.PointsBurst},
+		func(l string) { s.Refusals.Refused(limits.Name(l)) })
+	s.Queries = readmodel.New(readmodel.Deps{Store: tqr, Stats: tqr, Contracts: s.threadContracts(),
 		ChainSecrets: chainKeys.Secrets, ChainPartialBefore: chainKeys.PartialBefore, Log: threadStore, Clock: s.Clock})
 	s.startTransparencyLog(threadStore, logKeys)
 	{
@@ -280,6 +295,8 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 		return err
 	}
 	s.GraphQL.SetMetrics(s.EngineMetrics)
+	s.GraphQL.SetLimits(graphqlapi.Limits{MaxDuration: rl.MaxDuration, MaxResponseBytes: rl.MaxResponseBytes, Gate: s.readGate,
+		Refused: func(l string) { s.Refusals.Refused(limits.Name(l)) }})
 	s.GraphQL.SetTracer(tp())
 	s.startThreadGauges(tq)
 	s.GraphQL.SetActors(readmodel.NewActors(s.Store, s.Store))
@@ -292,7 +309,7 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 		ConfigDays: rc.ThreadsDays, IdleDays: rc.ActiveIdleDays, BatchSize: rc.BatchSize, BatchPause: rc.BatchPause})
 	s.startAlerts(threadStore)
 	(&opshttp.Handler{Erasure: s.Erasure, Audit: ops.NewAuditLog(s.Store, readmodel.NewActors(s.Store, s.Store)),
-		Exports: readmodel.NewExports(s.Queries.ThreadReads, s.Queries.IntegrityReads, threadquery.New(s.DB)), Retention: s.Retention,
+		Exports: readmodel.NewExports(s.Queries.ThreadReads, s.Queries.IntegrityReads, tqr), Retention: s.Retention,
 		Webhooks: s.Webhooks, Queries: s.Queries, Log: s.TLog}).Mount(s.Echo, s.Auth.Middleware())
 	(&opshttp.LogHandler{Log: *s.TLog}).Mount(s.Echo, s.Auth.Middleware())
 	{

@@ -40,6 +40,11 @@ type DB struct {
 	*sqlx.DB
 	Dialect Dialect
 	lock    *flock.Flock // SQLite: held while open (see lockDataFile)
+	dsn     string       // as parsed from the URL, for the read pool
+	// reads are the read pools opened on this database (OpenReads), closed
+	// with it; readPool marks a read pool itself.
+	reads    []*DB
+	readPool bool
 
 	// deadlocks and conflicts count the retryable failures TxRetry met
 	// (PostgreSQL deadlocks; serialization failures and SQLite busy).
@@ -61,6 +66,12 @@ func (d *DB) ConcurrencyFailures() (deadlocks, other int64) {
 
 // Close closes the database and releases the SQLite process lock.
 func (d *DB) Close() error {
+	for _, r := range d.reads {
+		if r != d {
+			_ = r.DB.Close()
+		}
+	}
+	d.reads = nil
 	err := d.DB.Close()
 	if d.lock != nil {
 		_ = d.lock.Close() // unlocks
@@ -144,6 +155,7 @@ func OpenWith(ctx context.Context, rawURL string, opt OpenOptions) (*DB, error) 
 		x.SetMaxOpenConns(1)
 		d = &DB{DB: x, Dialect: SQLite, lock: lock}
 	}
+	d.dsn = dsn
 	d.binarySchema = opt.BinarySchema
 	if d.binarySchema == 0 {
 		d.binarySchema = EmbeddedSchema(d.Dialect)
