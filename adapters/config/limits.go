@@ -121,7 +121,7 @@ func DefaultLimits() Limits {
 		SignIn: SignInLimits{FailuresPerWindow: 20, Window: time.Minute},
 		GraphQL: ReadLimits{MaxDuration: 5 * time.Second, PoolConns: 8, MaxConcurrent: 8, MaxConcurrentPerPrincipal: 4,
 			QueueTimeout: 2 * time.Second, PointsPerSecond: 5000, PointsBurst: 20000, MaxResponseBytes: 16 << 20,
-			ListContextBytes: 4 << 10, ExportMaxBytes: 256 << 20},
+			ListContextBytes: 16 << 10, ExportMaxBytes: 256 << 20},
 	}
 }
 

@@ -310,7 +310,7 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	s.startAlerts(threadStore)
 	(&opshttp.Handler{Erasure: s.Erasure, Audit: ops.NewAuditLog(s.Store, readmodel.NewActors(s.Store, s.Store)),
 		Exports: readmodel.NewExports(s.Queries.ThreadReads, s.Queries.IntegrityReads, tqr), Retention: s.Retention,
-		Webhooks: s.Webhooks, Queries: s.Queries, Log: s.TLog}).Mount(s.Echo, s.Auth.Middleware())
+		Webhooks: s.Webhooks, Queries: s.Queries, Log: s.TLog, MaxExportBytes: rl.ExportMaxBytes, Refused: s.Refusals.Refused}).Mount(s.Echo, s.Auth.Middleware())
 	(&opshttp.LogHandler{Log: *s.TLog}).Mount(s.Echo, s.Auth.Middleware())
 	{
 		retCtx, stop := context.WithCancel(context.Background())

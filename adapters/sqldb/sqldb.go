@@ -310,6 +310,13 @@ func isBadText(err error) bool {
 	return errors.As(err, &pqe) && (pqe.Code == "22021" || pqe.Code == "22P05")
 }
 
+// isStatementTimeout reports PostgreSQL stopping a statement at its
+// statement_timeout (the read pool's, ReadOptions.StatementTimeout).
+func isStatementTimeout(err error) bool {
+	var pqe *pq.Error
+	return errors.As(err, &pqe) && pqe.Code == "57014" && strings.Contains(pqe.Message, "statement timeout")
+}
+
 // IsUniqueViolation reports whether err is a unique-constraint failure.
 func IsUniqueViolation(err error) bool {
 	var pqe *pq.Error
@@ -364,6 +371,10 @@ func TranslateError(err error) error {
 	if isBadText(err) {
 		return &domain.Error{Kind: domain.KindInvalid, Code: domain.CodeValidationFailed,
 			Message: "text must be valid UTF-8 without NUL bytes", Err: err}
+	}
+	if isStatementTimeout(err) {
+		return &domain.Error{Kind: domain.KindUnavailable, Code: domain.CodeQueryTimeout,
+			Message: "the read ran longer than its deadline and was stopped; ask for less or retry later", Err: err}
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		// Also a deadline met while waiting for a pooled connection.
