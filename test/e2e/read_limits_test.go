@@ -127,6 +127,13 @@ func TestReadsCutAnswerCodedErrors(t *testing.T) {
 		if st, _, raw := gqlPost(t, e, key, `{ threads(limit: 2) { threads { id } } }`, nil); st != http.StatusOK {
 			t.Fatalf("a small answer: %d %s", st, raw)
 		}
+		// MCP: the same budget on a tool's result.
+		cs := mustConnect(t, e, key)
+		wantToolError(t, "search_threads", callTool(t, cs, "search_threads", map[string]any{"limit": 30}), "graphql_response_bytes")
+		if res := callTool(t, cs, "search_threads", map[string]any{"limit": 1}); res.IsError {
+			t.Fatalf("a small result: %s", resultText(res))
+		}
+		cs.Close()
 
 		// A deadline no read can meet: every operation is cut and coded.
 		e2 := enginetest.Start(t, d, enginetest.WithConfig(func(c *config.Config) { c.Limits.GraphQL.MaxDuration = time.Nanosecond }))
@@ -136,6 +143,9 @@ func TestReadsCutAnswerCodedErrors(t *testing.T) {
 		if resp.StatusCode != http.StatusServiceUnavailable || r.Errors[0].Extensions["code"] != "query_timeout" || resp.Header.Get("Retry-After") == "" {
 			t.Fatalf("cut by the deadline: %d %s", resp.StatusCode, body)
 		}
+		cs = mustConnect(t, e2, key2)
+		wantToolError(t, "search_threads", callTool(t, cs, "search_threads", map[string]any{}), "query_timeout")
+		cs.Close()
 	})
 }
 
