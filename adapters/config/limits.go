@@ -37,6 +37,11 @@ type ReadLimits struct {
 	MaxConcurrent             int           `koanf:"max_concurrent"`
 	MaxConcurrentPerPrincipal int           `koanf:"max_concurrent_per_principal"`
 	QueueTimeout              time.Duration `koanf:"queue_timeout"`
+	// An operation costing at least ExpensiveCost points also needs one of
+	// MaxExpensive places (default half the CPUs, at least 1: expensive
+	// reads never take every core).
+	ExpensiveCost int `koanf:"expensive_cost"`
+	MaxExpensive  int `koanf:"max_expensive"`
 	// PointsPerSecond and PointsBurst are one principal's read budget in
 	// cost points (a token bucket): an operation whose cost is not in the
 	// bucket is refused with 429 and Retry-After.
@@ -119,8 +124,9 @@ func DefaultLimits() Limits {
 		WS: WSLimits{ConnectTimeout: 10 * time.Second, MaxSockets: 2000, MaxUnauthenticated: 200, MaxUnauthenticatedPerAddress: 20, MaxPerPrincipal: 100,
 			MaxSubscriptions: 256, MaxSubscriptionKeyBytes: 256, MaxWaitsPerSocket: 256, MaxWaitsPerPrincipal: 1024},
 		SignIn: SignInLimits{FailuresPerWindow: 20, Window: time.Minute},
-		GraphQL: ReadLimits{MaxDuration: 5 * time.Second, PoolConns: 8, MaxConcurrent: 8, MaxConcurrentPerPrincipal: 4,
-			QueueTimeout: 2 * time.Second, PointsPerSecond: 5000, PointsBurst: 20000, MaxResponseBytes: 16 << 20,
+		GraphQL: ReadLimits{MaxDuration: 5 * time.Second, PoolConns: 8, MaxConcurrent: 4, MaxConcurrentPerPrincipal: 2,
+			QueueTimeout: 2 * time.Second, PointsPerSecond: 1000, PointsBurst: 10000,
+			ExpensiveCost: 100, MaxExpensive: max(1, runtime.NumCPU()/2), MaxResponseBytes: 16 << 20,
 			ListContextBytes: 16 << 10, ExportMaxBytes: 256 << 20},
 	}
 }

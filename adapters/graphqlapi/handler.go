@@ -41,6 +41,11 @@ const (
 	// limit stays far below both.
 	MaxOverlapPairs = 20000
 	MaxSelections   = 5000
+	// MaxParallelism is how many resolvers of one operation run at once
+	// (graph-gophers' default is 10): with the read gate's per-principal
+	// cap it bounds the read connections one principal holds (2 × 2 of
+	// the pool's 8). Batching needs no parallelism (loader.go).
+	MaxParallelism = 2
 )
 
 // The single company of this engine, as the reference's companyId fields.
@@ -152,6 +157,7 @@ func (h *Handler) parseSchema(opts ...graphql.SchemaOpt) (*graphql.Schema, error
 		// both it and the expansion are capped.
 		graphql.OverlapValidationLimit(MaxOverlapPairs),
 		graphql.MaxSelections(MaxSelections),
+		graphql.MaxParallelism(MaxParallelism),
 		graphql.PanicHandler(panicHandler{}),
 	}, opts...)...)
 	if err != nil {
@@ -272,11 +278,13 @@ func (h *Handler) execute(ctx context.Context, req Request) (*Response, int) {
 		r.threads, r.pages, r.chains = map[string]*ports.ThreadView{}, map[string]pageRead{}, map[string]chainRead{}
 		static := cost
 		cost = model.Price(root, h.readRoots(ctx, roots, conv, r))
-		h.limits.Gate.Charge(principalKey(ctx), cost-static)
 		if cost > model.Limit {
 			h.metrics.GraphQLRefused("complexity")
 			return h.refuse(ctx, domain.ComplexityExceededByThreads(cost, model.Limit))
 		}
+		// Admitted at its static price; what it runs beyond is charged now
+		// (a refusal above read only the thread rows).
+		h.limits.Gate.Charge(principalKey(ctx), cost-static)
 	}
 	h.metrics.GraphQLCost(cost)
 	res := h.schema.Exec(withRequest(ctx, r), a.query, req.OperationName, req.Variables)

@@ -41,6 +41,7 @@ const (
 	GraphQLConcurrent             Name = "graphql_concurrent"
 	GraphQLConcurrentPerPrincipal Name = "graphql_concurrent_per_principal"
 	GraphQLPoints                 Name = "graphql_points"
+	GraphQLExpensive              Name = "graphql_expensive"
 	GraphQLDuration               Name = "graphql_duration"
 	GraphQLResponseBytes          Name = "graphql_response_bytes"
 	ExportBytes                   Name = "export_bytes"
@@ -51,7 +52,7 @@ var All = []Name{HTTPReadTimeout, BodyBytes, OTLPBodyBytes, OTLPDecodedBytes, OT
 	SignInFailures, WSConnectTimeout, WSSockets, WSUnauthenticated, WSPerPrincipal, WSSubscriptions,
 	WSSubscriptionKeyBytes, WSMessageBytes, WSMessageFields, WSPreConnectBytes, WSUnauthPerAddress, WSCredentialsWithdrawn,
 	ReplaysPerCaller, ReplaysRunning, WSWaitsPerSocket, WSWaitsPerPrincipal,
-	GraphQLConcurrent, GraphQLConcurrentPerPrincipal, GraphQLPoints, GraphQLDuration, GraphQLResponseBytes, ExportBytes}
+	GraphQLConcurrent, GraphQLConcurrentPerPrincipal, GraphQLPoints, GraphQLExpensive, GraphQLDuration, GraphQLResponseBytes, ExportBytes}
 
 // Counter counts refusals by limit.
 type Counter struct{ vec *prometheus.CounterVec }

@@ -19,6 +19,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/threadengine/engine/adapters/broadcast"
 	"github.com/threadengine/engine/adapters/config"
@@ -276,10 +277,15 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	if err != nil {
 		return err
 	}
+	if readDB != s.DB {
+		// go_sql_*{db_name="threadengine_reads"}: the read pool beside the writers'.
+		s.Metrics.MustRegister(collectors.NewDBStatsCollector(readDB.DB.DB, "threadengine_reads"))
+	}
 	tqr := threadquery.New(readDB)
 	tqr.SetListContextBytes(rl.ListContextBytes)
 	s.readGate = readmodel.NewGate(readmodel.GateLimits{MaxConcurrent: rl.MaxConcurrent, MaxConcurrentPerPrincipal: rl.MaxConcurrentPerPrincipal,
-		QueueTimeout: rl.QueueTimeout, PointsPerSecond: rl.PointsPerSecond, PointsBurst: rl.PointsBurst},
+		QueueTimeout: rl.QueueTimeout, PointsPerSecond: rl.PointsPerSecond, PointsBurst: rl.PointsBurst,
+		ExpensiveCost: rl.ExpensiveCost, MaxExpensive: rl.MaxExpensive},
 		func(l string) { s.Refusals.Refused(limits.Name(l)) })
 	s.Queries = readmodel.New(readmodel.Deps{Store: tqr, Stats: tqr, Contracts: s.threadContracts(),
 		ChainSecrets: chainKeys.Secrets, ChainPartialBefore: chainKeys.PartialBefore, Log: threadStore, Clock: s.Clock})

@@ -16,6 +16,7 @@ const (
 	LimitReadsConcurrent   = "graphql_concurrent"
 	LimitReadsPerPrincipal = "graphql_concurrent_per_principal"
 	LimitReadPoints        = "graphql_points"
+	LimitExpensiveReads    = "graphql_expensive"
 )
 
 // GateLimits configure a Gate (config limits.graphql).
@@ -25,6 +26,11 @@ type GateLimits struct {
 	// PointsPerSecond and PointsBurst: one principal's token bucket of
 	// cost points.
 	PointsPerSecond, PointsBurst int
+	// An operation costing at least ExpensiveCost points also takes one of
+	// MaxExpensive places: expensive reads never run on every core (on
+	// SQLite they run in the engine's process), so writers and cheap reads
+	// always find one free.
+	ExpensiveCost, MaxExpensive int
 }
 
 // Gate bounds the reads running at once, overall and per principal, and
@@ -34,6 +40,7 @@ type GateLimits struct {
 type Gate struct {
 	lim     GateLimits
 	all     chan struct{}
+	heavy   chan struct{} // places of expensive operations
 	refused func(limit string)
 
 	mu      sync.Mutex
@@ -52,7 +59,7 @@ func NewGate(lim GateLimits, refused func(limit string)) *Gate {
 	if refused == nil {
 		refused = func(string) {}
 	}
-	return &Gate{lim: lim, all: make(chan struct{}, lim.MaxConcurrent), refused: refused,
+	return &Gate{lim: lim, all: make(chan struct{}, lim.MaxConcurrent), heavy: make(chan struct{}, max(1, lim.MaxExpensive)), refused: refused,
 		mine: map[string]*principalSlots{}, buckets: map[string]*rate.Limiter{}}
 }
 
@@ -84,9 +91,23 @@ func (g *Gate) Enter(ctx context.Context, who string, cost int) (leave func(), e
 		g.drop(who, s)
 		return nil, g.busy(ctx, LimitReadsConcurrent, "%d reads are running on this engine", g.lim.MaxConcurrent)
 	}
+	heavy := g.lim.ExpensiveCost > 0 && cost >= g.lim.ExpensiveCost
+	if heavy {
+		select {
+		case g.heavy <- struct{}{}:
+		case <-wait.Done():
+			<-g.all
+			<-s.ch
+			g.drop(who, s)
+			return nil, g.busy(ctx, LimitExpensiveReads, "%d expensive reads are running on this engine", max(1, g.lim.MaxExpensive))
+		}
+	}
 	var once sync.Once
 	return func() {
 		once.Do(func() {
+			if heavy {
+				<-g.heavy
+			}
 			<-g.all
 			<-s.ch
 			g.drop(who, s)

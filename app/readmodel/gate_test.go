@@ -127,3 +127,33 @@ func TestGatePointsBudget(t *testing.T) {
 		leave()
 	}
 }
+
+// Expensive operations take one of fewer places; cheap ones pass beside
+// them.
+func TestGateExpensive(t *testing.T) {
+	t.Parallel()
+	g := NewGate(GateLimits{MaxConcurrent: 4, MaxConcurrentPerPrincipal: 4, QueueTimeout: time.Millisecond,
+		ExpensiveCost: 100, MaxExpensive: 1}, nil)
+	ctx := context.Background()
+	heavy, err := g.Enter(ctx, "a", 500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Enter(ctx, "b", 100); limitOf(err) != LimitExpensiveReads {
+		t.Fatalf("a second expensive read: %v", err)
+	}
+	cheap, err := g.Enter(ctx, "b", 99)
+	if err != nil {
+		t.Fatalf("a cheap read beside an expensive one: %v", err)
+	}
+	cheap()
+	heavy()
+	if leave, err := g.Enter(ctx, "b", 100); err != nil {
+		t.Fatalf("the expensive place was given back: %v", err)
+	} else {
+		leave()
+	}
+	if g.Running() != 0 || len(g.heavy) != 0 {
+		t.Fatalf("places held after leaving: %d, %d", g.Running(), len(g.heavy))
+	}
+}
