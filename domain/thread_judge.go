@@ -207,6 +207,17 @@ func groupDurationIssues(c Contract, steps []RecordedStep, s StepInput, now time
 	return out
 }
 
+// transitionSource is the latest success that is not a member of one of
+// name's groups: what a group member's transition is judged from.
+func transitionSource(c Contract, steps []RecordedStep, name string) (string, bool) {
+	for i := len(steps) - 1; i >= 0; i-- {
+		if StepSucceeded(steps[i].Status) && !c.sameGroup(steps[i].Name, name) {
+			return steps[i].Name, true
+		}
+	}
+	return "", false
+}
+
 func latestSuccessOf(steps []RecordedStep, name string) (RecordedStep, bool) {
 	for i := len(steps) - 1; i >= 0; i-- {
 		if steps[i].Name == name && StepSucceeded(steps[i].Status) {

@@ -246,6 +246,11 @@ func ValidateStep(c Contract, t ThreadSnapshot, s StepInput, now time.Time) Vali
 			})
 		}
 	}
+	// Members of a parallel group run side by side: one follows another
+	// member as it follows what came before the group.
+	if hasPrev && c.sameGroup(prev, s.Name) {
+		prev, hasPrev = transitionSource(c, t.Steps, s.Name)
+	}
 	switch {
 	case !hasPrev && !c.IsEntryPoint(s.Name):
 		add(ValidationIssue{
