@@ -8,29 +8,30 @@ import (
 // StepRefusal is one step submission the contract refused before anything
 // was recorded (a content rule broken): who tried what, when.
 type StepRefusal struct {
-	ID              string            `json:"id"`
-	ThreadID        string            `json:"threadId"`
-	ContractName    string            `json:"contractName"`
-	ContractVersion int               `json:"contractVersion"`
-	StepName        string            `json:"stepName"`
-	IdempotencyKey  string            `json:"idempotencyKey"`
-	PrincipalID     string            `json:"principalId"`
-	Role            string            `json:"role"`
-	Code            string            `json:"code"`
-	Field           string            `json:"field"`
-	Rule            string            `json:"rule"`
-	Message         string            `json:"message"`
-	Context         map[string]string `json:"context"`
-	CreatedAt       time.Time         `json:"createdAt"`
+	ID              string
+	ThreadID        string
+	ContractName    string
+	ContractVersion int
+	StepName        string
+	IdempotencyKey  string
+	PrincipalID     string
+	Role            string
+	Code            string
+	Field           string
+	Rule            string
+	Message         string
+	Context         map[string]string
+	CreatedAt       time.Time
 }
 
-// RefusalFilter selects refusals, newest first: of one thread and/or one
-// contract, created before Before (a page's last CreatedAt; zero: now), at
-// most Limit.
+// RefusalFilter selects refusals, newest first (by CreatedAt, then ID): of
+// one thread and/or one contract, after the previous page's last one
+// (Before, BeforeID; zero: from the newest), at most Limit.
 type RefusalFilter struct {
 	ThreadID string
 	Contract string
 	Before   time.Time
+	BeforeID string
 	Limit    int
 }
 

@@ -26,6 +26,8 @@ type Handler struct {
 	Queries *readmodel.Queries
 	// Log adds transparency-log proofs to exports (none when nil).
 	Log *transparency.Application
+	// StepRefusals serves GET /v1/refusals (not mounted when nil).
+	StepRefusals *ops.StepRefusals
 }
 
 // Mount registers the routes behind mw (authentication).
@@ -40,6 +42,9 @@ func (h *Handler) Mount(e *echo.Echo, mw echo.MiddlewareFunc) {
 	e.DELETE("/v1/engine/retention", h.resetRetention, mw)
 	if h.Webhooks != nil {
 		h.mountWebhooks(e, mw)
+	}
+	if h.StepRefusals != nil {
+		e.GET("/v1/refusals", h.listRefusals, mw)
 	}
 }
 

@@ -109,7 +109,7 @@ func TestContentRefusalsAreLoggedNotRecorded(t *testing.T) {
 			newest.Role != "" || newest.Code != "content_rule_failed" || newest.ContractName != "judged" || newest.Context["reference"] != "R-2" {
 			t.Fatalf("newest refusal %+v", newest)
 		}
-		if page, _ := store.ListRefusals(ctx, ports.RefusalFilter{Contract: "judged", Before: refusals[1].CreatedAt, Limit: 10}); len(page) != 2 {
+		if page, _ := store.ListRefusals(ctx, ports.RefusalFilter{Contract: "judged", Before: refusals[1].CreatedAt, BeforeID: refusals[1].ID, Limit: 10}); len(page) != 2 {
 			t.Fatalf("page before the second: %d rows", len(page))
 		}
 		n, err := store.PruneRefusals(ctx, time.Now().Add(time.Hour))

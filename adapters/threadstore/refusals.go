@@ -73,8 +73,8 @@ func (s *Store) ListRefusals(ctx context.Context, f ports.RefusalFilter) ([]port
 		args = append(args, f.Contract)
 	}
 	if !f.Before.IsZero() {
-		q += ` AND created_at < ?`
-		args = append(args, sqldb.Time(f.Before))
+		q += ` AND (created_at < ? OR created_at = ? AND id < ?)`
+		args = append(args, sqldb.Time(f.Before), sqldb.Time(f.Before), f.BeforeID)
 	}
 	q += ` ORDER BY created_at DESC, id DESC LIMIT ?`
 	args = append(args, f.Limit)
