@@ -60,16 +60,22 @@ func (r refusals) record(ctx context.Context, c *domain.Contract, in RecordStepI
 		return
 	}
 	now := now(r.clock)
-	field, rule := "", ""
+	field, rule, msg := "", "", err.Error()
 	e := domain.AsError(err)
 	if e != nil {
+		msg = e.Message
 		if vs, ok := e.Details["violations"].([]domain.ContentViolation); ok && len(vs) > 0 {
 			field, rule = vs[0].Field, vs[0].Rule
 		}
 	}
-	rec := ports.StepRefusal{ID: uuid.NewString(), ThreadID: in.ThreadID, ContractName: contract, ContractVersion: version,
+	// Time-ordered ids keep refusals of one instant in the order they came.
+	id, uerr := uuid.NewV7()
+	if uerr != nil {
+		id = uuid.New()
+	}
+	rec := ports.StepRefusal{ID: id.String(), ThreadID: in.ThreadID, ContractName: contract, ContractVersion: version,
 		StepName: in.StepName, IdempotencyKey: in.IdempotencyKey, PrincipalID: principalID, Role: in.Role, Code: string(code),
-		Field: field, Rule: rule, Message: err.Error(), Context: boundedContext(in.Context), CreatedAt: now}
+		Field: field, Rule: rule, Message: msg, Context: boundedContext(in.Context), CreatedAt: now}
 	// The caller's context may end with its connection: the log outlives it.
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
