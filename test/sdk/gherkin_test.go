@@ -88,7 +88,7 @@ func TestNodeSDKGherkin(t *testing.T) {
 		out := runJSON(t, cmd)
 
 		for name, rule := range map[string]string{"zero": `content field "amount" violates gt rule: must be a number greater than 0`,
-			"jpy": `content field "currency" violates one_of rule: must be one of "GBP", "USD", "EUR"`,
+			"jpy":         `content field "currency" violates one_of rule: must be one of "GBP", "USD", "EUR"`,
 			"oldTracking": `content field "tracking_number" violates equals rule: must equal order_shipped.tracking_number`} {
 			if msg, _ := dig(out, name, "message").(string); !strings.Contains(msg, rule) || dig(out, name, "isDuplicate") != false {
 				t.Errorf("%s: SDK error %v, want one naming %s", name, out[name], rule)
