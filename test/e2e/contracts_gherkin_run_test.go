@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -216,4 +217,51 @@ func TestReplicasGherkinFreshApprovals(t *testing.T) {
 	wantStatus(t, resp, body, http.StatusCreated)
 	_, key := a.NewUser(t, domain.RoleMember)
 	freshScenario(t, connectWS(t, a, key), connectWS(t, a, key), connectWS(t, b, key))
+}
+
+// OTLP spans are judged by the same rules: a span breaking a content rule
+// is rejected (partial success naming the rule), not recorded, and logged.
+func TestGherkinContentRulesOverOTLP(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
+		uploadFixture(t, e, "valid_shipping_confirmation")
+		_, key := e.NewUser(t, domain.RoleMember)
+		attrs := `{"key":"threadify.contract","value":{"stringValue":"shipping_confirmation"}},{"key":"threadify.role","value":{"stringValue":"carrier"}}`
+		span := func(id, name, tracking string, start int) string {
+			return `{"traceId":"` + strings.Repeat("ab", 16) + `","spanId":"` + strings.Repeat(id, 8) + `","name":"` + name +
+				`","startTimeUnixNano":"` + strconv.Itoa(1700000000000000000+start*1000000) +
+				`","endTimeUnixNano":"` + strconv.Itoa(1700000000000000000+(start+1)*1000000) +
+				`","attributes":[{"key":"threadify.context.tracking_number","value":{"stringValue":"` + tracking + `"}},` + attrs + `]}`
+		}
+		js := `{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"carrier-service"}}]},
+ "scopeSpans":[{"spans":[` + span("01", "order_shipped", "TRK-1", 1) + `,` + span("02", "delivery_confirmed", "TRK-9", 3) + `]}]}]}`
+		req, _ := http.NewRequest(http.MethodPost, e.URL+"/v1/traces", strings.NewReader(js))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body struct {
+			PartialSuccess struct {
+				RejectedSpans string `json:"rejectedSpans"`
+				ErrorMessage  string `json:"errorMessage"`
+			} `json:"partialSuccess"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("status %d %v %+v", resp.StatusCode, err, body)
+		}
+		if body.PartialSuccess.RejectedSpans != "1" ||
+			!strings.Contains(body.PartialSuccess.ErrorMessage, `content field "tracking_number" violates equals rule`) {
+			t.Fatalf("partial success %+v", body.PartialSuccess)
+		}
+		var steps int
+		if err := e.Server.DB.Get(&steps, `SELECT COUNT(*) FROM thread_activities`); err != nil || steps != 1 {
+			t.Fatalf("recorded steps %d (%v), want the shipment only", steps, err)
+		}
+		if code, rows := refusals(t, e, e.AdminKey, "?contract=shipping_confirmation"); code != http.StatusOK || len(rows) != 1 ||
+			rows[0]["step_name"] != "delivery_confirmed" || rows[0]["rule"] != "equals" {
+			t.Fatalf("refusal log %d %v", code, rows)
+		}
+	})
 }
