@@ -39,8 +39,9 @@ type RefusalFilter struct {
 type RefusalLog interface {
 	// LogRefusal stores one refusal.
 	LogRefusal(ctx context.Context, r StepRefusal) error
-	// PruneRefusals deletes the refusals created before cutoff.
-	PruneRefusals(ctx context.Context, cutoff time.Time) (int64, error)
+	// PruneRefusals deletes the refusals created before cutoff, and the
+	// oldest beyond the newest maxRows.
+	PruneRefusals(ctx context.Context, cutoff time.Time, maxRows int) (int64, error)
 }
 
 // RefusalReader reads the refusal log.

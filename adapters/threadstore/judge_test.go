@@ -112,9 +112,16 @@ func TestContentRefusalsAreLoggedNotRecorded(t *testing.T) {
 		if page, _ := store.ListRefusals(ctx, ports.RefusalFilter{Contract: "judged", Before: refusals[1].CreatedAt, BeforeID: refusals[1].ID, Limit: 10}); len(page) != 2 {
 			t.Fatalf("page before the second: %d rows", len(page))
 		}
-		n, err := store.PruneRefusals(ctx, time.Now().Add(time.Hour))
-		if err != nil || n != 4 {
-			t.Fatalf("pruned %d (%v)", n, err)
+		n, err := store.PruneRefusals(ctx, time.Now().Add(-time.Hour), 3)
+		if err != nil || n != 1 {
+			t.Fatalf("pruned %d (%v), want the oldest beyond 3", n, err)
+		}
+		if left, _ := store.ListRefusals(ctx, ports.RefusalFilter{ThreadID: tid, Limit: 10}); len(left) != 3 || left[0].ID != newest.ID {
+			t.Fatalf("after the row bound: %+v", left)
+		}
+		n, err = store.PruneRefusals(ctx, time.Now().Add(time.Hour), 1000)
+		if err != nil || n != 3 {
+			t.Fatalf("pruned %d (%v), want every expired one", n, err)
 		}
 	})
 }

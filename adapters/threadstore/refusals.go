@@ -45,14 +45,24 @@ func (s *Store) LogRefusal(ctx context.Context, r ports.StepRefusal) error {
 }
 
 // PruneRefusals: see ports.RefusalLog.
-func (s *Store) PruneRefusals(ctx context.Context, cutoff time.Time) (int64, error) {
+func (s *Store) PruneRefusals(ctx context.Context, cutoff time.Time, maxRows int) (int64, error) {
 	var n int64
 	err := s.tx(ctx, func(tx *sqlx.Tx) error {
 		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM step_refusals WHERE created_at < ?`), sqldb.Time(cutoff))
 		if err != nil {
 			return err
 		}
-		n, err = res.RowsAffected()
+		if n, err = res.RowsAffected(); err != nil {
+			return err
+		}
+		// Past maxRows, the oldest go (by the created_at index).
+		res, err = tx.ExecContext(ctx, s.q(`DELETE FROM step_refusals WHERE created_at <
+ (SELECT created_at FROM step_refusals ORDER BY created_at DESC LIMIT 1 OFFSET ?)`), maxRows-1)
+		if err != nil {
+			return err
+		}
+		more, err := res.RowsAffected()
+		n += more
 		return err
 	})
 	return n, sqldb.TranslateError(err)

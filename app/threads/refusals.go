@@ -30,6 +30,11 @@ const (
 	maxRefusalValueBytes = 256
 )
 
+// MaxStepRefusals bounds the refusal log whatever the retention: past it
+// the oldest entries are deleted (a writer refused in a loop cannot grow
+// the table without bound).
+const MaxStepRefusals = 1_000_000
+
 // refusalPruneEvery spaces the deletions of expired refusals: one per
 // minute at most, done by the refusal that finds the last one older.
 const refusalPruneEvery = time.Minute
@@ -91,7 +96,7 @@ func (r refusals) prune(ctx context.Context, now time.Time) {
 	if now.UnixNano()-last < int64(refusalPruneEvery) || !r.lastPrune.CompareAndSwap(last, now.UnixNano()) {
 		return
 	}
-	if _, err := r.log.PruneRefusals(ctx, now.Add(-r.retention)); err != nil {
+	if _, err := r.log.PruneRefusals(ctx, now.Add(-r.retention), MaxStepRefusals); err != nil {
 		r.logger.Warn("expired refusals not deleted", "err", err)
 	}
 }
