@@ -187,7 +187,8 @@ func NewValidationResult(issues []ValidationIssue) ValidationResult {
 //   - with no successful step yet, the step must be an entry point
 //     (invalid_entry_point, critical); otherwise it must be allowed after the
 //     latest successful step (invalid_transition, critical), unless the
-//     contract has no transition rules (FreeOrder, Gherkin);
+//     contract has no transition rules (FreeOrder, Gherkin); a member of a
+//     parallel group is judged from the latest success outside its group;
 //   - every prerequisite (DependsOn) must have succeeded before
 //     (missing_dependency, critical);
 //   - the writing party must own the step (unauthorized_owner, critical) when
