@@ -252,6 +252,7 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	s.Threads.UseChainKeys(chainKeys)
 	s.Threads.SetOptions(threads.Options{InvitationMaxTTL: s.Config.Threads.InvitationMaxTTL, Classifier: semantic})
 	s.Threads.SetMetrics(s.EngineMetrics)
+	s.Threads.SetRefusalRetention(s.Config.Retention.StepRefusals)
 	s.backfillHealth(threadStore)
 	s.startHub()
 	ws := &wsapi.Handler{Threads: s.Threads, Authn: s.Auth.Authn, Log: s.Log, Limits: s.Config.Limits.WS, Refusals: s.Refusals,
@@ -321,7 +322,8 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	s.startAlerts(threadStore)
 	(&opshttp.Handler{Erasure: s.Erasure, Audit: ops.NewAuditLog(s.Store, readmodel.NewActors(s.Store, s.Store)),
 		Exports: readmodel.NewExports(s.Queries.ThreadReads, s.Queries.IntegrityReads, tqr), Retention: s.Retention,
-		Webhooks: s.Webhooks, Queries: s.Queries, Log: s.TLog, MaxExportBytes: rl.ExportMaxBytes, Refused: s.Refusals.Refused}).Mount(s.Echo, s.Auth.Middleware())
+		Webhooks: s.Webhooks, Queries: s.Queries, Log: s.TLog, MaxExportBytes: rl.ExportMaxBytes, Refused: s.Refusals.Refused,
+		StepRefusals: ops.NewStepRefusals(threadStore)}).Mount(s.Echo, s.Auth.Middleware())
 	(&opshttp.LogHandler{Log: *s.TLog}).Mount(s.Echo, s.Auth.Middleware())
 	{
 		retCtx, stop := context.WithCancel(context.Background())

@@ -160,6 +160,10 @@ func TestDecisionsOverGraphQL(t *testing.T) {
 		if rude["code"] != string(domain.CodeContentRuleFailed) {
 			t.Fatalf("rude review %v", rude)
 		}
+		if code, rows := refusals(t, e, e.AdminKey, "?thread_id="+tid); code != http.StatusOK || len(rows) != 1 || rows[0]["rule"] != "semantic" ||
+			rows[0]["field"] != "note" || rows[0]["step_name"] != "review" {
+			t.Fatalf("the semantic refusal is not in the refusal log: %d %v", code, rows)
+		}
 		c.ok(step(tid, "review", "success", "r1", map[string]any{"note": "thanks"}))
 		for _, bad := range []struct {
 			ctx    map[string]any
@@ -244,6 +248,9 @@ func TestDecisionsWithoutClassifier(t *testing.T) {
 		refused := c.fails(step(tid, "review", "success", "r1", map[string]any{"note": "thanks"}), "semantic classifier is unavailable")
 		if refused["code"] != string(domain.CodeClassifierUnavailable) {
 			t.Fatalf("review without classifier %v", refused)
+		}
+		if code, rows := refusals(t, e, e.AdminKey, "?thread_id="+tid); code != http.StatusOK || len(rows) != 1 || rows[0]["code"] != string(domain.CodeClassifierUnavailable) {
+			t.Fatalf("the unjudged refusal is not in the refusal log: %d %v", code, rows)
 		}
 		var n int
 		if err := e.Server.DB.Get(&n, e.Server.DB.Rebind(`SELECT COUNT(*) FROM thread_activities WHERE thread_id = ? AND step_name = 'review'`), tid); err != nil || n != 0 {
