@@ -164,6 +164,7 @@ func TestDecisionsOverGraphQL(t *testing.T) {
 			rows[0]["field"] != "note" || rows[0]["step_name"] != "review" {
 			t.Fatalf("the semantic refusal is not in the refusal log: %d %v", code, rows)
 		}
+		c.fails(step(tid, "review", "success", "r-1", map[string]any{}), `semantic field "note" is missing or too long`)
 		c.ok(step(tid, "review", "success", "r1", map[string]any{"note": "thanks"}))
 		for _, bad := range []struct {
 			ctx    map[string]any
