@@ -49,13 +49,16 @@ const (
 	// the socket that waited too long for room.
 	WSPendingBytes   Name = "ws_pending_bytes"
 	WSFramesInFlight Name = "ws_frames_in_flight"
+	// WSMessageTimeout: a message (all its fragments) did not arrive within
+	// 15 s of the engine starting to read it; the socket is closed.
+	WSMessageTimeout Name = "ws_message_timeout"
 )
 
 // All is every limit, so each is exported as 0 before its first refusal.
 var All = []Name{HTTPReadTimeout, BodyBytes, OTLPBodyBytes, OTLPDecodedBytes, OTLPSpans, OTLPObjects, OTLPConcurrent,
 	SignInFailures, WSConnectTimeout, WSSockets, WSUnauthenticated, WSPerPrincipal, WSSubscriptions,
 	WSSubscriptionKeyBytes, WSMessageBytes, WSMessageFields, WSPreConnectBytes, WSUnauthPerAddress, WSCredentialsWithdrawn,
-	ReplaysPerCaller, ReplaysRunning, WSWaitsPerSocket, WSWaitsPerPrincipal, WSFrameRate, WSPendingBytes, WSFramesInFlight}
+	ReplaysPerCaller, ReplaysRunning, WSWaitsPerSocket, WSWaitsPerPrincipal, WSFrameRate, WSPendingBytes, WSFramesInFlight, WSMessageTimeout}
 
 // Budget names a byte budget whose use is exported as
 // threadengine_budget_bytes{budget} (held now, all holders together) and

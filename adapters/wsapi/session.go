@@ -455,7 +455,9 @@ func (s *session) readFrameAndHandle(typ websocket.MessageType, r io.Reader) (do
 	if s.authenticated() == nil {
 		limit, name = MaxPreConnectBytes, limits.WSPreConnectBytes
 	}
-	data, hold, err := s.readFrame(r, limit)
+	stop := s.messageDeadline()
+	data, over, hold, err := s.readFrame(r, limit)
+	stop()
 	switch {
 	case errors.Is(err, errPendingShare):
 		s.h.Refusals.Refused(limits.WSPendingBytes)
@@ -469,10 +471,11 @@ func (s *session) readFrameAndHandle(typ websocket.MessageType, r io.Reader) (do
 		return true
 	}
 	defer hold.release()
-	if len(data) > limit {
-		hold.release()
+	if over != nil {
 		var f frameSniffer
 		_, _ = f.Write(data)
+		hold.release() // the rest is scanned, not kept
+		_, _ = f.Write(over)
 		if _, err := io.Copy(&f, r); err != nil {
 			return true
 		}
