@@ -38,10 +38,10 @@ func (s *Server) startAlerts(threadStore *threadstore.Store) {
 	hub := s.Threads.Hub()
 	s.Alerts = ops.NewAlertSweep(ops.AlertSweepDeps{Store: threadStore, Contracts: s.threadContracts(), Clock: s.Clock,
 		Metrics: s.EngineMetrics, Log: s.Log, SilentAfter: a.SilentAfter,
-		Recorded: func(ns []ports.NotificationRecord) { hub.Published(context.Background(), ns) }, Nudge: s.Webhooks.Nudge})
+		Recorded: func(ns []ports.NotificationRecord) { hub.Published(context.Background(), ns) }, Nudge: s.Webhooks.Deliverer.Nudge})
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)
-	go func() { defer func() { done <- struct{}{} }(); s.Webhooks.Run(ctx, a.PollInterval) }()
+	go func() { defer func() { done <- struct{}{} }(); s.Webhooks.Deliverer.Run(ctx, a.PollInterval) }()
 	go func() { defer func() { done <- struct{}{} }(); s.Alerts.Run(ctx, a.SweepInterval) }()
 	s.OnClose(func() error { stop(); <-done; <-done; return nil })
 }

@@ -23,8 +23,8 @@ func TestSenderBounds(t *testing.T) {
 			_, _ = w.Write([]byte(strings.Repeat("x", 1<<20)))
 		case "/redirect":
 			http.Redirect(w, r, "/big", http.StatusFound)
-		case "/slow":
-			time.Sleep(2 * time.Second)
+		case "/slow": // never answers: only the sender's timeout ends the request
+			<-r.Context().Done()
 		}
 	}))
 	defer srv.Close()
@@ -37,9 +37,10 @@ func TestSenderBounds(t *testing.T) {
 	if resp, err := s.Send(ctx, ports.WebhookRequest{URL: srv.URL + "/redirect"}); err != nil || resp.Status != http.StatusFound {
 		t.Fatalf("redirect followed or failed: %d %v", resp.Status, err)
 	}
-	start := time.Now()
-	if _, err := s.Send(ctx, ports.WebhookRequest{URL: srv.URL + "/slow"}); err == nil || time.Since(start) > 1500*time.Millisecond {
-		t.Fatalf("slow receiver: %v after %v", err, time.Since(start))
+	// The receiver never answers, so returning at all is the timeout at
+	// work (however slow the machine); a missing timeout hangs the test.
+	if _, err := s.Send(ctx, ports.WebhookRequest{URL: srv.URL + "/slow"}); err == nil {
+		t.Fatal("slow receiver: no error")
 	}
 	if _, err := s.Send(ctx, ports.WebhookRequest{URL: "ftp://example.com/"}); err == nil {
 		t.Fatal("ftp sent")

@@ -76,8 +76,10 @@ func TestSlowBodies(t *testing.T) {
 						return
 					}
 				}
-				if time.Since(t0) > 10*readTimeout {
-					t.Errorf("a slow body was held over 20 s")
+				// Without the read timeout the body trickles for 1,000 s;
+				// a minute only bounds that, however busy the machine.
+				if time.Since(t0) > time.Minute {
+					t.Errorf("a slow body was held over a minute")
 					return
 				}
 			}
