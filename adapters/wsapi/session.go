@@ -37,9 +37,10 @@ const (
 	preConnectReadLimit = 64 << 10
 )
 
-// maxFrameBytesInFlight bounds the bytes of frames being decoded and
-// handled at once across every socket of a Handler; a socket waits for its
-// share (TCP pushes back on its client), so many sockets sending megabyte
+// maxFrameBytesInFlight bounds the bytes of frames being received (paid as
+// their fragments arrive), decoded and handled at once across every socket
+// of a Handler; a socket waits for room (TCP pushes back on its client) up
+// to pendingWait, then is closed 1013, so many sockets sending megabyte
 // frames cannot multiply the engine's memory.
 const maxFrameBytesInFlight = 16 << 20
 
