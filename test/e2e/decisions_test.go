@@ -160,6 +160,9 @@ func TestDecisionsOverGraphQL(t *testing.T) {
 		if rude["code"] != string(domain.CodeContentRuleFailed) {
 			t.Fatalf("rude review %v", rude)
 		}
+		if status, logged := refusals(t, e, e.AdminKey, "?thread_id="+tid); status != http.StatusOK || len(logged) != 1 || logged[0]["code"] != string(domain.CodeContentRuleFailed) {
+			t.Fatalf("semantic refusal not in the refusal log: %d %v", status, logged)
+		}
 		c.ok(step(tid, "review", "success", "r1", map[string]any{"note": "thanks"}))
 		for _, bad := range []struct {
 			ctx    map[string]any
@@ -244,6 +247,9 @@ func TestDecisionsWithoutClassifier(t *testing.T) {
 		refused := c.fails(step(tid, "review", "success", "r1", map[string]any{"note": "thanks"}), "semantic classifier is unavailable")
 		if refused["code"] != string(domain.CodeClassifierUnavailable) {
 			t.Fatalf("review without classifier %v", refused)
+		}
+		if status, logged := refusals(t, e, e.AdminKey, "?thread_id="+tid); status != http.StatusOK || len(logged) != 1 || logged[0]["code"] != string(domain.CodeClassifierUnavailable) {
+			t.Fatalf("unjudged semantic refusal not in the refusal log: %d %v", status, logged)
 		}
 		var n int
 		if err := e.Server.DB.Get(&n, e.Server.DB.Rebind(`SELECT COUNT(*) FROM thread_activities WHERE thread_id = ? AND step_name = 'review'`), tid); err != nil || n != 0 {
