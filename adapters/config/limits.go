@@ -222,14 +222,14 @@ func (l *Limits) validate() error {
 			return fmt.Errorf("config: %s must be positive", key)
 		}
 	}
-	if l.GraphQL.PointsBurst < 1000 {
-		return fmt.Errorf("config: limits.graphql.points_burst must be at least 1000 (one operation at the cost limit)")
-	}
 	if l.WS.FramesPerSecond <= 0 || l.WS.BytesPerSecond <= 0 {
 		return fmt.Errorf("config: limits.ws.frames_per_second and limits.ws.bytes_per_second must be positive")
 	}
 	if l.WS.ByteBurst < 1<<20 {
 		return fmt.Errorf("config: limits.ws.byte_burst must be at least 1 MiB (the largest frame)")
+	}
+	if l.GraphQL.PointsBurst < 1000 {
+		return fmt.Errorf("config: limits.graphql.points_burst must be at least 1000 (one operation at the cost limit)")
 	}
 	if l.OTLP.MaxDecodedBytes < l.OTLP.MaxBodyBytes {
 		return fmt.Errorf("config: limits.otlp.max_decoded_bytes must be at least limits.otlp.max_body_bytes")

@@ -1,6 +1,9 @@
 package threads
 
-import "github.com/threadengine/engine/app/delivery"
+import (
+	"github.com/threadengine/engine/app/delivery"
+	"github.com/threadengine/engine/ports"
+)
 
 // Application is the thread use cases one handler per use case, as
 // identity.Application is for identity (ThreeDotsLabs' wild-workouts shape):
@@ -37,10 +40,21 @@ type Queries struct {
 	VerifyIntegrity   VerifyIntegrityHandler
 	ThreadDetails     ThreadDetailsHandler
 	WaitForValidation delivery.WaitForValidationHandler
+	// The decision queries: read-only advice, never a grant.
+	Can    CanHandler
+	Should ShouldHandler
+	Next   NextHandler
 }
 
 // Application returns the thread use cases.
 func (m *Module) Application() Application { return m.app }
+
+// refusalsFor is the refusal log counting to metrics.
+func (m *Module) refusalsFor(metrics ports.ThreadMetrics) refusals {
+	r := m.refusals
+	r.metrics = metrics
+	return r
+}
 
 // build makes each handler from the ports it uses: the store (behind its id
 // check) as the small port each needs, the contract cache, the chain and
@@ -55,9 +69,9 @@ func (m *Module) build() Application {
 		Commands: Commands{
 			StartThread:        NewStartThreadHandler(store, keyed, m.contracts, clock, metrics),
 			StartThreadWithKey: keyed,
-			RecordStep:         NewRecordStepHandler(store, m.contracts, m.keys, m.hub, clock, metrics),
+			RecordStep:         m.withSemanticGate(NewRecordStepHandler(store, m.contracts, m.keys, m.hub, clock, metrics, m.refusalsFor(metrics))),
 			AddRefs:            NewAddRefsHandler(store, clock),
-			InviteParty:        NewInvitePartyHandler(store, m.contracts, invites, clock),
+			InviteParty:        NewInvitePartyHandler(store, m.contracts, invites, clock, m.opts.InvitationMaxTTL),
 			JoinThread:         NewJoinThreadHandler(store, m.contracts, invites, clock),
 			EndThread:          NewEndThreadHandler(store, m.hub, clock, metrics),
 			WaitForPermission:  delivery.NewWaitForPermissionHandler(store, m.contracts, m.hub, release, clock),
@@ -70,6 +84,9 @@ func (m *Module) build() Application {
 			VerifyIntegrity:   NewVerifyIntegrityHandler(store, store, m.keys.Keyring(), clock),
 			ThreadDetails:     NewThreadDetailsHandler(store),
 			WaitForValidation: delivery.NewWaitForValidationHandler(store, store, m.hub, clock),
+			Can:               NewCanHandler(store, m.contracts, m.opts.Classifier, clock),
+			Should:            NewShouldHandler(store, store, m.contracts, m.opts.Classifier, clock),
+			Next:              NewNextHandler(store, m.contracts, clock),
 		},
 	}
 }
