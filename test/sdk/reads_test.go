@@ -17,7 +17,8 @@ import (
 // (issue 29): steps() on 100 distinct steps, getThreadsByRef({limit: 100})
 // on 100 matching threads, history({limit: 1000}) on 1,000 attempts — each
 // returns every row (the engine prices the SDK's documents by the rows they
-// return, docs/integrators/graphql.md) — and a 30-day invitation.
+// return, docs/integrators/graphql.md), subSteps() of a step state without
+// an idempotency key on the 100-step thread — and a 30-day invitation.
 func TestNodeSDKDocumentedReads(t *testing.T) {
 	dir := os.Getenv(nodeSDKEnv)
 	if dir == "" {
@@ -45,6 +46,9 @@ func TestNodeSDKDocumentedReads(t *testing.T) {
 		}
 		if subs, _ := out["subSteps"].([]any); len(subs) != 1 || subs[0] != "inner" {
 			t.Errorf("subSteps() of the 100th step = %v", out["subSteps"])
+		}
+		if subs, _ := out["subStepsWithoutKey"].([]any); len(subs) != 1 || subs[0] != "inner" {
+			t.Errorf("subSteps() without an idempotency key on the 100-step thread = %v", out["subStepsWithoutKey"])
 		}
 		if r := out["threadsByRef"]; dig(r, "count") != float64(100) || dig(r, "distinct") != float64(100) {
 			t.Errorf("getThreadsByRef({limit: 100}) = %v, want 100 distinct threads", r)

@@ -3,7 +3,8 @@
 // thread of 100 distinct steps, getThreadsByRef({limit: 100}) with 100
 // matching threads, history({limit: 1000}) on a step of 1,000 attempts, and
 // a 30-day invitation (expiresIn: "30d", index.d.ts's example) created and
-// joined by a second user.
+// joined by a second user, and subSteps() of a step state without an
+// idempotency key on that 100-step thread.
 //
 // Env: THREADENGINE_NODE_SDK_DIR, ENGINE_WS_URL, ENGINE_API_KEY,
 // ENGINE_API_KEY_2. Prints one JSON line of results; {"error": "..."} and
@@ -34,6 +35,15 @@ async function main() {
   const last = wideSteps.find((s) => s.stepName === 's099');
   const subs = last ? await last.subSteps() : [];
   out.subSteps = subs.map((s) => s.name);
+  // subSteps() of a step state without an idempotency key (this engine keys
+  // every step it records, computing a key when none is sent, so such a
+  // state comes from data recorded elsewhere): the SDK's own ArchivedStep,
+  // built as DataRetriever builds it from a row whose key is empty, sends
+  // idempotencyKey: null and so selects the steps of that name.
+  const { ArchivedStep, GraphQLClient } = await import(pathToFileURL(sdkDir + '/src/DataRetriever.js').href);
+  const keyless = new ArchivedStep({ threadId: wide.threadId, stepName: 's099', idempotencyKey: '' },
+    new GraphQLClient(conn.graphqlUrl, apiKey));
+  out.subStepsWithoutKey = (await keyless.subSteps()).map((s) => s.name);
 
   // getThreadsByRef({limit: 100}) with 100 matching threads.
   const ref = 'bulk-' + wide.threadId;
