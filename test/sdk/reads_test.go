@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,6 +50,9 @@ func TestNodeSDKDocumentedReads(t *testing.T) {
 		}
 		if subs, _ := out["subStepsWithoutKey"].([]any); len(subs) != 1 || subs[0] != "inner" {
 			t.Errorf("subSteps() without an idempotency key on the 100-step thread = %v", out["subStepsWithoutKey"])
+		}
+		if m := toString(out["refusal"]); !strings.Contains(m, "422") || !strings.Contains(m, "exceeds the limit of 1000") {
+			t.Errorf("a refused read through the Node SDK: %q, want the engine's message", m)
 		}
 		if r := out["threadsByRef"]; dig(r, "count") != float64(100) || dig(r, "distinct") != float64(100) {
 			t.Errorf("getThreadsByRef({limit: 100}) = %v, want 100 distinct threads", r)

@@ -52,6 +52,11 @@ async function main() {
   }
   const byRef = await conn.getThreadsByRef({ refKey: 'batch', refValue: ref, limit: 100 });
   out.threadsByRef = { count: byRef.length, distinct: new Set(byRef.map((x) => x.id)).size };
+  // A read the cost limit refuses (an offset of 200,000 rows costs 2,000
+  // points): the SDK throws "GraphQL request failed: <status> <statusText>"
+  // without reading the body, so the engine's message is the reason phrase.
+  out.refusal = await conn.getThreadsByRef({ refKey: 'batch', refValue: ref, offset: 200000 })
+    .then(() => 'accepted', (e) => e.message);
 
   // history({limit: 1000}) on a step of 1,000 attempts: 999 failures, then
   // the success, all with the same context (so the same auto key).
