@@ -162,7 +162,7 @@ type hourRow struct {
 }
 
 // Hourly counts threads started, completed and failed per UTC hour since a
-// time (threads_created and threads_completed indexes).
+// time (the (created_at, id) and threads_completed indexes).
 func (s *Store) Hourly(ctx context.Context, since, until time.Time) ([]ports.HourBucket, error) {
 	hour := func(col string) string {
 		if s.db.Dialect == sqldb.Postgres {
