@@ -34,6 +34,10 @@ type Thread struct {
 	// Health is folded forward with every attempt (ThreadHealth.Fold) and
 	// written with the row.
 	Health ThreadHealth
+
+	// traceRootEndedAt is when a trace thread's root span ended
+	// (ObserveTrace); its quiet period runs from UpdatedAt.
+	traceRootEndedAt *time.Time
 }
 
 // HasContract reports whether steps are judged against a contract.

@@ -296,3 +296,11 @@ func Recorded(states []StepState) []domain.RecordedStep {
 	}
 	return history
 }
+
+// QuietTraces finds trace threads whose quiet period may have run out.
+type QuietTraces interface {
+	// QuietTraceThreads returns up to limit active threads whose trace's
+	// root span ended (domain.Thread.TraceRootEndedAt) and that were last
+	// updated before updatedBefore, oldest first.
+	QuietTraceThreads(ctx context.Context, updatedBefore time.Time, limit int) ([]string, error)
+}

@@ -196,6 +196,9 @@ type threadRow struct {
 	CreatedAt       time.Time      `db:"created_at"`
 	UpdatedAt       time.Time      `db:"updated_at"`
 	CompletedAt     sql.NullTime   `db:"completed_at"`
+	// TraceRootEnded: not read by the group-committed appends (batch.go),
+	// which never change it.
+	TraceRootEnded sql.NullTime `db:"trace_root_ended_at"`
 	healthCols
 }
 
@@ -228,7 +231,8 @@ const healthColNames = `failed_steps, critical_issues, major_issues, warning_iss
  first_issue_message, first_issue_severity, last_activity_at`
 
 const threadCols = `id, contract_id, contract_name, contract_version, label, owner_kind, owner_id, service_name,
- status, error, end_reason, last_hash, step_count, CAST(tags AS TEXT) AS tags, created_at, updated_at, completed_at, ` + healthColNames
+ status, error, end_reason, last_hash, step_count, CAST(tags AS TEXT) AS tags, created_at, updated_at, completed_at,
+ trace_root_ended_at, ` + healthColNames
 
 // healthValues are the values of the health columns written with a thread
 // row, in this order: health, failed_steps, critical_issues, major_issues,
@@ -257,6 +261,7 @@ func (r threadRow) record() domain.Thread {
 		CompletedAt: sqldb.FromNullTime(r.CompletedAt), Health: r.healthCols.health(),
 	}
 	_ = json.Unmarshal([]byte(r.Tags), &t.Tags)
+	t.RestoreTraceRootEnded(sqldb.FromNullTime(r.TraceRootEnded))
 	return t
 }
 
@@ -526,11 +531,12 @@ func (s *Store) ListStepStates(ctx context.Context, threadID string) ([]ports.St
 }
 
 func (s *Store) writeThread(ctx context.Context, tx *sqlx.Tx, t domain.Thread) error {
+	// created_at moves only to a trace's earliest span (Thread.ObserveTrace).
 	args := []any{string(t.Status), nullStr(t.Error), nullStr(t.EndReason), t.LastHash,
-		t.StepCount, sqldb.Time(t.UpdatedAt), sqldb.TimePtr(t.CompletedAt)}
+		t.StepCount, sqldb.Time(t.CreatedAt), sqldb.Time(t.UpdatedAt), sqldb.TimePtr(t.CompletedAt), sqldb.TimePtr(t.TraceRootEndedAt())}
 	args = append(append(args, healthValues(t)...), t.ID)
 	return s.exec(ctx, tx, `UPDATE threads SET status = ?, error = ?, end_reason = ?, last_hash = ?, step_count = ?,
- updated_at = ?, completed_at = ?, `+healthSet+` WHERE id = ?`, args...)
+ created_at = ?, updated_at = ?, completed_at = ?, trace_root_ended_at = ?, `+healthSet+` WHERE id = ?`, args...)
 }
 
 // threadPart is an append's thread row update (end_reason never changes there).
