@@ -53,7 +53,7 @@ func (t *Thread) TraceQuiet(quiet time.Duration, now time.Time) bool {
 // failed when one failed, naming the deepest failing span and its status
 // message (the thread's error, and its first issue unless a contract
 // violation explains more); completed otherwise. The thread ends when its
-// last span did (its latest activity), not when the quiet period ran out.
+// last span did, not when it was received or the quiet period ran out.
 // A contract thread completes only through its terminal step, so one
 // without a failure stays active (the silence alert is for those). It
 // reports whether the thread changed.
@@ -61,7 +61,12 @@ func (t *Thread) EndTrace(spans []SpanNode, quiet time.Duration, now time.Time) 
 	if !t.TraceQuiet(quiet, now) {
 		return false
 	}
-	end := t.Health.LastActivityAt
+	var end time.Time // the last span's end (not when it was received)
+	for _, s := range spans {
+		if s.End.After(end) {
+			end = s.End
+		}
+	}
 	if t.traceRootEndedAt != nil && t.traceRootEndedAt.After(end) {
 		end = *t.traceRootEndedAt
 	}

@@ -149,6 +149,9 @@ func (h EndQuietTracesHandler) Run(ctx context.Context, interval time.Duration, 
 	if interval <= 0 {
 		interval = h.quiet / 3
 	}
+	if log == nil {
+		log = slog.Default()
+	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
