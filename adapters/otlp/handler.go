@@ -12,11 +12,13 @@
 package otlp
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -31,17 +33,25 @@ import (
 	"github.com/threadengine/engine/domain"
 )
 
+// Ingester is the IngestTrace use case (threadsapp.IngestTraceHandler).
+type Ingester interface {
+	Handle(ctx context.Context, traces []threadsapp.Trace) (threadsapp.IngestResult, error)
+}
+
 // Handler serves POST /v1/traces.
 type Handler struct {
 	Threads *threadsapp.Module
-	Log     *slog.Logger
+	// Ingest writes the decoded traces (nil: Threads' IngestTrace).
+	Ingest Ingester
+	Log    *slog.Logger
 	// Limits bound one request (zero: config.DefaultLimits().OTLP).
 	Limits config.OTLPLimits
 	// Refusals counts requests refused by a limit (nil: not counted).
 	Refusals *limits.Counter
 
 	slotsOnce sync.Once
-	slots     chan struct{} // one per request being read and decoded
+	slots     chan struct{} // one per request being read, decoded or written
+	waiting   atomic.Int64  // requests waiting for a slot
 }
 
 // Mount adds the route behind auth (which puts the principal in the context).
@@ -79,7 +89,11 @@ func (h *Handler) export(c echo.Context) error {
 	if len(traces) == 0 {
 		return h.reply(c, asJSON, 0, "")
 	}
-	res, err := h.Threads.Application().Commands.IngestTrace.Handle(req.Context(), traces)
+	ingest := h.Ingest
+	if ingest == nil {
+		ingest = h.Threads.Application().Commands.IngestTrace
+	}
+	res, err := ingest.Handle(req.Context(), traces)
 	if err != nil {
 		return h.fail(c, asJSON, err)
 	}
@@ -118,6 +132,8 @@ func (h *Handler) limits() config.OTLPLimits {
 // large requests cannot multiply the memory one takes.
 func (h *Handler) acquire(req *http.Request, lim config.OTLPLimits) (func(), error) {
 	h.slotsOnce.Do(func() { h.slots = make(chan struct{}, lim.MaxConcurrent) })
+	h.waiting.Add(1)
+	defer h.waiting.Add(-1)
 	t := time.NewTimer(lim.QueueTimeout)
 	defer t.Stop()
 	select {
