@@ -21,8 +21,6 @@ type Thread struct {
 	// EndReason is the reason a caller gave when cancelling (a string, or
 	// the caller's object as JSON text); never a transport field.
 	EndReason   string
-	LastHash    string
-	StepCount   int
 	Tags        []string
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
@@ -35,9 +33,38 @@ type Thread struct {
 	// written with the row.
 	Health ThreadHealth
 
+	// lastHash and stepCount are the chain head: the hash of the latest
+	// attempt and how many there are. Only Append moves them (with the
+	// health), so the count, the head and the health cannot disagree.
+	lastHash  string
+	stepCount int
+
 	// traceRootEndedAt is when a trace thread's root span ended
 	// (ObserveTrace); its quiet period runs from UpdatedAt.
 	traceRootEndedAt *time.Time
+}
+
+// LastHash is the chain head: the hash of the thread's latest attempt (""
+// before the first).
+func (t Thread) LastHash() string { return t.lastHash }
+
+// StepCount is how many attempts the thread holds (the latest one's seq).
+func (t Thread) StepCount() int { return t.stepCount }
+
+// RestoreHead sets the chain head a store loaded with the thread.
+func (t *Thread) RestoreHead(lastHash string, stepCount int) { t.lastHash, t.stepCount = lastHash, stepCount }
+
+// NextLink is where the thread's next attempt goes: its seq and the hash it
+// links to.
+func (t *Thread) NextLink() (seq int, prevHash string) { return t.stepCount + 1, t.lastHash }
+
+// Append records the attempt NextLink placed, hashed hash: the chain head
+// moves to it, the count with it, and its outcome is folded into the health
+// (ThreadHealth.Fold) — the three change together.
+func (t *Thread) Append(hash string, o StepOutcome) {
+	t.stepCount++
+	t.lastHash = hash
+	t.Health = t.Health.Fold(o)
 }
 
 // HasContract reports whether steps are judged against a contract.

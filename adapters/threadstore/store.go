@@ -257,10 +257,11 @@ func (r threadRow) record() domain.Thread {
 		ID: r.ID, ContractName: r.ContractName.String,
 		ContractVersion: int(r.ContractVersion.Int64), Label: r.Label.String, OwnerKind: r.OwnerKind,
 		OwnerID: r.OwnerID, ServiceName: r.ServiceName.String, Status: domain.ThreadStatus(r.Status), Error: r.Error.String,
-		EndReason: r.EndReason.String, LastHash: r.LastHash, StepCount: r.StepCount, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+		EndReason: r.EndReason.String, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 		CompletedAt: sqldb.FromNullTime(r.CompletedAt), Health: r.healthCols.health(),
 	}
 	_ = json.Unmarshal([]byte(r.Tags), &t.Tags)
+	t.RestoreHead(r.LastHash, r.StepCount)
 	t.RestoreTraceRootEnded(sqldb.FromNullTime(r.TraceRootEnded))
 	return t
 }
@@ -532,8 +533,8 @@ func (s *Store) ListStepStates(ctx context.Context, threadID string) ([]ports.St
 
 func (s *Store) writeThread(ctx context.Context, tx *sqlx.Tx, t domain.Thread) error {
 	// created_at moves only to a trace's earliest span (Thread.ObserveTrace).
-	args := []any{string(t.Status), nullStr(t.Error), nullStr(t.EndReason), t.LastHash,
-		t.StepCount, sqldb.Time(t.CreatedAt), sqldb.Time(t.UpdatedAt), sqldb.TimePtr(t.CompletedAt), sqldb.TimePtr(t.TraceRootEndedAt())}
+	args := []any{string(t.Status), nullStr(t.Error), nullStr(t.EndReason), t.LastHash(),
+		t.StepCount(), sqldb.Time(t.CreatedAt), sqldb.Time(t.UpdatedAt), sqldb.TimePtr(t.CompletedAt), sqldb.TimePtr(t.TraceRootEndedAt())}
 	args = append(append(args, healthValues(t)...), t.ID)
 	return s.exec(ctx, tx, `UPDATE threads SET status = ?, error = ?, end_reason = ?, last_hash = ?, step_count = ?,
  created_at = ?, updated_at = ?, completed_at = ?, trace_root_ended_at = ?, `+healthSet+` WHERE id = ?`, args...)
@@ -541,7 +542,7 @@ func (s *Store) writeThread(ctx context.Context, tx *sqlx.Tx, t domain.Thread) e
 
 // threadPart is an append's thread row update (end_reason never changes there).
 func threadPart(t domain.Thread) part {
-	args := []any{string(t.Status), nullStr(t.Error), t.LastHash, t.StepCount, sqldb.Time(t.UpdatedAt), sqldb.TimePtr(t.CompletedAt)}
+	args := []any{string(t.Status), nullStr(t.Error), t.LastHash(), t.StepCount(), sqldb.Time(t.UpdatedAt), sqldb.TimePtr(t.CompletedAt)}
 	args = append(append(args, healthValues(t)...), t.ID)
 	return part{`UPDATE threads SET status = ?, error = ?, last_hash = ?, step_count = ?,
  updated_at = ?, completed_at = ?, ` + healthSet + ` WHERE id = ?`, args}
