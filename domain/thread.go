@@ -52,7 +52,9 @@ func (t Thread) LastHash() string { return t.lastHash }
 func (t Thread) StepCount() int { return t.stepCount }
 
 // RestoreHead sets the chain head a store loaded with the thread.
-func (t *Thread) RestoreHead(lastHash string, stepCount int) { t.lastHash, t.stepCount = lastHash, stepCount }
+func (t *Thread) RestoreHead(lastHash string, stepCount int) {
+	t.lastHash, t.stepCount = lastHash, stepCount
+}
 
 // NextLink is where the thread's next attempt goes: its seq and the hash it
 // links to.
