@@ -29,9 +29,9 @@ type Thread struct {
 	// Parties holds at least every party of the principal acting on the
 	// thread (the store may load only those).
 	Parties []Party
-	// Health is folded forward with every attempt (ThreadHealth.Fold) and
-	// written with the row.
-	Health ThreadHealth
+	// health is folded forward with every attempt (Append) and alert
+	// (RecordAlert), and written with the row.
+	health ThreadHealth
 
 	// lastHash and stepCount are the chain head: the hash of the latest
 	// attempt and how many there are. Only Append moves them (with the
@@ -56,6 +56,12 @@ func (t *Thread) RestoreHead(lastHash string, stepCount int) {
 	t.lastHash, t.stepCount = lastHash, stepCount
 }
 
+// Health is the thread's health, as its attempts and alerts folded it.
+func (t Thread) Health() ThreadHealth { return t.health }
+
+// RestoreHealth sets the health a store loaded (or replayed) with the thread.
+func (t *Thread) RestoreHealth(h ThreadHealth) { t.health = h }
+
 // NextLink is where the thread's next attempt goes: its seq and the hash it
 // links to.
 func (t *Thread) NextLink() (seq int, prevHash string) { return t.stepCount + 1, t.lastHash }
@@ -66,7 +72,7 @@ func (t *Thread) NextLink() (seq int, prevHash string) { return t.stepCount + 1,
 func (t *Thread) Append(hash string, o StepOutcome) {
 	t.stepCount++
 	t.lastHash = hash
-	t.Health = t.Health.Fold(o)
+	t.health = t.health.Fold(o)
 }
 
 // HasContract reports whether steps are judged against a contract.

@@ -28,5 +28,5 @@ func (t *Thread) Silent(silentAfter time.Duration, now time.Time) (ValidationIss
 // makes it VIOLATED); the thread stays active and its UpdatedAt is left
 // alone, so a silence is not ended by being reported.
 func (t *Thread) RecordAlert(issues []ValidationIssue) {
-	t.Health = t.Health.Fold(StepOutcome{StepName: "global", Status: "success", PrevStatus: "success", Issues: issues})
+	t.health = t.health.Fold(StepOutcome{StepName: "global", Status: "success", PrevStatus: "success", Issues: issues})
 }

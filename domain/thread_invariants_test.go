@@ -17,8 +17,8 @@ func TestAppendMovesHeadCountAndHealthTogether(t *testing.T) {
 	if seq, prev = th.NextLink(); seq != 3 || prev != "h2" || th.StepCount() != 2 || th.LastHash() != "h2" {
 		t.Errorf("after two appends: next %d %q, head %d %q", seq, prev, th.StepCount(), th.LastHash())
 	}
-	if th.Health.FailedSteps != 1 || !th.Health.LastActivityAt.Equal(time.Unix(20, 0)) {
-		t.Errorf("health %+v", th.Health)
+	if th.Health().FailedSteps != 1 || !th.Health().LastActivityAt.Equal(time.Unix(20, 0)) {
+		t.Errorf("health %+v", th.Health())
 	}
 }
 

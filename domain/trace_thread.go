@@ -77,12 +77,12 @@ func (t *Thread) EndTrace(spans []SpanNode, quiet time.Duration, now time.Time) 
 	switch {
 	case failed:
 		t.Status, t.Error = ThreadFailed, TraceFailureReason(deepest)
-		if is := t.Health.FirstIssue; is == nil || is.Severity == "" {
+		if is := t.health.FirstIssue; is == nil || is.Severity == "" {
 			msg := deepest.Message
 			if msg == "" {
 				msg = "Span ended with error status"
 			}
-			t.Health.FirstIssue = &HealthIssue{StepName: deepest.StepName, Type: IssueStepFailed, Message: msg}
+			t.health.FirstIssue = &HealthIssue{StepName: deepest.StepName, Type: IssueStepFailed, Message: msg}
 		}
 	case t.HasContract():
 		return false

@@ -239,7 +239,7 @@ const threadCols = `id, contract_id, contract_name, contract_version, label, own
 // warning_issues, first_issue_step, first_issue_type, first_issue_message,
 // first_issue_severity, last_activity_at, duration_ms.
 func healthValues(t domain.Thread) []any {
-	h := t.Health
+	h := t.Health()
 	var step, typ, msg, sev any
 	if is := h.FirstIssue; is != nil {
 		step, typ, msg, sev = is.StepName, is.Type, is.Message, nullStr(string(is.Severity))
@@ -258,8 +258,9 @@ func (r threadRow) record() domain.Thread {
 		ContractVersion: int(r.ContractVersion.Int64), Label: r.Label.String, OwnerKind: r.OwnerKind,
 		OwnerID: r.OwnerID, ServiceName: r.ServiceName.String, Status: domain.ThreadStatus(r.Status), Error: r.Error.String,
 		EndReason: r.EndReason.String, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
-		CompletedAt: sqldb.FromNullTime(r.CompletedAt), Health: r.healthCols.health(),
+		CompletedAt: sqldb.FromNullTime(r.CompletedAt),
 	}
+	t.RestoreHealth(r.healthCols.health())
 	_ = json.Unmarshal([]byte(r.Tags), &t.Tags)
 	t.RestoreHead(r.LastHash, r.StepCount)
 	t.RestoreTraceRootEnded(sqldb.FromNullTime(r.TraceRootEnded))

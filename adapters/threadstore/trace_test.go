@@ -103,7 +103,7 @@ func TestTraceThreadEndsFromItsSpans(t *testing.T) {
 		if th.Status != domain.ThreadFailed || !strings.Contains(th.Error, "provider.call") || !strings.Contains(th.Error, "HTTP 429") {
 			t.Errorf("ended %s: %q, want failed naming provider.call and its HTTP 429", th.Status, th.Error)
 		}
-		if is := th.Health.FirstIssue; is == nil || is.StepName != "provider.call" || is.Message != "HTTP 429 Too Many Requests" {
+		if is := th.Health().FirstIssue; is == nil || is.StepName != "provider.call" || is.Message != "HTTP 429 Too Many Requests" {
 			t.Errorf("first issue %+v, want the deepest failing span", is)
 		}
 		if th.CompletedAt == nil || !th.CompletedAt.Equal(spanT0.Add(1450*time.Millisecond)) {
