@@ -3,7 +3,6 @@ package threadstore_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,25 +13,8 @@ import (
 	threadsapp "github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
+	"github.com/threadengine/engine/ports/portstest"
 )
-
-// movableClock is a clock the test moves (no sleeping).
-type movableClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *movableClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *movableClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 type noPublish struct{}
 
@@ -48,7 +30,7 @@ func TestTraceThreadEndsFromItsSpans(t *testing.T) {
 		db := sqldbtest.Open(t, d)
 		store := threadstore.New(db)
 		spanT0 := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
-		clock := &movableClock{now: spanT0.Add(2 * time.Second)} // spans arrive after they ended
+		clock := portstest.NewClock(spanT0.Add(2 * time.Second)) // spans arrive after they ended
 		threads := threadsapp.New(store, nil, clock, []byte("secret"), nil)
 		ctx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalServiceAccount, ID: "sa1", Role: domain.RoleMember})
 		ingest := threads.Application().Commands.IngestTrace
@@ -67,7 +49,7 @@ func TestTraceThreadEndsFromItsSpans(t *testing.T) {
 		if err != nil || r.Rejected != 0 {
 			t.Fatalf("children: %+v %v", r, err)
 		}
-		clock.advance(time.Second)
+		clock.Advance(time.Second)
 		root := domain.Span{TraceID: traceID, SpanID: rootID, Name: "POST /checkout", Start: spanT0, End: spanT0.Add(1450 * time.Millisecond),
 			Resource: res, Failed: true, StatusMessage: "checkout failed"}
 		if r, err = ingest.Handle(ctx, []threadsapp.Trace{{ID: traceID, Spans: []domain.Span{root}}}); err != nil || r.Rejected != 0 {
@@ -85,11 +67,11 @@ func TestTraceThreadEndsFromItsSpans(t *testing.T) {
 		}
 
 		end := threadsapp.NewEndQuietTracesHandler(store, noPublish{}, clock, nil, 30*time.Second)
-		clock.advance(29 * time.Second)
+		clock.Advance(29 * time.Second)
 		if n, err := end.Handle(ctx); err != nil || n != 0 {
 			t.Fatalf("within the quiet period: ended %d, %v", n, err)
 		}
-		clock.advance(2 * time.Second)
+		clock.Advance(2 * time.Second)
 		if n, err := end.Handle(ctx); err != nil || n != 1 {
 			t.Fatalf("after the quiet period: ended %d, %v", n, err)
 		}
@@ -142,7 +124,7 @@ func TestTraceThreadCompletesAndJoinedThreadsStayOpen(t *testing.T) {
 		db := sqldbtest.Open(t, d)
 		store := threadstore.New(db)
 		t0 := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
-		clock := &movableClock{now: t0.Add(time.Second)}
+		clock := portstest.NewClock(t0.Add(time.Second))
 		threads := threadsapp.New(store, nil, clock, []byte("secret"), nil)
 		ctx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalServiceAccount, ID: "sa1", Role: domain.RoleMember})
 		sdk, err := threads.Application().Commands.StartThread.Handle(ctx, threadsapp.StartThreadInput{Label: "sdk"})
@@ -155,7 +137,7 @@ func TestTraceThreadCompletesAndJoinedThreadsStayOpen(t *testing.T) {
 		if _, err := threads.Application().Commands.IngestTrace.Handle(ctx, []threadsapp.Trace{{ID: ok.TraceID, Spans: []domain.Span{ok}}, {ID: joined.TraceID, Spans: []domain.Span{joined}}}); err != nil {
 			t.Fatal(err)
 		}
-		clock.advance(time.Minute)
+		clock.Advance(time.Minute)
 		if n, err := threadsapp.NewEndQuietTracesHandler(store, noPublish{}, clock, nil, 0).Handle(ctx); err != nil || n != 1 {
 			t.Fatalf("ended %d, %v", n, err)
 		}
