@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/threadengine/engine/adapters/limits"
 	"github.com/threadengine/engine/app/ops"
 	"github.com/threadengine/engine/app/readmodel"
 	"github.com/threadengine/engine/app/transparency"
@@ -26,6 +27,12 @@ type Handler struct {
 	Queries *readmodel.Queries
 	// Log adds transparency-log proofs to exports (none when nil).
 	Log *transparency.Application
+	// MaxExportBytes ends an NDJSON export stream once it has sent this
+	// many bytes, with a truncation line naming where to go on (0: no
+	// budget; config limits.graphql.export_max_bytes).
+	MaxExportBytes int64
+	// Refused counts an export cut by its budget (may be nil).
+	Refused func(limits.Name)
 }
 
 // Mount registers the routes behind mw (authentication).

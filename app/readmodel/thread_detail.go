@@ -59,14 +59,14 @@ func (q *Queries) Locate(ctx context.Context, l ThreadLocator) (ports.ThreadView
 		return *v, 0, nil
 	case refValue != "":
 		one := 1
-		page, err := q.SearchThreads(ctx, ThreadSearch{RefKey: refKey, RefValue: refValue, Limit: &one})
+		page, err := q.SearchThreads(ctx, ThreadSearch{RefKey: refKey, RefValue: refValue, Limit: &one, WithTotal: true})
 		if err != nil {
 			return ports.ThreadView{}, 0, err
 		}
 		if len(page.Threads) == 0 {
 			return ports.ThreadView{}, 0, domain.NotFound("thread with reference " + refDescription(refKey, refValue))
 		}
-		return page.Threads[0], page.TotalCount - 1, nil
+		return page.Threads[0], page.Total.Count - 1, nil
 	case refKey != "":
 		return ports.ThreadView{}, 0, domain.Invalid("ref_value", "ref_value is required with ref_key")
 	}
