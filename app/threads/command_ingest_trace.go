@@ -115,7 +115,7 @@ func (h IngestTraceHandler) ingest(ctx context.Context, tr Trace) (int, error) {
 	// which it ends. A thread the spans only join (threadify.thread_id or
 	// thread_key: an SDK's thread) is ended by its writer, not by them.
 	if !tr.joinsThread() {
-		if err := h.observe(ctx, th.ID, tr.Spans); err != nil {
+		if err := h.observe(ctx, th, tr.Spans); err != nil {
 			return 0, err
 		}
 	}
@@ -134,7 +134,8 @@ func (tr Trace) joinsThread() bool {
 
 // observe moves the thread's start to its earliest span and marks its root
 // span ended (domain.Thread.ObserveTrace).
-func (h IngestTraceHandler) observe(ctx context.Context, threadID string, spans []domain.Span) error {
+// Nothing is written when neither moves (the appends updated the thread).
+func (h IngestTraceHandler) observe(ctx context.Context, th domain.Thread, spans []domain.Span) error {
 	var first time.Time
 	var rootEnd time.Time
 	for i := range spans {
@@ -146,7 +147,10 @@ func (h IngestTraceHandler) observe(ctx context.Context, threadID string, spans 
 			rootEnd = sp.End
 		}
 	}
-	_, err := h.threads.UpdateThread(ctx, threadID, func(th *domain.Thread) (ports.ThreadEffects, error) {
+	if rootEnd.IsZero() && (first.IsZero() || !first.Before(th.CreatedAt)) {
+		return nil
+	}
+	_, err := h.threads.UpdateThread(ctx, th.ID, func(th *domain.Thread) (ports.ThreadEffects, error) {
 		th.ObserveTrace(first, rootEnd, now(h.clock))
 		return ports.ThreadEffects{}, nil
 	})
