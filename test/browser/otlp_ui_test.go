@@ -25,7 +25,9 @@ func TestWebUIOTLPTraceFailsAtItsDeepestSpan(t *testing.T) {
 	eng := enginetest.Start(t, sqldb.SQLite)
 	t0 := eng.Clock.Now().Add(-3 * time.Second)
 	ns := func(d time.Duration) string { return fmt.Sprint(t0.Add(d).UnixNano()) }
-	str := func(k, v string) map[string]any { return map[string]any{"key": k, "value": map[string]any{"stringValue": v}} }
+	str := func(k, v string) map[string]any {
+		return map[string]any{"key": k, "value": map[string]any{"stringValue": v}}
+	}
 	const trace = "4bf92f3577b34da6a3ce929d0e0e4736"
 	span := func(id, parent, name string, from, to time.Duration, errMsg string, events ...map[string]any) map[string]any {
 		sp := map[string]any{"traceId": trace, "spanId": id, "name": name, "startTimeUnixNano": ns(from), "endTimeUnixNano": ns(to)}
