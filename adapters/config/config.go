@@ -39,6 +39,9 @@ type Config struct {
 	// Telemetry exports the engine's own traces; Audit keeps the audit log.
 	Telemetry Telemetry `koanf:"telemetry"`
 	Audit     Audit     `koanf:"audit"`
+	// Threads and Contracts: see sections.go.
+	Threads   Threads   `koanf:"threads"`
+	Contracts Contracts `koanf:"contracts"`
 	// Transparency configures the transparency log.
 	Transparency Transparency `koanf:"transparency"`
 	// OTLP configures trace ingestion (its request limits are under limits.otlp).
@@ -111,6 +114,9 @@ type Retention struct {
 	// BatchPause is the pause between two batches, left to ingestion.
 	BatchSize  int           `koanf:"batch_size"`
 	BatchPause time.Duration `koanf:"batch_pause"`
+	// StepRefusals is how long the log of refused step submissions
+	// (content rules broken; GET /v1/refusals) keeps an entry.
+	StepRefusals time.Duration `koanf:"step_refusals"`
 }
 
 // Metrics configures the Prometheus endpoint.
@@ -218,11 +224,13 @@ func Defaults() Config {
 		Auth:          Auth{SessionTTL: 8 * time.Hour, CacheTTL: 5 * time.Second},
 		Log:           Log{Level: "info", Format: "text"},
 		Limits:        DefaultLimits(),
-		Retention:     Retention{SweepInterval: time.Hour, BatchSize: 100, BatchPause: 200 * time.Millisecond},
+		Retention:     Retention{SweepInterval: time.Hour, BatchSize: 100, BatchPause: 200 * time.Millisecond, StepRefusals: 30 * 24 * time.Hour},
 		Notifications: Notifications{Retention: 24 * time.Hour, RedeliverAfter: 30 * time.Second, MaxDeliveries: 3, WaitRecheck: 30 * time.Second},
 		Alerts: Alerts{SweepInterval: time.Minute, PollInterval: time.Second, Timeout: 10 * time.Second,
 			RetryBase: 10 * time.Second, RetryMax: time.Hour, MaxAttempts: 8, Concurrency: 4,
 			DeliveryLogRetention: 7 * 24 * time.Hour},
+		Threads:      defaultThreads(),
+		Contracts:    defaultContracts(),
 		Metrics:      Metrics{GaugeInterval: time.Minute},
 		Telemetry:    defaultTelemetry(),
 		Transparency: Transparency{CheckpointInterval: time.Second},
@@ -290,7 +298,8 @@ func Load(path string, environ []string) (Config, error) {
 }
 
 var knownSections = map[string]bool{"server": true, "database": true, "registry": true, "auth": true, "security": true, "log": true,
-	"limits": true, "metrics": true, "retention": true, "notifications": true, "alerts": true, "telemetry": true, "audit": true}
+	"limits": true, "metrics": true, "retention": true, "notifications": true, "alerts": true, "telemetry": true, "audit": true,
+	"threads": true, "contracts": true}
 
 var knownKeys = map[string]bool{
 	"server.listen": true, "server.public_url": true, "server.shutdown_timeout": true, "server.trusted_proxies": true, "server.pprof_listen": true,
@@ -302,7 +311,7 @@ var knownKeys = map[string]bool{
 	"log.level": true, "log.format": true,
 	"metrics.token":          true,
 	"retention.threads_days": true, "retention.active_idle_days": true, "retention.sweep_interval": true,
-	"retention.batch_size": true, "retention.batch_pause": true,
+	"retention.batch_size": true, "retention.batch_pause": true, "retention.step_refusals": true,
 	"notifications.retention": true, "notifications.redeliver_after": true, "notifications.max_deliveries": true, "notifications.wait_recheck": true,
 	"alerts.sweep_interval": true, "alerts.silent_after": true, "alerts.poll_interval": true, "alerts.timeout": true,
 	"alerts.retry_base": true, "alerts.retry_max": true, "alerts.max_attempts": true, "alerts.concurrency": true,
@@ -316,7 +325,7 @@ func checkKnownKeys(k *koanf.Koanf) error {
 		if strings.HasPrefix(key, "security.hash_chain_previous_secrets.") {
 			continue // a map: one key per version
 		}
-		if !knownKeys[key] && !limitKeys()[key] && !telemetryKey(key) {
+		if !knownKeys[key] && !limitKeys()[key] && !telemetryKey(key) && !sectionKeys[key] {
 			return fmt.Errorf("config: unknown key %q", key)
 		}
 	}
@@ -430,6 +439,12 @@ func (c *Config) Validate() error {
 	if err := c.Limits.validate(); err != nil {
 		return err
 	}
+	if err := c.Threads.validate(); err != nil {
+		return err
+	}
+	if err := c.Contracts.validate(); err != nil {
+		return err
+	}
 	if c.Security.HashChainSecret != "" && len(c.Security.HashChainSecret) < 32 {
 		return fmt.Errorf("config: security.hash_chain_secret must be at least 32 characters")
 	}
@@ -519,6 +534,8 @@ func (r Retention) validate() error {
 		return fmt.Errorf("config: retention.batch_size must be between 1 and 1000")
 	case r.BatchPause < 0:
 		return fmt.Errorf("config: retention.batch_pause must not be negative")
+	case r.StepRefusals < time.Hour || r.StepRefusals > 3650*24*time.Hour:
+		return fmt.Errorf("config: retention.step_refusals must be between 1h and 87600h (10 years)")
 	}
 	return nil
 }

@@ -224,8 +224,10 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 
 	// --- contracts: /v1/contracts upload and read (s.Contracts) ---
 	contractStore := contractstore.New(s.DB)
+	semantic := s.newClassifier()
 	s.Contracts = contracts.New(contracts.Deps{Store: contractStore, Eraser: contractStore, Threads: threadquery.New(s.DB), Clock: s.Clock, Audit: s.Store,
-		NewID: func() string { return uuid.NewString() }, Log: s.Log,
+		Classifier: semantic != nil,
+		NewID:      func() string { return uuid.NewString() }, Log: s.Log,
 		Deleted: func(name string, version int) { s.Threads.ForgetContract(name, version) }})
 	(&contracthttp.Handler{Contracts: s.Contracts}).Mount(s.Echo, s.Auth.Middleware())
 
@@ -251,7 +253,9 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	s.OnClose(threadStore.Close)
 	s.Threads = threads.New(threadstore.NewTraced(threadStore, tp()), s.threadContracts(), s.Clock, nil, s.Log)
 	s.Threads.UseChainKeys(chainKeys)
+	s.Threads.SetOptions(threads.Options{InvitationMaxTTL: s.Config.Threads.InvitationMaxTTL, Classifier: semantic})
 	s.Threads.SetMetrics(s.EngineMetrics)
+	s.Threads.SetRefusalRetention(s.Config.Retention.StepRefusals)
 	s.backfillHealth(threadStore)
 	s.startHub()
 	ws := &wsapi.Handler{Threads: s.Threads, Authn: s.Auth.Authn, Log: s.Log, Limits: s.Config.Limits.WS, Refusals: s.Refusals,
@@ -319,6 +323,8 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	s.GraphQL.SetTracer(tp())
 	s.startThreadGauges(tq)
 	s.GraphQL.SetActors(readmodel.NewActors(s.Store, s.Store))
+	decisions := s.Threads.Application().Queries.Decisions()
+	s.GraphQL.SetDecisions(decisions)
 	s.GraphQL.Mount(s.Echo, s.Auth.Authenticate)
 
 	// --- operators: thread deletion (s.Erasure), audit log, export ---
@@ -329,7 +335,8 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	s.startAlerts(threadStore)
 	(&opshttp.Handler{Erasure: s.Erasure, Audit: ops.NewAuditLog(s.Store, readmodel.NewActors(s.Store, s.Store)),
 		Exports: readmodel.NewExports(s.Queries.ThreadReads, s.Queries.IntegrityReads, tqr), Retention: s.Retention,
-		Webhooks: s.Webhooks, Queries: s.Queries, Log: s.TLog, MaxExportBytes: rl.ExportMaxBytes, Refused: s.Refusals.Refused}).Mount(s.Echo, s.Auth.Middleware())
+		Webhooks: s.Webhooks, Queries: s.Queries, Log: s.TLog, MaxExportBytes: rl.ExportMaxBytes, Refused: s.Refusals.Refused,
+		StepRefusals: ops.NewStepRefusals(threadStore)}).Mount(s.Echo, s.Auth.Middleware())
 	(&opshttp.LogHandler{Log: *s.TLog}).Mount(s.Echo, s.Auth.Middleware())
 	{
 		retCtx, stop := context.WithCancel(context.Background())
@@ -350,7 +357,8 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	// --- MCP for AI agents: /mcp (streamable HTTP) over s.Queries and s.GraphQL, API-key auth ---
 	{
 		mcpH := mcpapi.New(mcpapi.Deps{Queries: s.Queries, Actors: readmodel.NewActors(s.Store, s.Store), Schema: schema.GraphQL,
-			GraphQL: s.GraphQL.ExecuteJSON, Log: s.Log, Tracer: tp(), Metrics: s.EngineMetrics,
+			Decisions: &decisions,
+			GraphQL:   s.GraphQL.ExecuteJSON, Log: s.Log, Tracer: tp(), Metrics: s.EngineMetrics,
 			Limits: mcpapi.Limits{MaxDuration: rl.MaxDuration, MaxResultBytes: rl.MaxResponseBytes,
 				Refused: func(l string) { s.Refusals.Refused(limits.Name(l)) }}})
 		s.Echo.Any("/mcp", echo.WrapHandler(mcpH), s.Auth.Middleware())

@@ -1,6 +1,9 @@
 package threads
 
-import "github.com/threadengine/engine/app/delivery"
+import (
+	"github.com/threadengine/engine/app/delivery"
+	"github.com/threadengine/engine/ports"
+)
 
 // Application is the thread use cases one handler per use case, as
 // identity.Application is for identity (ThreeDotsLabs' wild-workouts shape):
@@ -39,10 +42,21 @@ type Queries struct {
 	VerifyIntegrity   VerifyIntegrityHandler
 	ThreadDetails     ThreadDetailsHandler
 	WaitForValidation delivery.WaitForValidationHandler
+	// The decision queries: read-only advice, never a grant.
+	Can    CanHandler
+	Should ShouldHandler
+	Next   NextHandler
 }
 
 // Application returns the thread use cases.
 func (m *Module) Application() Application { return m.app }
+
+// refusalsFor is the refusal log counting to metrics.
+func (m *Module) refusalsFor(metrics ports.ThreadMetrics) refusals {
+	r := m.refusals
+	r.metrics = metrics
+	return r
+}
 
 // build makes each handler from the ports it uses: the store (behind its id
 // check) as the small port each needs, the contract cache, the chain and
@@ -54,14 +68,16 @@ func (m *Module) build() Application {
 	keyed := NewStartThreadWithKeyHandler(store, store, store, findByRef, m.contracts, clock, metrics)
 	release := delivery.NewReleaseGrantHandler(store, m.hub)
 	hasStep := NewHasStepHandler(store, store, clock)
-	record := NewRecordStepHandler(store, m.contracts, m.keys, m.hub, clock, metrics)
+	// One step recorder for every transport: OTLP spans are judged (content
+	// rules, the semantic gate) exactly as WebSocket steps are.
+	record := m.withSemanticGate(NewRecordStepHandler(store, m.contracts, m.keys, m.hub, clock, metrics, m.refusalsFor(metrics)))
 	return Application{
 		Commands: Commands{
 			StartThread:        NewStartThreadHandler(store, keyed, m.contracts, clock, metrics),
 			StartThreadWithKey: keyed,
 			RecordStep:         record,
 			AddRefs:            NewAddRefsHandler(store, clock),
-			InviteParty:        NewInvitePartyHandler(store, m.contracts, invites, clock),
+			InviteParty:        NewInvitePartyHandler(store, m.contracts, invites, clock, m.opts.InvitationMaxTTL),
 			JoinThread:         NewJoinThreadHandler(store, m.contracts, invites, clock),
 			EndThread:          NewEndThreadHandler(store, m.hub, clock, metrics),
 			IngestTrace:        NewIngestTraceHandler(keyed, hasStep, record, store, clock, metrics),
@@ -75,6 +91,9 @@ func (m *Module) build() Application {
 			VerifyIntegrity:   NewVerifyIntegrityHandler(store, store, m.keys.Keyring(), clock),
 			ThreadDetails:     NewThreadDetailsHandler(store),
 			WaitForValidation: delivery.NewWaitForValidationHandler(store, store, m.hub, clock),
+			Can:               NewCanHandler(store, m.contracts, m.opts.Classifier, clock),
+			Should:            NewShouldHandler(store, store, m.contracts, m.opts.Classifier, clock),
+			Next:              NewNextHandler(store, m.contracts, clock),
 		},
 	}
 }
