@@ -16,6 +16,16 @@ import (
 	"github.com/threadengine/engine/ports/portstest"
 )
 
+// traceSetup is a store on d with the thread use cases on a clock at now,
+// and a member service account's context.
+func traceSetup(t *testing.T, d sqldb.Dialect, now time.Time) (*sqldb.DB, *threadstore.Store, *portstest.Clock, *threadsapp.Module, context.Context) {
+	db := sqldbtest.Open(t, d)
+	store := threadstore.New(db)
+	clock := portstest.NewClock(now)
+	ctx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalServiceAccount, ID: "sa1", Role: domain.RoleMember})
+	return db, store, clock, threadsapp.New(store, nil, clock, []byte("secret"), nil), ctx
+}
+
 type noPublish struct{}
 
 func (noPublish) Published(context.Context, []ports.NotificationRecord) {}
@@ -27,12 +37,8 @@ func (noPublish) Published(context.Context, []ports.NotificationRecord) {}
 func TestTraceThreadEndsFromItsSpans(t *testing.T) {
 	t.Parallel()
 	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
-		db := sqldbtest.Open(t, d)
-		store := threadstore.New(db)
 		spanT0 := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
-		clock := portstest.NewClock(spanT0.Add(2 * time.Second)) // spans arrive after they ended
-		threads := threadsapp.New(store, nil, clock, []byte("secret"), nil)
-		ctx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalServiceAccount, ID: "sa1", Role: domain.RoleMember})
+		db, store, clock, threads, ctx := traceSetup(t, d, spanT0.Add(2*time.Second)) // spans arrive after they ended
 		ingest := threads.Application().Commands.IngestTrace
 		const traceID, rootID, childID, leafID = "0102030405060708090a0b0c0d0e0f10", "00000000000000a1", "00000000000000b2", "00000000000000c3"
 		res := map[string]string{"service.name": "checkout-service"}
@@ -121,12 +127,8 @@ func TestTraceThreadEndsFromItsSpans(t *testing.T) {
 func TestTraceThreadCompletesAndJoinedThreadsStayOpen(t *testing.T) {
 	t.Parallel()
 	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
-		db := sqldbtest.Open(t, d)
-		store := threadstore.New(db)
 		t0 := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
-		clock := portstest.NewClock(t0.Add(time.Second))
-		threads := threadsapp.New(store, nil, clock, []byte("secret"), nil)
-		ctx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalServiceAccount, ID: "sa1", Role: domain.RoleMember})
+		_, store, clock, threads, ctx := traceSetup(t, d, t0.Add(time.Second))
 		sdk, err := threads.Application().Commands.StartThread.Handle(ctx, threadsapp.StartThreadInput{Label: "sdk"})
 		if err != nil {
 			t.Fatal(err)
