@@ -80,6 +80,12 @@ type Alerts struct {
 	// BlockPrivateAddresses refuses to connect to loopback, private and
 	// link-local addresses (checked on the address dialled).
 	BlockPrivateAddresses bool `koanf:"block_private_addresses"`
+	// PrivateAnswerDetails logs the status, error and answer excerpt of a
+	// failed delivery to a loopback, private or link-local address too
+	// (off: one coded outcome, so the log cannot read internal services
+	// or tell their open ports from closed ones). For receivers you run
+	// on your own network.
+	PrivateAnswerDetails bool `koanf:"private_answer_details"`
 }
 
 // Retention configures the sweeper that deletes old threads.
@@ -96,6 +102,9 @@ type Retention struct {
 	// BatchPause is the pause between two batches, left to ingestion.
 	BatchSize  int           `koanf:"batch_size"`
 	BatchPause time.Duration `koanf:"batch_pause"`
+	// StepRefusals is how long the log of refused step submissions
+	// (content rules broken; GET /v1/refusals) keeps an entry.
+	StepRefusals time.Duration `koanf:"step_refusals"`
 }
 
 // Metrics configures the Prometheus endpoint.
@@ -203,7 +212,7 @@ func Defaults() Config {
 		Auth:          Auth{SessionTTL: 8 * time.Hour, CacheTTL: 5 * time.Second},
 		Log:           Log{Level: "info", Format: "text"},
 		Limits:        DefaultLimits(),
-		Retention:     Retention{SweepInterval: time.Hour, BatchSize: 100, BatchPause: 200 * time.Millisecond},
+		Retention:     Retention{SweepInterval: time.Hour, BatchSize: 100, BatchPause: 200 * time.Millisecond, StepRefusals: 30 * 24 * time.Hour},
 		Notifications: Notifications{Retention: 24 * time.Hour, RedeliverAfter: 30 * time.Second, MaxDeliveries: 3, WaitRecheck: 30 * time.Second},
 		Alerts: Alerts{SweepInterval: time.Minute, PollInterval: time.Second, Timeout: 10 * time.Second,
 			RetryBase: 10 * time.Second, RetryMax: time.Hour, MaxAttempts: 8, Concurrency: 4,
@@ -286,11 +295,12 @@ var knownKeys = map[string]bool{
 	"log.level": true, "log.format": true,
 	"metrics.token":          true,
 	"retention.threads_days": true, "retention.active_idle_days": true, "retention.sweep_interval": true,
-	"retention.batch_size": true, "retention.batch_pause": true,
+	"retention.batch_size": true, "retention.batch_pause": true, "retention.step_refusals": true,
 	"notifications.retention": true, "notifications.redeliver_after": true, "notifications.max_deliveries": true, "notifications.wait_recheck": true,
 	"alerts.sweep_interval": true, "alerts.silent_after": true, "alerts.poll_interval": true, "alerts.timeout": true,
 	"alerts.retry_base": true, "alerts.retry_max": true, "alerts.max_attempts": true, "alerts.concurrency": true,
 	"alerts.delivery_log_retention": true, "alerts.allowed_hosts": true, "alerts.block_private_addresses": true,
+	"alerts.private_answer_details": true,
 }
 
 // checkKnownKeys refuses typos: an unknown key would otherwise be silently ignored.
@@ -499,6 +509,8 @@ func (r Retention) validate() error {
 		return fmt.Errorf("config: retention.batch_size must be between 1 and 1000")
 	case r.BatchPause < 0:
 		return fmt.Errorf("config: retention.batch_pause must not be negative")
+	case r.StepRefusals < time.Hour || r.StepRefusals > 3650*24*time.Hour:
+		return fmt.Errorf("config: retention.step_refusals must be between 1h and 87600h (10 years)")
 	}
 	return nil
 }

@@ -17,6 +17,46 @@ type Limits struct {
 	OTLP   OTLPLimits   `koanf:"otlp"`
 	WS     WSLimits     `koanf:"ws"`
 	SignIn SignInLimits `koanf:"signin"`
+	// GraphQL bounds reads: the GraphQL API, MCP (whose graphql_query
+	// runs through it) and exports share the read pool.
+	GraphQL ReadLimits `koanf:"graphql"`
+}
+
+// ReadLimits bound the database work and bytes of reads.
+type ReadLimits struct {
+	// MaxDuration is the deadline of one GraphQL operation or MCP tool call
+	// (PostgreSQL's statement_timeout on the read pool too): a read cut by
+	// it answers query_timeout.
+	MaxDuration time.Duration `koanf:"max_duration"`
+	// PoolConns is the size of the read pool, apart from the writers'
+	// pool: reads never hold a connection a writer needs.
+	PoolConns int `koanf:"pool_conns"`
+	// MaxConcurrent operations run at once on this replica, and
+	// MaxConcurrentPerPrincipal of one user or service account; others wait
+	// up to QueueTimeout (within their own deadline), then get 429.
+	MaxConcurrent             int           `koanf:"max_concurrent"`
+	MaxConcurrentPerPrincipal int           `koanf:"max_concurrent_per_principal"`
+	QueueTimeout              time.Duration `koanf:"queue_timeout"`
+	// An operation costing at least ExpensiveCost points also needs one of
+	// MaxExpensive places (default half the CPUs, at least 1: expensive
+	// reads never take every core).
+	ExpensiveCost int `koanf:"expensive_cost"`
+	MaxExpensive  int `koanf:"max_expensive"`
+	// PointsPerSecond and PointsBurst are one principal's read budget in
+	// cost points (a token bucket): an operation whose cost is not in the
+	// bucket is refused with 429 and Retry-After.
+	PointsPerSecond int `koanf:"points_per_second"`
+	PointsBurst     int `koanf:"points_burst"`
+	// MaxResponseBytes is the most a GraphQL or MCP answer may hold; a
+	// larger one is refused with limit_exceeded (nothing partial).
+	MaxResponseBytes int `koanf:"max_response_bytes"`
+	// ListContextBytes is the most of one attempt's context a list of
+	// attempts returns; a longer context is cut and marked (read one
+	// attempt at a time for the whole of it).
+	ListContextBytes int `koanf:"list_context_bytes"`
+	// ExportMaxBytes is the most one NDJSON export response streams; an
+	// export reaching it ends with a truncation line naming where to go on.
+	ExportMaxBytes int64 `koanf:"export_max_bytes"`
 }
 
 // HTTPLimits are the HTTP server's timeouts.
@@ -64,6 +104,33 @@ type WSLimits struct {
 	// of one socket and of one principal's sockets on this replica.
 	MaxWaitsPerSocket    int `koanf:"max_waits_per_socket"`
 	MaxWaitsPerPrincipal int `koanf:"max_waits_per_principal"`
+	// FramesPerSecond and FrameBurst bound the frames, BytesPerSecond and
+	// ByteBurst their bytes, that one principal's sockets send on this
+	// replica (token buckets; acks, heartbeats, subscriptions and
+	// cancelWait are free): a frame over either rate is answered
+	// rate_limited with retryAfterMs. The defaults are above what one
+	// service's SDK sends at the engine's full ingest rate (≈ 5,000 small
+	// steps a second); the byte rate is what stops a flood of large frames.
+	FramesPerSecond float64 `koanf:"frames_per_second"`
+	FrameBurst      int     `koanf:"frame_burst"`
+	BytesPerSecond  float64 `koanf:"bytes_per_second"`
+	ByteBurst       int     `koanf:"byte_burst"`
+	// MaxQueuedBytesPerPrincipal bounds the replies and pushes queued for
+	// one principal's sockets and not yet written (a client that does not
+	// read): once reached, the engine stops reading that principal's frames
+	// until the client reads, and pushes wait for a later delivery.
+	MaxQueuedBytesPerPrincipal int64 `koanf:"max_queued_bytes_per_principal"`
+	// MaxPendingBytesPerPrincipal bounds the bytes of frames one
+	// principal's sockets have sent and the engine holds (unfinished
+	// fragmented messages included, counted as they arrive); a socket that
+	// cannot get its share within a few seconds is closed (1008).
+	MaxPendingBytesPerPrincipal int64 `koanf:"max_pending_bytes_per_principal"`
+	// MaxReadingPerPrincipal is how many of one principal's sockets are
+	// read and decoded at once (the action then runs without the slot):
+	// the others wait unread, so a principal with a hundred flooding
+	// sockets gets no more of the engine's CPU for reading than one with
+	// a few.
+	MaxReadingPerPrincipal int `koanf:"max_reading_per_principal"`
 }
 
 // SignInLimits throttle failed credential exchanges (/auth/api-key/exchange,
@@ -82,8 +149,14 @@ func DefaultLimits() Limits {
 		OTLP: OTLPLimits{MaxBodyBytes: 4 << 20, MaxDecodedBytes: 8 << 20, MaxSpans: 10000, MaxObjects: 100000,
 			MaxConcurrent: max(1, runtime.NumCPU()/2), QueueTimeout: 5 * time.Second},
 		WS: WSLimits{ConnectTimeout: 10 * time.Second, MaxSockets: 2000, MaxUnauthenticated: 200, MaxUnauthenticatedPerAddress: 20, MaxPerPrincipal: 100,
-			MaxSubscriptions: 256, MaxSubscriptionKeyBytes: 256, MaxWaitsPerSocket: 256, MaxWaitsPerPrincipal: 1024},
+			MaxSubscriptions: 256, MaxSubscriptionKeyBytes: 256, MaxWaitsPerSocket: 256, MaxWaitsPerPrincipal: 1024,
+			FramesPerSecond: 10000, FrameBurst: 20000, BytesPerSecond: 16 << 20, ByteBurst: 32 << 20, MaxQueuedBytesPerPrincipal: 4 << 20, MaxPendingBytesPerPrincipal: 4 << 20,
+			MaxReadingPerPrincipal: 8},
 		SignIn: SignInLimits{FailuresPerWindow: 20, Window: time.Minute},
+		GraphQL: ReadLimits{MaxDuration: 5 * time.Second, PoolConns: 8, MaxConcurrent: 4, MaxConcurrentPerPrincipal: 2,
+			QueueTimeout: 2 * time.Second, PointsPerSecond: 1000, PointsBurst: 10000,
+			ExpensiveCost: 100, MaxExpensive: max(1, runtime.NumCPU()/2), MaxResponseBytes: 16 << 20,
+			ListContextBytes: 16 << 10, ExportMaxBytes: 256 << 20},
 	}
 }
 
@@ -111,6 +184,7 @@ func (l *Limits) validate() error {
 		"limits.http.read_header_timeout": l.HTTP.ReadHeaderTimeout, "limits.http.read_timeout": l.HTTP.ReadTimeout,
 		"limits.http.idle_timeout": l.HTTP.IdleTimeout, "limits.otlp.queue_timeout": l.OTLP.QueueTimeout,
 		"limits.ws.connect_timeout": l.WS.ConnectTimeout, "limits.signin.window": l.SignIn.Window,
+		"limits.graphql.max_duration": l.GraphQL.MaxDuration, "limits.graphql.queue_timeout": l.GraphQL.QueueTimeout,
 	}
 	for key, d := range durations {
 		if d <= 0 {
@@ -122,16 +196,38 @@ func (l *Limits) validate() error {
 		"limits.otlp.max_spans": int64(l.OTLP.MaxSpans), "limits.otlp.max_objects": int64(l.OTLP.MaxObjects),
 		"limits.otlp.max_concurrent": int64(l.OTLP.MaxConcurrent), "limits.ws.max_sockets": int64(l.WS.MaxSockets),
 		"limits.ws.max_unauthenticated": int64(l.WS.MaxUnauthenticated), "limits.ws.max_per_principal": int64(l.WS.MaxPerPrincipal),
-		"limits.ws.max_subscriptions":          int64(l.WS.MaxSubscriptions),
-		"limits.ws.max_subscription_key_bytes": int64(l.WS.MaxSubscriptionKeyBytes),
-		"limits.ws.max_waits_per_socket":       int64(l.WS.MaxWaitsPerSocket),
-		"limits.ws.max_waits_per_principal":    int64(l.WS.MaxWaitsPerPrincipal),
-		"limits.signin.failures_per_window":    int64(l.SignIn.FailuresPerWindow),
+		"limits.ws.max_subscriptions":                 int64(l.WS.MaxSubscriptions),
+		"limits.ws.max_subscription_key_bytes":        int64(l.WS.MaxSubscriptionKeyBytes),
+		"limits.ws.max_waits_per_socket":              int64(l.WS.MaxWaitsPerSocket),
+		"limits.ws.max_waits_per_principal":           int64(l.WS.MaxWaitsPerPrincipal),
+		"limits.ws.frame_burst":                       int64(l.WS.FrameBurst),
+		"limits.ws.byte_burst":                        int64(l.WS.ByteBurst),
+		"limits.ws.max_reading_per_principal":         int64(l.WS.MaxReadingPerPrincipal),
+		"limits.ws.max_queued_bytes_per_principal":    l.WS.MaxQueuedBytesPerPrincipal,
+		"limits.ws.max_pending_bytes_per_principal":   l.WS.MaxPendingBytesPerPrincipal,
+		"limits.signin.failures_per_window":           int64(l.SignIn.FailuresPerWindow),
+		"limits.graphql.pool_conns":                   int64(l.GraphQL.PoolConns),
+		"limits.graphql.max_concurrent":               int64(l.GraphQL.MaxConcurrent),
+		"limits.graphql.max_concurrent_per_principal": int64(l.GraphQL.MaxConcurrentPerPrincipal),
+		"limits.graphql.points_per_second":            int64(l.GraphQL.PointsPerSecond),
+		"limits.graphql.points_burst":                 int64(l.GraphQL.PointsBurst),
+		"limits.graphql.max_response_bytes":           int64(l.GraphQL.MaxResponseBytes),
+		"limits.graphql.list_context_bytes":           int64(l.GraphQL.ListContextBytes),
+		"limits.graphql.export_max_bytes":             l.GraphQL.ExportMaxBytes,
 	}
 	for key, n := range counts {
 		if n <= 0 {
 			return fmt.Errorf("config: %s must be positive", key)
 		}
+	}
+	if l.WS.FramesPerSecond <= 0 || l.WS.BytesPerSecond <= 0 {
+		return fmt.Errorf("config: limits.ws.frames_per_second and limits.ws.bytes_per_second must be positive")
+	}
+	if l.WS.ByteBurst < 1<<20 {
+		return fmt.Errorf("config: limits.ws.byte_burst must be at least 1 MiB (the largest frame)")
+	}
+	if l.GraphQL.PointsBurst < 1000 {
+		return fmt.Errorf("config: limits.graphql.points_burst must be at least 1000 (one operation at the cost limit)")
 	}
 	if l.OTLP.MaxDecodedBytes < l.OTLP.MaxBodyBytes {
 		return fmt.Errorf("config: limits.otlp.max_decoded_bytes must be at least limits.otlp.max_body_bytes")

@@ -22,7 +22,8 @@ func (s *Server) startAlerts(threadStore *threadstore.Store) {
 	s.Webhooks = ops.NewWebhooks(ops.WebhooksDeps{Store: webhookstore.New(s.DB),
 		Sender: sender, Audit: s.Store, Clock: s.Clock,
 		Metrics: s.EngineMetrics, Log: s.Log, AllowedHosts: a.AllowedHosts,
-		Retry: domain.WebhookRetry{Base: a.RetryBase, Max: a.RetryMax, MaxAttempts: a.MaxAttempts},
+		PrivateAnswerDetails: a.PrivateAnswerDetails,
+		Retry:                domain.WebhookRetry{Base: a.RetryBase, Max: a.RetryMax, MaxAttempts: a.MaxAttempts},
 		// Batch = Workers: every claimed delivery is sent at once, so
 		// its attempt ends (timeout) well within its lease.
 		Lease: a.Timeout + 30*time.Second, Batch: a.Concurrency, Workers: a.Concurrency,

@@ -31,6 +31,8 @@ type Store struct {
 
 	mu    sync.Mutex
 	stmts map[string]*sqlx.Stmt
+	// listContext caps contexts in lists of attempts (listcontext.go).
+	listContext int
 }
 
 // maxStmts bounds the prepared statements kept. Statement texts vary only
@@ -368,123 +370,6 @@ func likeEscape(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
 
-// ListThreads returns one page of threads, newest first, with the total.
-// The total comes from a window COUNT over the same filtered set, so a page
-// is one statement; an empty page past the end runs a second COUNT.
-func (s *Store) ListThreads(ctx context.Context, f ports.ThreadFilter) ([]ports.ThreadView, int, error) {
-	var where []string
-	var args []any
-	exact := "0"
-	var exactArgs []any
-	if f.Actor != "" {
-		where = append(where, `EXISTS (SELECT 1 FROM thread_activities a WHERE a.thread_id = t.id AND (a.actor = ? OR a.actor_service = ?))`)
-		args = append(args, f.Actor, f.Actor)
-	}
-	if f.ContractName != "" {
-		where = append(where, `t.contract_name = ?`)
-		args = append(args, f.ContractName)
-		if f.ContractVersion != nil {
-			where = append(where, `t.contract_version = ?`)
-			args = append(args, *f.ContractVersion)
-		}
-	}
-	if f.Status != "" {
-		where = append(where, `t.status = ?`)
-		args = append(args, f.Status)
-	}
-	if f.StartedAfter != nil {
-		where = append(where, `t.created_at >= ?`)
-		args = append(args, utc(f.StartedAfter))
-	}
-	if f.StartedBefore != nil {
-		where = append(where, `t.created_at <= ?`)
-		args = append(args, utc(f.StartedBefore))
-	}
-	if f.CompletedAfter != nil {
-		where = append(where, `t.completed_at >= ?`)
-		args = append(args, utc(f.CompletedAfter))
-	}
-	if f.CompletedBefore != nil {
-		where = append(where, `t.completed_at <= ?`)
-		args = append(args, utc(f.CompletedBefore))
-	}
-	if f.RefValue != "" {
-		cond := `EXISTS (SELECT 1 FROM thread_refs r WHERE r.thread_id = t.id AND LOWER(r.ref_value) LIKE ? ESCAPE '\'`
-		exactCond := `EXISTS (SELECT 1 FROM thread_refs r WHERE r.thread_id = t.id AND r.ref_value = ?`
-		args = append(args, "%"+likeEscape(strings.ToLower(f.RefValue))+"%")
-		exactArgs = append(exactArgs, f.RefValue)
-		if f.RefKey != "" {
-			cond += ` AND r.ref_key = ?`
-			exactCond += ` AND r.ref_key = ?`
-			args = append(args, f.RefKey)
-			exactArgs = append(exactArgs, f.RefKey)
-		}
-		where = append(where, cond+`)`)
-		exact = `CASE WHEN ` + exactCond + `) THEN 1 ELSE 0 END`
-	} else if f.RefKey != "" {
-		where = append(where, `EXISTS (SELECT 1 FROM thread_refs r WHERE r.thread_id = t.id AND r.ref_key = ?)`)
-		args = append(args, f.RefKey)
-	}
-	if f.Party != nil {
-		where = append(where, partyCond)
-		args = append(args, f.Party.PrincipalID, f.Party.PrincipalID, utc(&f.Party.Now))
-	}
-	if len(f.Health) > 0 {
-		where = append(where, `t.health IN (`+strings.TrimSuffix(strings.Repeat("?,", len(f.Health)), ",")+`)`)
-		for _, h := range f.Health {
-			args = append(args, string(h))
-		}
-	}
-	if f.Tag != "" {
-		if s.db.Dialect == sqldb.Postgres {
-			where = append(where, `t.tags @> CAST(? AS JSONB)`)
-			b, _ := json.Marshal([]string{f.Tag})
-			args = append(args, string(b))
-		} else {
-			where = append(where, `EXISTS (SELECT 1 FROM json_each(t.tags) j WHERE j.value = ?)`)
-			args = append(args, f.Tag)
-		}
-	}
-	if f.IDPrefix != "" {
-		where = append(where, `t.id LIKE ? ESCAPE '\'`)
-		args = append(args, likeEscape(strings.ToLower(f.IDPrefix))+"%")
-	}
-	wh := ""
-	if len(where) > 0 {
-		wh = " WHERE " + strings.Join(where, " AND ")
-	}
-	dir := " DESC"
-	if f.Ascending {
-		dir = " ASC"
-	}
-	order := `t.created_at` + dir + `, t.id` + dir
-	if f.OrderBy == ports.OrderDuration {
-		order = `t.duration_ms` + dir + `, t.created_at DESC, t.id DESC`
-	}
-	q := `SELECT ` + threadCols + s.refsCol() + `, COUNT(*) OVER () AS total, ` + exact + ` AS exact_match FROM threads t` + wh +
-		` ORDER BY exact_match DESC, ` + order + ` LIMIT ? OFFSET ?`
-	all := append(append(append([]any{}, exactArgs...), args...), f.Limit, f.Offset)
-	rows, err := queryRows[threadRow](ctx, s, false, q, all...)
-	if err != nil {
-		return nil, 0, err
-	}
-	out := make([]ports.ThreadView, len(rows))
-	for i, r := range rows {
-		out[i] = r.view()
-	}
-	if len(rows) > 0 {
-		return out, rows[0].Total, nil
-	}
-	if f.Offset == 0 {
-		return out, 0, nil
-	}
-	var total []int
-	if err := s.selectRaw(ctx, &total, `SELECT COUNT(*) FROM threads t`+wh, args...); err != nil {
-		return nil, 0, err
-	}
-	return out, total[0], nil
-}
-
 // partyCond keeps the threads t a principal is a party of (args: principal
 // id twice, now): it started them or holds an unexpired access row.
 const partyCond = `(t.owner_id = ? OR EXISTS (SELECT 1 FROM thread_access x WHERE x.thread_id = t.id
@@ -657,6 +542,7 @@ type activityRow struct {
 	Actor          string `db:"actor"`
 	ActorService   string `db:"actor_service"`
 	Context        dbText `db:"context"`
+	ContextBytes   *int64 `db:"context_bytes"` // set by listCols: the context's size when it was capped
 	Metadata       dbText `db:"metadata"`
 	StartedAt      dbTime `db:"started_at"`
 	FinishedAt     dbTime `db:"finished_at"`
@@ -679,6 +565,9 @@ const validationCol = `, (SELECT v.overall_status FROM thread_validations v WHER
  ORDER BY v.created_at DESC, v.id DESC LIMIT 1) AS validation`
 
 func (r activityRow) view() ports.ActivityView {
+	if !r.Context.Valid && r.ContextBytes != nil && *r.ContextBytes > 0 {
+		r.Context = dbText{S: TruncatedContext(*r.ContextBytes), Valid: true}
+	}
 	return ports.ActivityView{
 		ID: r.ID, ThreadID: r.ThreadID, Seq: r.Seq, ActivityType: r.ActivityType, StepName: r.StepName,
 		IdempotencyKey: r.IdempotencyKey, Status: r.Status, Attempt: r.Attempt, Actor: r.Actor,
@@ -736,7 +625,7 @@ func (s *Store) StepHistories(ctx context.Context, steps []ports.StepKey, f port
 	where = append([]string{`a.thread_id IN (?)`, `a.step_name IN (?)`}, where...)
 	args = append([]any{threads, names}, args...)
 	args = append(args, f.Offset, f.Offset+f.Limit)
-	q := `SELECT * FROM (SELECT ` + activityCols + validationCol + `,
+	q := `SELECT * FROM (SELECT ` + s.listCols(len(steps) == 1 && f.Limit == 1) + validationCol + `,
  ROW_NUMBER() OVER (PARTITION BY a.thread_id, a.step_name, a.idempotency_key ORDER BY a.seq DESC) AS rn
  FROM thread_activities a WHERE ` + strings.Join(where, " AND ") + `) x WHERE rn > ? AND rn <= ? ORDER BY thread_id, step_name, idempotency_key, rn`
 	var rows []activityRow
@@ -763,7 +652,7 @@ func (s *Store) History(ctx context.Context, key ports.StepKey, f ports.HistoryF
 	}
 	args = append(args, f.Limit, f.Offset)
 	var rows []activityRow
-	q := `SELECT ` + activityCols + validationCol + `, 0 AS rn FROM thread_activities a WHERE ` + strings.Join(where, " AND ") +
+	q := `SELECT ` + s.listCols(f.Limit == 1) + validationCol + `, 0 AS rn FROM thread_activities a WHERE ` + strings.Join(where, " AND ") +
 		` ORDER BY a.seq DESC LIMIT ? OFFSET ?`
 	if err := s.selectRaw(ctx, &rows, q, args...); err != nil {
 		return nil, err
@@ -1082,7 +971,7 @@ func (s *Store) Attempts(ctx context.Context, threadIDs []string, limit, offset 
 		return out, nil
 	}
 	var rows []activityRow
-	q := `SELECT * FROM (SELECT ` + activityCols + validationCol + `, ROW_NUMBER() OVER (PARTITION BY a.thread_id ORDER BY a.seq) AS rn
+	q := `SELECT * FROM (SELECT ` + s.listCols(len(threadIDs) == 1 && limit == 1) + validationCol + `, ROW_NUMBER() OVER (PARTITION BY a.thread_id ORDER BY a.seq) AS rn
  FROM thread_activities a WHERE a.thread_id IN (?)) x WHERE rn > ? AND rn <= ? ORDER BY thread_id, rn`
 	if err := s.selectIn(ctx, &rows, q, threadIDs, offset, offset+limit); err != nil {
 		return nil, err

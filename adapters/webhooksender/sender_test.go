@@ -64,3 +64,28 @@ func TestRefusedAddresses(t *testing.T) {
 		}
 	}
 }
+
+// With private addresses allowed, every answer from one — and a failed
+// dial to one — is marked Private, on a new connection and a reused one.
+func TestPrivateDestinationsAreMarked(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "internal secret", http.StatusNotFound)
+	}))
+	defer srv.Close()
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closedURL := closed.URL
+	closed.Close()
+	ctx := context.Background()
+	s := webhooksender.New(5*time.Second, false)
+	for i := range 2 { // the second reuses the connection
+		resp, err := s.Send(ctx, ports.WebhookRequest{URL: srv.URL + "/x", Body: []byte(`{}`)})
+		if err != nil || resp.Status != http.StatusNotFound || !resp.Private {
+			t.Errorf("open port, request %d: %+v %v", i, resp, err)
+		}
+	}
+	resp, err := s.Send(ctx, ports.WebhookRequest{URL: closedURL + "/x", Body: []byte(`{}`)})
+	if err == nil || !resp.Private {
+		t.Errorf("closed port: %+v %v", resp, err)
+	}
+}

@@ -32,13 +32,15 @@ type WebhookDelivererDeps struct {
 	Metrics      ports.WebhookMetrics
 	Log          *slog.Logger
 	AllowedHosts []string
-	Retry        domain.WebhookRetry
-	Lease        time.Duration
-	Batch        int
-	Workers      int
-	LogRetention time.Duration
-	EngineURL    func(ctx context.Context) (string, error)
-	Jitter       func() float64
+	// PrivateAnswerDetails: see WebhooksDeps.
+	PrivateAnswerDetails bool
+	Retry                domain.WebhookRetry
+	Lease                time.Duration
+	Batch                int
+	Workers              int
+	LogRetention         time.Duration
+	EngineURL            func(ctx context.Context) (string, error)
+	Jitter               func() float64
 }
 
 // WebhookDeliverer sends the webhook outbox: every replica runs one, and
@@ -174,6 +176,10 @@ func (h *WebhookDeliverer) attempt(ctx context.Context, j ports.DeliveryJob) por
 		return ports.DeliveryPending
 	}
 	switch {
+	case resp.Private && !h.d.PrivateAnswerDetails && (err != nil || resp.Status < 200 || resp.Status > 299):
+		// An internal service answered, or did not: the log says neither
+		// what nor how fast, so a closed port and an open one look alike.
+		o.Status, o.Latency, o.Error = 0, 0, errPrivateFailed
 	case err != nil:
 		o.Error = err.Error()
 	case resp.Status < 200 || resp.Status > 299:
@@ -258,3 +264,8 @@ func (h *WebhookDeliverer) housekeep(ctx context.Context) {
 		h.d.Metrics.WebhookPending(n)
 	}
 }
+
+// errPrivateFailed is the whole log entry of a failed attempt on a
+// private, loopback or link-local address (alerts.block_private_addresses
+// off): no status, body, transport error or latency.
+const errPrivateFailed = "delivery failed (private address: the outcome is not recorded in detail)"

@@ -22,6 +22,9 @@ type WebhooksDeps struct {
 	// AllowedHosts, when not empty, is the only hosts webhooks may post to
 	// (alerts.allowed_hosts).
 	AllowedHosts []string
+	// PrivateAnswerDetails: log a failed attempt on a private address in
+	// detail (alerts.private_answer_details), not as errPrivateFailed.
+	PrivateAnswerDetails bool
 	// Retry is the delivery schedule (alerts.retry_*).
 	Retry domain.WebhookRetry
 	// Lease bounds one attempt's claim on a delivery; it must exceed the
@@ -60,7 +63,8 @@ type Webhooks struct {
 const (
 	DefaultDeliveriesListed = 50
 	MaxDeliveriesListed     = 500
-	// maxResponseExcerpt bytes of a failed answer's body go to the log.
+	// maxResponseExcerpt bytes of a failed answer's body go to the log
+	// (never for a private address: errPrivateFailed).
 	maxResponseExcerpt = 512
 )
 
@@ -95,7 +99,7 @@ func NewWebhooks(d WebhooksDeps) *Webhooks {
 	}
 	a := webhookAudit{audit: d.Audit, clock: d.Clock, log: d.Log}
 	deliverer := NewWebhookDeliverer(WebhookDelivererDeps{Store: d.Store, Sender: d.Sender, Clock: d.Clock, Metrics: d.Metrics,
-		Log: d.Log, AllowedHosts: d.AllowedHosts, Retry: d.Retry, Lease: d.Lease, Batch: d.Batch, Workers: d.Workers,
+		Log: d.Log, AllowedHosts: d.AllowedHosts, PrivateAnswerDetails: d.PrivateAnswerDetails, Retry: d.Retry, Lease: d.Lease, Batch: d.Batch, Workers: d.Workers,
 		LogRetention: d.LogRetention, EngineURL: d.EngineURL, Jitter: d.Jitter})
 	return &Webhooks{
 		Create:       NewCreateWebhookHandler(d.Store, a, d.AllowedHosts),

@@ -24,6 +24,7 @@ type scriptSender struct {
 	mu      sync.Mutex
 	answers []int
 	got     []ports.WebhookRequest
+	private bool // every answer comes from a private address
 }
 
 // Send answers the next scripted status; 0 is a refused connection, -1 a
@@ -41,9 +42,9 @@ func (s *scriptSender) Send(ctx context.Context, r ports.WebhookRequest) (ports.
 		return ports.WebhookResponse{}, ctx.Err()
 	}
 	if status == 0 {
-		return ports.WebhookResponse{}, errors.New("connection refused")
+		return ports.WebhookResponse{Private: s.private}, errors.New("connection refused")
 	}
-	return ports.WebhookResponse{Status: status, Body: "busy"}, nil
+	return ports.WebhookResponse{Status: status, Body: "busy", Private: s.private}, nil
 }
 
 type webhookFixture struct {
@@ -292,5 +293,40 @@ func TestDeliveredAlertsLinkToTheirThread(t *testing.T) {
 	var slack struct{ Text string }
 	if body := send("msg_3"); json.Unmarshal(body, &slack) != nil || !strings.HasSuffix(slack.Text, " https://te.example.com/prefix/ui/threads/order%2042") {
 		t.Fatalf("slack body %s", body)
+	}
+}
+
+// With private addresses reachable, a failed attempt on one is logged as
+// one coded outcome: an internal service's answer (status, body, latency)
+// and a closed port look the same.
+func TestPrivateDestinationFailuresAreNotDetailed(t *testing.T) {
+	t.Parallel()
+	f := newWebhookFixture(t)
+	f.sender.private = true
+	v, _, err := f.hooks.Create.Handle(f.admin, ops.WebhookInput{Name: ref("internal"), URL: ref("http://10.0.0.5:8080/x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, answer := range []int{404, 0} { // an open port, a closed one
+		f.sender.answers = []int{answer}
+		if _, err := f.hooks.SendTest.Handle(f.admin, v.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.hooks.Deliverer.DeliverDue(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logged, err := f.hooks.Deliveries.Handle(f.admin, v.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(logged) != 2 {
+		t.Fatalf("%d deliveries logged", len(logged))
+	}
+	for _, d := range logged {
+		if d.Attempts != 1 || d.LastStatus != 0 || d.LastLatency != 0 || strings.Contains(d.LastError, "busy") || strings.Contains(d.LastError, "refused") ||
+			d.LastError != logged[0].LastError || d.LastError == "" {
+			t.Errorf("private destination logged %+v", d)
+		}
 	}
 }

@@ -120,6 +120,9 @@ func alertsFast(c *config.Config) {
 	c.Alerts.PollInterval = 20 * time.Millisecond
 	c.Alerts.RetryBase = 30 * time.Second
 	c.Alerts.Timeout = 5 * time.Second
+	// The receivers run on loopback: their answers are logged in detail
+	// (a private destination is otherwise one coded outcome).
+	c.Alerts.PrivateAnswerDetails = true
 }
 
 func createWebhook(t *testing.T, e *enginetest.Engine, body map[string]any) opshttp.WebhookJSON {
