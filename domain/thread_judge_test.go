@@ -401,3 +401,21 @@ Rule: B
 		})
 	}
 }
+
+// BenchmarkJudgeContent: the payment charge's content rules (bounds, one
+// of, literal, regex, reference) on one valid submission.
+func BenchmarkJudgeContent(b *testing.B) {
+	res, err := gherkin.Compile([]byte(paymentSrc), nil)
+	if err != nil || len(res.Problems) > 0 {
+		b.Fatal(err, res.Problems)
+	}
+	charge, _ := res.Contract.Step("charge")
+	ctx := map[string]string{"amount": "12.50", "currency": "GBP", "reference": "REF-123", "channel": "web", "count": "3", "memo": ""}
+	snap := map[string]map[string]string{"approval": {"reference": "REF-123"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := domain.JudgeContent(charge, domain.StepStatusSuccess, ctx, snap); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -492,6 +492,9 @@ func (h *Handler) writeJSON(w http.ResponseWriter, r *http.Request, status int, 
 	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
+	if res.refusal != nil && status >= 400 && writeWithReason(w, r, status, res.refusal.Message, b) {
+		return
+	}
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }

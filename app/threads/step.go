@@ -182,6 +182,8 @@ func checkStepInput(in RecordStepInput) (domain.StepStatus, []domain.StepStatus,
 		return "", nil, domain.Invalid("context", "Missing required field: context")
 	case utf8.RuneCountInString(in.InvocationID) > delivery.MaxInvocationIDLen:
 		return "", nil, domain.Invalid("invocationId", "invocationId must be at most %d characters", delivery.MaxInvocationIDLen)
+	case delivery.CheckInvocationPrefix(in.InvocationID) != nil:
+		return "", nil, delivery.CheckInvocationPrefix(in.InvocationID)
 	case len(in.SubSteps) > MaxSubSteps:
 		return "", nil, domain.Invalid("subSteps", "at most %d sub-steps", MaxSubSteps)
 	}
