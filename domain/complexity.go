@@ -78,6 +78,10 @@ type CostField struct {
 	Enums map[string]string
 	// Children is the field's selection set; nil for a leaf.
 	Children *CostSet
+	// Returned, when set, is how many items the list returned when it was
+	// read while pricing (the adapter serves those same items): it is
+	// charged that many, never more than its sizing allows.
+	Returned *int
 
 	rule *fieldRule // set by CostModel.Bind: the rules for Parent.Name
 }
@@ -644,6 +648,9 @@ func (p *pricer) listSize(rule *fieldRule, f *CostField, ctx costCtx) int {
 			p.later = p.later || size > 1
 			size = 1
 		}
+	}
+	if f.Returned != nil {
+		size = min(size, *f.Returned)
 	}
 	return max(1, size)
 }
