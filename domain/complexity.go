@@ -44,6 +44,7 @@ var (
 const (
 	MaxStepsPerThread = 100 // Thread.steps returns at most this many step states
 	MaxChainThreads   = 50  // threadChain returns at most this many threads
+	MaxStepGroups     = 200 // Thread.stepGroups and Thread.stepEdges return at most this many
 	MaxChainDepth     = 10  // threadChain maxDepth is 1..10
 	DefaultChainDepth = 3
 )
@@ -242,6 +243,8 @@ var QueryCostModel = CostModel{
 		{"Thread", "notifications"}:             {Arg: "options.limit", Size: NotificationsPage},
 		{"Thread", "steps"}:                     {Arg: "limit", Size: StepsPage, Bound: StepList, One: []string{"stepName", "idempotencyKey"}},
 		{"Thread", "attempts"}:                  {Arg: "limit", Size: AttemptsPage, Bound: PerStep},
+		{"Thread", "stepGroups"}:                {Size: PageSize{Default: MaxStepGroups, Max: MaxStepGroups}, Bound: PerStep},
+		{"Thread", "stepEdges"}:                 {Size: PageSize{Default: MaxStepGroups, Max: MaxStepGroups}, Bound: PerStep},
 		{"Thread", "linkedFrom"}:                {Size: PageSize{Default: MaxChainThreads, Max: MaxChainThreads}},
 		{"Query", "resolveActors"}:              {Size: PageSize{Default: 100, Max: 100}},
 		{"Query", "contractStats"}:              {Size: PageSize{Default: 20}},

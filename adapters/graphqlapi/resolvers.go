@@ -323,11 +323,12 @@ func (r *threadResolver) Refs() *JSON {
 
 func (r *threadResolver) Steps(ctx context.Context, a struct {
 	StepName, IdempotencyKey, Status *string
+	FirstOfEachName                  *bool
 	Limit, Offset                    *int32
 }) ([]*stepResolver, error) {
 	sel := readmodel.StepSelection{StepName: deref(a.StepName), IdempotencyKey: deref(a.IdempotencyKey), Status: deref(a.Status),
-		Limit: i32(a.Limit), Offset: i32(a.Offset)}
-	key := fmt.Sprintf("%s\x00%s\x00%s\x00%d\x00%d", sel.StepName, sel.IdempotencyKey, sel.Status, deref32(sel.Limit), deref32(sel.Offset))
+		Limit: i32(a.Limit), Offset: i32(a.Offset), FirstOfName: a.FirstOfEachName != nil && *a.FirstOfEachName}
+	key := fmt.Sprintf("%s\x00%s\x00%s\x00%d\x00%d\x00%t", sel.StepName, sel.IdempotencyKey, sel.Status, deref32(sel.Limit), deref32(sel.Offset), sel.FirstOfName)
 	l, err := r.g.loadSteps(ctx, key, sel)
 	if err != nil {
 		return nil, err

@@ -150,6 +150,7 @@ function navLink(path, label, iconName) {
 }
 
 let routeSeq = 0;
+let fragmentLoader = null; // see onMissingFragment
 export async function route() {
   const seq = ++routeSeq;
   let path = location.pathname.startsWith(uiBase) ? location.pathname.slice(uiBase.length) : '';
@@ -157,6 +158,7 @@ export async function route() {
   let match = null; let r;
   for (r of routes) { match = path.match(r.re); if (match) break; }
   shell.app.classList.remove('nav-open');
+  fragmentLoader = null;
   for (const a of shell.sidebar.querySelectorAll('a[data-nav]')) {
     if (match && a.dataset.nav === r.nav) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
   }
@@ -188,8 +190,22 @@ export async function route() {
 // In-page links ("#step-pay"): the shell's <base href> would resolve them
 // to the UI root and leave the page, so they scroll here instead. A step
 // not loaded yet (beyond "showing N of M") scrolls to the steps panel.
+// A page whose parts load on demand (a step deep in a long thread) registers
+// a loader with onMissingFragment: it is asked for the element and the page
+// scrolls to it once it is there.
+export function onMissingFragment(fn) { fragmentLoader = fn; }
 function scrollToFragment(frag) {
+  if (!document.getElementById(frag) && fragmentLoader) {
+    const p = fragmentLoader(frag);
+    if (p && p.then) {
+      p.then((el) => { if (el) scrollToElement(el); }).catch(() => {});
+      return true;
+    }
+  }
   const el = document.getElementById(frag) || (frag.startsWith('step-') ? document.getElementById('steps-panel') : null);
+  return scrollToElement(el);
+}
+function scrollToElement(el) {
   if (!el) return false;
   el.scrollIntoView({ block: 'start' });
   if (el.tabIndex < 0 && !el.hasAttribute('tabindex')) el.setAttribute('tabindex', '-1');

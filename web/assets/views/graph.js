@@ -99,8 +99,9 @@ function edgePath(L, e) {
 }
 
 // drawGraph returns an <svg>. opts: status (step → tone ok/bad/warn/info),
-// path (step names in the order the thread took them), violations
-// ([{from, to}] transitions the contract did not allow).
+// path (step names in the order the thread took them), taken ([{from, to}]
+// step orders the thread took, from every step however long the thread),
+// violations ([{from, to}] transitions the contract did not allow).
 export function drawGraph(graph, transitions, opts, title) {
   if (opts instanceof Map) opts = { status: opts };
   opts = opts || {};
@@ -108,6 +109,11 @@ export function drawGraph(graph, transitions, opts, title) {
   const taken = new Set();
   const path = (opts.path || []).filter((s) => L.pos.has(s));
   for (let i = 1; i < path.length; i++) taken.add(path[i - 1] + '\u0000' + path[i]);
+  const onPath = new Set(path);
+  for (const e of opts.taken || []) {
+    if (e.from) taken.add(e.from + '\u0000' + e.to);
+    onPath.add(e.to); if (e.from) onPath.add(e.from);
+  }
   const violated = (opts.violations || []).filter((v) => L.pos.has(v.from) && L.pos.has(v.to));
   const svg = el('svg', { viewBox: `0 0 ${L.width} ${L.height}`, width: L.width, height: L.height, role: 'img', 'aria-labelledby': 'graph-title graph-desc', id: 'contract-graph' });
   svg.appendChild(el('title', { id: 'graph-title' }, title || 'Contract graph'));
@@ -136,7 +142,7 @@ export function drawGraph(graph, transitions, opts, title) {
   for (const n of L.nodes) {
     const p = L.pos.get(n.id);
     const tone = opts.status && opts.status.get(n.id);
-    const cls = ['g-node', L.entries.has(n.id) ? 'entry' : '', L.terminals.has(n.id) ? 'terminal' : '', tone ? 's-' + tone : '', path.includes(n.id) ? 'on-path' : ''].filter(Boolean).join(' ');
+    const cls = ['g-node', L.entries.has(n.id) ? 'entry' : '', L.terminals.has(n.id) ? 'terminal' : '', tone ? 's-' + tone : '', onPath.has(n.id) ? 'on-path' : ''].filter(Boolean).join(' ');
     const g = el('g', { class: cls, transform: `translate(${p.x},${p.y})`, 'data-step': n.id });
     g.appendChild(el('title', {}, `${n.id} (${n.type}${n.owner ? ', owner ' + n.owner : ''})${tone ? ' — ' + ({ ok: 'done', bad: 'failed or violated', warn: 'warnings', info: 'in progress' }[tone] || '') : ''}`));
     g.appendChild(el('rect', { width: W, height: H, rx: 8 }));
