@@ -67,6 +67,11 @@ type ThreadFilter struct {
 	Tag string
 	// IDPrefix keeps threads whose id starts with it (case-insensitive).
 	IDPrefix string
+	// IssueType and IssueStep keep threads whose first issue (the cause
+	// the thread list and the Problems view show) is of this rule — a
+	// validation issue type, or step_failed — and at this step.
+	IssueType string
+	IssueStep string
 	// OrderBy is OrderStartedAt (default) or OrderDuration; Ascending flips
 	// the default newest/longest first.
 	OrderBy   string

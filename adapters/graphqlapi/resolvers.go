@@ -93,6 +93,7 @@ type threadsArgs struct {
 	Status, StartedAfter, StartedBefore, CompletedAfter, CompletedBefore *string
 	Health                                                               *[]string
 	Tag, IDPrefix, RefKey, RefValue, OrderBy, Order                      *string
+	Rule, Step                                                           *string
 	Limit, Offset                                                        *int32
 }
 
@@ -108,7 +109,7 @@ func (a threadsArgs) search() (readmodel.ThreadSearch, error) {
 		StartedBefore: deref(a.StartedBefore), CompletedAfter: deref(a.CompletedAfter),
 		CompletedBefore: deref(a.CompletedBefore), Health: health, Tag: deref(a.Tag), IDPrefix: deref(a.IDPrefix),
 		RefKey: deref(a.RefKey), RefValue: deref(a.RefValue), OrderBy: deref(a.OrderBy), Ascending: deref(a.Order) == "ASC",
-		Limit: i32(a.Limit), Offset: i32(a.Offset)}, nil
+		IssueType: deref(a.Rule), IssueStep: deref(a.Step), Limit: i32(a.Limit), Offset: i32(a.Offset)}, nil
 }
 
 func (r *queryResolver) Threads(ctx context.Context, a threadsArgs) (*connectionResolver, error) {

@@ -2,6 +2,7 @@ package threadquery
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 
 	"github.com/threadengine/engine/adapters/sqldb"
@@ -35,6 +36,8 @@ func (s *Store) ListThreadIDs(ctx context.Context, f ports.ExportFilter, after *
 	if !f.StartedBefore.IsZero() {
 		where, args = append(where, "created_at < ?"), append(args, sqldb.Time(f.StartedBefore))
 	}
+	w, a := s.listConds(f)
+	where, args = append(where, w...), append(args, a...)
 	if after != nil {
 		at := sqldb.Time(after.CreatedAt)
 		where, args = append(where, "(created_at > ? OR (created_at = ? AND id > ?))"), append(args, at, at, after.ID)
@@ -53,4 +56,45 @@ func (s *Store) ListThreadIDs(ctx context.Context, f ports.ExportFilter, after *
 		out[i] = ports.ThreadCursor{ID: r.ID, CreatedAt: r.CreatedAt.T}
 	}
 	return out, nil
+}
+
+// listConds are the thread list's filters an export shares (see
+// ports.ExportFilter), on the unaliased threads table.
+func (s *Store) listConds(f ports.ExportFilter) (where []string, args []any) {
+	add := func(cond string, a ...any) { where, args = append(where, cond), append(args, a...) }
+	if len(f.Health) > 0 {
+		hs := make([]any, len(f.Health))
+		for i, h := range f.Health {
+			hs[i] = string(h)
+		}
+		add("health IN ("+strings.TrimSuffix(strings.Repeat("?,", len(hs)), ",")+")", hs...)
+	}
+	switch {
+	case f.Tag == "":
+	case s.db.Dialect == sqldb.Postgres:
+		b, _ := json.Marshal([]string{f.Tag})
+		add("tags @> CAST(? AS JSONB)", string(b))
+	default:
+		add("EXISTS (SELECT 1 FROM json_each(threads.tags) j WHERE j.value = ?)", f.Tag)
+	}
+	if f.IDPrefix != "" {
+		add(`id LIKE ? ESCAPE '\'`, likeEscape(strings.ToLower(f.IDPrefix))+"%")
+	}
+	if f.RefKey != "" || f.RefValue != "" {
+		cond, a := "EXISTS (SELECT 1 FROM thread_refs r WHERE r.thread_id = threads.id", []any{}
+		if f.RefKey != "" {
+			cond, a = cond+" AND r.ref_key = ?", append(a, f.RefKey)
+		}
+		if f.RefValue != "" {
+			cond, a = cond+` AND LOWER(r.ref_value) LIKE ? ESCAPE '\'`, append(a, "%"+likeEscape(strings.ToLower(f.RefValue))+"%")
+		}
+		add(cond+")", a...)
+	}
+	if f.IssueType != "" {
+		add("first_issue_type = ?", f.IssueType)
+	}
+	if f.IssueStep != "" {
+		add("first_issue_step = ?", f.IssueStep)
+	}
+	return where, args
 }

@@ -449,6 +449,12 @@ func (s *Store) ListThreads(ctx context.Context, f ports.ThreadFilter) ([]ports.
 		where = append(where, `t.id LIKE ? ESCAPE '\'`)
 		args = append(args, likeEscape(strings.ToLower(f.IDPrefix))+"%")
 	}
+	if f.IssueType != "" {
+		where, args = append(where, `t.first_issue_type = ?`), append(args, f.IssueType)
+	}
+	if f.IssueStep != "" {
+		where, args = append(where, `t.first_issue_step = ?`), append(args, f.IssueStep)
+	}
 	wh := ""
 	if len(where) > 0 {
 		wh = " WHERE " + strings.Join(where, " AND ")

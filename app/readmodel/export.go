@@ -69,6 +69,9 @@ func (x *Exports) Stream(ctx context.Context, f ports.ExportFilter, emit func(Th
 	if _, err := x.threads.reader(ctx); err != nil {
 		return err
 	}
+	if f.Within > 0 {
+		f.StartedSince = x.threads.clock.Now().UTC().Add(-f.Within)
+	}
 	var after *ports.ThreadCursor
 	for {
 		page, err := x.lister.ListThreadIDs(ctx, f, after, ExportBatch)

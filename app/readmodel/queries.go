@@ -32,6 +32,8 @@ type Queries struct {
 	*ValidationReads
 	*IntegrityReads
 	*Stats
+	// Problems groups unhealthy threads by cause (problems.go).
+	Problems  *Problems
 	contracts ContractReader // nil: contractGraph answers not found
 	clock     ports.Clock
 }
@@ -58,6 +60,8 @@ type Deps struct {
 	Clock ports.Clock
 	// Stats answers the contracts and overview aggregates (optional).
 	Stats ports.ThreadStats
+	// Problems answers the Problems view (optional).
+	Problems ports.ProblemReads
 }
 
 // New returns the read use cases.
@@ -70,7 +74,7 @@ func New(d Deps) *Queries {
 	return &Queries{ThreadReads: threads, StepReads: &StepReads{sc}, ValidationReads: &ValidationReads{sc},
 		IntegrityReads: &IntegrityReads{scope: sc, integrity: integrity.Checker{
 			Keys: domain.ChainKeyring{Secrets: d.ChainSecrets, PartialBefore: d.ChainPartialBefore}, Log: d.Log}},
-		Stats: NewStats(d.Stats, d.Clock), contracts: d.Contracts, clock: d.Clock}
+		Stats: NewStats(d.Stats, d.Clock), Problems: NewProblems(d.Problems, d.Clock), contracts: d.Contracts, clock: d.Clock}
 }
 
 // ChainSecrets returns the secrets map the thread use cases sign with, so
@@ -152,10 +156,13 @@ type ThreadSearch struct {
 	Health          []domain.HealthStatus
 	Tag             string
 	IDPrefix        string
-	OrderBy         string // ports.OrderStartedAt (default) or ports.OrderDuration
-	Ascending       bool
-	Limit           *int // default 50, at most 100
-	Offset          *int
+	// IssueType and IssueStep keep threads whose first issue is of this
+	// rule (validation issue type or step_failed) and at this step.
+	IssueType, IssueStep string
+	OrderBy              string // ports.OrderStartedAt (default) or ports.OrderDuration
+	Ascending            bool
+	Limit                *int // default 50, at most 100
+	Offset               *int
 }
 
 // ThreadPage is one page of threads and the total matching.
@@ -220,7 +227,7 @@ func (q *ThreadReads) SearchThreads(ctx context.Context, s ThreadSearch) (Thread
 	}
 	f := ports.ThreadFilter{Actor: s.Actor, ContractName: s.ContractName, ContractVersion: s.ContractVersion,
 		Status: s.Status, RefKey: s.RefKey, RefValue: s.RefValue, Health: s.Health, Tag: s.Tag,
-		IDPrefix: strings.TrimSpace(s.IDPrefix), OrderBy: s.OrderBy, Ascending: s.Ascending,
+		IDPrefix: strings.TrimSpace(s.IDPrefix), IssueType: s.IssueType, IssueStep: s.IssueStep, OrderBy: s.OrderBy, Ascending: s.Ascending,
 		Limit: domain.ThreadsPage.Effective(s.Limit)}
 	switch f.OrderBy {
 	case "", ports.OrderStartedAt, ports.OrderDuration:

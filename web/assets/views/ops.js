@@ -33,17 +33,34 @@ export function threadActions(t) {
   return bar;
 }
 
-// exportAllLink downloads every thread matching the list's filters as NDJSON.
-export function exportAllLink({ status, contract, from, to }) {
+// exportQuery is the export request for exactly the thread list's filters
+// (GET /v1/threads/export takes every one of them).
+export function exportQuery({ status, contract, version, health, tag, id, refKey, ref, when, from, to, rule, step }) {
   const p = new URLSearchParams();
   if (status) p.set('status', status);
   if (contract) p.set('contract', contract);
-  const iso = (v) => { const d = v ? new Date(v) : null; return d && !isNaN(d) ? d.toISOString() : ''; };
-  if (iso(from)) p.set('started_since', iso(from));
-  if (iso(to)) p.set('started_before', iso(to));
-  const qs = p.toString();
+  if (contract && version) p.set('contractVersion', String(version));
+  if (health && health.length) p.set('health', health.join(','));
+  if (tag) p.set('tag', tag);
+  if (id) p.set('idPrefix', id);
+  if (refKey) p.set('refKey', refKey);
+  if (ref) p.set('refValue', ref);
+  if (rule) p.set('rule', rule);
+  if (step) p.set('step', step);
+  if (when && when !== 'custom') p.set('within', when);
+  else {
+    const iso = (v) => { const d = v ? new Date(v) : null; return d && !isNaN(d) ? d.toISOString() : ''; };
+    if (iso(from)) p.set('started_since', iso(from));
+    if (iso(to)) p.set('started_before', iso(to));
+  }
+  return p.toString();
+}
+
+// exportAllLink downloads every thread matching the list's filters as NDJSON.
+export function exportAllLink(f) {
+  const qs = exportQuery(f);
   return h('a', { class: 'btn btn-sm', id: 'export-threads', href: getApiBase() + '/v1/threads/export' + (qs ? '?' + qs : ''),
-    download: 'threads.ndjson', title: 'Every thread matching the status, contract and start filters, one JSON document per line' }, 'Export NDJSON');
+    download: 'threads.ndjson', title: 'Every thread matching these filters, one JSON document per line' }, 'Export NDJSON');
 }
 
 // retentionPanel: Settings → Engine → Data retention (administrators).
