@@ -18,8 +18,8 @@ import (
 
 type causes struct {
 	payFirst, timeouts, bin, ok []string
-	payFirstEU                 []string
-	rule                       string // the rule a contract thread that starts at pay breaks
+	payFirstEU                  []string
+	rule                        string // the rule a contract thread that starts at pay breaks
 }
 
 // seedCauses records a mix of unhealthy threads: three order_flow threads
@@ -121,7 +121,7 @@ func TestProblemsAndExport(t *testing.T) {
 				}
 				counts := get(t, ctx, "causes", chromedp.Evaluate[map[string]string](`Object.fromEntries([...document.querySelectorAll('a.cause-link')].map(a => [a.dataset.cause, a.textContent]))`))
 				want := map[string]string{
-					"order_flow|1|" + c.rule + "|pay|":                         "3",
+					"order_flow|1|" + c.rule + "|pay|":                          "3",
 					"||step_failed|charge|timeout after <n> ms calling psp-<n>": "3",
 					"||step_failed|pick|bin B-<n> empty":                        "1",
 				}
