@@ -44,7 +44,8 @@ var (
 const (
 	MaxStepsPerThread = 100 // Thread.steps returns at most this many step states
 	MaxChainThreads   = 50  // threadChain returns at most this many threads
-	MaxStepGroups     = 200 // Thread.stepGroups and Thread.stepEdges return at most this many
+	MaxProcessItems   = 100 // processMap returns at most this many nodes and edges
+	MaxStepGroups     = 100 // Thread.stepGroups and Thread.stepEdges return at most this many
 	MaxChainDepth     = 10  // threadChain maxDepth is 1..10
 	DefaultChainDepth = 3
 )
@@ -253,6 +254,9 @@ var QueryCostModel = CostModel{
 		{"ProblemReport", "groups"}:             {Size: PageSize{Default: 50}},
 		{"ProblemReport", "buckets"}:            {Size: PageSize{Default: 12}},
 		{"ProblemGroup", "trend"}:               {Size: PageSize{Default: 12}},
+		{"ProcessMap", "nodes"}:                 {Size: PageSize{Default: MaxProcessItems}},
+		{"ProcessMap", "edges"}:                 {Size: PageSize{Default: MaxProcessItems}},
+		{"ProcessMap", "neverReached"}:          {Size: PageSize{Default: MaxProcessItems}},
 		{"Overview", "steps"}:                   {Arg: "limit", FromParent: true, Size: PageSize{Default: 10, Max: 50}},
 		{"StepStateInfo", "subSteps"}:           {Size: PageSize{Default: 10}},
 		{"ValidationResultInfo", "validations"}: {Size: PageSize{Default: 3}},

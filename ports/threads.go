@@ -134,6 +134,9 @@ type StepPlan struct {
 	Thread domain.Thread
 	// Refs are merged (per key) into the thread's refs with the step.
 	Refs map[string]string
+	// PrevActivityAt is the thread's latest activity before this attempt
+	// (zero for its first): the process map's time along an edge.
+	PrevActivityAt time.Time
 }
 
 // ThreadEffects is what a thread update writes besides the thread row and

@@ -266,7 +266,7 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 
 	// --- GraphQL query API: POST/GET /graphql (s.Queries, s.GraphQL) ---
 	tq := threadquery.New(s.DB)
-	s.Queries = readmodel.New(readmodel.Deps{Store: tq, Stats: tq, Problems: tq, Contracts: s.threadContracts(),
+	s.Queries = readmodel.New(readmodel.Deps{Store: tq, Stats: tq, Problems: tq, ProcessMaps: tq, Contracts: s.threadContracts(),
 		ChainSecrets: chainKeys.Secrets, ChainPartialBefore: chainKeys.PartialBefore, Log: threadStore, Clock: s.Clock})
 	s.startTransparencyLog(threadStore, logKeys)
 	{

@@ -33,9 +33,11 @@ type Queries struct {
 	*IntegrityReads
 	*Stats
 	// Problems groups unhealthy threads by cause (problems.go).
-	Problems  *Problems
-	contracts ContractReader // nil: contractGraph answers not found
-	clock     ports.Clock
+	Problems *Problems
+	// ProcessMaps answers processMap (processmap.go).
+	ProcessMaps *ProcessMaps
+	contracts   ContractReader // nil: contractGraph answers not found
+	clock       ports.Clock
 }
 
 // ContractReader reads contract versions (ports.Contracts' reading half
@@ -62,6 +64,8 @@ type Deps struct {
 	Stats ports.ThreadStats
 	// Problems answers the Problems view (optional).
 	Problems ports.ProblemReads
+	// ProcessMaps answers processMap (optional).
+	ProcessMaps ports.ProcessMapReads
 }
 
 // New returns the read use cases.
@@ -74,7 +78,8 @@ func New(d Deps) *Queries {
 	return &Queries{ThreadReads: threads, StepReads: &StepReads{sc}, ValidationReads: &ValidationReads{sc},
 		IntegrityReads: &IntegrityReads{scope: sc, integrity: integrity.Checker{
 			Keys: domain.ChainKeyring{Secrets: d.ChainSecrets, PartialBefore: d.ChainPartialBefore}, Log: d.Log}},
-		Stats: NewStats(d.Stats, d.Clock), Problems: NewProblems(d.Problems, d.Clock), contracts: d.Contracts, clock: d.Clock}
+		Stats: NewStats(d.Stats, d.Clock), Problems: NewProblems(d.Problems, d.Clock),
+		ProcessMaps: NewProcessMaps(d.ProcessMaps, d.Contracts, d.Clock), contracts: d.Contracts, clock: d.Clock}
 }
 
 // ChainSecrets returns the secrets map the thread use cases sign with, so

@@ -7,6 +7,7 @@ import { api, gql, explain } from '../api.js';
 import { latestCheckpoint, overviewCard } from './tlog.js';
 import { link, navigate, state } from '../app.js';
 import { drawGraph, graphViewport } from './graph.js';
+import { processMapPanel } from './processmap.js';
 import { healthBadge, statusPill, fmtDuration, timeTag, fmtDateTime } from '../fmt.js';
 
 const Q_CSTATS = `{ contractStats { name version threads active completed failed cancelled violated healthFailed warnings } }`;
@@ -80,6 +81,7 @@ export async function renderContract(ctx) {
       h('div', { class: 'card' }, h('div', { class: 'k' }, 'Threads of this version'), h('div', { class: 'v' }, link(threadsLink, String(th.totalCount)))),
       h('div', { class: 'card' }, h('div', { class: 'k' }, 'Uploaded'), h('div', { class: 'v' }, ct.created_at ? timeTag(ct.created_at) : '—'))),
     h('section', { class: 'panel' }, h('h2', {}, 'Graph'), graphBody),
+    processMapPanel(name, ct.version, graph.status === 'fulfilled' ? graph.value.contractGraph : null),
     h('section', { class: 'panel', id: 'step-stats' }, h('h2', {}, 'Steps: failures and violations'), table([
       { label: 'Step', render: (s) => h('span', { class: 'mono' }, s.stepName) },
       { label: 'Attempts', render: (s) => h('span', { class: 'num' }, String(s.attempts)) },

@@ -310,8 +310,11 @@ async function build(id, root, ctx) {
     return stepItem(s);
   };
   const timeline = h('ol', { class: 'timeline', id: 'steps-timeline', 'aria-label': 'Steps in the order they were first seen' }, allSteps.map(rowFor));
-  const nameCount = groups.length || allSteps.length;
-  const countText = () => groups.length && groups.length !== t.stepCount ? `showing ${allSteps.length} of ${nameCount} step names (${t.stepCount} steps)` : `showing ${allSteps.length} of ${t.stepCount}`;
+  // Names repeat: count step names; else (or past the groups read) steps.
+  const inGroups = groups.reduce((a, g) => a + g.steps, 0);
+  const repeats = groups.some((g) => g.steps > 1) && inGroups === t.stepCount;
+  const nameCount = repeats ? groups.length : t.stepCount;
+  const countText = () => repeats ? `showing ${allSteps.length} of ${nameCount} step names (${t.stepCount} steps)` : `showing ${allSteps.length} of ${t.stepCount}`;
   const stepCount = h('span', { class: 'muted', id: 'steps-count' }, countText());
   const stepsBody = h('div', { class: 'panel-body' }, allSteps.length ? timeline : h('div', { class: 'empty' }, 'No steps recorded yet.'));
   const loadMoreNames = async () => {
@@ -414,7 +417,7 @@ async function build(id, root, ctx) {
     if (!edges.length) names.forEach((n, i) => { if (names[i + 1]) next.get(n).push(names[i + 1]); });
     const nodes = names.map((n) => ({ id: n, type: 'observed', next: next.get(n) }));
     graphBody.appendChild(graphViewport(drawGraph({ nodes, entryPoints: [names[0]], terminalSteps: [] }, [], { status, path, taken: edges }, 'Observed step order')));
-    if (groups.length < new Set(allSteps.map((s) => s.stepName)).size) graphPanel.appendChild(h('div', { class: 'muted small', id: 'graph-count', style: 'padding: 0 16px' }, `drawn from the loaded steps only`));
+    if (inGroups < t.stepCount) graphPanel.appendChild(h('div', { class: 'muted small', id: 'graph-count', style: 'padding: 0 16px' }, `drawn from the first ${names.length} step names (${inGroups} of ${t.stepCount} steps)`));
     graphPanel.appendChild(legend());
   } else graphBody.appendChild(h('div', { class: 'empty' }, 'No steps yet.'));
 
