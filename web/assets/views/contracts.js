@@ -105,6 +105,8 @@ export async function renderContract(ctx) {
 function deleteVersionButton(name, version, used, msg) {
   const me = state.me;
   if (!me || me.role !== 'admin' || me.kind === 'service_account') return null;
+  // A version threads use cannot be deleted: say so instead of offering it.
+  if (used > 0) return h('span', { class: 'muted small', id: 'version-in-use', title: 'Delete its threads first' }, `v${version} is used by ${used} thread${used === 1 ? '' : 's'}: it cannot be deleted`);
   const b = h('button', { type: 'button', class: 'btn-sm btn-danger', id: 'delete-version' }, `Delete v${version}`);
   b.addEventListener('click', async () => {
     msg.replaceChildren();

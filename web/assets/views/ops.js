@@ -111,15 +111,27 @@ export function retentionPanel() {
 export async function renderAudit(ctx) {
   const q = ctx.query;
   const action = h('input', { type: 'text', name: 'action', value: q.get('action') || '', placeholder: 'e.g. thread.delete or contract.' });
-  const actor = h('input', { type: 'text', name: 'actor_id', value: q.get('actor_id') || '', placeholder: 'user or service account id' });
+  const actor = h('input', { type: 'text', name: 'actor_id', value: q.get('actor') || q.get('actor_id') || '', placeholder: 'email, or user or service account id' });
   const target = h('input', { type: 'text', name: 'target', value: q.get('target') || '', placeholder: 'id or name:version' });
   const form = h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter the audit log', id: 'audit-filters' },
     field('Action', action), field('Actor', actor), field('Target', target),
     h('div', { class: 'buttons' }, h('button', { type: 'submit', class: 'btn-primary' }, 'Search')));
-  form.addEventListener('submit', (e) => {
+  const formMsg = h('div', { 'aria-live': 'polite', id: 'audit-msg' });
+  form.addEventListener('submit', async (e) => {
     e.preventDefault();
+    clear(formMsg);
     const p = new URLSearchParams();
-    for (const [k, el] of [['action', action], ['actor_id', actor], ['target', target]]) if (el.value.trim()) p.set(k, el.value.trim());
+    for (const [k, el] of [['action', action], ['target', target]]) if (el.value.trim()) p.set(k, el.value.trim());
+    // An email names a user: the log is filtered by that user's id.
+    const who = actor.value.trim();
+    if (who.includes('@')) {
+      try {
+        const d = await api.get('/v1/users');
+        const u = ((d && d.users) || []).find((x) => (x.email || '').toLowerCase() === who.toLowerCase());
+        if (!u) { formMsg.appendChild(alertBox('warn', null, `No user has the email ${who}.`)); return; }
+        p.set('actor_id', u.id); p.set('actor', who);
+      } catch (err) { formMsg.appendChild(alertBox('bad', 'Could not look the email up', explain(err))); return; }
+    } else if (who) p.set('actor_id', who);
     navigate('audit' + (p.toString() ? '?' + p : ''));
   });
   const list = h('div', { id: 'audit-list' });
@@ -151,5 +163,5 @@ export async function renderAudit(ctx) {
     h('div', { class: 'crumbs' }, 'Administration / Audit log'),
     h('div', { class: 'page-head' }, h('div', {}, h('h1', {}, 'Audit log'),
       h('p', { class: 'desc' }, 'Every administrative action: who did what to what, newest first. Actions ending in "." match a prefix.'))),
-    form, list, h('div', { class: 'row' }, more));
+    form, formMsg, list, h('div', { class: 'row' }, more));
 }

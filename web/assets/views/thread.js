@@ -9,7 +9,7 @@ import { link, onMissingFragment } from '../app.js';
 import { drawGraph, graphViewport } from './graph.js';
 import { refsText } from './threads.js';
 import { threadActions } from './ops.js';
-import { healthBadge, statusPill, fmtDuration, fmtDateTime, timeTag, tzToggle } from '../fmt.js';
+import { healthBadge, statusPill, fmtDuration, fmtDateTime, timeTag, tzToggle, soFar } from '../fmt.js';
 import { drawWaterfall, stepDomId } from './waterfall.js';
 import { latestCheckpoint, logCard } from './tlog.js';
 
@@ -182,7 +182,8 @@ async function build(id, root, ctx) {
     card('Contract', t.contractName ? link('contracts/' + encodeURIComponent(t.contractName) + (t.contractVersion ? '/' + t.contractVersion : ''), t.contractName + (t.contractVersion ? ' v' + t.contractVersion : '')) : h('span', { class: 'muted' }, 'free-form')),
     card('Started', timeTag(t.startedAt)),
     card(t.completedAt ? endedLabel(t.status) : 'Ended', t.completedAt ? timeTag(t.completedAt) : h('span', { class: 'muted' }, 'still running')),
-    card('Duration', h('span', { id: 'thread-duration' }, fmtDuration(t.durationMs), t.status === 'active' ? h('span', { class: 'muted small' }, ' so far') : null)),
+    // A running thread has run until now, not until its last step.
+    card('Duration', h('span', { id: 'thread-duration', title: t.status === 'active' ? 'from its start to now' : null }, fmtDuration(t.status === 'active' ? soFar(t) : t.durationMs), t.status === 'active' ? h('span', { class: 'muted small' }, ' so far') : null)),
     card('Steps', h('span', { id: 'step-counts' }, `${t.stepCount} step${t.stepCount === 1 ? '' : 's'} · ${t.attemptCount} attempt${t.attemptCount === 1 ? '' : 's'}`)),
     card('Integrity', integrity ? integrityBadge(integrity) : h('span', { class: 'muted' }, integ.status === 'rejected' ? explain(integ.reason) : '—')),
     card('Transparency log', logCard(integrity && integrity.log, checkpoint, t.id)));

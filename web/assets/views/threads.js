@@ -6,7 +6,7 @@ import { gql, api, explain, changedSince } from '../api.js';
 import { link, navigate } from '../app.js';
 import { exportAllLink } from './ops.js';
 import { healthLegend } from './problems.js';
-import { healthBadge, statusPill, reasonText, fmtDuration, fmtDateTime, timeTag, tzToggle } from '../fmt.js';
+import { healthBadge, statusPill, reasonText, fmtDuration, fmtDateTime, timeTag, tzToggle, soFar } from '../fmt.js';
 
 // Page sizes stay within the query cost limit (50 threads × their fields).
 const SIZES = [10, 25, 50];
@@ -155,7 +155,7 @@ export async function renderThreads(ctx) {
       { label: 'Health', render: (t) => healthBadge(t.health) },
       { label: 'Status', render: (t) => statusPill(t.status) },
       { label: 'Contract', render: (t) => t.contractName ? link('contracts/' + encodeURIComponent(t.contractName) + (t.contractVersion ? '/' + t.contractVersion : ''), t.contractName + (t.contractVersion ? ' v' + t.contractVersion : '')) : h('span', { class: 'muted' }, 'free-form') },
-      { label: 'Duration', render: (t) => h('span', { class: 'num', title: t.status === 'active' ? 'so far (to the latest step)' : '' }, fmtDuration(t.durationMs), t.status === 'active' ? h('span', { class: 'muted small' }, ' so far') : null) },
+      { label: 'Duration', render: (t) => h('span', { class: 'num', title: t.status === 'active' ? 'so far (from its start to now)' : '' }, fmtDuration(t.status === 'active' ? soFar(t) : t.durationMs), t.status === 'active' ? h('span', { class: 'muted small' }, ' so far') : null) },
       { label: 'Tags · refs', render: (t) => { const r = refsText(t.refs, true); return (t.tags.length || r) ? h('div', { class: 'tags-refs' }, t.tags.length ? h('span', { class: 'tags' }, t.tags.map((x) => h('span', { class: 'tag' }, x))) : null,
         r ? h('div', { class: 'truncate mono small', title: r }, r) : null) : h('span', { class: 'muted' }, '—'); } },
       { label: 'Started', class: 'col-started', render: (t) => timeTag(t.startedAt, { stacked: true }) },
