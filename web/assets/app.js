@@ -125,7 +125,7 @@ function renderShell() {
     if (app.classList.contains('nav-open') && !menuBtn.contains(e.target)) { app.classList.remove('nav-open'); menuBtn.setAttribute('aria-expanded', 'false'); }
   });
   app.addEventListener('keydown', (e) => {
-    if (e.key === 'Escape' && app.classList.contains('nav-open')) { app.classList.remove('nav-open'); menuBtn.focus(); }
+    if (e.key === 'Escape' && app.classList.contains('nav-open')) { app.classList.remove('nav-open'); menuBtn.setAttribute('aria-expanded', 'false'); menuBtn.focus(); }
   });
   shell = { app, content, sidebar, banner };
   renderBanner();
@@ -162,6 +162,8 @@ export async function route() {
   let match = null; let r;
   for (r of routes) { match = path.match(r.re); if (match) break; }
   shell.app.classList.remove('nav-open');
+  const mb = shell.app.querySelector('[aria-controls=sidebar]');
+  if (mb) mb.setAttribute('aria-expanded', 'false');
   fragmentLoader = null;
   for (const a of shell.sidebar.querySelectorAll('a[data-nav]')) {
     if (match && a.dataset.nav === r.nav) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');

@@ -179,6 +179,8 @@ export async function renderOverview() {
   // The axis labels are hours in the zone the UI shows (its toggle): say which.
   const zone = fmtDateTime(new Date().toISOString()).split(' ').pop();
   const steps = d.steps.filter((s) => s.attempts);
+  // On a phone the charts scroll inside their panels: start at the newest hours.
+  requestAnimationFrame(() => { for (const c of document.querySelectorAll('.panel-body > .chart')) c.parentElement.scrollLeft = c.parentElement.scrollWidth; });
   return h('div', {},
     h('div', { class: 'page-head' }, h('div', {}, h('h1', {}, 'Overview'), h('p', { class: 'desc' }, 'Threads per hour and where they fail. ', link('problems', 'What needs attention, by cause →', { id: 'to-problems' })))),
     h('div', { class: 'cards' },
