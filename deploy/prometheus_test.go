@@ -152,7 +152,8 @@ func TestAlertRules(t *testing.T) {
 	}
 	for _, want := range []string{"ThreadengineDown", "ThreadengineNotReady", "ThreadengineHTTPErrorRatio",
 		"ThreadengineNotificationsExpiring", "ThreadengineWebhookDeliveriesFailing", "ThreadengineDBPoolSaturated",
-		"ThreadengineDeadlocks", "ThreadengineViolationsSpike"} {
+		"ThreadengineDeadlocks", "ThreadengineViolationsSpike", "ThreadengineWebSocketActionErrors", "ThreadengineGraphQLOperationErrors",
+		"ThreadengineMCPToolErrors", "ThreadengineNotificationDeliveryLagHigh", "ThreadengineWebhookDeliveryLagHigh"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("no alert %s in alerts.yaml", want)
 		}

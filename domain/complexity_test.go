@@ -186,7 +186,9 @@ func TestFragmentDiamondIsLinear(t *testing.T) {
 	if got := QueryCostModel.Price(root, nil); got != costCeiling {
 		t.Fatalf("cost %d", got)
 	}
-	if d := time.Since(start); d > time.Second {
+	// Expanded, 2^200 sets would never finish: the bound only turns that
+	// into a failure, however busy the machine.
+	if d := time.Since(start); d > time.Minute {
 		t.Fatalf("pricing took %v", d)
 	}
 }

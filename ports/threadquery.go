@@ -39,6 +39,9 @@ type ThreadView struct {
 	Health       domain.ThreadHealth
 	HealthStatus domain.HealthStatus
 	DurationMs   int64
+	// ExactRef is set by ListThreads in a refValue search when one of the
+	// thread's ref values equals the search exactly (those sort first).
+	ExactRef bool
 }
 
 // Thread list orders.
@@ -77,9 +80,29 @@ type ThreadFilter struct {
 	OrderBy   string
 	Ascending bool
 	// Party, when set, keeps only the threads that principal is a party of.
-	Party  *PartyOf
-	Limit  int
-	Offset int
+	Party *PartyOf
+	// After, when set, keeps the threads that sort after this position in
+	// the list's order (keyset paging: an index range scan at any depth);
+	// Before keeps those that sort before it and returns them in list order
+	// (the page that ends just before it). Offset still applies after them.
+	After, Before *ThreadPosition
+	Limit         int
+	Offset        int
+}
+
+// ThreadPosition is a thread's place in a list: the values of the list's
+// sort keys for it (Exact only in a refValue search, DurationMs only in a
+// DURATION order).
+type ThreadPosition struct {
+	Exact      bool
+	DurationMs int64
+	CreatedAt  time.Time
+	ID         string
+}
+
+// Position returns t's place in the list it was read with.
+func (t ThreadView) Position() ThreadPosition {
+	return ThreadPosition{Exact: t.ExactRef, DurationMs: t.DurationMs, CreatedAt: t.CreatedAt, ID: t.ID}
 }
 
 // PartyOf names a principal whose reads are limited to its threads: those it
@@ -294,8 +317,13 @@ type ThreadReads interface {
 	// GetThreads returns the threads with these ids that exist, in any
 	// order. Threads come with their refs (GetThreads and ListThreads).
 	GetThreads(ctx context.Context, ids []string) ([]ThreadView, error)
-	// ListThreads returns one page, newest first, and the total matching.
-	ListThreads(ctx context.Context, f ThreadFilter) ([]ThreadView, int, error)
+	// ListThreads returns one page in f's order (newest first by default).
+	// It never counts: a page is an index range scan.
+	ListThreads(ctx context.Context, f ThreadFilter) ([]ThreadView, error)
+	// CountThreads counts the threads matching f (its paging ignored), but
+	// stops at upTo: the answer is min(matching, upTo), so a count reads at
+	// most upTo index entries whatever the size of the table.
+	CountThreads(ctx context.Context, f ThreadFilter, upTo int) (int, error)
 	// Refs returns each thread's refs (key → value).
 	Refs(ctx context.Context, threadIDs []string) (map[string]map[string]string, error)
 	// Counts returns the sizes of each thread's step and validation lists.

@@ -121,10 +121,15 @@ type WebhookRequest struct {
 }
 
 // WebhookResponse is what came back: the status (0 when none) and at most
-// a few KiB of the body, for the delivery log.
+// a few KiB of the body, for the delivery log. Private, also set with an
+// error, says the address dialled was loopback, private or link-local
+// (reachable because alerts.block_private_addresses is off): the log then
+// records a coded outcome only, so it cannot be used to read internal
+// services or tell their open ports from closed ones.
 type WebhookResponse struct {
-	Status int
-	Body   string
+	Status  int
+	Body    string
+	Private bool
 }
 
 // WebhookSender posts one request with a bounded timeout and response

@@ -22,7 +22,9 @@ import (
 
 // confirmWait bounds how long Publish on a confirmed channel waits for the
 // other replicas (a replica whose listener is connected but stuck costs
-// its callers this much, never more).
+// its callers this much, never more). Tests lengthen it (SetConfirmWait)
+// so that "did not wait for an acknowledgement that never comes" is shown
+// by Publish returning at all, not by how fast.
 const confirmWait = time.Second
 
 // Postgres broadcasts with LISTEN/NOTIFY on one dedicated connection per
@@ -44,6 +46,7 @@ type Postgres struct {
 	sender   string // this process
 	seq      atomic.Uint64
 	log      *slog.Logger
+	confirm  time.Duration // confirmWait, unless a test set it
 
 	mu       sync.Mutex
 	channels map[string][]chan message // by full channel name
@@ -70,7 +73,7 @@ func NewPostgres(ctx context.Context, db *sqldb.DB, dsn string, log *slog.Logger
 	prefix := channelPrefix(schema)
 	sum := sha256.Sum256([]byte(prefix))
 	b := &Postgres{db: db, prefix: prefix, appName: "te-listen-" + hex.EncodeToString(sum[:6]) + "-",
-		sender: uuid.NewString()[:8], log: log,
+		sender: uuid.NewString()[:8], log: log, confirm: confirmWait,
 		channels: map[string][]chan message{}, pending: map[string]*confirmation{}, done: make(chan struct{})}
 	listenDSN, err := withApplicationName(dsn, b.appName+b.sender)
 	if err != nil {
@@ -157,7 +160,7 @@ func (b *Postgres) Listen(channel string, fn func(string)) {
 // acknowledge tells the publisher of message id that this process acted on
 // it.
 func (b *Postgres) acknowledge(id string) {
-	ctx, cancel := context.WithTimeout(context.Background(), confirmWait)
+	ctx, cancel := context.WithTimeout(context.Background(), b.confirm)
 	defer cancel()
 	if _, err := b.db.ExecContext(ctx, `SELECT pg_notify($1, $2)`, b.ackChannel(), id+"|"+b.sender); err != nil {
 		select {
@@ -193,7 +196,7 @@ func (b *Postgres) Publish(ctx context.Context, channel, payload string) error {
  WHERE datname = current_database() AND application_name LIKE $1`, b.appName+"%"); err != nil {
 		return err
 	}
-	t := time.NewTimer(confirmWait)
+	t := time.NewTimer(b.confirm)
 	defer t.Stop()
 	for {
 		b.mu.Lock()

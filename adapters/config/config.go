@@ -80,6 +80,12 @@ type Alerts struct {
 	// BlockPrivateAddresses refuses to connect to loopback, private and
 	// link-local addresses (checked on the address dialled).
 	BlockPrivateAddresses bool `koanf:"block_private_addresses"`
+	// PrivateAnswerDetails logs the status, error and answer excerpt of a
+	// failed delivery to a loopback, private or link-local address too
+	// (off: one coded outcome, so the log cannot read internal services
+	// or tell their open ports from closed ones). For receivers you run
+	// on your own network.
+	PrivateAnswerDetails bool `koanf:"private_answer_details"`
 }
 
 // Retention configures the sweeper that deletes old threads.
@@ -117,6 +123,9 @@ type Notifications struct {
 	RedeliverAfter time.Duration `koanf:"redeliver_after"`
 	// MaxDeliveries bounds the pushes of one notification.
 	MaxDeliveries int `koanf:"max_deliveries"`
+	// WaitRecheck: a pending wait (waitForPermission, waitForValidation)
+	// re-reads what it waits for this often even when nothing wakes it.
+	WaitRecheck time.Duration `koanf:"wait_recheck"`
 }
 
 // Server configures the HTTP listener.
@@ -201,7 +210,7 @@ func Defaults() Config {
 		Log:           Log{Level: "info", Format: "text"},
 		Limits:        DefaultLimits(),
 		Retention:     Retention{SweepInterval: time.Hour, BatchSize: 100, BatchPause: 200 * time.Millisecond},
-		Notifications: Notifications{Retention: 24 * time.Hour, RedeliverAfter: 30 * time.Second, MaxDeliveries: 3},
+		Notifications: Notifications{Retention: 24 * time.Hour, RedeliverAfter: 30 * time.Second, MaxDeliveries: 3, WaitRecheck: 30 * time.Second},
 		Alerts: Alerts{SweepInterval: time.Minute, PollInterval: time.Second, Timeout: 10 * time.Second,
 			RetryBase: 10 * time.Second, RetryMax: time.Hour, MaxAttempts: 8, Concurrency: 4,
 			DeliveryLogRetention: 7 * 24 * time.Hour},
@@ -228,6 +237,7 @@ func Load(path string, environ []string) (Config, error) {
 		"notifications.retention":       d.Notifications.Retention.String(),
 		"notifications.redeliver_after": d.Notifications.RedeliverAfter.String(),
 		"notifications.max_deliveries":  d.Notifications.MaxDeliveries,
+		"notifications.wait_recheck":    d.Notifications.WaitRecheck.String(),
 	}, "."), nil); err != nil {
 		return Config{}, err
 	}
@@ -283,10 +293,11 @@ var knownKeys = map[string]bool{
 	"metrics.token":          true,
 	"retention.threads_days": true, "retention.active_idle_days": true, "retention.sweep_interval": true,
 	"retention.batch_size": true, "retention.batch_pause": true,
-	"notifications.retention": true, "notifications.redeliver_after": true, "notifications.max_deliveries": true,
+	"notifications.retention": true, "notifications.redeliver_after": true, "notifications.max_deliveries": true, "notifications.wait_recheck": true,
 	"alerts.sweep_interval": true, "alerts.silent_after": true, "alerts.poll_interval": true, "alerts.timeout": true,
 	"alerts.retry_base": true, "alerts.retry_max": true, "alerts.max_attempts": true, "alerts.concurrency": true,
 	"alerts.delivery_log_retention": true, "alerts.allowed_hosts": true, "alerts.block_private_addresses": true,
+	"alerts.private_answer_details": true,
 }
 
 // checkKnownKeys refuses typos: an unknown key would otherwise be silently ignored.
@@ -346,6 +357,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Notifications.MaxDeliveries < 1 || c.Notifications.MaxDeliveries > 100 {
 		return fmt.Errorf("config: notifications.max_deliveries must be between 1 and 100")
+	}
+	if c.Notifications.WaitRecheck < time.Second || c.Notifications.WaitRecheck > 24*time.Hour {
+		return fmt.Errorf("config: notifications.wait_recheck must be between 1s and 24h")
 	}
 	if c.Server.ShutdownTimeout <= 0 {
 		return fmt.Errorf("config: server.shutdown_timeout must be positive")

@@ -64,6 +64,33 @@ type WSLimits struct {
 	// of one socket and of one principal's sockets on this replica.
 	MaxWaitsPerSocket    int `koanf:"max_waits_per_socket"`
 	MaxWaitsPerPrincipal int `koanf:"max_waits_per_principal"`
+	// FramesPerSecond and FrameBurst bound the frames, BytesPerSecond and
+	// ByteBurst their bytes, that one principal's sockets send on this
+	// replica (token buckets; acks, heartbeats, subscriptions and
+	// cancelWait are free): a frame over either rate is answered
+	// rate_limited with retryAfterMs. The defaults are above what one
+	// service's SDK sends at the engine's full ingest rate (≈ 5,000 small
+	// steps a second); the byte rate is what stops a flood of large frames.
+	FramesPerSecond float64 `koanf:"frames_per_second"`
+	FrameBurst      int     `koanf:"frame_burst"`
+	BytesPerSecond  float64 `koanf:"bytes_per_second"`
+	ByteBurst       int     `koanf:"byte_burst"`
+	// MaxQueuedBytesPerPrincipal bounds the replies and pushes queued for
+	// one principal's sockets and not yet written (a client that does not
+	// read): once reached, the engine stops reading that principal's frames
+	// until the client reads, and pushes wait for a later delivery.
+	MaxQueuedBytesPerPrincipal int64 `koanf:"max_queued_bytes_per_principal"`
+	// MaxPendingBytesPerPrincipal bounds the bytes of frames one
+	// principal's sockets have sent and the engine holds (unfinished
+	// fragmented messages included, counted as they arrive); a socket that
+	// cannot get its share within a few seconds is closed (1008).
+	MaxPendingBytesPerPrincipal int64 `koanf:"max_pending_bytes_per_principal"`
+	// MaxReadingPerPrincipal is how many of one principal's sockets are
+	// read and decoded at once (the action then runs without the slot):
+	// the others wait unread, so a principal with a hundred flooding
+	// sockets gets no more of the engine's CPU for reading than one with
+	// a few.
+	MaxReadingPerPrincipal int `koanf:"max_reading_per_principal"`
 }
 
 // SignInLimits throttle failed credential exchanges (/auth/api-key/exchange,
@@ -82,7 +109,9 @@ func DefaultLimits() Limits {
 		OTLP: OTLPLimits{MaxBodyBytes: 4 << 20, MaxDecodedBytes: 8 << 20, MaxSpans: 10000, MaxObjects: 100000,
 			MaxConcurrent: max(1, runtime.NumCPU()/2), QueueTimeout: 5 * time.Second},
 		WS: WSLimits{ConnectTimeout: 10 * time.Second, MaxSockets: 2000, MaxUnauthenticated: 200, MaxUnauthenticatedPerAddress: 20, MaxPerPrincipal: 100,
-			MaxSubscriptions: 256, MaxSubscriptionKeyBytes: 256, MaxWaitsPerSocket: 256, MaxWaitsPerPrincipal: 1024},
+			MaxSubscriptions: 256, MaxSubscriptionKeyBytes: 256, MaxWaitsPerSocket: 256, MaxWaitsPerPrincipal: 1024,
+			FramesPerSecond: 10000, FrameBurst: 20000, BytesPerSecond: 16 << 20, ByteBurst: 32 << 20, MaxQueuedBytesPerPrincipal: 4 << 20, MaxPendingBytesPerPrincipal: 4 << 20,
+			MaxReadingPerPrincipal: 8},
 		SignIn: SignInLimits{FailuresPerWindow: 20, Window: time.Minute},
 	}
 }
@@ -122,16 +151,27 @@ func (l *Limits) validate() error {
 		"limits.otlp.max_spans": int64(l.OTLP.MaxSpans), "limits.otlp.max_objects": int64(l.OTLP.MaxObjects),
 		"limits.otlp.max_concurrent": int64(l.OTLP.MaxConcurrent), "limits.ws.max_sockets": int64(l.WS.MaxSockets),
 		"limits.ws.max_unauthenticated": int64(l.WS.MaxUnauthenticated), "limits.ws.max_per_principal": int64(l.WS.MaxPerPrincipal),
-		"limits.ws.max_subscriptions":          int64(l.WS.MaxSubscriptions),
-		"limits.ws.max_subscription_key_bytes": int64(l.WS.MaxSubscriptionKeyBytes),
-		"limits.ws.max_waits_per_socket":       int64(l.WS.MaxWaitsPerSocket),
-		"limits.ws.max_waits_per_principal":    int64(l.WS.MaxWaitsPerPrincipal),
-		"limits.signin.failures_per_window":    int64(l.SignIn.FailuresPerWindow),
+		"limits.ws.max_subscriptions":               int64(l.WS.MaxSubscriptions),
+		"limits.ws.max_subscription_key_bytes":      int64(l.WS.MaxSubscriptionKeyBytes),
+		"limits.ws.max_waits_per_socket":            int64(l.WS.MaxWaitsPerSocket),
+		"limits.ws.max_waits_per_principal":         int64(l.WS.MaxWaitsPerPrincipal),
+		"limits.ws.frame_burst":                     int64(l.WS.FrameBurst),
+		"limits.ws.byte_burst":                      int64(l.WS.ByteBurst),
+		"limits.ws.max_reading_per_principal":       int64(l.WS.MaxReadingPerPrincipal),
+		"limits.ws.max_queued_bytes_per_principal":  l.WS.MaxQueuedBytesPerPrincipal,
+		"limits.ws.max_pending_bytes_per_principal": l.WS.MaxPendingBytesPerPrincipal,
+		"limits.signin.failures_per_window":         int64(l.SignIn.FailuresPerWindow),
 	}
 	for key, n := range counts {
 		if n <= 0 {
 			return fmt.Errorf("config: %s must be positive", key)
 		}
+	}
+	if l.WS.FramesPerSecond <= 0 || l.WS.BytesPerSecond <= 0 {
+		return fmt.Errorf("config: limits.ws.frames_per_second and limits.ws.bytes_per_second must be positive")
+	}
+	if l.WS.ByteBurst < 1<<20 {
+		return fmt.Errorf("config: limits.ws.byte_burst must be at least 1 MiB (the largest frame)")
 	}
 	if l.OTLP.MaxDecodedBytes < l.OTLP.MaxBodyBytes {
 		return fmt.Errorf("config: limits.otlp.max_decoded_bytes must be at least limits.otlp.max_body_bytes")

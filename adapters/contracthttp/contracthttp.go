@@ -27,6 +27,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/threadengine/engine/adapters/limits"
 	"github.com/threadengine/engine/app/contracts"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
@@ -78,6 +79,9 @@ func source(c echo.Context) ([]byte, error) {
 		dec := json.NewDecoder(http.MaxBytesReader(c.Response(), r.Body, 2*domain.MaxContractSourceBytes+64))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&body); err != nil {
+			if terr := limits.BodyTimeout(r.Context(), err); terr != nil {
+				return nil, terr
+			}
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
 				return nil, errTooLarge
@@ -93,6 +97,9 @@ func source(c echo.Context) ([]byte, error) {
 		return []byte(*body.Source), nil
 	case sourceTypes[mt]:
 		b, err := io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, domain.MaxContractSourceBytes))
+		if terr := limits.BodyTimeout(r.Context(), err); terr != nil {
+			return nil, terr
+		}
 		if err != nil {
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {

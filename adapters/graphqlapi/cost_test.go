@@ -98,13 +98,12 @@ func TestVerificationPricedBySteps(t *testing.T) {
 			if status != http.StatusUnprocessableEntity || r.Errors[0].Extensions["complexity"] != float64(400*3) || f.statements.Load() != 0 {
 				t.Fatalf("400 aliases: %d %+v", status, r)
 			}
-			start := time.Now()
 			r, status = f.exec(t, aliases(80), nil)
 			if status != http.StatusUnprocessableEntity || r.Errors[0].Extensions["complexity"] != float64(80*(1+12+1)) {
 				t.Fatalf("80 aliases: %d %+v", status, r)
 			}
-			if n := f.statements.Load(); n != 1 || time.Since(start) > 5*time.Second {
-				t.Fatalf("80 aliases: %d statements, %v", n, time.Since(start))
+			if n := f.statements.Load(); n != 1 { // counted, not timed: a busy machine changes nothing
+				t.Fatalf("80 aliases: %d statements", n)
 			}
 			// hashChainVerified through a thread, and per step.
 			r, status = f.exec(t, `query($id: ID!) { thread(id: $id) { hashChainVerified steps { verified } } }`, map[string]any{"id": s.ID})
@@ -172,7 +171,9 @@ func TestFragmentDiamondRefused(t *testing.T) {
 		if status != http.StatusUnprocessableEntity || r.Errors[0].Extensions["code"] != "COMPLEXITY_LIMIT_EXCEEDED" {
 			t.Fatalf("%d: %d %+v", n, status, r)
 		}
-		if d := time.Since(start); d > 2*time.Second {
+		// Expanded, 2^1000 selections would never finish: the bound only
+		// turns that into a failure, however busy the machine.
+		if d := time.Since(start); d > time.Minute {
 			t.Fatalf("%d fragments took %v", n, d)
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/threadengine/engine/adapters/httperr"
+	"github.com/threadengine/engine/adapters/limits"
 	"github.com/threadengine/engine/adapters/tracing"
 	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/app/readmodel"
@@ -404,6 +405,9 @@ func decodeRequest(w http.ResponseWriter, r *http.Request) (Request, error) {
 		return req, errMethod
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if terr := limits.BodyTimeout(r.Context(), err); terr != nil {
+		return req, terr // 413 and counted, as on every JSON API
+	}
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {

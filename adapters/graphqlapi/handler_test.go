@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -435,6 +436,61 @@ func TestFiltersAndPaging(t *testing.T) {
 				t.Fatalf("%s: %d %+v", q, status, r.Errors)
 			}
 			return r.Data
+		}
+		// Cursor paging: the pages after endCursor, then back before
+		// startCursor, read the same list as one page (newest first).
+		var walked []string
+		after := ""
+		for i := 0; i < 5; i++ {
+			conn := get(fmt.Sprintf(`{ threads(limit: 2, after: %q) { totalCount totalCountIsExact pageInfo { hasNextPage hasPreviousPage startCursor endCursor } threads { id } } }`, after))["threads"].(map[string]any)
+			pi := conn["pageInfo"].(map[string]any)
+			if conn["totalCount"] != float64(5) || conn["totalCountIsExact"] != true || pi["hasPreviousPage"] != (after != "") {
+				t.Fatalf("page %d: %v", i, conn)
+			}
+			for _, th := range conn["threads"].([]any) {
+				walked = append(walked, th.(map[string]any)["id"].(string))
+			}
+			if pi["hasNextPage"] != true {
+				before := pi["startCursor"].(string)
+				prev := get(fmt.Sprintf(`{ threads(limit: 2, before: %q) { pageInfo { hasNextPage } threads { id } } }`, before))["threads"].(map[string]any)
+				pt := prev["threads"].([]any)
+				if len(pt) != 2 || pt[0].(map[string]any)["id"] != ids[2] || pt[1].(map[string]any)["id"] != ids[1] {
+					t.Fatalf("before the last page: %v", prev)
+				}
+				break
+			}
+			after = pi["endCursor"].(string)
+		}
+		if want := []string{ids[4], ids[3], ids[2], ids[1], ids[0]}; !slices.Equal(walked, want) {
+			t.Fatalf("cursor walk %v, want %v", walked, want)
+		}
+		// totalCount costs one statement, only when selected, once however
+		// many of its fields are.
+		stmts := func(q string) int64 {
+			t.Helper()
+			before := f.statements.Load()
+			get(q)
+			return f.statements.Load() - before
+		}
+		plain := stmts(`{ threads(limit: 2) { threads { id } } }`)
+		if n := stmts(`{ threads(limit: 2) { totalCount threads { id } } }`); n != plain+1 {
+			t.Fatalf("with totalCount: %d statements, without: %d", n, plain)
+		}
+		if n := stmts(`{ threads(limit: 2) { totalCount totalCountIsExact threads { id } } }`); n != plain+1 {
+			t.Fatalf("with totalCount and totalCountIsExact: %d statements, without: %d", n, plain)
+		}
+		// A cursor of another order, a made-up cursor, both cursors and a
+		// deep offset are refused with a coded error.
+		for _, q := range []string{
+			fmt.Sprintf(`{ threads(orderBy: DURATION, after: %q) { totalCount } }`, after),
+			`{ threads(after: "bm90IGEgY3Vyc29y") { totalCount } }`,
+			fmt.Sprintf(`{ threads(after: %q, before: %q) { totalCount } }`, after, after),
+			`{ threads(offset: 10001) { totalCount } }`,
+		} {
+			r, _ := f.exec(t, q, nil)
+			if len(r.Errors) != 1 || r.Errors[0].Extensions["code"] != string(domain.CodeValidationFailed) {
+				t.Fatalf("%s: %+v", q, r.Errors)
+			}
 		}
 		conn := get(`{ threads(limit: 2, offset: 1) { totalCount threads { id } } }`)["threads"].(map[string]any)
 		l := conn["threads"].([]any)

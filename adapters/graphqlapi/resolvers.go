@@ -95,6 +95,7 @@ type threadsArgs struct {
 	Tag, IDPrefix, RefKey, RefValue, OrderBy, Order                      *string
 	Rule, Step                                                           *string
 	Limit, Offset                                                        *int32
+	After, Before                                                        *string
 }
 
 // search builds the search the resolver runs (pricing decodes the same
@@ -109,7 +110,7 @@ func (a threadsArgs) search() (readmodel.ThreadSearch, error) {
 		StartedBefore: deref(a.StartedBefore), CompletedAfter: deref(a.CompletedAfter),
 		CompletedBefore: deref(a.CompletedBefore), Health: health, Tag: deref(a.Tag), IDPrefix: deref(a.IDPrefix),
 		RefKey: deref(a.RefKey), RefValue: deref(a.RefValue), OrderBy: deref(a.OrderBy), Ascending: deref(a.Order) == "ASC",
-		IssueType: deref(a.Rule), IssueStep: deref(a.Step), Limit: i32(a.Limit), Offset: i32(a.Offset)}, nil
+		IssueType: deref(a.Rule), IssueStep: deref(a.Step), Limit: i32(a.Limit), Offset: i32(a.Offset), After: deref(a.After), Before: deref(a.Before)}, nil
 }
 
 func (r *queryResolver) Threads(ctx context.Context, a threadsArgs) (*connectionResolver, error) {
@@ -125,6 +126,7 @@ type byContractArgs struct {
 	ContractVersion                            *int32
 	Actor, Status, StartedAfter, StartedBefore *string
 	Limit, Offset                              *int32
+	After, Before                              *string
 }
 
 func (a byContractArgs) search() (readmodel.ThreadSearch, error) {
@@ -133,7 +135,8 @@ func (a byContractArgs) search() (readmodel.ThreadSearch, error) {
 	}
 	return readmodel.ThreadSearch{ContractName: a.ContractName, ContractVersion: i32(a.ContractVersion),
 		Actor: deref(a.Actor), Status: deref(a.Status), StartedAfter: deref(a.StartedAfter),
-		StartedBefore: deref(a.StartedBefore), Limit: i32(a.Limit), Offset: i32(a.Offset)}, nil
+		StartedBefore: deref(a.StartedBefore), Limit: i32(a.Limit), Offset: i32(a.Offset),
+		After: deref(a.After), Before: deref(a.Before)}, nil
 }
 
 func (r *queryResolver) ThreadsByContract(ctx context.Context, a byContractArgs) (*connectionResolver, error) {
@@ -149,6 +152,7 @@ type byRefArgs struct {
 	RefValue                            string
 	Status, StartedAfter, StartedBefore *string
 	Limit, Offset                       *int32
+	After, Before                       *string
 }
 
 func (a byRefArgs) search() (readmodel.ThreadSearch, error) {
@@ -156,7 +160,8 @@ func (a byRefArgs) search() (readmodel.ThreadSearch, error) {
 		return readmodel.ThreadSearch{}, domain.Invalid("refValue", "refValue is required")
 	}
 	return readmodel.ThreadSearch{RefKey: deref(a.RefKey), RefValue: a.RefValue, Status: deref(a.Status),
-		StartedAfter: deref(a.StartedAfter), StartedBefore: deref(a.StartedBefore), Limit: i32(a.Limit), Offset: i32(a.Offset)}, nil
+		StartedAfter: deref(a.StartedAfter), StartedBefore: deref(a.StartedBefore), Limit: i32(a.Limit), Offset: i32(a.Offset),
+		After: deref(a.After), Before: deref(a.Before)}, nil
 }
 
 func (r *queryResolver) ThreadsByRef(ctx context.Context, a byRefArgs) (*connectionResolver, error) {
@@ -179,7 +184,7 @@ func (r *queryResolver) search(ctx context.Context, s readmodel.ThreadSearch) (*
 		return nil, err
 	}
 	g := newThreadGroup(r.h.queries, page.Threads)
-	return &connectionResolver{threads: g.resolvers(page.Threads), total: page.TotalCount}, nil
+	return &connectionResolver{threads: g.resolvers(page.Threads), page: page, search: s, h: r.h}, nil
 }
 
 func (r *queryResolver) ThreadChain(ctx context.Context, a struct {
@@ -277,11 +282,50 @@ func (r *queryResolver) VerifyThreadIntegrity(ctx context.Context, a struct{ Thr
 
 type connectionResolver struct {
 	threads []*threadResolver
-	total   int
+	page    readmodel.ThreadPage
+	search  readmodel.ThreadSearch
+	h       *Handler
+
+	// The total is counted once, when totalCount or totalCountIsExact is
+	// first resolved: a page that selects neither never counts.
+	once  sync.Once
+	total readmodel.Total
+	err   error
 }
 
 func (c *connectionResolver) Threads() []*threadResolver { return c.threads }
-func (c *connectionResolver) TotalCount() int32          { return int32(c.total) }
+
+func (c *connectionResolver) count(ctx context.Context) (readmodel.Total, error) {
+	c.once.Do(func() { c.total, c.err = c.h.queries.CountThreads(ctx, c.search) })
+	return c.total, c.err
+}
+
+func (c *connectionResolver) TotalCount(ctx context.Context) (int32, error) {
+	t, err := c.count(ctx)
+	return int32(t.Count), err
+}
+
+func (c *connectionResolver) TotalCountIsExact(ctx context.Context) (bool, error) {
+	t, err := c.count(ctx)
+	return t.Exact, err
+}
+
+func (c *connectionResolver) PageInfo() *pageInfoResolver { return &pageInfoResolver{p: c.page} }
+
+// pageInfoResolver is a connection's PageInfo.
+type pageInfoResolver struct{ p readmodel.ThreadPage }
+
+func (p *pageInfoResolver) HasNextPage() bool     { return p.p.HasNext }
+func (p *pageInfoResolver) HasPreviousPage() bool { return p.p.HasPrevious }
+func (p *pageInfoResolver) StartCursor() *string  { return optString(p.p.StartCursor) }
+func (p *pageInfoResolver) EndCursor() *string    { return optString(p.p.EndCursor) }
+
+func optString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
 
 // threadResolver resolves one thread; g is the list it was loaded with.
 type threadResolver struct {

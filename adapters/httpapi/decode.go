@@ -34,6 +34,8 @@ func CountRefusals(c *limits.Counter) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(ec echo.Context) error {
 			ec.Set(refusalsKey, c)
+			r := ec.Request()
+			ec.SetRequest(r.WithContext(limits.WithCounter(r.Context(), c)))
 			return next(ec)
 		}
 	}

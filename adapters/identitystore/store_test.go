@@ -831,7 +831,7 @@ func TestUpdateUserRetriesDeadlock(t *testing.T) {
 		done <- err
 	}()
 	// Wait until UpdateUser holds the admin row and waits for "m".
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		var waiting int
 		if err := db.GetContext(ctx, &waiting, `SELECT COUNT(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, otherPID); err != nil {

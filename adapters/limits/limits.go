@@ -4,7 +4,11 @@
 // limit clients hit. Adapters hold a *Counter; a nil one counts nothing.
 package limits
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // Name identifies one limit; it is the metric's label value and appears in
 // the refusal's details, so it is stable.
@@ -36,16 +40,53 @@ const (
 	ReplaysRunning      Name = "replays_running"
 	WSWaitsPerSocket    Name = "ws_waits_per_socket"
 	WSWaitsPerPrincipal Name = "ws_waits_per_principal"
+	// WSFrameRate: a principal's sockets sent frames faster than
+	// limits.ws.frames_per_second (answered rate_limited).
+	WSFrameRate Name = "ws_frame_rate"
+	// WSPendingBytes: a principal's sockets held more bytes of frames
+	// (unfinished ones included) than its share; WSFramesInFlight: all
+	// sockets together held the engine's whole frame budget. Both close
+	// the socket that waited too long for room.
+	WSPendingBytes   Name = "ws_pending_bytes"
+	WSFramesInFlight Name = "ws_frames_in_flight"
 )
 
 // All is every limit, so each is exported as 0 before its first refusal.
 var All = []Name{HTTPReadTimeout, BodyBytes, OTLPBodyBytes, OTLPDecodedBytes, OTLPSpans, OTLPObjects, OTLPConcurrent,
 	SignInFailures, WSConnectTimeout, WSSockets, WSUnauthenticated, WSPerPrincipal, WSSubscriptions,
 	WSSubscriptionKeyBytes, WSMessageBytes, WSMessageFields, WSPreConnectBytes, WSUnauthPerAddress, WSCredentialsWithdrawn,
-	ReplaysPerCaller, ReplaysRunning, WSWaitsPerSocket, WSWaitsPerPrincipal}
+	ReplaysPerCaller, ReplaysRunning, WSWaitsPerSocket, WSWaitsPerPrincipal, WSFrameRate, WSPendingBytes, WSFramesInFlight}
 
-// Counter counts refusals by limit.
-type Counter struct{ vec *prometheus.CounterVec }
+// Budget names a byte budget whose use is exported as
+// threadengine_budget_bytes{budget} (held now, all holders together) and
+// threadengine_budget_bytes_peak{budget} (the most one holder — a
+// principal, or the engine for a global budget — ever held), so the bound
+// is observable from outside the process.
+type Budget string
+
+const (
+	// WSQueuedBytes: replies and pushes queued for a principal's sockets,
+	// not yet written (limits.ws.max_queued_bytes_per_principal).
+	WSQueuedBytes Budget = "ws_queued_bytes"
+	// WSPendingBytesBudget: frames received (unfinished ones too) and not
+	// yet handled, per principal (limits.ws.max_pending_bytes_per_principal).
+	WSPendingBytesBudget Budget = "ws_pending_bytes"
+	// WSFrameBytes: the same across every socket (fixed 16 MiB).
+	WSFrameBytes Budget = "ws_frame_bytes"
+)
+
+var budgets = []Budget{WSQueuedBytes, WSPendingBytesBudget, WSFrameBytes}
+
+// Counter counts refusals by limit and reports the bytes held against
+// budgets.
+type Counter struct {
+	vec  *prometheus.CounterVec
+	held *prometheus.GaugeVec
+	peak *prometheus.GaugeVec
+
+	mu    sync.Mutex
+	peaks map[Budget]int64
+}
 
 // NewCounter registers threadengine_limit_refusals_total on reg.
 func NewCounter(reg prometheus.Registerer) *Counter {
@@ -56,8 +97,35 @@ func NewCounter(reg prometheus.Registerer) *Counter {
 	for _, n := range All {
 		vec.WithLabelValues(string(n))
 	}
-	reg.MustRegister(vec)
-	return &Counter{vec: vec}
+	held := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "threadengine_budget_bytes",
+		Help: "Bytes held now against a byte budget, all holders together.",
+	}, []string{"budget"})
+	peak := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "threadengine_budget_bytes_peak",
+		Help: "The most bytes one holder (a principal, or the engine for a global budget) held against a byte budget since start.",
+	}, []string{"budget"})
+	for _, b := range budgets {
+		held.WithLabelValues(string(b))
+		peak.WithLabelValues(string(b))
+	}
+	reg.MustRegister(vec, held, peak)
+	return &Counter{vec: vec, held: held, peak: peak, peaks: map[Budget]int64{}}
+}
+
+// Held reports that one holder of budget b took (delta > 0) or gave back
+// (delta < 0) bytes and now holds holderTotal.
+func (c *Counter) Held(b Budget, delta, holderTotal int64) {
+	if c == nil || c.held == nil {
+		return
+	}
+	c.held.WithLabelValues(string(b)).Add(float64(delta))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if holderTotal > c.peaks[b] {
+		c.peaks[b] = holderTotal
+		c.peak.WithLabelValues(string(b)).Set(float64(holderTotal))
+	}
 }
 
 // Refused counts one refusal by limit n.

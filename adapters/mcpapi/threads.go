@@ -186,7 +186,7 @@ func (t *tools) loadThread(ctx context.Context, in GetThreadInput) (GetThreadOut
 		th = v
 	case refValue != "":
 		one := 1
-		page, err := q.SearchThreads(ctx, readmodel.ThreadSearch{RefKey: refKey, RefValue: refValue, Limit: &one})
+		page, err := q.SearchThreads(ctx, readmodel.ThreadSearch{RefKey: refKey, RefValue: refValue, Limit: &one, WithTotal: true})
 		if err != nil {
 			return out, err
 		}
@@ -194,7 +194,7 @@ func (t *tools) loadThread(ctx context.Context, in GetThreadInput) (GetThreadOut
 			return out, domain.NotFound("thread with reference " + refDescription(refKey, refValue))
 		}
 		th = &page.Threads[0]
-		out.OtherMatches = page.TotalCount - 1
+		out.OtherMatches = page.Total.Count - 1
 	case refKey != "":
 		return out, invalidArg("ref_value", "ref_value is required with ref_key")
 	default:
@@ -288,9 +288,12 @@ type SearchThreadsInput struct {
 // SearchThreadsOutput is one page of search_threads.
 type SearchThreadsOutput struct {
 	Threads    []ThreadJSON `json:"threads"`
-	TotalCount int          `json:"total_count" jsonschema:"threads matching the filters, over all pages"`
-	Offset     int          `json:"offset"`
-	HasMore    bool         `json:"has_more"`
+	TotalCount int          `json:"total_count" jsonschema:"threads matching the filters, over all pages, counted up to 10000"`
+	// TotalCountIsExact is false when more than 10000 threads match (then
+	// total_count is 10000).
+	TotalCountIsExact bool `json:"total_count_is_exact"`
+	Offset            int  `json:"offset"`
+	HasMore           bool `json:"has_more"`
 }
 
 func (t *tools) searchThreads(ctx context.Context, _ *mcp.CallToolRequest, in SearchThreadsInput) (*mcp.CallToolResult, SearchThreadsOutput, error) {
@@ -309,7 +312,7 @@ func (t *tools) searchThreads(ctx context.Context, _ *mcp.CallToolRequest, in Se
 		Actor: strings.TrimSpace(in.Actor), ContractName: strings.TrimSpace(in.ContractName), ContractVersion: in.ContractVersion,
 		Status: strings.TrimSpace(in.Status), RefKey: strings.TrimSpace(in.RefKey), RefValue: strings.TrimSpace(in.RefValue),
 		StartedAfter: in.StartedAfter, StartedBefore: in.StartedBefore, CompletedAfter: in.CompletedAfter,
-		CompletedBefore: in.CompletedBefore, Limit: in.Limit, Offset: in.Offset,
+		CompletedBefore: in.CompletedBefore, Limit: in.Limit, Offset: in.Offset, WithTotal: true,
 	})
 	if err != nil {
 		return nil, SearchThreadsOutput{}, t.toolErr(ctx, ToolSearchThreads, err)
@@ -328,8 +331,8 @@ func (t *tools) searchThreads(ctx context.Context, _ *mcp.CallToolRequest, in Se
 	if in.Offset != nil {
 		offset = *in.Offset
 	}
-	out := SearchThreadsOutput{Threads: make([]ThreadJSON, 0, len(page.Threads)), TotalCount: page.TotalCount, Offset: offset,
-		HasMore: offset+len(page.Threads) < page.TotalCount}
+	out := SearchThreadsOutput{Threads: make([]ThreadJSON, 0, len(page.Threads)), TotalCount: page.Total.Count,
+		TotalCountIsExact: page.Total.Exact, Offset: offset, HasMore: page.HasNext}
 	for _, th := range page.Threads {
 		out.Threads = append(out.Threads, threadJSON(th, refs[th.ID]))
 	}

@@ -28,7 +28,7 @@ func retentionJSON(v ops.RetentionView) RetentionJSON {
 }
 
 func (h *Handler) getRetention(c echo.Context) error {
-	v, err := h.Retention.Get(c.Request().Context())
+	v, err := h.Retention.Get.Handle(c.Request().Context())
 	if err != nil {
 		return err
 	}
@@ -43,7 +43,7 @@ func (h *Handler) setRetention(c echo.Context) error {
 	if b.ThreadsDays == nil {
 		return domain.Invalid("threads_days", "threads_days is required")
 	}
-	v, err := h.Retention.Set(c.Request().Context(), *b.ThreadsDays)
+	v, err := h.Retention.Set.Handle(c.Request().Context(), *b.ThreadsDays)
 	if err != nil {
 		return err
 	}
@@ -51,7 +51,7 @@ func (h *Handler) setRetention(c echo.Context) error {
 }
 
 func (h *Handler) resetRetention(c echo.Context) error {
-	v, err := h.Retention.Reset(c.Request().Context())
+	v, err := h.Retention.Reset.Handle(c.Request().Context())
 	if err != nil {
 		return err
 	}

@@ -105,7 +105,7 @@ func (h *Handler) mountWebhooks(e *echo.Echo, mw echo.MiddlewareFunc) {
 }
 
 func (h *Handler) listWebhooks(c echo.Context) error {
-	ws, err := h.Webhooks.List(c.Request().Context())
+	ws, err := h.Webhooks.List.Handle(c.Request().Context())
 	if err != nil {
 		return err
 	}
@@ -121,7 +121,7 @@ func (h *Handler) createWebhook(c echo.Context) error {
 	if err := httpapi.DecodeJSON(c, &b); err != nil {
 		return err
 	}
-	v, secret, err := h.Webhooks.Create(c.Request().Context(), b.input())
+	v, secret, err := h.Webhooks.Create.Handle(c.Request().Context(), b.input())
 	if err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func (h *Handler) createWebhook(c echo.Context) error {
 }
 
 func (h *Handler) getWebhook(c echo.Context) error {
-	v, err := h.Webhooks.Get(c.Request().Context(), c.Param("id"))
+	v, err := h.Webhooks.Get.Handle(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}
@@ -141,7 +141,7 @@ func (h *Handler) updateWebhook(c echo.Context) error {
 	if err := httpapi.DecodeJSON(c, &b); err != nil {
 		return err
 	}
-	v, err := h.Webhooks.Update(c.Request().Context(), c.Param("id"), b.input())
+	v, err := h.Webhooks.Update.Handle(c.Request().Context(), c.Param("id"), b.input())
 	if err != nil {
 		return err
 	}
@@ -149,14 +149,14 @@ func (h *Handler) updateWebhook(c echo.Context) error {
 }
 
 func (h *Handler) deleteWebhook(c echo.Context) error {
-	if err := h.Webhooks.Delete(c.Request().Context(), c.Param("id")); err != nil {
+	if err := h.Webhooks.Delete.Handle(c.Request().Context(), c.Param("id")); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
 }
 
 func (h *Handler) rotateWebhookSecret(c echo.Context) error {
-	v, secret, err := h.Webhooks.RotateSecret(c.Request().Context(), c.Param("id"))
+	v, secret, err := h.Webhooks.RotateSecret.Handle(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}
@@ -164,7 +164,7 @@ func (h *Handler) rotateWebhookSecret(c echo.Context) error {
 }
 
 func (h *Handler) testWebhook(c echo.Context) error {
-	d, err := h.Webhooks.SendTest(c.Request().Context(), c.Param("id"))
+	d, err := h.Webhooks.SendTest.Handle(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}
@@ -180,7 +180,7 @@ func (h *Handler) listDeliveries(c echo.Context) error {
 		}
 		limit = n
 	}
-	ds, err := h.Webhooks.Deliveries(c.Request().Context(), c.Param("id"), limit)
+	ds, err := h.Webhooks.Deliveries.Handle(c.Request().Context(), c.Param("id"), limit)
 	if err != nil {
 		return err
 	}

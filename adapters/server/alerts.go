@@ -22,7 +22,8 @@ func (s *Server) startAlerts(threadStore *threadstore.Store) {
 	s.Webhooks = ops.NewWebhooks(ops.WebhooksDeps{Store: webhookstore.New(s.DB),
 		Sender: sender, Audit: s.Store, Clock: s.Clock,
 		Metrics: s.EngineMetrics, Log: s.Log, AllowedHosts: a.AllowedHosts,
-		Retry: domain.WebhookRetry{Base: a.RetryBase, Max: a.RetryMax, MaxAttempts: a.MaxAttempts},
+		PrivateAnswerDetails: a.PrivateAnswerDetails,
+		Retry:                domain.WebhookRetry{Base: a.RetryBase, Max: a.RetryMax, MaxAttempts: a.MaxAttempts},
 		// Batch = Workers: every claimed delivery is sent at once, so
 		// its attempt ends (timeout) well within its lease.
 		Lease: a.Timeout + 30*time.Second, Batch: a.Concurrency, Workers: a.Concurrency,
@@ -37,10 +38,10 @@ func (s *Server) startAlerts(threadStore *threadstore.Store) {
 	hub := s.Threads.Hub()
 	s.Alerts = ops.NewAlertSweep(ops.AlertSweepDeps{Store: threadStore, Contracts: s.threadContracts(), Clock: s.Clock,
 		Metrics: s.EngineMetrics, Log: s.Log, SilentAfter: a.SilentAfter,
-		Recorded: func(ns []ports.NotificationRecord) { hub.Published(context.Background(), ns) }, Nudge: s.Webhooks.Nudge})
+		Recorded: func(ns []ports.NotificationRecord) { hub.Published(context.Background(), ns) }, Nudge: s.Webhooks.Deliverer.Nudge})
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)
-	go func() { defer func() { done <- struct{}{} }(); s.Webhooks.Run(ctx, a.PollInterval) }()
+	go func() { defer func() { done <- struct{}{} }(); s.Webhooks.Deliverer.Run(ctx, a.PollInterval) }()
 	go func() { defer func() { done <- struct{}{} }(); s.Alerts.Run(ctx, a.SweepInterval) }()
 	s.OnClose(func() error { stop(); <-done; <-done; return nil })
 }

@@ -298,7 +298,7 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	{
 		retCtx, stop := context.WithCancel(context.Background())
 		done := make(chan struct{})
-		go func() { defer close(done); s.Retention.Run(retCtx, rc.SweepInterval) }()
+		go func() { defer close(done); s.Retention.Sweeper.Run(retCtx, rc.SweepInterval) }()
 		s.OnClose(func() error { stop(); <-done; return nil })
 	}
 	s.AuditRetention = ops.NewAuditRetention(ops.AuditRetentionDeps{Store: s.Store, Audit: s.Store, Clock: s.Clock,
@@ -362,7 +362,8 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 func (s *Server) startHub() {
 	hub := s.Threads.Hub()
 	n := s.Config.Notifications
-	hub.Configure(delivery.HubConfig{RedeliverAfter: n.RedeliverAfter, MaxDeliveries: n.MaxDeliveries, Retention: n.Retention})
+	hub.Configure(delivery.HubConfig{RedeliverAfter: n.RedeliverAfter, MaxDeliveries: n.MaxDeliveries, Retention: n.Retention,
+		WaitRecheck: n.WaitRecheck})
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); hub.Run(ctx, s.Broadcast) }()

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"time"
 
 	"github.com/threadengine/engine/adapters/threadstore"
 	"github.com/threadengine/engine/app/transparency"
@@ -24,6 +25,7 @@ func (s *Server) startTransparencyLog(store *threadstore.Store, keys threadstore
 			s.Log.Error("transparency log: appending queued leaves failed", "err", err)
 		})
 	}()
+	backfilled := make(chan struct{})
 	go func() {
 		defer close(done)
 		if n, err := store.BackfillLog(ctx); err != nil && ctx.Err() == nil {
@@ -31,7 +33,43 @@ func (s *Server) startTransparencyLog(store *threadstore.Store, keys threadstore
 		} else if n > 0 {
 			s.Log.Info("transparency log: appended the steps recorded before it", "steps", n)
 		}
+		close(backfilled)
 		s.TLog.Commands.SignCheckpoint.Run(ctx, s.Config.Transparency.CheckpointInterval)
 	}()
-	s.OnClose(func() error { stop(); <-done; <-seqDone; return nil })
+	catchUpDone := make(chan struct{})
+	go func() {
+		defer close(catchUpDone)
+		select {
+		case <-backfilled:
+		case <-ctx.Done():
+			return
+		}
+		s.runLogCatchUp(ctx, store)
+	}()
+	s.OnClose(func() error { stop(); <-done; <-seqDone; <-catchUpDone; return nil })
+}
+
+// logCatchUpEvery is how often a replica appends the steps a binary older
+// than the log wrote without their leaf (threadstore.CatchUpLog). Only a
+// rolling upgrade from such a release (or a rollback to one) writes them;
+// a pass reads the steps recorded since the previous one.
+const logCatchUpEvery = time.Minute
+
+// runLogCatchUp runs CatchUpLog at start and every logCatchUpEvery until
+// ctx ends.
+func (s *Server) runLogCatchUp(ctx context.Context, store *threadstore.Store) {
+	t := time.NewTicker(logCatchUpEvery)
+	defer t.Stop()
+	for {
+		if n, err := store.CatchUpLog(ctx, s.Clock.Now()); err != nil && ctx.Err() == nil {
+			s.Log.Error("transparency log: appending steps written without their leaf failed", "err", err)
+		} else if n > 0 {
+			s.Log.Warn("transparency log: appended steps written without their leaf by a binary older than the log (upgrade every replica)", "steps", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

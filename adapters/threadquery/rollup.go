@@ -71,6 +71,11 @@ func (s *Store) RollUp(ctx context.Context, now time.Time) (int, error) {
 		} else if err != nil {
 			return err
 		}
+		// The contract statistics roll forward in the same transaction, to
+		// the same lag (contract_rollup.go).
+		if err := s.rollUpContractStats(ctx, tx, now.UTC().Add(-RollupLag)); err != nil {
+			return err
+		}
 		h := w.T.UTC()
 		for ; h.Before(limit) && n < RollupHoursPerCall; h = h.Add(time.Hour) {
 			if err := s.rollUpHour(ctx, tx, h); err != nil {
@@ -90,8 +95,37 @@ func (s *Store) RollUp(ctx context.Context, now time.Time) (int, error) {
 	return n, nil
 }
 
-// rollUpHour writes one hour's rows (idempotent: a re-run overwrites them).
+// hourRow is one step_stats_hourly row's key and counts.
+type hourStatRow struct {
+	Name     string `db:"contract_name"`
+	Version  int    `db:"contract_version"`
+	Step     string `db:"step_name"`
+	Attempts int64  `db:"attempts"`
+	Failed   int64  `db:"failed"`
+	Violated int64  `db:"violated"`
+	Warnings int64  `db:"warnings"`
+}
+
+func (s *Store) hourRows(ctx context.Context, tx *sqlx.Tx, h time.Time) (map[[3]any]hourStatRow, error) {
+	var rows []hourStatRow
+	if err := tx.SelectContext(ctx, &rows, s.db.Rebind(`SELECT contract_name, contract_version, step_name, attempts, failed, violated, warnings
+ FROM step_stats_hourly WHERE hour = ?`), sqldb.Time(h)); err != nil {
+		return nil, err
+	}
+	m := make(map[[3]any]hourStatRow, len(rows))
+	for _, r := range rows {
+		m[[3]any{r.Name, r.Version, r.Step}] = r
+	}
+	return m, nil
+}
+
+// rollUpHour writes one hour's rows (idempotent: a re-run overwrites them)
+// and adds what they changed to step_stats_total (migration 00042).
 func (s *Store) rollUpHour(ctx context.Context, tx *sqlx.Tx, h time.Time) error {
+	before, err := s.hourRows(ctx, tx, h)
+	if err != nil {
+		return err
+	}
 	from, to := sqldb.Time(h), sqldb.Time(h.Add(time.Hour))
 	hour := "?"
 	if s.db.Dialect == sqldb.Postgres {
@@ -112,6 +146,25 @@ func (s *Store) rollUpHour(ctx context.Context, tx *sqlx.Tx, h time.Time) error 
  ON CONFLICT (hour, contract_name, contract_version, step_name) DO UPDATE SET violated = excluded.violated, warnings = excluded.warnings`,
 	} {
 		if _, err := tx.ExecContext(ctx, s.db.Rebind(q), from, from, to); err != nil {
+			return err
+		}
+	}
+	after, err := s.hourRows(ctx, tx, h)
+	if err != nil {
+		return err
+	}
+	for k, a := range after {
+		b := before[k]
+		d := hourStatRow{Name: a.Name, Version: a.Version, Step: a.Step, Attempts: a.Attempts - b.Attempts,
+			Failed: a.Failed - b.Failed, Violated: a.Violated - b.Violated, Warnings: a.Warnings - b.Warnings}
+		if d.Attempts == 0 && d.Failed == 0 && d.Violated == 0 && d.Warnings == 0 {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, s.db.Rebind(`INSERT INTO step_stats_total (contract_name, contract_version, step_name, attempts, failed, violated, warnings)
+ VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (contract_name, contract_version, step_name) DO UPDATE SET
+ attempts = step_stats_total.attempts + excluded.attempts, failed = step_stats_total.failed + excluded.failed,
+ violated = step_stats_total.violated + excluded.violated, warnings = step_stats_total.warnings + excluded.warnings`),
+			d.Name, d.Version, d.Step, d.Attempts, d.Failed, d.Violated, d.Warnings); err != nil {
 			return err
 		}
 	}

@@ -19,19 +19,19 @@ type contractStatRow struct {
 	N       int    `db:"n"`
 }
 
-// ContractStats counts threads per contract version: one COUNT per (version,
-// status, health) read from the threads_contract_stats index (migration
-// 00013), folded here — summing eight CASE expressions per row in SQL cost
-// more than the scan.
+// ContractStats counts threads per contract version: one count per (version,
+// status, health), from the roll-up and the threads it does not hold yet
+// (contract_rollup.go), folded here.
 func (s *Store) ContractStats(ctx context.Context) ([]ports.ContractStat, error) {
 	var rows []contractStatRow
-	q := `SELECT contract_name, contract_version, status, health, COUNT(*) AS n FROM threads WHERE contract_name IS NOT NULL
- GROUP BY contract_name, contract_version, status, health ORDER BY contract_name, contract_version DESC`
-	if err := s.selectRaw(ctx, &rows, q); err != nil {
+	if err := s.selectRaw(ctx, &rows, contractStatsQuery, sqldb.Time(epoch)); err != nil {
 		return nil, err
 	}
 	var out []ports.ContractStat
 	for _, r := range rows {
+		if r.N == 0 {
+			continue
+		}
 		if len(out) == 0 || out[len(out)-1].Name != r.Name || out[len(out)-1].Version != r.Version {
 			out = append(out, ports.ContractStat{Name: r.Name, Version: r.Version})
 		}
@@ -72,12 +72,11 @@ type stepStatRow struct {
 
 // StepStats counts one contract version's steps: attempts and failures from
 // the activity log, violations and warnings from the validations — the
-// hourly roll-up before its watermark, raw rows after it.
+// roll-up's totals (step_stats_total: every hour before the watermark, one
+// row per step) plus the raw rows from the watermark on. The watermark is
+// read in the same statement, so a roll-up committing meanwhile neither
+// loses nor double-counts an hour.
 func (s *Store) StepStats(ctx context.Context, contractName string, version int) ([]ports.StepStat, error) {
-	w, rolled, err := s.rolledUntil(ctx)
-	if err != nil {
-		return nil, err
-	}
 	cond, args := `t.contract_name = ?`, []any{contractName}
 	rcond, rargs := `r.contract_name = ?`, []any{contractName}
 	if version > 0 {
@@ -86,19 +85,21 @@ func (s *Store) StepStats(ctx context.Context, contractName string, version int)
 		rcond += ` AND r.contract_version = ?`
 		rargs = append(rargs, version)
 	}
-	var all []any
-	var parts []string
-	if rolled {
-		parts = append(parts, `SELECT r.step_name, r.attempts, r.failed, r.violated, r.warnings FROM step_stats_hourly r WHERE `+rcond+` AND r.hour < ?`)
-		all = append(append(all, rargs...), sqldb.Time(w))
+	// Hourly rows at or past the watermark are normally none; were the
+	// watermark ever set back, the totals still hold those hours, which the
+	// raw rows count again, so they are taken out.
+	parts := []string{`SELECT r.step_name, r.attempts, r.failed, r.violated, r.warnings FROM step_stats_total r WHERE ` + rcond,
+		`SELECT r.step_name, -r.attempts, -r.failed, -r.violated, -r.warnings FROM step_stats_hourly r WHERE ` + rcond +
+			` AND r.hour >= COALESCE((SELECT rolled_until FROM stats_rollup WHERE name = '` + rollupName + `'), ?)`}
+	all := append(append(append([]any{}, rargs...), rargs...), sqldb.Time(epoch))
+	for _, x := range []struct{ alias, table, at, sel string }{
+		{"a", "thread_activities", "recorded_at", `a.step_name, 1 AS attempts, CASE WHEN a.status IN ('failed','error') THEN 1 ELSE 0 END AS failed, 0 AS violated, 0 AS warnings`},
+		{"v", "thread_validations", "created_at", `v.step_name, 0 AS attempts, 0 AS failed, CASE WHEN v.overall_status = 'violated' THEN 1 ELSE 0 END AS violated, CASE WHEN v.overall_status = 'warning' THEN 1 ELSE 0 END AS warnings`},
+	} {
+		parts = append(parts, `SELECT `+x.sel+` FROM `+x.table+` `+x.alias+` JOIN threads t ON t.id = `+x.alias+`.thread_id AND `+cond+
+			` WHERE `+x.alias+`.`+x.at+` >= COALESCE((SELECT rolled_until FROM stats_rollup WHERE name = '`+rollupName+`'), ?)`)
+		all = append(append(all, args...), sqldb.Time(epoch))
 	}
-	since := time.Time{}
-	if rolled {
-		since = w
-	}
-	raw, rawArgs := rawStepParts(`JOIN threads t ON t.id = %s.thread_id AND `+cond, args, since, time.Time{})
-	parts = append(parts, raw...)
-	all = append(all, rawArgs...)
 	return s.stepStats(ctx, contractName, parts, all, `ORDER BY SUM(failed) + SUM(violated) DESC, step_name`)
 }
 

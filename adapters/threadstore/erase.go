@@ -47,6 +47,9 @@ func (s *Store) DeleteThreads(ctx context.Context, ids []string) ([]domain.Threa
 			found[i] = r.ID
 			out = append(out, r.record())
 		}
+		if err := s.unrollContractStats(ctx, tx, found); err != nil {
+			return err
+		}
 		for _, table := range append(threadTables, "threads") {
 			col := "thread_id"
 			if table == "threads" {
@@ -67,6 +70,46 @@ func (s *Store) DeleteThreads(ctx context.Context, ids []string) ([]domain.Threa
 		return nil, sqldb.TranslateError(err)
 	}
 	return out, nil
+}
+
+type rolledRow struct {
+	Name    string `db:"contract_name"`
+	Version int    `db:"contract_version"`
+	Status  string `db:"status"`
+	Health  string `db:"health"`
+	N       int    `db:"n"`
+}
+
+// unrollContractStats subtracts, from the contract statistics roll-up
+// (migration 00041, threadquery/contract_rollup.go), the threads about to be
+// deleted that it counts: those that ended before its watermark. The
+// watermark row is locked first, so a roll-up cannot pass these threads
+// between this read and the delete's commit.
+func (s *Store) unrollContractStats(ctx context.Context, tx *sqlx.Tx, ids []string) error {
+	var w []time.Time
+	if err := tx.SelectContext(ctx, &w, s.q(`SELECT rolled_until FROM stats_rollup WHERE name = 'threads'`+s.db.ForUpdate())); err != nil {
+		return err
+	}
+	if len(w) == 0 {
+		return nil
+	}
+	q, args, err := sqlx.In(`SELECT contract_name, COALESCE(contract_version, 0) AS contract_version, status, health, COUNT(*) AS n
+ FROM threads WHERE id IN (?) AND contract_name IS NOT NULL AND status <> 'active' AND completed_at < ?
+ GROUP BY contract_name, COALESCE(contract_version, 0), status, health`, ids, sqldb.Time(w[0]))
+	if err != nil {
+		return err
+	}
+	var rows []rolledRow
+	if err := tx.SelectContext(ctx, &rows, s.q(q), args...); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if _, err := tx.ExecContext(ctx, s.q(`UPDATE contract_stats_rollup SET threads = threads - ?
+ WHERE contract_name = ? AND contract_version = ? AND status = ? AND health = ?`), r.N, r.Name, r.Version, r.Status, r.Health); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ExpiredThreads: see ports.ThreadEraser. A thread's updated_at is the time

@@ -230,7 +230,7 @@ func TestRetentionSweep(t *testing.T) {
 			f.clock.t = f.clock.t.Add(15 * day) // old ones ended 35 days ago; recent ones 15
 			recentEnded := f.populate(t, "recent-ended", true)
 
-			res, err := ret.Sweep(f.ctx)
+			res, err := ret.Sweeper.Sweep(f.ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -244,12 +244,12 @@ func TestRetentionSweep(t *testing.T) {
 				wantAllRows(t, f, th.ID)
 			}
 			// Nothing more to do.
-			if res, err := ret.Sweep(f.ctx); err != nil || res.Threads != 0 {
+			if res, err := ret.Sweeper.Sweep(f.ctx); err != nil || res.Threads != 0 {
 				t.Fatalf("second sweep %+v %v", res, err)
 			}
 			// Active threads go only once idle longer than active_idle_days.
 			f.clock.t = f.clock.t.Add(60 * day) // old-active idle 95 days, recent-active 75
-			if res, err := ret.Sweep(f.ctx); err != nil || res.Threads != 2 {
+			if res, err := ret.Sweeper.Sweep(f.ctx); err != nil || res.Threads != 2 {
 				t.Fatalf("idle sweep %+v %v", res, err) // old-active and recent-ended (75 days after its end)
 			}
 			wantNoRows(t, f.db, oldActive.ID)
@@ -271,28 +271,28 @@ func TestRetentionSweep(t *testing.T) {
 
 			// The UI override wins over the config; 0 keeps everything.
 			admin := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "a", Role: domain.RoleAdmin})
-			if v, err := ret.Set(admin, 0); err != nil || v.ThreadsDays != 0 || v.Source != ops.RetentionFromUI {
+			if v, err := ret.Set.Handle(admin, 0); err != nil || v.ThreadsDays != 0 || v.Source != ops.RetentionFromUI {
 				t.Fatalf("set %+v %v", v, err)
 			}
-			if _, err := ret.Set(f.ctx, 5); domain.KindOf(err) != domain.KindForbidden {
+			if _, err := ret.Set.Handle(f.ctx, 5); domain.KindOf(err) != domain.KindForbidden {
 				t.Fatalf("a member set retention: %v", err)
 			}
-			if _, err := ret.Set(admin, -1); domain.KindOf(err) != domain.KindInvalid {
+			if _, err := ret.Set.Handle(admin, -1); domain.KindOf(err) != domain.KindInvalid {
 				t.Fatalf("negative days: %v", err)
 			}
 			ended := f.populate(t, "ended-now", true)
 			f.clock.t = f.clock.t.Add(40 * day)
-			if _, err := ret.Set(admin, 0); err != nil {
+			if _, err := ret.Set.Handle(admin, 0); err != nil {
 				t.Fatal(err)
 			}
-			if res, err := ret.Sweep(f.ctx); err != nil || res.Threads != 1 { // only recent-active, idle 115 days
+			if res, err := ret.Sweeper.Sweep(f.ctx); err != nil || res.Threads != 1 { // only recent-active, idle 115 days
 				t.Fatalf("sweep with override 0: %+v %v", res, err)
 			}
 			wantAllRows(t, f, ended.ID)
-			if v, err := ret.Reset(admin); err != nil || v.ThreadsDays != 30 || v.Source != ops.RetentionFromConfig {
+			if v, err := ret.Reset.Handle(admin); err != nil || v.ThreadsDays != 30 || v.Source != ops.RetentionFromConfig {
 				t.Fatalf("reset %+v %v", v, err)
 			}
-			if res, err := ret.Sweep(f.ctx); err != nil || res.Threads != 1 {
+			if res, err := ret.Sweeper.Sweep(f.ctx); err != nil || res.Threads != 1 {
 				t.Fatalf("sweep after reset: %+v %v", res, err)
 			}
 			wantNoRows(t, f.db, ended.ID)

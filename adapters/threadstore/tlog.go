@@ -345,7 +345,8 @@ const backfillBatch = 500
 // (in step id order, a batch per transaction, the log locked first so
 // replicas doing the same never append one step twice), then marks the log
 // backfilled: from then on a stored step without a leaf was not written by
-// the engine. It returns how many leaves it appended.
+// this release (CatchUpLog appends those a release older than the log
+// wrote). It returns how many leaves it appended.
 func (s *Store) BackfillLog(ctx context.Context) (int, error) {
 	total, after := 0, ""
 	for {
@@ -377,15 +378,7 @@ func (s *Store) BackfillLog(ctx context.Context) (int, error) {
 			}
 			leaves := make([]domain.LogLeaf, len(acts))
 			for i, a := range acts {
-				leaves[i] = domain.StepLeaf(a.ThreadID, a.ID, a.Seq, a.Hash)
-				if !domain.IsStepHash(a.Hash) {
-					// The record as stored now, so later edits show.
-					rh, err := domain.StepHash(a.Record())
-					if err != nil {
-						rh = "unhashable: " + err.Error()
-					}
-					leaves[i].RecordHash = rh
-				}
+				leaves[i] = legacyLeaf(a.ThreadID, a.ID, a.Seq, a.Hash, a.Record())
 			}
 			next, n = ids[len(ids)-1], len(ids)
 			_, err = s.appendLeaves(ctx, tx, leaves, time.Now())

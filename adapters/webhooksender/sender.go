@@ -11,8 +11,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -41,17 +43,19 @@ var ErrAddressRefused = errors.New("destination address refused (alerts.block_pr
 // addresses. Redirects are not followed (a 3xx is a failed attempt).
 func New(timeout time.Duration, blockPrivate bool) *Sender {
 	d := &net.Dialer{Timeout: timeout}
-	if blockPrivate {
-		d.Control = func(_, address string, _ syscall.RawConn) error {
-			host, _, err := net.SplitHostPort(address)
-			if err != nil {
-				return err
-			}
-			if refused(host) {
-				return ErrAddressRefused
-			}
+	d.ControlContext = func(ctx context.Context, _, address string, _ syscall.RawConn) error {
+		host, _, err := net.SplitHostPort(address)
+		if err != nil {
+			return err
+		}
+		if !refused(host) {
 			return nil
 		}
+		if blockPrivate {
+			return ErrAddressRefused
+		}
+		markPrivate(ctx)
+		return nil
 	}
 	tr := &http.Transport{DialContext: d.DialContext, Proxy: nil, TLSHandshakeTimeout: timeout,
 		ResponseHeaderTimeout: timeout, MaxIdleConnsPerHost: 2, IdleConnTimeout: 90 * time.Second}
@@ -102,14 +106,34 @@ func (s *Sender) Send(ctx context.Context, r ports.WebhookRequest) (ports.Webhoo
 	for k, v := range r.Headers {
 		req.Header.Set(k, v)
 	}
+	// Which address was used: a new connection is seen as it is dialled
+	// (also when the dial then fails), a reused one when it is handed out.
+	var private atomic.Bool
+	dctx := context.WithValue(req.Context(), privateKey{}, &private)
+	dctx = httptrace.WithClientTrace(dctx, &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+		if host, _, err := net.SplitHostPort(info.Conn.RemoteAddr().String()); err == nil && refused(host) {
+			private.Store(true)
+		}
+	}})
+	req = req.WithContext(dctx)
 	span := s.startSpan(ctx, r, req)
 	resp, err := s.client.Do(req)
 	if err != nil {
 		endSpan(span, 0, err)
-		return ports.WebhookResponse{}, err
+		return ports.WebhookResponse{Private: private.Load()}, err
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, MaxResponseRead))
 	endSpan(span, resp.StatusCode, nil)
-	return ports.WebhookResponse{Status: resp.StatusCode, Body: string(b)}, nil
+	return ports.WebhookResponse{Status: resp.StatusCode, Body: string(b), Private: private.Load()}, nil
+}
+
+type privateKey struct{}
+
+// markPrivate notes on the request's context that a private address is
+// being dialled.
+func markPrivate(ctx context.Context) {
+	if p, ok := ctx.Value(privateKey{}).(*atomic.Bool); ok {
+		p.Store(true)
+	}
 }

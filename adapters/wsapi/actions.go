@@ -32,6 +32,10 @@ type actionSpec struct {
 	// answering its heartbeats (every 30 s), acks and subscriptions broke the
 	// connection after ~256 of them.
 	fireAndForget bool
+	// free: not counted against limits.ws.frames_per_second (acks,
+	// heartbeats, cancelling: cheap, and refusing them would only make
+	// the client retry them).
+	free bool
 }
 
 // actions is the protocol after connect, by action name. Aliases are the
@@ -45,14 +49,14 @@ var actions = map[string]actionSpec{
 	"joinThread":        {run: (*session).join},
 	"threadEnd":         {run: (*session).endThread},
 	"closeThread":       {run: (*session).endThread},
-	"subscribe":         {run: (*session).subscribe, fireAndForget: true},
-	"unsubscribe":       {run: (*session).unsubscribe, fireAndForget: true},
-	"ack_notification":  {run: (*session).ack, fireAndForget: true},
-	"heartbeat":         {run: (*session).heartbeat, fireAndForget: true},
-	"closeConnection":   {run: (*session).closeConnection, endsSession: true},
+	"subscribe":         {run: (*session).subscribe, fireAndForget: true, free: true},
+	"unsubscribe":       {run: (*session).unsubscribe, fireAndForget: true, free: true},
+	"ack_notification":  {run: (*session).ack, fireAndForget: true, free: true},
+	"heartbeat":         {run: (*session).heartbeat, fireAndForget: true, free: true},
+	"closeConnection":   {run: (*session).closeConnection, endsSession: true, free: true},
 	"thread":            {run: (*session).thread},
 	"waitFor":           {run: (*session).waitFor},
-	"cancelWait":        {run: (*session).cancelWait, fireAndForget: true},
+	"cancelWait":        {run: (*session).cancelWait, fireAndForget: true, free: true},
 }
 
 // The protocol's own refusals; their messages are the SDKs' and the
@@ -98,7 +102,14 @@ func (s *session) handle(data []byte) bool {
 		f.end(err)
 		return false
 	}
-	r, err := spec.run(s, delivery.WithOrigin(authz.WithPrincipal(ctx, *p), s.hub), m)
+	var r reply
+	if !spec.free {
+		err = s.checkRate(len(data))
+	}
+	s.leaveReadSlot() // read and decoded: the action runs without the slot
+	if err == nil {
+		r, err = spec.run(s, delivery.WithOrigin(authz.WithPrincipal(ctx, *p), s.hub), m)
+	}
 	if errors.Is(err, errAnswered) {
 		if m.Action != "waitFor" { // a pending wait ends its frame when it answers
 			f.end(nil)

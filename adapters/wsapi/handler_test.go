@@ -15,9 +15,16 @@ import (
 	"github.com/threadengine/engine/domain"
 )
 
-type fakeAuthn struct{ revoked atomic.Bool }
+type fakeAuthn struct {
+	revoked atomic.Bool
+	checks  chan struct{} // one per authentication, when set (never blocks)
+}
 
 func (f *fakeAuthn) AuthenticateAPIKey(_ context.Context, secret string) (domain.Principal, error) {
+	select {
+	case f.checks <- struct{}{}:
+	default:
+	}
 	if secret != "good" || f.revoked.Load() {
 		return domain.Principal{}, domain.ErrUnauthenticated
 	}
@@ -30,11 +37,12 @@ func (f *fakeAuthn) AuthenticateSession(context.Context, string) (domain.Princip
 
 // A key revoked while its socket is open stops working within a ping interval.
 func TestRevokedKeyClosesOpenSocket(t *testing.T) {
-	authn := &fakeAuthn{}
+	authn := &fakeAuthn{checks: make(chan struct{}, 16)}
 	h := &Handler{Threads: threads.New(nil, nil, nil, []byte("k"), nil), Authn: authn, PingInterval: 100 * time.Millisecond}
 	srv := httptest.NewServer(h)
 	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// Bounds a hang only; nothing below races the clock.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	conn, _, err := websocket.Dial(ctx, strings.Replace(srv.URL, "http", "ws", 1), nil)
 	if err != nil {
@@ -69,8 +77,17 @@ func TestRevokedKeyClosesOpenSocket(t *testing.T) {
 	if f := send(map[string]any{"action": "connect", "apiKey": "good"}); !strings.Contains(f, `"status":"success"`) {
 		t.Fatalf("connect: %s", f)
 	}
-	// Pings (answered) and re-checks keep a valid connection open.
-	time.Sleep(350 * time.Millisecond)
+	// Pings (answered) and re-checks keep a valid connection open: the
+	// connect and three re-checks have authenticated the key.
+	for range 4 {
+		select {
+		case <-authn.checks:
+		case err := <-readErr:
+			t.Fatalf("closed before the re-checks: %v", err)
+		case <-ctx.Done():
+			t.Fatal("no re-check")
+		}
+	}
 	if f := send(map[string]any{"action": "heartbeat", "requestId": "h1"}); !strings.Contains(f, "heartbeat") {
 		t.Fatalf("heartbeat: %s", f)
 	}
@@ -80,8 +97,8 @@ func TestRevokedKeyClosesOpenSocket(t *testing.T) {
 		if websocket.CloseStatus(err) != websocket.StatusPolicyViolation {
 			t.Fatalf("after revocation: %v, want close 1008", err)
 		}
-	case <-time.After(3 * time.Second):
-		t.Fatal("socket still open 3s after the key was revoked")
+	case <-ctx.Done():
+		t.Fatal("socket still open after the key was revoked")
 	}
 }
 

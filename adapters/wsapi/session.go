@@ -3,6 +3,7 @@ package wsapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,7 +16,6 @@ import (
 	"github.com/coder/websocket"
 	"github.com/labstack/echo/v4"
 	"go.opentelemetry.io/otel/trace"
-	"golang.org/x/sync/semaphore"
 
 	"github.com/threadengine/engine/adapters/config"
 	"github.com/threadengine/engine/adapters/limits"
@@ -65,7 +65,7 @@ type Handler struct {
 
 	admission  admission
 	waitCounts waitCounts
-	frames     *semaphore.Weighted
+	frames     *byteBudget
 	framesMu   sync.Once
 	mu         sync.Mutex
 	live       map[*session]struct{}
@@ -94,6 +94,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request, addr string) {
 	// The API key travels in the first frame, never in a cookie, so a
 	// cross-origin page gains nothing by opening a socket: origins are not checked.
+	w = closeOnRefusal{w}
 	if err := h.admit(addr); err != nil {
 		h.refuseUpgrade(w, domain.AsError(err))
 		return
@@ -128,8 +129,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, addr string) {
 	s.readLoop()
 }
 
-func (h *Handler) frameBudget() *semaphore.Weighted {
-	h.framesMu.Do(func() { h.frames = semaphore.NewWeighted(maxFrameBytesInFlight) })
+func (h *Handler) frameBudget() *byteBudget {
+	h.framesMu.Do(func() { h.frames = newByteBudget(limits.WSFrameBytes, h.Refusals, maxFrameBytesInFlight) })
 	return h.frames
 }
 
@@ -206,6 +207,21 @@ type session struct {
 	stepVocab   atomic.Bool // subscribed with step.*/rule.* names: pushes use them
 	execVocab   atomic.Bool // subscribed with execution.*/validation.* names (Go): pushes keep them
 
+	// share is the principal's (limits.go), set by connect; nil before.
+	share atomic.Pointer[principalShare]
+	// qmu guards qheld, the bytes of frames queued on out paid from the
+	// share's queued budget, and qclosed, set when the session ends and
+	// everything still queued has been given back.
+	qmu     sync.Mutex
+	qheld   int64
+	qclosed bool
+	// readSlot is the principal's reading slot this socket holds (only
+	// the read loop touches it).
+	readSlot chan struct{}
+	// pause is how long the read loop waits before reading the next frame
+	// after one was refused rate_limited (read loop only).
+	pause time.Duration
+
 	closeOnce   sync.Once
 	closeCode   websocket.StatusCode // set by flushAndClose before its marker
 	closeReason string
@@ -218,13 +234,7 @@ func (s *session) Deliver(ackToken string, n ports.NotificationRecord) bool {
 	if err != nil {
 		return false
 	}
-	queued := false
-	select {
-	case <-s.ctx.Done():
-	case s.out <- frame:
-		queued = true
-	default:
-	}
+	queued := s.enqueue(frame, false)
 	s.pushed(n, queued)
 	return queued
 }
@@ -236,7 +246,71 @@ func (s *session) shutdown() {
 		}
 		s.cancel()
 		_ = s.conn.CloseNow()
+		s.closeQueue()
 	})
+}
+
+// enqueue queues frame for the write loop, paying its bytes from the
+// principal's queued budget. wait says whether to wait for room (a reply:
+// the read loop pauses, so a client that does not read stops being read)
+// or to give up at once (a push: the hub delivers it later).
+func (s *session) enqueue(frame []byte, wait bool) bool {
+	n := int64(len(frame))
+	sh := s.share.Load()
+	if sh != nil && n > 0 {
+		if wait && !sh.queued.take(s.ctx, n) || !wait && !sh.queued.tryTake(n) {
+			return false
+		}
+		s.qmu.Lock()
+		if s.qclosed {
+			s.qmu.Unlock()
+			sh.queued.give(n)
+			return false
+		}
+		s.qheld += n
+		s.qmu.Unlock()
+	}
+	if wait {
+		select {
+		case s.out <- frame:
+			return true
+		case <-s.ctx.Done():
+		}
+	} else {
+		select {
+		case s.out <- frame:
+			return true
+		default:
+		}
+	}
+	s.unqueue(n)
+	return false
+}
+
+// unqueue gives back the bytes of a frame written or dropped. Frames queued
+// before connect were not paid for; they are first in the queue, so taking
+// at most what is held keeps the count exact overall.
+func (s *session) unqueue(n int64) {
+	sh := s.share.Load()
+	if sh == nil {
+		return
+	}
+	s.qmu.Lock()
+	k := min(n, s.qheld)
+	s.qheld -= k
+	s.qmu.Unlock()
+	sh.queued.give(k)
+}
+
+// closeQueue gives back everything still queued when the session ends.
+func (s *session) closeQueue() {
+	s.qmu.Lock()
+	k := s.qheld
+	s.qheld, s.qclosed = 0, true
+	s.qmu.Unlock()
+	if sh := s.share.Load(); sh != nil {
+		sh.queued.give(k)
+	}
 }
 
 // closeWith sends a close frame, waits briefly for the peer's, and ends the
@@ -259,6 +333,7 @@ func (s *session) writeLoop() {
 			wctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
 			err := s.conn.Write(wctx, websocket.MessageText, frame)
 			cancel()
+			s.unqueue(int64(len(frame)))
 			if err != nil {
 				s.shutdown()
 				return
@@ -325,10 +400,7 @@ func (s *session) send(requestID string, r reply) {
 		s.log.Error("ws: encode reply", "err", err)
 		return
 	}
-	select {
-	case s.out <- frame:
-	case <-s.ctx.Done():
-	}
+	s.enqueue(frame, true)
 }
 
 // flushAndClose closes the connection normally once the replies queued
@@ -357,49 +429,69 @@ const closeFlushLimit = 10 * time.Second
 
 func (s *session) readLoop() {
 	for {
+		if !s.paced() {
+			return
+		}
 		typ, r, err := s.conn.Reader(s.ctx)
 		if err != nil {
 			return
 		}
-		limit, name := MaxMessageBytes, limits.WSMessageBytes
-		if s.authenticated() == nil {
-			limit, name = MaxPreConnectBytes, limits.WSPreConnectBytes
-		}
-		data, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
-		if err != nil {
+		// The frame's header has arrived; its payload stays unread (in the
+		// kernel, pushing back on the client) until a slot is free.
+		if !s.takeReadSlot() {
 			return
 		}
-		if len(data) > limit {
-			var f frameSniffer
-			_, _ = f.Write(data)
-			if _, err := io.Copy(&f, r); err != nil {
-				return
-			}
-			action := f.action()
-			if action == "" {
-				action = "error"
-			}
-			s.h.Refusals.Refused(name)
-			msg := fmt.Sprintf("Message too large: frames are limited to %d bytes", limit)
-			if name == limits.WSPreConnectBytes {
-				msg = fmt.Sprintf("Message too large: frames before connect are limited to %d bytes", limit)
-			}
-			s.send(f.requestID(), s.fail(action, domain.LimitExceeded(domain.KindTooLarge, string(name), "%s", msg)))
-			continue
-		}
-		if typ != websocket.MessageText && typ != websocket.MessageBinary {
-			continue
-		}
-		budget := s.h.frameBudget()
-		if err := budget.Acquire(s.ctx, int64(len(data))); err != nil {
-			return
-		}
-		done := s.handle(data)
-		budget.Release(int64(len(data)))
-		if done {
+		if s.readFrameAndHandle(typ, r) {
 			return
 		}
 	}
+}
+
+// readFrameAndHandle reads one frame and handles it, holding the reading
+// slot until the action starts; it reports whether the session is done.
+func (s *session) readFrameAndHandle(typ websocket.MessageType, r io.Reader) (done bool) {
+	defer s.leaveReadSlot()
+	limit, name := MaxMessageBytes, limits.WSMessageBytes
+	if s.authenticated() == nil {
+		limit, name = MaxPreConnectBytes, limits.WSPreConnectBytes
+	}
+	data, hold, err := s.readFrame(r, limit)
+	switch {
+	case errors.Is(err, errPendingShare):
+		s.h.Refusals.Refused(limits.WSPendingBytes)
+		s.closeWith(websocket.StatusPolicyViolation, "this principal's sockets hold too many bytes of unfinished frames")
+		return true
+	case errors.Is(err, errFramesInFlight):
+		s.h.Refusals.Refused(limits.WSFramesInFlight)
+		s.closeWith(websocket.StatusTryAgainLater, "the engine is busy reading frames; retry later")
+		return true
+	case err != nil:
+		return true
+	}
+	defer hold.release()
+	if len(data) > limit {
+		hold.release()
+		var f frameSniffer
+		_, _ = f.Write(data)
+		if _, err := io.Copy(&f, r); err != nil {
+			return true
+		}
+		action := f.action()
+		if action == "" {
+			action = "error"
+		}
+		s.h.Refusals.Refused(name)
+		msg := fmt.Sprintf("Message too large: frames are limited to %d bytes", limit)
+		if name == limits.WSPreConnectBytes {
+			msg = fmt.Sprintf("Message too large: frames before connect are limited to %d bytes", limit)
+		}
+		s.send(f.requestID(), s.fail(action, domain.LimitExceeded(domain.KindTooLarge, string(name), "%s", msg)))
+		return false
+	}
+	if typ != websocket.MessageText && typ != websocket.MessageBinary {
+		return false
+	}
+	return s.handle(data)
 }
 
 // authenticated returns the connection's principal, nil before connect.

@@ -35,6 +35,10 @@ type HubConfig struct {
 	// PollEvery is how often the log is read without a wake-up (leases that
 	// ended, a missed wake-up). Default 1 s.
 	PollEvery time.Duration
+	// WaitRecheck is how often a pending wait re-reads what it waits for
+	// without a wake-up (its thread changing wakes it at once). Default
+	// 30 s.
+	WaitRecheck time.Duration
 }
 
 func (c HubConfig) withDefaults() HubConfig {
@@ -49,6 +53,9 @@ func (c HubConfig) withDefaults() HubConfig {
 	}
 	if c.PollEvery <= 0 {
 		c.PollEvery = time.Second
+	}
+	if c.WaitRecheck <= 0 {
+		c.WaitRecheck = defaultWaitRecheck
 	}
 	return c
 }
@@ -122,6 +129,7 @@ func NewHub(store ports.NotificationLog, clock ports.Clock, log *slog.Logger) *H
 func (h *Hub) Configure(c HubConfig) {
 	h.mu.Lock()
 	h.cfg = c.withDefaults()
+	h.watch.recheck.Store(int64(h.cfg.WaitRecheck))
 	h.mu.Unlock()
 }
 

@@ -54,11 +54,12 @@ type ThreadFeed interface {
 	RoundSlot(ctx context.Context) (release func(), err error)
 }
 
-// safetyRecheck: a pending wait also re-reads what it waits for this often
-// without a wake-up: a change nobody announced (a party's access expiring,
-// a thread deleted), or an announcement lost with a replica. Cheap: one
-// read per wait per interval, whatever else is written.
-const safetyRecheck = 30 * time.Second
+// defaultWaitRecheck: a pending wait also re-reads what it waits for this
+// often without a wake-up: a change nobody announced (a party's access
+// expiring, a thread deleted), or an announcement lost with a replica.
+// Cheap: one read per wait per interval, whatever else is written.
+// HubConfig.WaitRecheck (notifications.wait_recheck) replaces it.
+const defaultWaitRecheck = 30 * time.Second
 
 // ThreadContracts finds the contract a thread was started with (nil for a
 // free-form thread); the thread use cases' cache answers it.
@@ -119,7 +120,7 @@ func (g *waitGate) commit() bool {
 func (g *waitGate) answer() bool { return g.state.CompareAndSwap(gateOpen, gateAnswered) }
 
 // wait re-runs check whenever the thread changes (feed tells it; and at
-// least every safetyRecheck) until it decides, ctx ends (cancelled) or
+// least every watcher.RecheckEvery()) until it decides, ctx ends (cancelled) or
 // timeout is nearly over (timed_out). Nothing else wakes it: a wait costs
 // nothing while its thread is quiet, however busy the others are.
 //
@@ -137,7 +138,8 @@ func wait(ctx context.Context, feed ThreadFeed, threadID string, timeout time.Du
 	}
 	watcher := feed.WatchThread(threadID)
 	defer watcher.Stop()
-	recheck := time.NewTimer(safetyRecheck)
+	recheckEvery := watcher.RecheckEvery()
+	recheck := time.NewTimer(recheckEvery)
 	defer recheck.Stop()
 	deadline := time.NewTimer(max(timeout-timeoutMargin(timeout), time.Millisecond))
 	defer deadline.Stop()
@@ -205,7 +207,7 @@ func wait(ctx context.Context, feed ThreadFeed, threadID string, timeout time.Du
 			return WaitResult{Decision: DecisionTimedOut, Message: "no decision before the timeout"}, nil
 		case <-changed:
 		case <-recheck.C:
-			recheck.Reset(safetyRecheck)
+			recheck.Reset(recheckEvery)
 		}
 	}
 }

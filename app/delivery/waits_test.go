@@ -90,3 +90,33 @@ func TestWaitIsWokenByItsThreadOnly(t *testing.T) {
 		}
 	})
 }
+
+// notifications.wait_recheck sets the safety interval: a pending wait
+// re-reads at it (and not before), whatever the default.
+func TestWaitRecheckIsConfigured(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := delivery.NewHub(nil, ports.SystemClock{}, nil)
+		h.Configure(delivery.HubConfig{WaitRecheck: 5 * time.Second})
+		v := &validations{recorded: map[string]bool{}}
+		wait := delivery.NewWaitForValidationHandler(threadGetter{}, v, h, ports.SystemClock{})
+		ctx, cancel := context.WithCancel(authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u1", Role: domain.RoleMember}))
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = wait.Handle(ctx, "t1", "s1", time.Minute)
+		}()
+		synctest.Wait()
+		time.Sleep(4 * time.Second)
+		synctest.Wait()
+		if v.count() != 1 {
+			t.Fatalf("reads %d before the configured interval, want 1", v.count())
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if v.count() != 2 {
+			t.Fatalf("reads %d after the configured interval, want 2", v.count())
+		}
+		cancel()
+		<-done
+	})
+}

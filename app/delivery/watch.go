@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/threadengine/engine/ports"
 )
@@ -24,6 +25,7 @@ type threadWatch struct {
 
 	metrics        ports.DeliveryMetrics // set with the hub's, before use
 	pending, reads atomic.Int64
+	recheck        atomic.Int64 // HubConfig.WaitRecheck, in nanoseconds (0: the default)
 }
 
 type watched struct {
@@ -67,6 +69,15 @@ func (t *ThreadWatcher) Changed() <-chan struct{} {
 		return e.changed
 	}
 	return nil // stopped
+}
+
+// RecheckEvery is how often a pending wait re-reads without a wake-up
+// (HubConfig.WaitRecheck).
+func (t *ThreadWatcher) RecheckEvery() time.Duration {
+	if d := time.Duration(t.w.recheck.Load()); d > 0 {
+		return d
+	}
+	return defaultWaitRecheck
 }
 
 // Stop ends the following; the thread's entry goes with its last watcher.

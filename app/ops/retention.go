@@ -38,9 +38,15 @@ type RetentionDeps struct {
 	BatchPause time.Duration
 }
 
-// Retention deletes threads past the retention period, in bounded batches,
-// and lets administrators change the period at run time.
-type Retention struct{ d RetentionDeps }
+// Retention holds the retention use cases, one handler each (built by
+// NewRetention from one set of dependencies): reading, overriding and
+// resetting the period (administrators), and the sweeper the engine runs.
+type Retention struct {
+	Get     GetRetentionHandler
+	Set     SetRetentionHandler
+	Reset   ResetRetentionHandler
+	Sweeper *RetentionSweeper
+}
 
 // NewRetention builds the retention use cases.
 func NewRetention(d RetentionDeps) *Retention {
@@ -53,7 +59,32 @@ func NewRetention(d RetentionDeps) *Retention {
 	if d.BatchSize < 1 {
 		d.BatchSize = 100
 	}
-	return &Retention{d: d}
+	p := retentionPolicy{settings: d.Settings, configDays: d.ConfigDays, idleDays: d.IdleDays, log: d.Log}
+	a := retentionAudit{audit: d.Audit, clock: d.Clock, newID: d.NewID, log: d.Log}
+	return &Retention{
+		Get:   GetRetentionHandler{policy: p},
+		Set:   SetRetentionHandler{policy: p, settings: d.Settings, a: a},
+		Reset: ResetRetentionHandler{policy: p, settings: d.Settings, a: a},
+		Sweeper: &RetentionSweeper{policy: p, store: d.Store, a: a, deleted: d.Deleted, log: d.Log,
+			batchSize: d.BatchSize, batchPause: d.BatchPause},
+	}
+}
+
+// retentionPolicy reads the period in force.
+type retentionPolicy struct {
+	settings interface {
+		GetSetting(ctx context.Context, key string) (string, bool, error)
+	}
+	configDays, idleDays int
+	log                  *slog.Logger
+}
+
+// retentionAudit records the retention use cases' audit lines.
+type retentionAudit struct {
+	audit ports.Audit
+	clock ports.Clock
+	newID func() string
+	log   *slog.Logger
 }
 
 // RetentionSource says where the period in force comes from.
@@ -73,16 +104,16 @@ type RetentionView struct {
 }
 
 // effective is the period in force: the UI override, else the config.
-func (r *Retention) effective(ctx context.Context) (RetentionView, error) {
-	v := RetentionView{ThreadsDays: r.d.ConfigDays, Source: RetentionFromConfig, ConfigDays: r.d.ConfigDays, ActiveIdleDays: r.d.IdleDays}
-	raw, ok, err := r.d.Settings.GetSetting(ctx, RetentionDaysSetting)
+func (r retentionPolicy) effective(ctx context.Context) (RetentionView, error) {
+	v := RetentionView{ThreadsDays: r.configDays, Source: RetentionFromConfig, ConfigDays: r.configDays, ActiveIdleDays: r.idleDays}
+	raw, ok, err := r.settings.GetSetting(ctx, RetentionDaysSetting)
 	if err != nil {
 		return RetentionView{}, err
 	}
 	if ok {
 		n, err := strconv.Atoi(raw)
 		if err != nil || n < 0 {
-			r.d.Log.Warn("ignoring an unreadable retention setting", "value", raw)
+			r.log.Warn("ignoring an unreadable retention setting", "value", raw)
 			return v, nil
 		}
 		v.ThreadsDays, v.Source = n, RetentionFromUI
@@ -90,16 +121,29 @@ func (r *Retention) effective(ctx context.Context) (RetentionView, error) {
 	return v, nil
 }
 
-// Get returns the policy (administrators: settings.manage).
-func (r *Retention) Get(ctx context.Context) (RetentionView, error) {
+// GetRetentionHandler reads the policy.
+type GetRetentionHandler struct{ policy retentionPolicy }
+
+// Handle returns the policy (administrators: settings.manage).
+func (h GetRetentionHandler) Handle(ctx context.Context) (RetentionView, error) {
 	if _, err := authz.Require(ctx, domain.PermSettingsManage); err != nil {
 		return RetentionView{}, err
 	}
-	return r.effective(ctx)
+	return h.policy.effective(ctx)
 }
 
-// Set overrides retention.threads_days (0 keeps threads forever). Audited.
-func (r *Retention) Set(ctx context.Context, days int) (RetentionView, error) {
+// SetRetentionHandler overrides the period.
+type SetRetentionHandler struct {
+	policy   retentionPolicy
+	settings interface {
+		PutSetting(ctx context.Context, key, value, updatedBy string, now time.Time) error
+	}
+	a retentionAudit
+}
+
+// Handle overrides retention.threads_days (0 keeps threads forever).
+// Audited.
+func (h SetRetentionHandler) Handle(ctx context.Context, days int) (RetentionView, error) {
 	p, err := authz.Require(ctx, domain.PermSettingsManage)
 	if err != nil {
 		return RetentionView{}, err
@@ -107,25 +151,46 @@ func (r *Retention) Set(ctx context.Context, days int) (RetentionView, error) {
 	if days < 0 || days > MaxRetentionDays {
 		return RetentionView{}, domain.Invalid("threads_days", "threads_days must be between 0 (keep forever) and %d", MaxRetentionDays)
 	}
-	now := r.d.Clock.Now().UTC()
-	if err := r.d.Settings.PutSetting(ctx, RetentionDaysSetting, strconv.Itoa(days), p.ID, now); err != nil {
+	now := h.a.clock.Now().UTC()
+	if err := h.settings.PutSetting(ctx, RetentionDaysSetting, strconv.Itoa(days), p.ID, now); err != nil {
 		return RetentionView{}, err
 	}
-	r.audit(ctx, p.Kind, p.ID, "retention.set", map[string]any{"threads_days": days})
-	return r.effective(ctx)
+	h.a.record(ctx, p.Kind, p.ID, "retention.set", "retention", map[string]any{"threads_days": days})
+	return h.policy.effective(ctx)
 }
 
-// Reset removes the override so retention.threads_days applies again.
-func (r *Retention) Reset(ctx context.Context) (RetentionView, error) {
+// ResetRetentionHandler removes the override.
+type ResetRetentionHandler struct {
+	policy   retentionPolicy
+	settings interface {
+		DeleteSetting(ctx context.Context, key string) error
+	}
+	a retentionAudit
+}
+
+// Handle removes the override so retention.threads_days applies again.
+func (h ResetRetentionHandler) Handle(ctx context.Context) (RetentionView, error) {
 	p, err := authz.Require(ctx, domain.PermSettingsManage)
 	if err != nil {
 		return RetentionView{}, err
 	}
-	if err := r.d.Settings.DeleteSetting(ctx, RetentionDaysSetting); err != nil && domain.KindOf(err) != domain.KindNotFound {
+	if err := h.settings.DeleteSetting(ctx, RetentionDaysSetting); err != nil && domain.KindOf(err) != domain.KindNotFound {
 		return RetentionView{}, err
 	}
-	r.audit(ctx, p.Kind, p.ID, "retention.reset", nil)
-	return r.effective(ctx)
+	h.a.record(ctx, p.Kind, p.ID, "retention.reset", "retention", nil)
+	return h.policy.effective(ctx)
+}
+
+// RetentionSweeper deletes threads past the period in force, in bounded
+// batches.
+type RetentionSweeper struct {
+	policy     retentionPolicy
+	store      ports.ThreadEraser
+	a          retentionAudit
+	deleted    func(ids []string)
+	log        *slog.Logger
+	batchSize  int
+	batchPause time.Duration
 }
 
 // SweepResult is what one sweep deleted.
@@ -138,13 +203,13 @@ type SweepResult struct {
 // ActiveIdleDays, active threads idle that long. The engine runs it; it
 // checks no permission. Each batch is one transaction; each thread deleted
 // gets its audit line.
-func (r *Retention) Sweep(ctx context.Context) (SweepResult, error) {
+func (r *RetentionSweeper) Sweep(ctx context.Context) (SweepResult, error) {
 	var res SweepResult
-	v, err := r.effective(ctx)
+	v, err := r.policy.effective(ctx)
 	if err != nil {
 		return res, err
 	}
-	now := r.d.Clock.Now().UTC()
+	now := r.a.clock.Now().UTC()
 	var ended, idle time.Time
 	if v.ThreadsDays > 0 {
 		ended = now.Add(-time.Duration(v.ThreadsDays) * 24 * time.Hour)
@@ -157,12 +222,12 @@ func (r *Retention) Sweep(ctx context.Context) (SweepResult, error) {
 	}
 	var prev []string
 	for {
-		ids, err := r.d.Store.ExpiredThreads(ctx, ended, idle, r.d.BatchSize)
+		ids, err := r.store.ExpiredThreads(ctx, ended, idle, r.batchSize)
 		if err != nil || len(ids) == 0 || slices.Equal(ids, prev) {
 			return res, err
 		}
 		prev = ids
-		gone, err := r.d.Store.DeleteThreads(ports.WithDeletionReason(ctx, domain.DeletedByRetention), ids)
+		gone, err := r.store.DeleteThreads(ports.WithDeletionReason(ctx, domain.DeletedByRetention), ids)
 		if err != nil {
 			return res, err
 		}
@@ -178,8 +243,8 @@ func (r *Retention) Sweep(ctx context.Context) (SweepResult, error) {
 		for i, t := range gone {
 			deleted[i] = t.ID
 		}
-		if r.d.Deleted != nil {
-			r.d.Deleted(deleted)
+		if r.deleted != nil {
+			r.deleted(deleted)
 		}
 		// One entry per thread, its id as the target: a swept thread is
 		// found in the audit log by its id (GET /v1/audit?target=<id>),
@@ -187,48 +252,40 @@ func (r *Retention) Sweep(ctx context.Context) (SweepResult, error) {
 		for _, t := range gone {
 			facts := threadFacts(t)
 			facts["threads_days"], facts["active_idle_days"] = v.ThreadsDays, v.ActiveIdleDays
-			r.auditThread(ctx, t.ID, facts)
+			// by the system actor "retention"
+			r.a.record(ctx, domain.PrincipalSystem, "retention", "thread.retention_delete", t.ID, facts)
 		}
-		if len(ids) < r.d.BatchSize {
+		if len(ids) < r.batchSize {
 			return res, nil
 		}
-		if r.d.BatchPause > 0 {
+		if r.batchPause > 0 {
 			select {
 			case <-ctx.Done():
 				return res, ctx.Err()
-			case <-time.After(r.d.BatchPause):
+			case <-time.After(r.batchPause):
 			}
 		}
 	}
 }
 
 // Run sweeps now and then every interval until ctx ends.
-func (r *Retention) Run(ctx context.Context, interval time.Duration) {
+func (r *RetentionSweeper) Run(ctx context.Context, interval time.Duration) {
 	every(ctx, interval, func(ctx context.Context) {
 		res, err := r.Sweep(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
-			r.d.Log.Warn("retention sweep", "err", err, "deleted_threads", res.Threads)
+			r.log.Warn("retention sweep", "err", err, "deleted_threads", res.Threads)
 		case res.Threads > 0:
-			r.d.Log.Info("retention sweep", "deleted_threads", res.Threads, "batches", res.Batches)
+			r.log.Info("retention sweep", "deleted_threads", res.Threads, "batches", res.Batches)
 		}
 	})
 }
 
-// auditThread records the sweep's deletion of thread id, by the system
-// actor "retention".
-func (r *Retention) auditThread(ctx context.Context, id string, details map[string]any) {
-	e := ports.AuditEntry{ID: r.d.NewID(), At: r.d.Clock.Now().UTC(), ActorKind: domain.PrincipalSystem, ActorID: "retention",
-		Action: "thread.retention_delete", Target: id, Details: details}
-	if err := r.d.Audit.RecordAudit(ctx, e); err != nil {
-		r.d.Log.Error("audit record failed", "action", e.Action, "target", id, "err", err)
-	}
-}
-
-func (r *Retention) audit(ctx context.Context, kind domain.PrincipalKind, actor, action string, details map[string]any) {
-	e := ports.AuditEntry{ID: r.d.NewID(), At: r.d.Clock.Now().UTC(), ActorKind: kind, ActorID: actor, Action: action,
-		Target: "retention", Details: details}
-	if err := r.d.Audit.RecordAudit(ctx, e); err != nil {
-		r.d.Log.Error("audit record failed", "action", action, "err", err)
+// record writes one audit line.
+func (a retentionAudit) record(ctx context.Context, kind domain.PrincipalKind, actor, action, target string, details map[string]any) {
+	e := ports.AuditEntry{ID: a.newID(), At: a.clock.Now().UTC(), ActorKind: kind, ActorID: actor, Action: action,
+		Target: target, Details: details}
+	if err := a.audit.RecordAudit(ctx, e); err != nil {
+		a.log.Error("audit record failed", "action", action, "target", target, "err", err)
 	}
 }

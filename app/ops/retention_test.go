@@ -73,7 +73,7 @@ func TestRetentionGoesOnPastABatchDeletedElsewhere(t *testing.T) {
 	ids := portstest.NewIdentity()
 	r := ops.NewRetention(ops.RetentionDeps{Store: store, Settings: ids, Audit: ids, Clock: portstest.NewClock(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)),
 		NewID: func() string { return "id" }, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), ConfigDays: 30, BatchSize: 2})
-	res, err := r.Sweep(context.Background())
+	res, err := r.Sweeper.Sweep(context.Background())
 	if err != nil || res.Threads != 3 || len(store.threads) != 0 {
 		t.Fatalf("sweep %+v %v; left %v", res, err, store.threads)
 	}

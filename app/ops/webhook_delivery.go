@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"sync"
 	"time"
@@ -13,6 +14,54 @@ import (
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
+
+// deliveryOutbox is the part of the webhook store the deliverer uses.
+type deliveryOutbox interface {
+	ClaimDeliveries(ctx context.Context, now, until time.Time, token string, limit int) ([]ports.DeliveryJob, error)
+	SettleDelivery(ctx context.Context, o ports.DeliveryOutcome) (bool, error)
+	PruneDeliveries(ctx context.Context, before time.Time, limit int) (int, error)
+	CountPendingDeliveries(ctx context.Context) (int, error)
+}
+
+// WebhookDelivererDeps wires the deliverer (NewWebhooks fills the
+// defaults; see WebhooksDeps for each setting).
+type WebhookDelivererDeps struct {
+	Store        deliveryOutbox
+	Sender       ports.WebhookSender
+	Clock        ports.Clock
+	Metrics      ports.WebhookMetrics
+	Log          *slog.Logger
+	AllowedHosts []string
+	// PrivateAnswerDetails: see WebhooksDeps.
+	PrivateAnswerDetails bool
+	Retry                domain.WebhookRetry
+	Lease                time.Duration
+	Batch                int
+	Workers              int
+	LogRetention         time.Duration
+	EngineURL            func(ctx context.Context) (string, error)
+	Jitter               func() float64
+}
+
+// WebhookDeliverer sends the webhook outbox: every replica runs one, and
+// leases keep them from sending one delivery at once.
+type WebhookDeliverer struct {
+	d     WebhookDelivererDeps
+	nudge chan struct{}
+}
+
+// NewWebhookDeliverer builds the deliverer.
+func NewWebhookDeliverer(d WebhookDelivererDeps) *WebhookDeliverer {
+	return &WebhookDeliverer{d: d, nudge: make(chan struct{}, 1)}
+}
+
+// Nudge wakes the deliverer (new deliveries are due now).
+func (h *WebhookDeliverer) Nudge() {
+	select {
+	case h.nudge <- struct{}{}:
+	default:
+	}
+}
 
 // DeliveryRound is what one DeliverDue round did.
 type DeliveryRound struct {
@@ -24,9 +73,9 @@ type DeliveryRound struct {
 // Workers requests in flight, and settles each: delivered on a 2xx answer,
 // rescheduled with backoff otherwise, failed after the last attempt. It
 // holds at most Batch deliveries in memory, whatever the outbox holds.
-func (h *Webhooks) DeliverDue(ctx context.Context) (DeliveryRound, error) {
+func (h *WebhookDeliverer) DeliverDue(ctx context.Context) (DeliveryRound, error) {
 	var r DeliveryRound
-	now := h.now()
+	now := webhookNow(h.d.Clock)
 	token := uuid.NewString()
 	jobs, err := h.d.Store.ClaimDeliveries(ctx, now, now.Add(h.d.Lease), token, h.d.Batch)
 	if err != nil || len(jobs) == 0 {
@@ -81,7 +130,7 @@ func deliveryBody(payload []byte, f domain.WebhookFormat, engineURL string) ([]b
 
 // engineURL is the engine URL in force, "" when unknown (a lookup failure
 // only costs the link).
-func (h *Webhooks) engineURL(ctx context.Context) string {
+func (h *WebhookDeliverer) engineURL(ctx context.Context) string {
 	if h.d.EngineURL == nil {
 		return ""
 	}
@@ -94,7 +143,7 @@ func (h *Webhooks) engineURL(ctx context.Context) string {
 }
 
 // attempt sends one leased delivery and records the outcome.
-func (h *Webhooks) attempt(ctx context.Context, j ports.DeliveryJob) ports.DeliveryState {
+func (h *WebhookDeliverer) attempt(ctx context.Context, j ports.DeliveryJob) ports.DeliveryState {
 	d := j.Delivery
 	o := ports.DeliveryOutcome{ID: d.ID, LeaseToken: j.LeaseToken}
 	body, err := deliveryBody(d.Payload, j.Format, h.engineURL(ctx))
@@ -104,7 +153,7 @@ func (h *Webhooks) attempt(ctx context.Context, j ports.DeliveryJob) ports.Deliv
 	}
 	var resp ports.WebhookResponse
 	start := time.Now()
-	sentAt := h.now()
+	sentAt := webhookNow(h.d.Clock)
 	if err == nil {
 		var sig string
 		sig, err = domain.SignWebhook(j.Secret, d.ID, sentAt, body)
@@ -115,7 +164,7 @@ func (h *Webhooks) attempt(ctx context.Context, j ports.DeliveryJob) ports.Deliv
 		}
 	}
 	o.Latency = time.Since(start)
-	o.At, o.Status = h.now(), resp.Status
+	o.At, o.Status = webhookNow(h.d.Clock), resp.Status
 	if err != nil && ctx.Err() != nil {
 		// This engine is stopping: the attempt was cut short by us, not by
 		// the receiver. It is not counted; the next claimer (another
@@ -127,6 +176,10 @@ func (h *Webhooks) attempt(ctx context.Context, j ports.DeliveryJob) ports.Deliv
 		return ports.DeliveryPending
 	}
 	switch {
+	case resp.Private && !h.d.PrivateAnswerDetails && (err != nil || resp.Status < 200 || resp.Status > 299):
+		// An internal service answered, or did not: the log says neither
+		// what nor how fast, so a closed port and an open one look alike.
+		o.Status, o.Latency, o.Error = 0, 0, errPrivateFailed
 	case err != nil:
 		o.Error = err.Error()
 	case resp.Status < 200 || resp.Status > 299:
@@ -167,7 +220,7 @@ func (h *Webhooks) attempt(ctx context.Context, j ports.DeliveryJob) ports.Deliv
 // Run delivers until ctx ends: a round whenever one is due (every poll, at
 // once after a full round, or when nudged), pruning the delivery log and
 // refreshing the pending gauge about once a minute.
-func (h *Webhooks) Run(ctx context.Context, poll time.Duration) {
+func (h *WebhookDeliverer) Run(ctx context.Context, poll time.Duration) {
 	t := time.NewTicker(poll)
 	defer t.Stop()
 	var housekept time.Time
@@ -194,9 +247,9 @@ func (h *Webhooks) Run(ctx context.Context, poll time.Duration) {
 	}
 }
 
-func (h *Webhooks) housekeep(ctx context.Context) {
+func (h *WebhookDeliverer) housekeep(ctx context.Context) {
 	for {
-		n, err := h.d.Store.PruneDeliveries(ctx, h.now().Add(-h.d.LogRetention), 1000)
+		n, err := h.d.Store.PruneDeliveries(ctx, webhookNow(h.d.Clock).Add(-h.d.LogRetention), 1000)
 		if err != nil {
 			if ctx.Err() == nil {
 				h.d.Log.Warn("webhook delivery log prune", "err", err)
@@ -211,3 +264,8 @@ func (h *Webhooks) housekeep(ctx context.Context) {
 		h.d.Metrics.WebhookPending(n)
 	}
 }
+
+// errPrivateFailed is the whole log entry of a failed attempt on a
+// private, loopback or link-local address (alerts.block_private_addresses
+// off): no status, body, transport error or latency.
+const errPrivateFailed = "delivery failed (private address: the outcome is not recorded in detail)"

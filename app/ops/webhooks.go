@@ -3,14 +3,9 @@ package ops
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"log/slog"
-	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
-	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -27,6 +22,9 @@ type WebhooksDeps struct {
 	// AllowedHosts, when not empty, is the only hosts webhooks may post to
 	// (alerts.allowed_hosts).
 	AllowedHosts []string
+	// PrivateAnswerDetails: log a failed attempt on a private address in
+	// detail (alerts.private_answer_details), not as errPrivateFailed.
+	PrivateAnswerDetails bool
 	// Retry is the delivery schedule (alerts.retry_*).
 	Retry domain.WebhookRetry
 	// Lease bounds one attempt's claim on a delivery; it must exceed the
@@ -46,18 +44,27 @@ type WebhooksDeps struct {
 	Jitter func() float64
 }
 
-// Webhooks manages alert webhooks (administrators only) and delivers
+// Webhooks holds the alert webhook use cases, one handler each (built by
+// NewWebhooks from one set of dependencies), and the deliverer that sends
 // their outbox.
 type Webhooks struct {
-	d     WebhooksDeps
-	nudge chan struct{}
+	Create       CreateWebhookHandler
+	List         ListWebhooksHandler
+	Get          GetWebhookHandler
+	Update       UpdateWebhookHandler
+	RotateSecret RotateWebhookSecretHandler
+	Delete       DeleteWebhookHandler
+	SendTest     SendTestWebhookHandler
+	Deliveries   ListWebhookDeliveriesHandler
+	Deliverer    *WebhookDeliverer
 }
 
 // Delivery log sizes.
 const (
 	DefaultDeliveriesListed = 50
 	MaxDeliveriesListed     = 500
-	// maxResponseExcerpt bytes of a failed answer's body go to the log.
+	// maxResponseExcerpt bytes of a failed answer's body go to the log
+	// (never for a private address: errPrivateFailed).
 	maxResponseExcerpt = 512
 )
 
@@ -90,7 +97,21 @@ func NewWebhooks(d WebhooksDeps) *Webhooks {
 	if d.Jitter == nil {
 		d.Jitter = randomJitter
 	}
-	return &Webhooks{d: d, nudge: make(chan struct{}, 1)}
+	a := webhookAudit{audit: d.Audit, clock: d.Clock, log: d.Log}
+	deliverer := NewWebhookDeliverer(WebhookDelivererDeps{Store: d.Store, Sender: d.Sender, Clock: d.Clock, Metrics: d.Metrics,
+		Log: d.Log, AllowedHosts: d.AllowedHosts, PrivateAnswerDetails: d.PrivateAnswerDetails, Retry: d.Retry, Lease: d.Lease, Batch: d.Batch, Workers: d.Workers,
+		LogRetention: d.LogRetention, EngineURL: d.EngineURL, Jitter: d.Jitter})
+	return &Webhooks{
+		Create:       NewCreateWebhookHandler(d.Store, a, d.AllowedHosts),
+		List:         NewListWebhooksHandler(d.Store),
+		Get:          NewGetWebhookHandler(d.Store),
+		Update:       NewUpdateWebhookHandler(d.Store, a, d.AllowedHosts),
+		RotateSecret: NewRotateWebhookSecretHandler(d.Store, a),
+		Delete:       NewDeleteWebhookHandler(d.Store, a),
+		SendTest:     NewSendTestWebhookHandler(d.Store, d.Clock, deliverer.Nudge),
+		Deliveries:   NewListWebhookDeliveriesHandler(d.Store),
+		Deliverer:    deliverer,
+	}
 }
 
 func randomJitter() float64 {
@@ -123,236 +144,4 @@ func view(w ports.Webhook) WebhookView {
 	}
 	w.Secret = ""
 	return WebhookView{Webhook: w, SecretHint: hint}
-}
-
-func (h *Webhooks) now() time.Time { return h.d.Clock.Now().UTC().Truncate(time.Microsecond) }
-
-// apply checks in and copies it onto w.
-func (h *Webhooks) apply(w *ports.Webhook, in WebhookInput) error {
-	if in.Name != nil {
-		n := strings.TrimSpace(*in.Name)
-		if n == "" || len(n) > domain.MaxWebhookNameLen {
-			return domain.Invalid("name", "name must be 1-%d bytes", domain.MaxWebhookNameLen)
-		}
-		w.Name = n
-	}
-	if in.URL != nil {
-		u, err := domain.CheckWebhookURL(strings.TrimSpace(*in.URL), h.d.AllowedHosts)
-		if err != nil {
-			return err
-		}
-		w.URL = u.String()
-	}
-	if in.Format != nil {
-		f, err := domain.ParseWebhookFormat(*in.Format)
-		if err != nil {
-			return err
-		}
-		w.Format = f
-	}
-	if in.Events != nil {
-		evs := []domain.WebhookEvent{}
-		for _, s := range *in.Events {
-			e, err := domain.ParseWebhookEvent(s)
-			if err != nil {
-				return err
-			}
-			evs = append(evs, e)
-		}
-		w.Events = domain.EventsOfMask(domain.EventMask(evs))
-	}
-	if in.MinSeverity != nil {
-		s, err := domain.ParseSeverity(*in.MinSeverity)
-		if err != nil {
-			return domain.Invalid("min_severity", "%s", err.Error())
-		}
-		w.MinSeverity = s
-	}
-	if in.Enabled != nil {
-		w.Enabled = *in.Enabled
-	}
-	return nil
-}
-
-func newSecret() (string, error) {
-	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		return "", domain.Internal(err, "no randomness for a webhook secret")
-	}
-	return domain.NewWebhookSecret(key), nil
-}
-
-// Create adds a webhook (settings.manage) and returns it with its secret,
-// shown this once. Audited.
-func (h *Webhooks) Create(ctx context.Context, in WebhookInput) (WebhookView, string, error) {
-	p, err := authz.Require(ctx, domain.PermSettingsManage)
-	if err != nil {
-		return WebhookView{}, "", err
-	}
-	if in.Name == nil || in.URL == nil {
-		return WebhookView{}, "", domain.Invalid("url", "name and url are required")
-	}
-	now := h.now()
-	w := ports.Webhook{ID: uuid.NewString(), Format: domain.FormatStandard, MinSeverity: domain.SeverityMajor,
-		Events: []domain.WebhookEvent{}, Enabled: true, CreatedBy: p.ID, CreatedAt: now, UpdatedAt: now}
-	if err := h.apply(&w, in); err != nil {
-		return WebhookView{}, "", err
-	}
-	if w.Secret, err = newSecret(); err != nil {
-		return WebhookView{}, "", err
-	}
-	if err := h.d.Store.CreateWebhook(ctx, w); err != nil {
-		return WebhookView{}, "", err
-	}
-	h.audit(ctx, p, "webhook.create", w)
-	return view(w), w.Secret, nil
-}
-
-// List returns every webhook (settings.manage), secrets hidden.
-func (h *Webhooks) List(ctx context.Context) ([]WebhookView, error) {
-	if _, err := authz.Require(ctx, domain.PermSettingsManage); err != nil {
-		return nil, err
-	}
-	ws, err := h.d.Store.ListWebhooks(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]WebhookView, len(ws))
-	for i, w := range ws {
-		out[i] = view(w)
-	}
-	return out, nil
-}
-
-// Get returns one webhook (settings.manage), its secret hidden.
-func (h *Webhooks) Get(ctx context.Context, id string) (WebhookView, error) {
-	if _, err := authz.Require(ctx, domain.PermSettingsManage); err != nil {
-		return WebhookView{}, err
-	}
-	w, err := h.d.Store.GetWebhook(ctx, id)
-	return view(w), err
-}
-
-// Update changes the fields in set (settings.manage). Audited.
-func (h *Webhooks) Update(ctx context.Context, id string, in WebhookInput) (WebhookView, error) {
-	p, err := authz.Require(ctx, domain.PermSettingsManage)
-	if err != nil {
-		return WebhookView{}, err
-	}
-	w, err := h.d.Store.UpdateWebhook(ctx, id, func(w *ports.Webhook) error {
-		if err := h.apply(w, in); err != nil {
-			return err
-		}
-		w.UpdatedAt = h.now()
-		return nil
-	})
-	if err != nil {
-		return WebhookView{}, err
-	}
-	h.audit(ctx, p, "webhook.update", w)
-	return view(w), nil
-}
-
-// RotateSecret replaces the signing secret and returns the new one, shown
-// this once (settings.manage). Audited.
-func (h *Webhooks) RotateSecret(ctx context.Context, id string) (WebhookView, string, error) {
-	p, err := authz.Require(ctx, domain.PermSettingsManage)
-	if err != nil {
-		return WebhookView{}, "", err
-	}
-	secret, err := newSecret()
-	if err != nil {
-		return WebhookView{}, "", err
-	}
-	w, err := h.d.Store.UpdateWebhook(ctx, id, func(w *ports.Webhook) error {
-		w.Secret, w.UpdatedAt = secret, h.now()
-		return nil
-	})
-	if err != nil {
-		return WebhookView{}, "", err
-	}
-	h.audit(ctx, p, "webhook.rotate_secret", w)
-	return view(w), secret, nil
-}
-
-// Delete removes a webhook and its deliveries (settings.manage). Audited.
-func (h *Webhooks) Delete(ctx context.Context, id string) error {
-	p, err := authz.Require(ctx, domain.PermSettingsManage)
-	if err != nil {
-		return err
-	}
-	w, err := h.d.Store.GetWebhook(ctx, id)
-	if err != nil {
-		return err
-	}
-	if err := h.d.Store.DeleteWebhook(ctx, id); err != nil {
-		return err
-	}
-	h.audit(ctx, p, "webhook.delete", w)
-	return nil
-}
-
-// SendTest queues a webhook.test delivery for the webhook, delivered like
-// any alert (signed, retried), and wakes the deliverer (settings.manage).
-func (h *Webhooks) SendTest(ctx context.Context, id string) (ports.WebhookDelivery, error) {
-	p, err := authz.Require(ctx, domain.PermSettingsManage)
-	if err != nil {
-		return ports.WebhookDelivery{}, err
-	}
-	w, err := h.d.Store.GetWebhook(ctx, id)
-	if err != nil {
-		return ports.WebhookDelivery{}, err
-	}
-	now := h.now()
-	body, err := json.Marshal(domain.WebhookPayload{Type: domain.EventWebhookTest, Timestamp: now,
-		Data: domain.WebhookPayloadData{Message: "Test delivery for webhook '" + w.Name + "', sent by " + p.ID}})
-	if err != nil {
-		return ports.WebhookDelivery{}, domain.Internal(err, "encoding a test payload")
-	}
-	d := ports.WebhookDelivery{ID: "msg_" + uuid.NewString(), WebhookID: w.ID, EventType: domain.EventWebhookTest,
-		Payload: body, State: ports.DeliveryPending, NextAttemptAt: now, CreatedAt: now}
-	if err := h.d.Store.EnqueueDelivery(ctx, d); err != nil {
-		return ports.WebhookDelivery{}, err
-	}
-	h.Nudge()
-	return d, nil
-}
-
-// Deliveries returns the webhook's latest deliveries, newest first
-// (settings.manage); limit 0 means DefaultDeliveriesListed.
-func (h *Webhooks) Deliveries(ctx context.Context, id string, limit int) ([]ports.WebhookDelivery, error) {
-	if _, err := authz.Require(ctx, domain.PermSettingsManage); err != nil {
-		return nil, err
-	}
-	if limit == 0 {
-		limit = DefaultDeliveriesListed
-	}
-	if limit < 0 || limit > MaxDeliveriesListed {
-		return nil, domain.Invalid("limit", "limit must be between 1 and %d", MaxDeliveriesListed)
-	}
-	if _, err := h.d.Store.GetWebhook(ctx, id); err != nil {
-		return nil, err
-	}
-	return h.d.Store.ListDeliveries(ctx, id, limit)
-}
-
-// Nudge wakes the deliverer (new deliveries are due now).
-func (h *Webhooks) Nudge() {
-	select {
-	case h.nudge <- struct{}{}:
-	default:
-	}
-}
-
-func (h *Webhooks) audit(ctx context.Context, p domain.Principal, action string, w ports.Webhook) {
-	evs := make([]string, len(w.Events))
-	for i, e := range w.Events {
-		evs[i] = string(e)
-	}
-	e := ports.AuditEntry{ID: uuid.NewString(), At: h.now(), ActorKind: p.Kind, ActorID: p.ID, Action: action,
-		Target: "webhook:" + w.ID, Details: map[string]any{"name": w.Name, "url": w.URL, "events": evs,
-			"min_severity": string(w.MinSeverity), "format": string(w.Format), "enabled": w.Enabled}}
-	if err := h.d.Audit.RecordAudit(ctx, e); err != nil {
-		h.d.Log.Error("audit record failed", "action", action, "err", err)
-	}
 }

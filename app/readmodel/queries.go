@@ -145,37 +145,6 @@ func validStepKeys(keys []ports.StepKey) []ports.StepKey {
 // and links.
 type ThreadReads struct{ scope }
 
-// ThreadSearch is the input of the thread search queries. Empty strings and
-// nil pointers mean "no filter"; times are ISO-8601 strings.
-type ThreadSearch struct {
-	Actor           string
-	ContractName    string
-	ContractVersion *int
-	Status          string
-	StartedAfter    string
-	StartedBefore   string
-	CompletedAfter  string
-	CompletedBefore string
-	RefKey          string
-	RefValue        string
-	Health          []domain.HealthStatus
-	Tag             string
-	IDPrefix        string
-	// IssueType and IssueStep keep threads whose first issue is of this
-	// rule (validation issue type or step_failed) and at this step.
-	IssueType, IssueStep string
-	OrderBy              string // ports.OrderStartedAt (default) or ports.OrderDuration
-	Ascending            bool
-	Limit                *int // default 50, at most 100
-	Offset               *int
-}
-
-// ThreadPage is one page of threads and the total matching.
-type ThreadPage struct {
-	Threads    []ports.ThreadView
-	TotalCount int
-}
-
 // Thread returns one thread, or nil when it does not exist.
 func (q *ThreadReads) Thread(ctx context.Context, id string) (*ports.ThreadView, error) {
 	ts, err := q.Threads(ctx, []string{id})
@@ -222,45 +191,6 @@ func (q *ThreadReads) ThreadsVersion(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return st.ThreadsVersion(ctx)
-}
-
-// SearchThreads returns one page of threads, newest first.
-func (q *ThreadReads) SearchThreads(ctx context.Context, s ThreadSearch) (ThreadPage, error) {
-	st, err := q.reader(ctx)
-	if err != nil {
-		return ThreadPage{}, err
-	}
-	f := ports.ThreadFilter{Actor: s.Actor, ContractName: s.ContractName, ContractVersion: s.ContractVersion,
-		Status: s.Status, RefKey: s.RefKey, RefValue: s.RefValue, Health: s.Health, Tag: s.Tag,
-		IDPrefix: strings.TrimSpace(s.IDPrefix), IssueType: s.IssueType, IssueStep: s.IssueStep, OrderBy: s.OrderBy, Ascending: s.Ascending,
-		Limit: domain.ThreadsPage.Effective(s.Limit)}
-	switch f.OrderBy {
-	case "", ports.OrderStartedAt, ports.OrderDuration:
-	default:
-		return ThreadPage{}, domain.Invalid("orderBy", "orderBy must be STARTED_AT or DURATION, not %q", f.OrderBy)
-	}
-	if s.ContractName == "" {
-		f.ContractVersion = nil // reference: the version filters only together with a name
-	}
-	if s.Offset != nil && *s.Offset > 0 {
-		f.Offset = *s.Offset
-	}
-	for _, p := range []struct {
-		field, v string
-		dst      **time.Time
-	}{
-		{"startedAfter", s.StartedAfter, &f.StartedAfter}, {"startedBefore", s.StartedBefore, &f.StartedBefore},
-		{"completedAfter", s.CompletedAfter, &f.CompletedAfter}, {"completedBefore", s.CompletedBefore, &f.CompletedBefore},
-	} {
-		if *p.dst, err = ParseTimeArg(p.field, p.v); err != nil {
-			return ThreadPage{}, err
-		}
-	}
-	threads, total, err := st.ListThreads(ctx, f)
-	if err != nil {
-		return ThreadPage{}, err
-	}
-	return ThreadPage{Threads: threads, TotalCount: total}, nil
 }
 
 // Refs returns the refs of each thread.

@@ -106,10 +106,16 @@ func (v partyView) GetThreads(ctx context.Context, ids []string) ([]ports.Thread
 	return v.store.GetThreads(ctx, ids)
 }
 
-func (v partyView) ListThreads(ctx context.Context, f ports.ThreadFilter) ([]ports.ThreadView, int, error) {
+func (v partyView) ListThreads(ctx context.Context, f ports.ThreadFilter) ([]ports.ThreadView, error) {
 	party := v.party
 	f.Party = &party
 	return v.store.ListThreads(ctx, f)
+}
+
+func (v partyView) CountThreads(ctx context.Context, f ports.ThreadFilter, upTo int) (int, error) {
+	party := v.party
+	f.Party = &party
+	return v.store.CountThreads(ctx, f, upTo)
 }
 
 func (v partyView) Refs(ctx context.Context, threadIDs []string) (map[string]map[string]string, error) {

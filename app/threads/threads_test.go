@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/threadengine/engine/app/authz"
@@ -287,23 +288,27 @@ func TestGiveBackLeavesAGrantARepeatWaitTookOver(t *testing.T) {
 // timed_out), so the predecessor success stays for the next waiter.
 func TestWaitTimesOutWhileTheRowLockIsHeld(t *testing.T) {
 	t.Parallel()
-	f, key, th := paidOrder(t)
-	lock := f.holdRowLock(t)
-	start := time.Now()
-	r, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-1", 300*time.Millisecond)
-	took := time.Since(start)
-	if err != nil || r.Decision != delivery.DecisionTimedOut {
-		t.Fatalf("wait behind a held row lock: %+v %v, want timed_out", r, err)
-	}
-	if took >= 300*time.Millisecond {
-		t.Fatalf("timed_out after %v, not before the 300ms deadline", took)
-	}
-	lock() // the late round decides under the lock, and grants nothing
-	eventuallyGrants(t, f, th, func(locks int, gs []domain.StepGrant) bool { return locks == 1 && len(gs) == 0 })
-	next, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-2", time.Second)
-	if err != nil || next.Decision != delivery.DecisionAllowed {
-		t.Fatalf("the next waiter on the same success: %+v %v, want allowed", next, err)
-	}
+	// In a synctest bubble the deadline is the wait's own timer, not the
+	// machine's speed: timed_out is answered before 300 ms of its clock.
+	synctest.Test(t, func(t *testing.T) {
+		f, key, th := paidOrder(t)
+		lock := f.holdRowLock(t)
+		start := time.Now()
+		r, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-1", 300*time.Millisecond)
+		took := time.Since(start)
+		if err != nil || r.Decision != delivery.DecisionTimedOut {
+			t.Fatalf("wait behind a held row lock: %+v %v, want timed_out", r, err)
+		}
+		if took >= 300*time.Millisecond {
+			t.Fatalf("timed_out after %v, not before the 300ms deadline", took)
+		}
+		lock() // the late round decides under the lock, and grants nothing
+		eventuallyGrants(t, f, th, func(locks int, gs []domain.StepGrant) bool { return locks == 1 && len(gs) == 0 })
+		next, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-2", time.Second)
+		if err != nil || next.Decision != delivery.DecisionAllowed {
+			t.Fatalf("the next waiter on the same success: %+v %v, want allowed", next, err)
+		}
+	})
 }
 
 // The SDK waits again with the same invocationId after a timed_out while
@@ -313,30 +318,34 @@ func TestWaitTimesOutWhileTheRowLockIsHeld(t *testing.T) {
 // consumed once and a second invocation keeps waiting.
 func TestRepeatWaitKeepsItsGrantWhenAnEarlierRoundFinishesLate(t *testing.T) {
 	t.Parallel()
-	f, key, th := paidOrder(t)
-	lock := f.holdRowLock(t)
-	first, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-1", 200*time.Millisecond)
-	if err != nil || first.Decision != delivery.DecisionTimedOut {
-		t.Fatalf("first wait: %+v %v", first, err)
-	}
-	second := make(chan delivery.WaitResult, 1)
-	go func() {
-		r, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-1", 5*time.Second)
-		if err != nil {
-			t.Error(err)
+	// A synctest bubble orders it: synctest.Wait returns once every other
+	// goroutine is blocked (queued on the lock, or done).
+	synctest.Test(t, func(t *testing.T) {
+		f, key, th := paidOrder(t)
+		lock := f.holdRowLock(t)
+		first, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-1", 200*time.Millisecond)
+		if err != nil || first.Decision != delivery.DecisionTimedOut {
+			t.Fatalf("first wait: %+v %v", first, err)
 		}
-		second <- r
-	}()
-	time.Sleep(50 * time.Millisecond) // the second wait queues on the lock too
-	lock()
-	if r := <-second; r.Decision != delivery.DecisionAllowed {
-		t.Fatalf("repeat wait: %+v, want allowed", r)
-	}
-	time.Sleep(50 * time.Millisecond) // room for a late give-back, were there one
-	eventuallyGrants(t, f, th, func(_ int, gs []domain.StepGrant) bool {
-		return len(gs) == 1 && gs[0].InvocationID == "inv-1" && gs[0].Status == domain.GrantAllowed
+		second := make(chan delivery.WaitResult, 1)
+		go func() {
+			r, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-1", 5*time.Second)
+			if err != nil {
+				t.Error(err)
+			}
+			second <- r
+		}()
+		synctest.Wait() // the second wait queues on the lock too
+		lock()
+		if r := <-second; r.Decision != delivery.DecisionAllowed {
+			t.Fatalf("repeat wait: %+v, want allowed", r)
+		}
+		synctest.Wait() // every round has ended: a late give-back, were there one, is made
+		eventuallyGrants(t, f, th, func(_ int, gs []domain.StepGrant) bool {
+			return len(gs) == 1 && gs[0].InvocationID == "inv-1" && gs[0].Status == domain.GrantAllowed
+		})
+		f.wantConsumed(t, key, th)
 	})
-	f.wantConsumed(t, key, th)
 }
 
 // A party-scoped service account's keyed trace loses the creation race to
@@ -438,11 +447,11 @@ func (f threadsFixture) holdRowLock(t *testing.T) func() {
 	return free
 }
 
-// eventuallyGrants waits up to 5 s until ok holds for the thread's locked
+// eventuallyGrants waits (up to a minute, a hang bound) until ok holds for the thread's locked
 // grant rounds and grants.
 func eventuallyGrants(t *testing.T, f threadsFixture, th string, ok func(locks int, gs []domain.StepGrant) bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		f.store.mu.Lock()
 		locks, gs := f.store.grantLocks, append([]domain.StepGrant(nil), f.store.grants[th]...)

@@ -52,10 +52,17 @@ func browser(t *testing.T) context.Context {
 	return ctx
 }
 
+// stepTimeout bounds one step only so that a step that can never succeed
+// fails with a screenshot before go test's -timeout kills the run: every
+// step waits for a condition in the page, and a busy machine (Chromium and
+// the engine sharing two cores with other work) may take long to meet it.
+// It is not a speed requirement.
+const stepTimeout = 2 * time.Minute
+
 // do runs actions with a per-step timeout and fails with a screenshot.
 func do(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
-	c, cancel := context.WithTimeout(ctx, 15*time.Second)
+	c, cancel := context.WithTimeout(ctx, stepTimeout)
 	defer cancel()
 	if err := chromedp.Do(c, actions...); err != nil {
 		shot(t, ctx, "FAILED-"+strings.ReplaceAll(what, " ", "-"))
@@ -66,7 +73,7 @@ func do(t *testing.T, ctx context.Context, what string, actions ...chromedp.Acti
 // get runs one action that returns a value.
 func get[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
 	t.Helper()
-	c, cancel := context.WithTimeout(ctx, 15*time.Second)
+	c, cancel := context.WithTimeout(ctx, stepTimeout)
 	defer cancel()
 	v, err := chromedp.Run(c, a)
 	if err != nil {
@@ -82,7 +89,7 @@ func text(t *testing.T, ctx context.Context, sel string) string {
 }
 
 func location(t *testing.T, ctx context.Context) string {
-	c, cancel := context.WithTimeout(ctx, 5*time.Second)
+	c, cancel := context.WithTimeout(ctx, stepTimeout)
 	defer cancel()
 	loc, _ := chromedp.Run(c, chromedp.Location())
 	return loc

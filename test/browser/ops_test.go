@@ -69,7 +69,7 @@ func TestOperatorTools(t *testing.T) {
 		chromedp.WaitVisible(css(`dialog .btn-danger.solid`)), chromedp.Click(css(`dialog .btn-danger.solid`)),
 		chromedp.WaitEnabled(css(`#reset-retention`)))
 	shot(t, ctx, "ops-03-retention")
-	if v, err := eng.Server.Retention.Get(adminCtx(eng)); err != nil || v.ThreadsDays != 45 || v.Source != ops.RetentionFromUI {
+	if v, err := eng.Server.Retention.Get.Handle(adminCtx(eng)); err != nil || v.ThreadsDays != 45 || v.Source != ops.RetentionFromUI {
 		t.Fatalf("retention after save: %+v %v", v, err)
 	}
 

@@ -82,7 +82,7 @@ func histogramSum(fams map[string]*dto.MetricFamily, name string) float64 {
 // waitMetric polls /metrics until name{labels} equals want.
 func waitMetric(t *testing.T, e *enginetest.Engine, name string, labels map[string]string, want float64) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		got := metricValue(scrape(t, e, ""), name, labels)
 		if got == want {

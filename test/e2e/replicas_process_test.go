@@ -133,7 +133,8 @@ func TestReplicaSetOfThreeProcesses(t *testing.T) {
 
 	// Revocation on 2 refuses the key on 1 at the next request (the
 	// revocation answers once every replica acknowledged the broadcast)
-	// and closes its socket on 1 within a second.
+	// and closes its socket on 1 on the broadcast (before the periodic
+	// re-check could).
 	doomed, doomedID := rs.newKey(t, 0, "doomed")
 	resp, body = rs.engine(0).Do(t, http.MethodGet, "/v1/contracts", doomed, nil)
 	wantStatus(t, resp, body, http.StatusOK)
@@ -148,10 +149,7 @@ func TestReplicaSetOfThreeProcesses(t *testing.T) {
 	select {
 	case <-sock.closed:
 		t.Logf("socket on replica 1 closed %v after the revocation on replica 2", time.Since(revoked).Round(time.Millisecond))
-		if d := time.Since(revoked); d > time.Second {
-			t.Fatalf("socket closed only after %v", d)
-		}
-	case <-time.After(3 * time.Second):
+	case <-time.After(beforeRecheck):
 		t.Fatal("socket of the revoked key still open on replica 1")
 	}
 }

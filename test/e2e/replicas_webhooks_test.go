@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/threadengine/engine/adapters/config"
 	"github.com/threadengine/engine/adapters/sqldb"
@@ -35,14 +34,21 @@ func TestReplicasDeliverWebhooksOnce(t *testing.T) {
 		c.ok(step(th, "charge", "failed", fmt.Sprint("k", i), nil))
 	}
 	rcv.waitFor(t, n)
-	time.Sleep(300 * time.Millisecond) // a duplicate would arrive by now
+	// Once every delivery is settled nothing more is sent; a duplicate
+	// would have needed a second lease, which counts an attempt.
+	ds := settledDeliveries(t, a, w.ID)
+	for _, d := range ds {
+		if d.State != "delivered" || d.Attempts != 1 {
+			t.Fatalf("delivery %+v: want delivered at the first attempt", d)
+		}
+	}
 	got := rcv.requests()
 	seen := map[string]int{}
 	for _, g := range got {
 		verify(t, w.Secret, g)
 		seen[g.ID]++
 	}
-	if len(got) != n || len(seen) != n {
+	if len(got) != n || len(seen) != n || len(ds) != n {
 		t.Fatalf("%d requests for %d distinct deliveries; want %d each once", len(got), len(seen), n)
 	}
 }

@@ -43,7 +43,7 @@ func TestRetentionSettingAndSweep(t *testing.T) {
 		kept := c.ok(map[string]any{"action": "startThread", "refs": map[string]any{}})["threadId"].(string)
 		c.ok(map[string]any{"action": "threadEnd", "threadId": kept, "status": "completed"})
 
-		res, err := e.Server.Retention.Sweep(context.Background())
+		res, err := e.Server.Retention.Sweeper.Sweep(context.Background())
 		if err != nil || res.Threads != 1 {
 			t.Fatalf("sweep %+v %v", res, err)
 		}

@@ -250,7 +250,7 @@ func TestSignInLicenseSuspendedLater(t *testing.T) {
 
 	l.Suspended = true
 	reg.PutLicense(l)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		resp, body := e.DoWith(t, http.MethodGet, "/auth/login", nil, func(r *http.Request) { r.Header.Set("Accept", "application/json") })
 		if resp.StatusCode == http.StatusForbidden {

@@ -1,9 +1,9 @@
 package e2e
 
 import (
+	"fmt"
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/test/enginetest"
@@ -58,22 +58,16 @@ func TestWebhooksEventsFromRealThreads(t *testing.T) {
 			return false
 		}
 		wantMajor := []seen{{"validation.violated", "major", missing}, {"validation.violated", "critical", wrong}, {"thread.failed", "critical", wrong}}
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		pollUntil(t, fmt.Sprintf("major webhook got at least %+v", wantMajor), func() bool {
 			got := collect(majorRcv, major.Secret)
 			all := true
 			for _, w := range wantMajor {
 				all = all && has(got, w)
 			}
-			if all {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("major webhook got %+v; want at least %+v", got, wantMajor)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		time.Sleep(200 * time.Millisecond) // anything wrongly queued would be sent by now
+			return all
+		})
+		settledDeliveries(t, e, major.ID) // anything wrongly queued is sent by then
+		settledDeliveries(t, e, critical.ID)
 		for _, s := range collect(majorRcv, major.Secret) {
 			if s.event == "validation.violated" && s.severity != "major" && s.severity != "critical" {
 				t.Fatalf("major webhook got a %s violation", s.severity)

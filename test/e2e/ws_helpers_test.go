@@ -43,7 +43,7 @@ func wsURL(e *enginetest.Engine) string {
 
 func dialWS(t testing.TB, e *enginetest.Engine) *wsClient {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), answerBound)
 	defer cancel()
 	conn, _, err := websocket.Dial(ctx, wsURL(e), nil)
 	if err != nil {
@@ -77,7 +77,7 @@ func dialWS(t testing.TB, e *enginetest.Engine) *wsClient {
 
 func (c *wsClient) sendRaw(data []byte) {
 	c.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), answerBound)
 	defer cancel()
 	if err := c.conn.Write(ctx, websocket.MessageText, data); err != nil {
 		c.t.Fatalf("write: %v", err)
@@ -95,8 +95,8 @@ func (c *wsClient) reply() map[string]any {
 	select {
 	case m := <-c.replies:
 		return m
-	case <-time.After(10 * time.Second):
-		c.t.Fatal("no reply within 10s")
+	case <-time.After(answerBound):
+		c.t.Fatalf("no reply within %v", answerBound)
 	}
 	return nil
 }
@@ -155,8 +155,23 @@ func (c *wsClient) fails(m map[string]any, contains string) map[string]any {
 	return r
 }
 
+// answerBound is the least a test waits for a push or a reply it expects:
+// a bound that only turns a hang into a failure, generous because a busy
+// machine (CI shares its cores) may take seconds for what takes
+// milliseconds alone. Waiting longer for what must come never fails a
+// passing test; tests asserting that something does not come (noPush,
+// noReplyFor) keep their short windows.
+const answerBound = 30 * time.Second
+
+// beforeRecheck bounds the wait for a socket closed by a broadcast
+// (revocation, suspension): well inside the 30 s periodic re-check (the
+// wsapi ping interval), the only other way it would close, so a close in
+// time shows the broadcast did it without racing the machine's speed.
+const beforeRecheck = 20 * time.Second
+
 func (c *wsClient) push(within time.Duration) map[string]any {
 	c.t.Helper()
+	within = max(within, answerBound)
 	select {
 	case m := <-c.pushes:
 		return m

@@ -18,7 +18,10 @@ const Q_THREADS = `query Threads($status: String, $contractName: String, $contra
   $rule: String, $step: String, $orderBy: ThreadOrderBy, $order: SortOrder, $limit: Int, $offset: Int) {
   threads(status: $status, contractName: $contractName, contractVersion: $contractVersion, startedAfter: $startedAfter, startedBefore: $startedBefore,
     health: $health, tag: $tag, idPrefix: $idPrefix, refKey: $refKey, refValue: $refValue, rule: $rule, step: $step, orderBy: $orderBy, order: $order,
-    limit: $limit, offset: $offset) { totalCount threads { ${FIELDS} } } }`;
+    limit: $limit, offset: $offset) { totalCount totalCountIsExact pageInfo { hasNextPage } threads { ${FIELDS} } } }`;
+// The deepest offset the API pages to (deeper pages take cursors; this
+// list pages by number, so it stops there).
+const MAX_OFFSET = 10000;
 
 const HEALTH = [['FAILED', 'Failed'], ['VIOLATED', 'Violated'], ['WARNING', 'Warnings'], ['OK', 'OK']];
 const SORTS = [['new', 'Newest first'], ['old', 'Oldest first'], ['long', 'Longest first'], ['short', 'Shortest first']];
@@ -145,6 +148,8 @@ export async function renderThreads(ctx) {
   const draw = (conn) => {
     clear(results);
     const total = conn.totalCount;
+    // Past 10,000 matches the API stops counting (totalCountIsExact false).
+    const totalText = conn.totalCountIsExact === false ? `${total.toLocaleString('en')}+` : String(total);
     const pages = Math.max(1, Math.ceil(total / f.size));
     const start = f.page * f.size + 1;
     const end = f.page * f.size + conn.threads.length;
@@ -161,17 +166,17 @@ export async function renderThreads(ctx) {
       { label: 'Started', class: 'col-started', render: (t) => timeTag(t.startedAt, { stacked: true }) },
     ];
     const prev = h('button', { type: 'button', id: 'prev-page', disabled: f.page === 0 || null }, '← Previous');
-    const next = h('button', { type: 'button', id: 'next-page', disabled: end >= total || null }, 'Next →');
+    const next = h('button', { type: 'button', id: 'next-page', disabled: !conn.pageInfo.hasNextPage || (f.page + 1) * f.size > MAX_OFFSET || null }, 'Next →');
     prev.addEventListener('click', () => go({ page: Math.min(f.page - 1, pages - 1) }));
     next.addEventListener('click', () => go({ page: f.page + 1 }));
     const past = total > 0 && conn.threads.length === 0 && f.page > 0;
     add(results,
       h('div', { class: 'panel-head' }, h('h2', { id: 'threads-h' }, 'Threads'),
-        h('span', { class: 'muted', id: 'threads-count' }, past ? `Page ${f.page + 1} is past the end` : total ? `${start}–${end} of ${total}` : '0 threads'), live),
+        h('span', { class: 'muted', id: 'threads-count' }, past ? `Page ${f.page + 1} is past the end` : total ? `${start}–${end} of ${totalText}` : '0 threads'), live),
       past ? h('div', { class: 'panel-body', id: 'page-past-end' }, alertBox('warn', `There are only ${pages} page${pages === 1 ? '' : 's'} of ${total} threads.`, ' ',
         link('threads?' + withPage(ctx.query, pages - 1), 'Go to the last page', { id: 'last-page' }))) : null,
       past ? null : table(cols, conn.threads.map((t) => Object.assign(t, { __attrs: { 'data-row': t.id, 'data-health': t.health.status } })), { empty: 'No threads match these filters.', caption: 'Threads' }),
-      total > f.size || f.page > 0 ? h('nav', { class: 'pager', 'aria-label': 'Pagination' }, h('span', { class: 'muted' }, `Page ${Math.min(f.page + 1, pages)} of ${pages}`), h('div', { class: 'row' }, prev, next)) : null);
+      total > f.size || f.page > 0 ? h('nav', { class: 'pager', 'aria-label': 'Pagination' }, h('span', { class: 'muted' }, conn.totalCountIsExact === false ? `Page ${f.page + 1}` : `Page ${Math.min(f.page + 1, pages)} of ${pages}`), h('div', { class: 'row' }, prev, next)) : null);
   };
 
   const load = async () => {

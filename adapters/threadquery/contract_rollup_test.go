@@ -1,0 +1,164 @@
+package threadquery_test
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/threadengine/engine/adapters/sqldb"
+	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
+	"github.com/threadengine/engine/adapters/threadquery"
+	"github.com/threadengine/engine/adapters/threadstore"
+	"github.com/threadengine/engine/ports"
+)
+
+// contractStats from the roll-up answer what counting every thread answers:
+// before any roll-up, after one, with threads ended after the watermark and
+// still active, after deleting rolled-up threads, and while a thread's
+// health is still to be backfilled (the roll-up then waits).
+func TestContractStatsRollup(t *testing.T) {
+	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
+		db := sqldbtest.Open(t, d)
+		ctx := context.Background()
+		now := time.Now().UTC()
+		n := 0
+		add := func(status, health string, ended time.Time, healthVersion int) string {
+			t.Helper()
+			n++
+			id := fmt.Sprintf("t%03d", n)
+			var completed any
+			if status != "active" {
+				completed = sqldb.Time(ended)
+			}
+			c := fmt.Sprintf("c%d", n%2)
+			if _, err := db.Exec(db.Rebind(`INSERT INTO threads (id, contract_id, contract_name, contract_version, owner_kind, owner_id, status, health, health_version, created_at, updated_at, completed_at)
+ VALUES (?, ?, ?, ?, 'user', 'u1', ?, ?, ?, ?, ?, ?)`), id, c, c, 1+n%3, status, health, healthVersion, sqldb.Time(ended.Add(-time.Hour)), sqldb.Time(ended), completed); err != nil {
+				t.Fatal(err)
+			}
+			return id
+		}
+		var old []string
+		for i := 0; i < 30; i++ {
+			status := []string{"completed", "failed", "cancelled", "active"}[i%4]
+			health := []string{"OK", "VIOLATED", "FAILED", "WARNING"}[i%3]
+			old = append(old, add(status, health, now.Add(-time.Duration(48-i)*time.Hour), 1))
+		}
+		// A free-form thread is never counted.
+		if _, err := db.Exec(db.Rebind(`INSERT INTO threads (id, owner_kind, owner_id, status, health_version, created_at, updated_at, completed_at) VALUES ('free', 'user', 'u1', 'completed', 1, ?, ?, ?)`),
+			sqldb.Time(now.Add(-50*time.Hour)), sqldb.Time(now.Add(-50*time.Hour)), sqldb.Time(now.Add(-50*time.Hour))); err != nil {
+			t.Fatal(err)
+		}
+		s := threadquery.New(db)
+		type key struct {
+			name           string
+			version        int
+			status, health string
+		}
+		raw := func() map[key]int {
+			var rows []struct {
+				Name    string `db:"contract_name"`
+				Version int    `db:"contract_version"`
+				Status  string `db:"status"`
+				Health  string `db:"health"`
+				N       int    `db:"n"`
+			}
+			if err := db.Select(&rows, `SELECT contract_name, contract_version, status, health, COUNT(*) AS n FROM threads
+ WHERE contract_name IS NOT NULL GROUP BY contract_name, contract_version, status, health`); err != nil {
+				t.Fatal(err)
+			}
+			m := map[key]int{}
+			for _, r := range rows {
+				m[key{r.Name, r.Version, r.Status, r.Health}] = r.N
+			}
+			return m
+		}
+		check := func(stage string) {
+			t.Helper()
+			got, err := s.ContractStats(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Fold the raw counts as ContractStats does.
+			want := map[[2]any]ports.ContractStat{}
+			for k, c := range raw() {
+				w := want[[2]any{k.name, k.version}]
+				w.Name, w.Version = k.name, k.version
+				w.Threads += c
+				switch k.status {
+				case "active":
+					w.Active += c
+				case "completed":
+					w.Completed += c
+				case "failed":
+					w.Failed += c
+				case "cancelled":
+					w.Cancelled += c
+				}
+				switch k.health {
+				case "VIOLATED":
+					w.Violated += c
+				case "FAILED":
+					w.HealthFailed += c
+				case "WARNING":
+					w.Warn += c
+				}
+				want[[2]any{k.name, k.version}] = w
+			}
+			gotM := map[[2]any]ports.ContractStat{}
+			for _, g := range got {
+				gotM[[2]any{g.Name, g.Version}] = g
+			}
+			if !reflect.DeepEqual(gotM, want) {
+				t.Fatalf("%s:\n got %+v\nwant %+v", stage, gotM, want)
+			}
+		}
+		rolled := func() int {
+			var k int
+			if err := db.Get(&k, `SELECT COUNT(*) FROM contract_stats_rollup`); err != nil {
+				t.Fatal(err)
+			}
+			return k
+		}
+		check("raw")
+		// A thread still to be backfilled holds the roll-up back.
+		pending := add("completed", "OK", now.Add(-30*time.Hour), 0)
+		if _, err := s.RollUp(ctx, now); err != nil {
+			t.Fatal(err)
+		}
+		if rolled() != 0 {
+			t.Fatal("rolled up while a thread's health is pending")
+		}
+		check("held back")
+		if _, err := db.Exec(db.Rebind(`UPDATE threads SET health_version = 1, health = 'VIOLATED' WHERE id = ?`), pending); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.RollUp(ctx, now); err != nil {
+			t.Fatal(err)
+		}
+		if rolled() == 0 {
+			t.Fatal("nothing rolled up")
+		}
+		check("rolled up")
+		// Threads ended after the watermark and active ones are read raw.
+		add("completed", "OK", now.Add(-time.Minute), 1)
+		add("active", "WARNING", now.Add(-time.Minute), 1)
+		check("ended since")
+		// Deleting rolled-up threads (retention) subtracts them.
+		gone, err := threadstore.New(db).DeleteThreads(ctx, old[:13])
+		if err != nil || len(gone) != 13 {
+			t.Fatalf("delete: %d %v", len(gone), err)
+		}
+		check("deleted")
+		// A later roll-up takes the recent threads in, once.
+		if _, err := s.RollUp(ctx, now.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		check("rolled again")
+		if _, err := s.RollUp(ctx, now.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		check("rolled twice")
+	})
+}
