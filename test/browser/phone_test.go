@@ -84,7 +84,7 @@ func TestPhoneAndKeyboard(t *testing.T) {
 	do(t, ctx, "audit by email", chromedp.Navigate(eng.URL+"/ui/audit"), chromedp.WaitVisible(css(`#audit-filters`)),
 		chromedp.SendKeys(css(`#audit-filters input[name=actor_id]`), "OWNER@example.com"),
 		chromedp.Click(css(`#audit-filters button[type=submit]`)),
-		void(chromedp.Poll[bool](`location.search.includes('actor_id=` + eng.Admin.ID + `')`)))
+		void(chromedp.Poll[bool](`location.search.includes('actor_id=`+eng.Admin.ID+`')`)))
 	if loc := location(t, ctx); !strings.Contains(loc, "actor=OWNER%40example.com") {
 		t.Fatalf("audit location %s", loc)
 	}
