@@ -22,6 +22,9 @@ const (
 	// CodeLimitExceeded: a request, socket or message reached one of the
 	// engine's limits; Details["limit"] names it.
 	CodeLimitExceeded Code = "limit_exceeded"
+	// CodeQueryTimeout: a read ran out of its deadline
+	// (limits.graphql.max_duration) and was stopped.
+	CodeQueryTimeout Code = "query_timeout"
 	// CodeUnsupportedMediaType: a body in a media type the route does not
 	// read (OTLP: neither protobuf nor JSON).
 	CodeUnsupportedMediaType Code = "unsupported_media_type"
@@ -119,6 +122,7 @@ var registry = map[Code][]Kind{
 	CodeUnavailable:      {KindUnavailable},
 	CodeRateLimited:      {KindRateLimited},
 	CodeLimitExceeded:    {KindTooLarge, KindRateLimited},
+	CodeQueryTimeout:     {KindUnavailable},
 
 	CodeUnsupportedMediaType: {KindUnsupportedMedia},
 

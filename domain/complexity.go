@@ -75,6 +75,9 @@ type CostField struct {
 	Ints map[string]int
 	// Given names the arguments given a non-null value, whatever their type.
 	Given []string
+	// Enums holds the enum arguments that were given (variables resolved),
+	// by name: what a sort argument asks the database to do.
+	Enums map[string]string
 	// Children is the field's selection set; nil for a leaf.
 	Children *CostSet
 
@@ -165,6 +168,15 @@ type CostModel struct {
 	// this many values: introspection, which reads nothing (the schema is in
 	// memory) and costs what it writes.
 	PerPoint map[FieldKey]int
+	// Work prices what a field costs the database beyond the rows it
+	// returns: counting every match, sorting every match, skipping rows.
+	Work map[FieldKey]DBWork
+	// PerRow prices an operation by the rows it returns instead of by the
+	// fields it selects: an object or a list item costs one point whatever
+	// scalar fields it selects, a scalar costs nothing, a list costs its
+	// items; Work is charged as usual. The handler applies it only to the
+	// published SDKs' fixed documents (docs/integrators/graphql.md).
+	PerRow bool
 
 	rules map[FieldKey]*fieldRule // the maps above in one, built by Compiled
 }
@@ -175,6 +187,58 @@ type fieldRule struct {
 	listed, thread, verify bool
 	verifyRoot, stepList   bool
 	perPoint               int
+	work                   DBWork
+}
+
+// DBWork is the price of a field's database work beyond the rows it returns.
+type DBWork struct {
+	// Points are charged every time the field is priced (totalCount counts
+	// every thread matching the filters, however few are returned).
+	Points int
+	// SortArg names the enum argument choosing a sort; a value not in
+	// SortFree (served by an index) costs SortPoints: every match is read
+	// and sorted before the first row is returned.
+	SortArg    string
+	SortFree   []string
+	SortPoints int
+	// OffsetArg names the argument of rows skipped before the page; each
+	// OffsetRowsPerPoint rows skipped (rounded up) cost one point, so a deep
+	// offset costs what reading up to it costs.
+	OffsetArg string
+}
+
+// OffsetRowsPerPoint is how many rows a deep offset skips per point.
+const OffsetRowsPerPoint = 100
+
+// Points of the database work priced by QueryCostModel.Work.
+const (
+	CountPoints = 25 // ThreadConnection.totalCount: a count of every match
+	SortPoints  = 25 // a sort no index serves: every match read and sorted
+)
+
+// cost is the price of w for field f.
+func (w DBWork) cost(f *CostField) int {
+	c := w.Points
+	if w.SortArg != "" {
+		if v, ok := f.Enums[w.SortArg]; ok && !slicesContains(w.SortFree, v) {
+			c = satAdd(c, w.SortPoints)
+		}
+	}
+	if w.OffsetArg != "" {
+		if n := f.Ints[w.OffsetArg]; n > 0 {
+			c = satAdd(c, (n+OffsetRowsPerPoint-1)/OffsetRowsPerPoint)
+		}
+	}
+	return c
+}
+
+func slicesContains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
 }
 
 // Compiled returns the model with its rules merged into one table, so
@@ -207,6 +271,11 @@ func (m CostModel) Compiled() CostModel {
 	for k, v := range m.PerPoint {
 		x := get(k)
 		x.perPoint = v
+		r[k] = x
+	}
+	for k, v := range m.Work {
+		x := get(k)
+		x.work = v
 		r[k] = x
 	}
 	m.rules = make(map[FieldKey]*fieldRule, len(r))
@@ -273,6 +342,18 @@ var QueryCostModel = CostModel{
 	},
 	VerifyRoot: map[FieldKey]bool{{"Query", "verifyThreadIntegrity"}: true},
 	PerPoint:   map[FieldKey]int{{"Query", "__schema"}: 10, {"Query", "__type"}: 10},
+	Work: map[FieldKey]DBWork{
+		{"ThreadConnection", "totalCount"}: {Points: CountPoints},
+		{"Query", "threads"}:               {SortArg: "orderBy", SortFree: []string{"STARTED_AT"}, SortPoints: SortPoints, OffsetArg: "offset"},
+		{"Query", "threadsByContract"}:     {OffsetArg: "offset"},
+		{"Query", "threadsByRef"}:          {OffsetArg: "offset"},
+		{"Query", "stepHistory"}:           {OffsetArg: "offset"},
+		{"Thread", "steps"}:                {OffsetArg: "offset"},
+		{"Thread", "attempts"}:             {OffsetArg: "offset"},
+		{"StepStateInfo", "history"}:       {OffsetArg: "offset"},
+		{"Thread", "validationResults"}:    {OffsetArg: "options.offset"},
+		{"Thread", "notifications"}:        {OffsetArg: "options.offset"},
+	},
 }
 
 // ThreadsRead holds, for root fields that read threads (by id, a page or a
@@ -423,7 +504,23 @@ func (p *pricer) rule(f *CostField) *fieldRule {
 }
 
 func (p *pricer) fieldCost(rule *fieldRule, f *CostField, ctx costCtx) int {
-	c := 1
+	return satAdd(p.shapeCost(rule, f, ctx), rule.work.cost(f))
+}
+
+// shapeCost is a field's price by what it returns: its fields (or, PerRow,
+// its rows) and its lists' items.
+func (p *pricer) shapeCost(rule *fieldRule, f *CostField, ctx costCtx) int {
+	// own is what the field itself costs, item what each item of a list
+	// costs on top of its selection: 1 and 0 by fields; by rows a scalar
+	// and a list cost nothing of their own, an object and a list item one.
+	own, item := 1, 0
+	if p.m.PerRow {
+		own, item = 0, 1
+		if f.Children != nil && !f.List {
+			own = 1
+		}
+	}
+	c := own
 	reads, read := p.reads[f]
 	if rule.verifyRoot {
 		n := stepsLater
@@ -446,7 +543,10 @@ func (p *pricer) fieldCost(rule *fieldRule, f *CostField, ctx costCtx) int {
 			inner = stepsLater
 		}
 		base := p.thread(f.Children, inner)
-		c = satAdd(c, satMul(size, base))
+		if !f.List {
+			item = 0 // the one thread is the field's own row
+		}
+		c = satAdd(c, satMul(size, satAdd(item, base)))
 		if !read && ctx.page > 0 {
 			reads, read = p.pages[ctx.page-1], true
 		}
@@ -473,7 +573,7 @@ func (p *pricer) fieldCost(rule *fieldRule, f *CostField, ctx costCtx) int {
 	if rule.stepList {
 		child.stepItems = size
 	}
-	return satAdd(c, satMul(size, p.set(f.Children, child)))
+	return satAdd(c, satMul(size, satAdd(item, p.set(f.Children, child))))
 }
 
 // thread prices one thread's selection set with steps recorded steps,

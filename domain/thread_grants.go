@@ -27,8 +27,12 @@ type StepGrant struct {
 	// entry point or a free-form thread, which consume nothing. A consumed
 	// success enables no other grant, even once the grant is cancelled —
 	// unless the step it was granted for is then recorded failed.
-	Consumed  string
-	GrantedAt time.Time
+	Consumed string
+	// FreshConsumed are the prerequisite successes ("must succeed before
+	// each invocation") the invocation consumed; kept whatever becomes of
+	// the grant (FreshConsumed).
+	FreshConsumed []string
+	GrantedAt     time.Time
 	// Answer names the waitFor answer that holds an allowed grant; a wait
 	// asking again with the same invocation id takes it over, so giving
 	// back the grant of an answer that reached no one leaves it to the

@@ -68,6 +68,16 @@ func (t *Thread) PermitStep(a Actor, c *Contract, stepName, invocationID string,
 	if waiting {
 		return StepPermission{}
 	}
+	if step, ok := c.Step(stepName); ok && len(step.FreshDependsOn) > 0 {
+		// One fresh approval allows one invocation: a stale one waits for
+		// the next success, a fresh one is consumed by this grant (under
+		// the thread's row lock, so no other waiter can spend it).
+		pc := CheckPrerequisites(step, history, FreshConsumed(grants, stepName))
+		if !pc.Satisfied() {
+			return StepPermission{}
+		}
+		grant.FreshConsumed = pc.Consume
+	}
 	// Only a transition rule makes the latest success what enables the
 	// step; a contract without them (FreeOrder) consumes nothing here.
 	if prev, ok := lastSuccess(history); ok && prev.ID != "" && !c.FreeOrder {

@@ -214,6 +214,14 @@ type StepAttempt struct {
 	Context    map[string]string
 	StartedAt  *time.Time
 	FinishedAt *time.Time
+	// Snapshots are the contexts of the latest success of each step the
+	// step's content references read (ContractStep.ReferencedSteps;
+	// LatestSuccessContexts).
+	Snapshots map[string]map[string]string
+	// FreshConsumed are the prerequisite successes earlier invocations of
+	// the step consumed (FreshConsumed); read only for an unguarded report
+	// of a step with fresh prerequisites.
+	FreshConsumed map[string]bool
 }
 
 // StepIdentity is the latest recorded attempt of one step identity (thread,
@@ -237,6 +245,11 @@ type StepDecision struct {
 	Validation     *ValidationResult
 	// Ended is the status this step ended the thread with ("" if it did not).
 	Ended ThreadStatus
+	// Consume is the grant row an unguarded report of a step with fresh
+	// prerequisites writes (its InvocationID left to the caller:
+	// ReportInvocationPrefix + the step id) so that no later invocation
+	// spends the same approval; nil when it consumes nothing.
+	Consume *StepGrant
 }
 
 // RecordStep judges one attempt and applies its effect to the thread.
@@ -260,7 +273,14 @@ type StepDecision struct {
 //   - a succeeded terminal step with a major violation (missing required
 //     context, retry limit, timeouts) fails it too; a non-terminal major
 //     violation is recorded and notified, and the thread goes on;
-//   - otherwise a succeeded terminal step completes it.
+//   - otherwise a succeeded terminal step completes it (a member of a
+//     group whose members must all succeed: once all of them have).
+//
+// Before any of that, a step whose context breaks its content rules is
+// refused (content_rule_failed): nothing is recorded and the thread stays
+// as it was. An unguarded report of a step with fresh prerequisites
+// consumes them (Consume), or breaks them (fresh_dependency_required,
+// critical) when an earlier invocation used them already.
 //
 // Free-form threads end only through End.
 func (t *Thread) RecordStep(a Actor, c *Contract, in StepAttempt, cur *StepIdentity, history []RecordedStep,
@@ -286,6 +306,17 @@ func (t *Thread) RecordStep(a Actor, c *Contract, in StepAttempt, cur *StepIdent
 	if t.Status.Closed() {
 		return StepDecision{}, E(KindConflict, CodeThreadClosed, "thread is %s", t.Status)
 	}
+	step, known := ContractStep{}, false
+	if c != nil {
+		step, known = c.Step(in.Name)
+	}
+	if known {
+		// Refused before anything changes: not recorded, the thread stays
+		// as it was (the caller logs the refusal).
+		if err := JudgeContent(step, in.Status, in.Context, in.Snapshots); err != nil {
+			return StepDecision{}, err
+		}
+	}
 	t.UpdatedAt = now
 	if c == nil {
 		return d, nil
@@ -298,13 +329,24 @@ func (t *Thread) RecordStep(a Actor, c *Contract, in StepAttempt, cur *StepIdent
 		si.FinishedAt = *in.FinishedAt
 	}
 	vr := ValidateStep(*c, ThreadSnapshot{StartedAt: t.CreatedAt, Steps: history, Role: p.Role}, si, now)
+	if known && in.Grant != GrantAllowed {
+		// A waitFor grant consumed the fresh prerequisites when it was
+		// given; an unguarded report consumes them now.
+		issue, consume := judgeFresh(step, history, in.FreshConsumed, a.PrincipalID, now)
+		if issue != nil {
+			vr = NewValidationResult(append(vr.Issues, *issue))
+		}
+		d.Consume = consume
+	}
 	d.Validation = &vr
 	switch {
 	case hasSeverity(vr, SeverityCritical) || vr.FailsThread() && c.IsTerminal(in.Name) && in.Status.Succeeded():
 		worst, _ := vr.MostSevere()
 		t.Status, t.CompletedAt, t.Error = ThreadFailed, &now, worst.Message
 		d.Ended = ThreadFailed
-	case vr.CompletesThread(*c, si):
+	case vr.CompletesThread(*c, si) && len(c.GroupsPending(in.Name, history)) == 0:
+		// A terminal member of a group whose members must all succeed
+		// completes the thread with the last of them.
 		t.Status, t.CompletedAt = ThreadCompleted, &now
 		d.Ended = ThreadCompleted
 	}

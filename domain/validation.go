@@ -115,6 +115,10 @@ type RecordedStep struct {
 	Status     string
 	RecordedAt time.Time
 	Attempt    int
+	// StartedAt and FinishedAt are the times the writer reported (zero
+	// when it did not): group durations are judged on them.
+	StartedAt  time.Time
+	FinishedAt time.Time
 }
 
 // ThreadSnapshot is what validation needs to know about the thread so far.
@@ -183,7 +187,8 @@ func NewValidationResult(issues []ValidationIssue) ValidationResult {
 //   - with no successful step yet, the step must be an entry point
 //     (invalid_entry_point, critical); otherwise it must be allowed after the
 //     latest successful step (invalid_transition, critical), unless the
-//     contract has no transition rules (FreeOrder, Gherkin);
+//     contract has no transition rules (FreeOrder, Gherkin); a member of a
+//     parallel group is judged from the latest success outside its group;
 //   - every prerequisite (DependsOn) must have succeeded before
 //     (missing_dependency, critical);
 //   - the writing party must own the step (unauthorized_owner, critical) when
@@ -202,7 +207,12 @@ func NewValidationResult(issues []ValidationIssue) ValidationResult {
 //     (major);
 //   - a terminal step succeeding after another terminal step already did:
 //     multiple_terminal_states with the contract's severity (default minor),
-//     unless the contract allows multiple terminals.
+//     unless the contract allows multiple terminals or both are members of
+//     one parallel group;
+//   - the success that completes a parallel group (every other member has
+//     succeeded) over the group's combined duration, from the first
+//     member's start to the last one's finish: group_duration_exceeded
+//     (major).
 func ValidateStep(c Contract, t ThreadSnapshot, s StepInput, now time.Time) ValidationResult {
 	var issues []ValidationIssue
 	add := func(is ValidationIssue) { issues = append(issues, is) }
@@ -236,6 +246,11 @@ func ValidateStep(c Contract, t ThreadSnapshot, s StepInput, now time.Time) Vali
 				Expected: tr.Timeout.String(), Actual: roundDur(now.Sub(at)).String(),
 			})
 		}
+	}
+	// Members of a parallel group run side by side: one follows another
+	// member as it follows what came before the group.
+	if hasPrev && c.sameGroup(prev, s.Name) {
+		prev, hasPrev = transitionSource(c, t.Steps, s.Name)
 	}
 	switch {
 	case !hasPrev && !c.IsEntryPoint(s.Name):
@@ -342,7 +357,8 @@ func ValidateStep(c Contract, t ThreadSnapshot, s StepInput, now time.Time) Vali
 
 	if c.IsTerminal(s.Name) && StepSucceeded(s.Status) && !c.AllowMultipleTerminals {
 		for _, r := range t.Steps {
-			if c.IsTerminal(r.Name) && StepSucceeded(r.Status) {
+			// Members of one parallel group are terminal together.
+			if c.IsTerminal(r.Name) && StepSucceeded(r.Status) && !c.sameGroup(r.Name, s.Name) {
 				sev := c.MultipleTerminalsSeverity
 				if sev == "" {
 					sev = SeverityMinor
@@ -356,6 +372,8 @@ func ValidateStep(c Contract, t ThreadSnapshot, s StepInput, now time.Time) Vali
 			}
 		}
 	}
+
+	issues = append(issues, groupDurationIssues(c, t.Steps, s, now)...)
 
 	return NewValidationResult(issues)
 }

@@ -34,6 +34,10 @@ type ThreadMetrics interface {
 	// step of a contract thread, by contract name, issue type (the rule
 	// broken: invalid_transition, missing_required_field, …) and severity.
 	ViolationRecorded(contract, issueType, severity string)
+	// StepRefused counts one step submission refused by its contract before
+	// anything was recorded, by error code (content_rule_failed) and
+	// contract name.
+	StepRefused(code, contract string)
 }
 
 // SessionMetrics track open WebSocket connections.
@@ -157,6 +161,7 @@ func (NopMetrics) WebhookAttempt(string, time.Duration)             {}
 func (NopMetrics) WebhookPending(int)                               {}
 func (NopMetrics) AlertRecorded(string)                             {}
 func (NopMetrics) ViolationRecorded(string, string, string)         {}
+func (NopMetrics) StepRefused(string, string)                       {}
 func (NopMetrics) ActionHandled(string, string, time.Duration)      {}
 func (NopMetrics) DeliveryLag(time.Duration)                        {}
 func (NopMetrics) GraphQLOperation(string, []string, time.Duration) {}

@@ -119,6 +119,9 @@ type StepTx struct {
 	// Grant is the status of the grant AppendWriter.InvocationID names on
 	// the thread ("" when none).
 	Grant domain.GrantStatus
+	// Grants are all the thread's grants, loaded only when
+	// AppendWriter.WithGrants (a step with fresh prerequisites).
+	Grants []domain.StepGrant
 }
 
 // StepPlan is what the caller decided to write. Duplicate writes nothing.
@@ -137,6 +140,9 @@ type StepPlan struct {
 	// PrevActivityAt is the thread's latest activity before this attempt
 	// (zero for its first): the process map's time along an edge.
 	PrevActivityAt time.Time
+	// Grant is a grant row to insert with the step (what an unguarded
+	// report of a step with fresh prerequisites consumed); nil: none.
+	Grant *domain.StepGrant
 }
 
 // ThreadEffects is what a thread update writes besides the thread row and
@@ -287,6 +293,8 @@ type AppendWriter struct {
 	// InvocationID is the attempt's invocation id: StepTx.Grant is the
 	// status of the waitFor grant it names.
 	InvocationID string
+	// WithGrants loads StepTx.Grants (with the states).
+	WithGrants bool
 }
 
 // Recorded turns step states (ordered by latest attempt) into the history
@@ -295,7 +303,24 @@ func Recorded(states []StepState) []domain.RecordedStep {
 	history := make([]domain.RecordedStep, 0, len(states))
 	for _, s := range states {
 		history = append(history, domain.RecordedStep{ID: s.LatestStepID, Name: s.StepName, Status: s.Status,
-			RecordedAt: s.LastUpdatedAt, Attempt: s.RetryCount + 1})
+			RecordedAt: s.LastUpdatedAt, Attempt: s.RetryCount + 1, StartedAt: orZero(s.StartedAt), FinishedAt: orZero(s.FinishedAt)})
 	}
 	return history
+}
+
+func orZero(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
+}
+
+// Contexts maps each state's latest attempt id to its context (what
+// content references read).
+func Contexts(states []StepState) map[string]map[string]string {
+	out := make(map[string]map[string]string, len(states))
+	for _, s := range states {
+		out[s.LatestStepID] = s.LatestContext
+	}
+	return out
 }

@@ -102,6 +102,9 @@ type Retention struct {
 	// BatchPause is the pause between two batches, left to ingestion.
 	BatchSize  int           `koanf:"batch_size"`
 	BatchPause time.Duration `koanf:"batch_pause"`
+	// StepRefusals is how long the log of refused step submissions
+	// (content rules broken; GET /v1/refusals) keeps an entry.
+	StepRefusals time.Duration `koanf:"step_refusals"`
 }
 
 // Metrics configures the Prometheus endpoint.
@@ -209,7 +212,7 @@ func Defaults() Config {
 		Auth:          Auth{SessionTTL: 8 * time.Hour, CacheTTL: 5 * time.Second},
 		Log:           Log{Level: "info", Format: "text"},
 		Limits:        DefaultLimits(),
-		Retention:     Retention{SweepInterval: time.Hour, BatchSize: 100, BatchPause: 200 * time.Millisecond},
+		Retention:     Retention{SweepInterval: time.Hour, BatchSize: 100, BatchPause: 200 * time.Millisecond, StepRefusals: 30 * 24 * time.Hour},
 		Notifications: Notifications{Retention: 24 * time.Hour, RedeliverAfter: 30 * time.Second, MaxDeliveries: 3, WaitRecheck: 30 * time.Second},
 		Alerts: Alerts{SweepInterval: time.Minute, PollInterval: time.Second, Timeout: 10 * time.Second,
 			RetryBase: 10 * time.Second, RetryMax: time.Hour, MaxAttempts: 8, Concurrency: 4,
@@ -292,7 +295,7 @@ var knownKeys = map[string]bool{
 	"log.level": true, "log.format": true,
 	"metrics.token":          true,
 	"retention.threads_days": true, "retention.active_idle_days": true, "retention.sweep_interval": true,
-	"retention.batch_size": true, "retention.batch_pause": true,
+	"retention.batch_size": true, "retention.batch_pause": true, "retention.step_refusals": true,
 	"notifications.retention": true, "notifications.redeliver_after": true, "notifications.max_deliveries": true, "notifications.wait_recheck": true,
 	"alerts.sweep_interval": true, "alerts.silent_after": true, "alerts.poll_interval": true, "alerts.timeout": true,
 	"alerts.retry_base": true, "alerts.retry_max": true, "alerts.max_attempts": true, "alerts.concurrency": true,
@@ -506,6 +509,8 @@ func (r Retention) validate() error {
 		return fmt.Errorf("config: retention.batch_size must be between 1 and 1000")
 	case r.BatchPause < 0:
 		return fmt.Errorf("config: retention.batch_pause must not be negative")
+	case r.StepRefusals < time.Hour || r.StepRefusals > 3650*24*time.Hour:
+		return fmt.Errorf("config: retention.step_refusals must be between 1h and 87600h (10 years)")
 	}
 	return nil
 }

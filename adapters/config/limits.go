@@ -17,6 +17,46 @@ type Limits struct {
 	OTLP   OTLPLimits   `koanf:"otlp"`
 	WS     WSLimits     `koanf:"ws"`
 	SignIn SignInLimits `koanf:"signin"`
+	// GraphQL bounds reads: the GraphQL API, MCP (whose graphql_query
+	// runs through it) and exports share the read pool.
+	GraphQL ReadLimits `koanf:"graphql"`
+}
+
+// ReadLimits bound the database work and bytes of reads.
+type ReadLimits struct {
+	// MaxDuration is the deadline of one GraphQL operation or MCP tool call
+	// (PostgreSQL's statement_timeout on the read pool too): a read cut by
+	// it answers query_timeout.
+	MaxDuration time.Duration `koanf:"max_duration"`
+	// PoolConns is the size of the read pool, apart from the writers'
+	// pool: reads never hold a connection a writer needs.
+	PoolConns int `koanf:"pool_conns"`
+	// MaxConcurrent operations run at once on this replica, and
+	// MaxConcurrentPerPrincipal of one user or service account; others wait
+	// up to QueueTimeout (within their own deadline), then get 429.
+	MaxConcurrent             int           `koanf:"max_concurrent"`
+	MaxConcurrentPerPrincipal int           `koanf:"max_concurrent_per_principal"`
+	QueueTimeout              time.Duration `koanf:"queue_timeout"`
+	// An operation costing at least ExpensiveCost points also needs one of
+	// MaxExpensive places (default half the CPUs, at least 1: expensive
+	// reads never take every core).
+	ExpensiveCost int `koanf:"expensive_cost"`
+	MaxExpensive  int `koanf:"max_expensive"`
+	// PointsPerSecond and PointsBurst are one principal's read budget in
+	// cost points (a token bucket): an operation whose cost is not in the
+	// bucket is refused with 429 and Retry-After.
+	PointsPerSecond int `koanf:"points_per_second"`
+	PointsBurst     int `koanf:"points_burst"`
+	// MaxResponseBytes is the most a GraphQL or MCP answer may hold; a
+	// larger one is refused with limit_exceeded (nothing partial).
+	MaxResponseBytes int `koanf:"max_response_bytes"`
+	// ListContextBytes is the most of one attempt's context a list of
+	// attempts returns; a longer context is cut and marked (read one
+	// attempt at a time for the whole of it).
+	ListContextBytes int `koanf:"list_context_bytes"`
+	// ExportMaxBytes is the most one NDJSON export response streams; an
+	// export reaching it ends with a truncation line naming where to go on.
+	ExportMaxBytes int64 `koanf:"export_max_bytes"`
 }
 
 // HTTPLimits are the HTTP server's timeouts.
@@ -113,6 +153,10 @@ func DefaultLimits() Limits {
 			FramesPerSecond: 10000, FrameBurst: 20000, BytesPerSecond: 16 << 20, ByteBurst: 32 << 20, MaxQueuedBytesPerPrincipal: 4 << 20, MaxPendingBytesPerPrincipal: 4 << 20,
 			MaxReadingPerPrincipal: 8},
 		SignIn: SignInLimits{FailuresPerWindow: 20, Window: time.Minute},
+		GraphQL: ReadLimits{MaxDuration: 5 * time.Second, PoolConns: 8, MaxConcurrent: 4, MaxConcurrentPerPrincipal: 2,
+			QueueTimeout: 2 * time.Second, PointsPerSecond: 1000, PointsBurst: 10000,
+			ExpensiveCost: 100, MaxExpensive: max(1, runtime.NumCPU()/2), MaxResponseBytes: 16 << 20,
+			ListContextBytes: 16 << 10, ExportMaxBytes: 256 << 20},
 	}
 }
 
@@ -140,6 +184,7 @@ func (l *Limits) validate() error {
 		"limits.http.read_header_timeout": l.HTTP.ReadHeaderTimeout, "limits.http.read_timeout": l.HTTP.ReadTimeout,
 		"limits.http.idle_timeout": l.HTTP.IdleTimeout, "limits.otlp.queue_timeout": l.OTLP.QueueTimeout,
 		"limits.ws.connect_timeout": l.WS.ConnectTimeout, "limits.signin.window": l.SignIn.Window,
+		"limits.graphql.max_duration": l.GraphQL.MaxDuration, "limits.graphql.queue_timeout": l.GraphQL.QueueTimeout,
 	}
 	for key, d := range durations {
 		if d <= 0 {
@@ -151,16 +196,24 @@ func (l *Limits) validate() error {
 		"limits.otlp.max_spans": int64(l.OTLP.MaxSpans), "limits.otlp.max_objects": int64(l.OTLP.MaxObjects),
 		"limits.otlp.max_concurrent": int64(l.OTLP.MaxConcurrent), "limits.ws.max_sockets": int64(l.WS.MaxSockets),
 		"limits.ws.max_unauthenticated": int64(l.WS.MaxUnauthenticated), "limits.ws.max_per_principal": int64(l.WS.MaxPerPrincipal),
-		"limits.ws.max_subscriptions":               int64(l.WS.MaxSubscriptions),
-		"limits.ws.max_subscription_key_bytes":      int64(l.WS.MaxSubscriptionKeyBytes),
-		"limits.ws.max_waits_per_socket":            int64(l.WS.MaxWaitsPerSocket),
-		"limits.ws.max_waits_per_principal":         int64(l.WS.MaxWaitsPerPrincipal),
-		"limits.ws.frame_burst":                     int64(l.WS.FrameBurst),
-		"limits.ws.byte_burst":                      int64(l.WS.ByteBurst),
-		"limits.ws.max_reading_per_principal":       int64(l.WS.MaxReadingPerPrincipal),
-		"limits.ws.max_queued_bytes_per_principal":  l.WS.MaxQueuedBytesPerPrincipal,
-		"limits.ws.max_pending_bytes_per_principal": l.WS.MaxPendingBytesPerPrincipal,
-		"limits.signin.failures_per_window":         int64(l.SignIn.FailuresPerWindow),
+		"limits.ws.max_subscriptions":                 int64(l.WS.MaxSubscriptions),
+		"limits.ws.max_subscription_key_bytes":        int64(l.WS.MaxSubscriptionKeyBytes),
+		"limits.ws.max_waits_per_socket":              int64(l.WS.MaxWaitsPerSocket),
+		"limits.ws.max_waits_per_principal":           int64(l.WS.MaxWaitsPerPrincipal),
+		"limits.ws.frame_burst":                       int64(l.WS.FrameBurst),
+		"limits.ws.byte_burst":                        int64(l.WS.ByteBurst),
+		"limits.ws.max_reading_per_principal":         int64(l.WS.MaxReadingPerPrincipal),
+		"limits.ws.max_queued_bytes_per_principal":    l.WS.MaxQueuedBytesPerPrincipal,
+		"limits.ws.max_pending_bytes_per_principal":   l.WS.MaxPendingBytesPerPrincipal,
+		"limits.signin.failures_per_window":           int64(l.SignIn.FailuresPerWindow),
+		"limits.graphql.pool_conns":                   int64(l.GraphQL.PoolConns),
+		"limits.graphql.max_concurrent":               int64(l.GraphQL.MaxConcurrent),
+		"limits.graphql.max_concurrent_per_principal": int64(l.GraphQL.MaxConcurrentPerPrincipal),
+		"limits.graphql.points_per_second":            int64(l.GraphQL.PointsPerSecond),
+		"limits.graphql.points_burst":                 int64(l.GraphQL.PointsBurst),
+		"limits.graphql.max_response_bytes":           int64(l.GraphQL.MaxResponseBytes),
+		"limits.graphql.list_context_bytes":           int64(l.GraphQL.ListContextBytes),
+		"limits.graphql.export_max_bytes":             l.GraphQL.ExportMaxBytes,
 	}
 	for key, n := range counts {
 		if n <= 0 {
@@ -172,6 +225,9 @@ func (l *Limits) validate() error {
 	}
 	if l.WS.ByteBurst < 1<<20 {
 		return fmt.Errorf("config: limits.ws.byte_burst must be at least 1 MiB (the largest frame)")
+	}
+	if l.GraphQL.PointsBurst < 1000 {
+		return fmt.Errorf("config: limits.graphql.points_burst must be at least 1000 (one operation at the cost limit)")
 	}
 	if l.OTLP.MaxDecodedBytes < l.OTLP.MaxBodyBytes {
 		return fmt.Errorf("config: limits.otlp.max_decoded_bytes must be at least limits.otlp.max_body_bytes")

@@ -404,6 +404,8 @@ func (c *costConv) ints(name string, v value, f *domain.CostField) {
 		if d, ok := c.defaults[string(x)]; ok {
 			c.ints(name, d, f)
 		}
+	case enumVal:
+		setEnum(f, name, string(x))
 	case intVal:
 		setInt(f, name, float64(x))
 	case floatVal:
@@ -429,11 +431,22 @@ func (c *costConv) jsonInts(name string, v any, f *domain.CostField) {
 		setInt(f, name, float64(x))
 	case int64:
 		setInt(f, name, float64(x))
+	case string:
+		setEnum(f, name, x) // a string variable is what an enum variable holds
 	case map[string]any:
 		for k, e := range x {
 			c.jsonInts(name+"."+k, e, f)
 		}
 	}
+}
+
+// setEnum records an enum argument's value (and, harmlessly, a string's:
+// the cost model reads only the enum arguments it names).
+func setEnum(f *domain.CostField, name, v string) {
+	if f.Enums == nil {
+		f.Enums = map[string]string{}
+	}
+	f.Enums[name] = v
 }
 
 func setInt(f *domain.CostField, name string, v float64) {

@@ -18,6 +18,7 @@ type analysis struct {
 	query   string       // after relaxIDs
 	invalid string       // a validation error found without the schema (depth, cycle, no operation)
 	err     *syntaxError // the syntax error, if any
+	sdk     bool         // the text is one of the published SDKs' documents (priced by rows)
 }
 
 type analysisCache struct {

@@ -21,6 +21,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/threadengine/engine/adapters/graphqlapi/sdkdocs"
 	"github.com/threadengine/engine/adapters/httperr"
 	"github.com/threadengine/engine/adapters/limits"
 	"github.com/threadengine/engine/adapters/tracing"
@@ -41,6 +42,11 @@ const (
 	// limit stays far below both.
 	MaxOverlapPairs = 20000
 	MaxSelections   = 5000
+	// MaxParallelism is how many resolvers of one operation run at once
+	// (graph-gophers' default is 10): with the read gate's per-principal
+	// cap it bounds the read connections one principal holds (2 × 2 of
+	// the pool's 8). Batching needs no parallelism (loader.go).
+	MaxParallelism = 2
 )
 
 // The single company of this engine, as the reference's companyId fields.
@@ -99,14 +105,18 @@ type Handler struct {
 	schema  *graphql.Schema
 	idx     *schemaIndex
 	model   domain.CostModel
-	log     *slog.Logger
-	cache   analysisCache
-	misses  atomic.Int64 // root resolvers that read data the pricing did not read (tests expect 0)
+	// rowModel prices the published SDKs' documents by the rows they
+	// return (domain.CostModel.PerRow).
+	rowModel domain.CostModel
+	log      *slog.Logger
+	cache    analysisCache
+	misses   atomic.Int64 // root resolvers that read data the pricing did not read (tests expect 0)
 	// verifyBudget is the hash-chain steps one request may verify.
 	verifyBudget int64
 	metrics      ports.Metrics
 	actors       *readmodel.Actors
 	tracer       trace.Tracer
+	limits       Limits
 }
 
 // SetMetrics reports operation costs and refusals to m. Call it before serving.
@@ -121,7 +131,7 @@ func New(q *readmodel.Queries, log *slog.Logger) (*Handler, error) {
 		log = slog.Default()
 	}
 	h := &Handler{queries: q, model: domain.QueryCostModel, log: log, verifyBudget: domain.MaxVerifiedStepsPerRequest,
-		metrics: ports.NopMetrics{}, tracer: tracing.Tracer(nil, "graphqlapi")}
+		metrics: ports.NopMetrics{}, tracer: tracing.Tracer(nil, "graphqlapi"), limits: Limits{Refused: func(string) {}}}
 	s, err := h.parseSchema()
 	if err != nil {
 		return nil, err
@@ -130,6 +140,8 @@ func New(q *readmodel.Queries, log *slog.Logger) (*Handler, error) {
 	h.idx = newSchemaIndex(s.AST())
 	h.model = introspectionModel(domain.QueryCostModel, s.Inspect())
 	h.idx.bind(h.model)
+	h.rowModel = h.model
+	h.rowModel.PerRow = true
 	return h, nil
 }
 
@@ -146,6 +158,7 @@ func (h *Handler) parseSchema(opts ...graphql.SchemaOpt) (*graphql.Schema, error
 		// both it and the expansion are capped.
 		graphql.OverlapValidationLimit(MaxOverlapPairs),
 		graphql.MaxSelections(MaxSelections),
+		graphql.MaxParallelism(MaxParallelism),
 		graphql.PanicHandler(panicHandler{}),
 	}, opts...)...)
 	if err != nil {
@@ -201,7 +214,7 @@ func (h *Handler) Cost(req Request) (int, error) {
 		return 0, nil
 	}
 	root, _, _ := costSet(a.doc, a.op, h.idx, req.Variables)
-	return h.model.Price(root, nil), nil
+	return h.modelFor(a).Price(root, nil), nil
 }
 
 // Execute runs one operation for the principal in ctx and returns the
@@ -241,24 +254,49 @@ func (h *Handler) execute(ctx context.Context, req Request) (*Response, int) {
 		return h.refuse(ctx, domain.E(domain.KindUnprocessable, domain.CodeGraphQLValidationFailed, "%s", a.invalid))
 	}
 	root, roots, conv := costSet(a.doc, a.op, h.idx, req.Variables)
-	cost, readsMatter := h.model.PriceStatic(root)
-	if err := h.model.Check(cost); err != nil {
+	model := h.modelFor(a)
+	cost, readsMatter := model.PriceStatic(root)
+	if err := model.Check(cost); err != nil {
 		h.metrics.GraphQLRefused("complexity")
 		return h.refuse(ctx, err)
+	}
+	leave, err := h.limits.Gate.Enter(ctx, principalKey(ctx), cost)
+	if err != nil {
+		h.metrics.GraphQLRefused("limit")
+		return h.refuse(ctx, err)
+	}
+	defer leave()
+	parent := ctx
+	if h.limits.MaxDuration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, h.limits.MaxDuration)
+		defer cancel()
 	}
 	r := &request{}
 	r.verifyLeft.Store(h.verifyBudget)
 	if readsMatter {
 		r.priced = true
 		r.threads, r.pages, r.chains = map[string]*ports.ThreadView{}, map[string]pageRead{}, map[string]chainRead{}
-		cost = h.model.Price(root, h.readRoots(ctx, roots, conv, r))
-		if cost > h.model.Limit {
+		static := cost
+		cost = model.Price(root, h.readRoots(ctx, roots, conv, r))
+		if cost > model.Limit {
 			h.metrics.GraphQLRefused("complexity")
-			return h.refuse(ctx, domain.ComplexityExceededByThreads(cost, h.model.Limit))
+			return h.refuse(ctx, domain.ComplexityExceededByThreads(cost, model.Limit))
 		}
+		// Admitted at its static price; what it runs beyond is charged now
+		// (a refusal above read only the thread rows).
+		h.limits.Gate.Charge(principalKey(ctx), cost-static)
 	}
 	h.metrics.GraphQLCost(cost)
 	res := h.schema.Exec(withRequest(ctx, r), a.query, req.OperationName, req.Variables)
+	if cut(parent, ctx) {
+		h.limits.Refused(LimitDuration)
+		return h.refuse(parent, h.errQueryTimeout())
+	}
+	if n := len(res.Data); h.limits.MaxResponseBytes > 0 && n > h.limits.MaxResponseBytes {
+		h.limits.Refused(LimitResponseBytes)
+		return h.refuse(parent, h.errTooLarge(n))
+	}
 	out := &Response{Data: res.Data, Errors: res.Errors, Extensions: map[string]any{"cost": cost}}
 	// Executed: 200, errors of resolvers included (GraphQL over HTTP).
 	status := http.StatusOK
@@ -275,6 +313,15 @@ func (h *Handler) execute(ctx context.Context, req Request) (*Response, int) {
 		out.Data, out.Extensions = nil, nil
 	}
 	return out, status
+}
+
+// modelFor is the cost model pricing a's operation: by rows for the
+// published SDKs' documents, by fields for every other.
+func (h *Handler) modelFor(a *analysis) domain.CostModel {
+	if a.sdk {
+		return h.rowModel
+	}
+	return h.model
 }
 
 func noData(d json.RawMessage) bool {
@@ -326,6 +373,7 @@ func (h *Handler) analyse(query, operationName string) *analysis {
 				a.invalid = fmt.Sprintf("Field %q has depth %d that exceeds max depth %d", name, depth, MaxDepth)
 			}
 			a.query = relaxIDs(query, doc, a.op, h.idx)
+			a.sdk = sdkdocs.Is(query)
 		}
 	}
 	h.cache.put(key, a)

@@ -49,13 +49,23 @@ const (
 	// the socket that waited too long for room.
 	WSPendingBytes   Name = "ws_pending_bytes"
 	WSFramesInFlight Name = "ws_frames_in_flight"
+	// Reads (GraphQL, MCP, exports): app/readmodel.Gate's and the GraphQL
+	// handler's names, docs/operators/limits.md "Reads".
+	GraphQLConcurrent             Name = "graphql_concurrent"
+	GraphQLConcurrentPerPrincipal Name = "graphql_concurrent_per_principal"
+	GraphQLPoints                 Name = "graphql_points"
+	GraphQLExpensive              Name = "graphql_expensive"
+	GraphQLDuration               Name = "graphql_duration"
+	GraphQLResponseBytes          Name = "graphql_response_bytes"
+	ExportBytes                   Name = "export_bytes"
 )
 
 // All is every limit, so each is exported as 0 before its first refusal.
 var All = []Name{HTTPReadTimeout, BodyBytes, OTLPBodyBytes, OTLPDecodedBytes, OTLPSpans, OTLPObjects, OTLPConcurrent,
 	SignInFailures, WSConnectTimeout, WSSockets, WSUnauthenticated, WSPerPrincipal, WSSubscriptions,
 	WSSubscriptionKeyBytes, WSMessageBytes, WSMessageFields, WSPreConnectBytes, WSUnauthPerAddress, WSCredentialsWithdrawn,
-	ReplaysPerCaller, ReplaysRunning, WSWaitsPerSocket, WSWaitsPerPrincipal, WSFrameRate, WSPendingBytes, WSFramesInFlight}
+	ReplaysPerCaller, ReplaysRunning, WSWaitsPerSocket, WSWaitsPerPrincipal, WSFrameRate, WSPendingBytes, WSFramesInFlight,
+	GraphQLConcurrent, GraphQLConcurrentPerPrincipal, GraphQLPoints, GraphQLExpensive, GraphQLDuration, GraphQLResponseBytes, ExportBytes}
 
 // Budget names a byte budget whose use is exported as
 // threadengine_budget_bytes{budget} (held now, all holders together) and

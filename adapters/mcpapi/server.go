@@ -45,6 +45,8 @@ type Deps struct {
 	// Tracer traces tool calls and Metrics counts them (both optional).
 	Tracer  trace.TracerProvider
 	Metrics ports.MCPMetrics
+	// Limits bound each tool call (deadline, result bytes).
+	Limits Limits
 }
 
 // Handler is the /mcp HTTP endpoint. Mount it behind the authentication
@@ -68,8 +70,9 @@ func New(d Deps) *Handler {
 	if d.Metrics == nil {
 		d.Metrics = ports.NopMetrics{}
 	}
-	s.AddReceivingMiddleware(observeTools(d.Tracer, d.Metrics))
 	t := &tools{d: d}
+	// Observed outermost, so a call cut by a limit is counted with its code.
+	s.AddReceivingMiddleware(observeTools(d.Tracer, d.Metrics), limitTools(d.Limits, t.toolErr))
 	t.register(s)
 	addSchemaResource(s, d.Schema)
 	addPrompts(s)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/threadengine/engine/adapters/limits"
 	"github.com/threadengine/engine/app/readmodel"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
@@ -211,6 +212,10 @@ func (h *Handler) exportThreads(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	after, err := parseExportCursor(c.QueryParam("after"))
+	if err != nil {
+		return err
+	}
 	ctx := c.Request().Context()
 	if err := h.Exports.AuthorizeStream(ctx); err != nil {
 		return err
@@ -219,9 +224,18 @@ func (h *Handler) exportThreads(c echo.Context) error {
 	w.Header().Set(echo.HeaderContentType, "application/x-ndjson")
 	w.Header().Set(echo.HeaderContentDisposition, `attachment; filename="threads-`+strconv.FormatInt(time.Now().Unix(), 10)+`.ndjson"`)
 	w.WriteHeader(http.StatusOK)
-	enc := json.NewEncoder(w)
+	counted := &countingWriter{w: w}
+	enc := json.NewEncoder(counted)
 	n := 0
-	err = h.Exports.Stream(ctx, f, func(x readmodel.ThreadExport) error {
+	var last, cut *ports.ThreadCursor
+	err = h.Exports.Stream(ctx, f, after, func(x readmodel.ThreadExport, at ports.ThreadCursor) error {
+		if h.MaxExportBytes > 0 && counted.n >= h.MaxExportBytes && last != nil {
+			// The budget is spent and another thread follows: a last
+			// line says where to go on (after the last one sent).
+			cut = last
+			return errExportBudget
+		}
+		last = &at
 		out := toExportJSON(x)
 		var err error
 		if out.Log, err = h.exportLog(ctx, x.Thread.ID, since); err != nil {
@@ -235,6 +249,14 @@ func (h *Handler) exportThreads(c echo.Context) error {
 		}
 		return nil
 	})
+	if cut != nil {
+		if h.Refused != nil {
+			h.Refused(limits.ExportBytes)
+		}
+		_ = enc.Encode(truncatedLine(c.Request().URL, counted.n, h.MaxExportBytes, *cut))
+		w.Flush()
+		return nil
+	}
 	if err != nil && ctx.Err() == nil {
 		// The status is sent already: a last line says the stream is cut short.
 		de := domain.AsError(err)

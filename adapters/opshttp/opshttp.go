@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/threadengine/engine/adapters/limits"
 	"github.com/threadengine/engine/app/ops"
 	"github.com/threadengine/engine/app/readmodel"
 	"github.com/threadengine/engine/app/transparency"
@@ -26,6 +27,14 @@ type Handler struct {
 	Queries *readmodel.Queries
 	// Log adds transparency-log proofs to exports (none when nil).
 	Log *transparency.Application
+	// StepRefusals serves GET /v1/refusals (not mounted when nil).
+	StepRefusals *ops.StepRefusals
+	// MaxExportBytes ends an NDJSON export stream once it has sent this
+	// many bytes, with a truncation line naming where to go on (0: no
+	// budget; config limits.graphql.export_max_bytes).
+	MaxExportBytes int64
+	// Refused counts an export cut by its budget (may be nil).
+	Refused func(limits.Name)
 }
 
 // Mount registers the routes behind mw (authentication).
@@ -40,6 +49,9 @@ func (h *Handler) Mount(e *echo.Echo, mw echo.MiddlewareFunc) {
 	e.DELETE("/v1/engine/retention", h.resetRetention, mw)
 	if h.Webhooks != nil {
 		h.mountWebhooks(e, mw)
+	}
+	if h.StepRefusals != nil {
+		e.GET("/v1/refusals", h.listRefusals, mw)
 	}
 }
 

@@ -37,6 +37,7 @@ type Metrics struct {
 	whPending     prometheus.Gauge
 	alerts        *prometheus.CounterVec
 	violations    *prometheus.CounterVec
+	refusals      *prometheus.CounterVec
 	deliveryLag   prometheus.Histogram
 	whLag         prometheus.Histogram
 	activeThreads *prometheus.GaugeVec
@@ -114,7 +115,11 @@ func New(reg prometheus.Registerer, db *sql.DB, known Labels) *Metrics {
 	m.gqlOps = newRED("threadengine_graphql_operation", "operation", "GraphQL operations (HTTP and MCP)")
 	m.mcpTools = newRED("threadengine_mcp_tool_call", "tool", "MCP tool calls")
 	m.gqlOpNames = newBoundedLabel(append([]string{OperationAnonymous}, known.GraphQLOperations...), MaxGraphQLOperations, OperationOther)
-	reg.MustRegister(m.violations, m.deliveryLag, m.whLag, m.activeThreads)
+	m.refusals = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "threadengine_step_refusals_total",
+		Help: "Step submissions a contract refused before recording them (content rules), by error code and contract name."},
+		[]string{"code", "contract"})
+	m.refusals.WithLabelValues(string(domain.CodeContentRuleFailed), "none")
+	reg.MustRegister(m.violations, m.refusals, m.deliveryLag, m.whLag, m.activeThreads)
 	for _, r := range []red{m.wsActions, m.gqlOps, m.mcpTools} {
 		r.register(reg)
 	}

@@ -118,6 +118,11 @@ func (m *Metrics) DeliveryLag(lag time.Duration) { m.deliveryLag.Observe(max(lag
 // WebhookDelivered: see ports.WebhookMetrics.
 func (m *Metrics) WebhookDelivered(lag time.Duration) { m.whLag.Observe(max(lag, 0).Seconds()) }
 
+// StepRefused: see ports.ThreadMetrics.
+func (m *Metrics) StepRefused(code, contract string) {
+	m.refusals.WithLabelValues(orNone(code), orNone(contract)).Inc()
+}
+
 // ViolationRecorded: see ports.ThreadMetrics.
 func (m *Metrics) ViolationRecorded(contract, issueType, severity string) {
 	m.violations.WithLabelValues(orNone(contract), orNone(issueType), orNone(severity)).Inc()

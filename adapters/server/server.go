@@ -19,6 +19,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/threadengine/engine/adapters/broadcast"
 	"github.com/threadengine/engine/adapters/config"
@@ -97,6 +98,9 @@ type Server struct {
 	Metrics *prometheus.Registry
 	// Refusals counts refusals per limit (threadengine_limit_refusals_total).
 	Refusals *limits.Counter
+	// readGate admits reads (GraphQL, MCP): concurrency and per-principal
+	// budget (config limits.graphql).
+	readGate *readmodel.Gate
 	// EngineMetrics counts engine events (steps, threads, notifications…)
 	// on Metrics; features report through this port, never Prometheus.
 	EngineMetrics ports.Metrics
@@ -245,6 +249,7 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	s.Threads = threads.New(threadstore.NewTraced(threadStore, tp()), s.threadContracts(), s.Clock, nil, s.Log)
 	s.Threads.UseChainKeys(chainKeys)
 	s.Threads.SetMetrics(s.EngineMetrics)
+	s.Threads.SetRefusalRetention(s.Config.Retention.StepRefusals)
 	s.backfillHealth(threadStore)
 	s.startHub()
 	ws := &wsapi.Handler{Threads: s.Threads, Authn: s.Auth.Authn, Log: s.Log, Limits: s.Config.Limits.WS, Refusals: s.Refusals,
@@ -266,7 +271,24 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 
 	// --- GraphQL query API: POST/GET /graphql (s.Queries, s.GraphQL) ---
 	tq := threadquery.New(s.DB)
-	s.Queries = readmodel.New(readmodel.Deps{Store: tq, Stats: tq, Problems: tq, ProcessMaps: tq, Contracts: s.threadContracts(),
+	// Reads run on a pool of their own, so they never hold a connection
+	// a writer needs (docs/operators/limits.md "Reads").
+	rl := s.Config.Limits.GraphQL
+	readDB, err := s.DB.OpenReads(ctx, sqldb.ReadOptions{Conns: rl.PoolConns, StatementTimeout: rl.MaxDuration})
+	if err != nil {
+		return err
+	}
+	if readDB != s.DB {
+		// go_sql_*{db_name="threadengine_reads"}: the read pool beside the writers'.
+		s.Metrics.MustRegister(collectors.NewDBStatsCollector(readDB.DB.DB, "threadengine_reads"))
+	}
+	tqr := threadquery.New(readDB)
+	tqr.SetListContextBytes(rl.ListContextBytes)
+	s.readGate = readmodel.NewGate(readmodel.GateLimits{MaxConcurrent: rl.MaxConcurrent, MaxConcurrentPerPrincipal: rl.MaxConcurrentPerPrincipal,
+		QueueTimeout: rl.QueueTimeout, PointsPerSecond: rl.PointsPerSecond, PointsBurst: rl.PointsBurst,
+		ExpensiveCost: rl.ExpensiveCost, MaxExpensive: rl.MaxExpensive},
+		func(l string) { s.Refusals.Refused(limits.Name(l)) })
+	s.Queries = readmodel.New(readmodel.Deps{Store: tqr, Stats: tqr, Problems: tqr, ProcessMaps: tqr, Contracts: s.threadContracts(),
 		ChainSecrets: chainKeys.Secrets, ChainPartialBefore: chainKeys.PartialBefore, Log: threadStore, Clock: s.Clock})
 	s.startTransparencyLog(threadStore, logKeys)
 	{
@@ -280,6 +302,8 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 		return err
 	}
 	s.GraphQL.SetMetrics(s.EngineMetrics)
+	s.GraphQL.SetLimits(graphqlapi.Limits{MaxDuration: rl.MaxDuration, MaxResponseBytes: rl.MaxResponseBytes, Gate: s.readGate,
+		Refused: func(l string) { s.Refusals.Refused(limits.Name(l)) }})
 	s.GraphQL.SetTracer(tp())
 	s.startThreadGauges(tq)
 	s.GraphQL.SetActors(readmodel.NewActors(s.Store, s.Store))
@@ -292,8 +316,9 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 		ConfigDays: rc.ThreadsDays, IdleDays: rc.ActiveIdleDays, BatchSize: rc.BatchSize, BatchPause: rc.BatchPause})
 	s.startAlerts(threadStore)
 	(&opshttp.Handler{Erasure: s.Erasure, Audit: ops.NewAuditLog(s.Store, readmodel.NewActors(s.Store, s.Store)),
-		Exports: readmodel.NewExports(s.Queries.ThreadReads, s.Queries.IntegrityReads, threadquery.New(s.DB)), Retention: s.Retention,
-		Webhooks: s.Webhooks, Queries: s.Queries, Log: s.TLog}).Mount(s.Echo, s.Auth.Middleware())
+		Exports: readmodel.NewExports(s.Queries.ThreadReads, s.Queries.IntegrityReads, tqr), Retention: s.Retention,
+		Webhooks: s.Webhooks, Queries: s.Queries, Log: s.TLog, MaxExportBytes: rl.ExportMaxBytes, Refused: s.Refusals.Refused,
+		StepRefusals: ops.NewStepRefusals(threadStore)}).Mount(s.Echo, s.Auth.Middleware())
 	(&opshttp.LogHandler{Log: *s.TLog}).Mount(s.Echo, s.Auth.Middleware())
 	{
 		retCtx, stop := context.WithCancel(context.Background())
@@ -314,7 +339,9 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	// --- MCP for AI agents: /mcp (streamable HTTP) over s.Queries and s.GraphQL, API-key auth ---
 	{
 		mcpH := mcpapi.New(mcpapi.Deps{Queries: s.Queries, Actors: readmodel.NewActors(s.Store, s.Store), Schema: schema.GraphQL,
-			GraphQL: s.GraphQL.ExecuteJSON, Log: s.Log, Tracer: tp(), Metrics: s.EngineMetrics})
+			GraphQL: s.GraphQL.ExecuteJSON, Log: s.Log, Tracer: tp(), Metrics: s.EngineMetrics,
+			Limits: mcpapi.Limits{MaxDuration: rl.MaxDuration, MaxResultBytes: rl.MaxResponseBytes,
+				Refused: func(l string) { s.Refusals.Refused(limits.Name(l)) }}})
 		s.Echo.Any("/mcp", echo.WrapHandler(mcpH), s.Auth.Middleware())
 	}
 

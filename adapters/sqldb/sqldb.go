@@ -40,6 +40,11 @@ type DB struct {
 	*sqlx.DB
 	Dialect Dialect
 	lock    *flock.Flock // SQLite: held while open (see lockDataFile)
+	dsn     string       // as parsed from the URL, for the read pool
+	// reads are the read pools opened on this database (OpenReads), closed
+	// with it; readPool marks a read pool itself.
+	reads    []*DB
+	readPool bool
 
 	// deadlocks and conflicts count the retryable failures TxRetry met
 	// (PostgreSQL deadlocks; serialization failures and SQLite busy).
@@ -61,6 +66,12 @@ func (d *DB) ConcurrencyFailures() (deadlocks, other int64) {
 
 // Close closes the database and releases the SQLite process lock.
 func (d *DB) Close() error {
+	for _, r := range d.reads {
+		if r != d {
+			_ = r.DB.Close()
+		}
+	}
+	d.reads = nil
 	err := d.DB.Close()
 	if d.lock != nil {
 		_ = d.lock.Close() // unlocks
@@ -144,6 +155,7 @@ func OpenWith(ctx context.Context, rawURL string, opt OpenOptions) (*DB, error) 
 		x.SetMaxOpenConns(1)
 		d = &DB{DB: x, Dialect: SQLite, lock: lock}
 	}
+	d.dsn = dsn
 	d.binarySchema = opt.BinarySchema
 	if d.binarySchema == 0 {
 		d.binarySchema = EmbeddedSchema(d.Dialect)
@@ -298,6 +310,13 @@ func isBadText(err error) bool {
 	return errors.As(err, &pqe) && (pqe.Code == "22021" || pqe.Code == "22P05")
 }
 
+// isStatementTimeout reports PostgreSQL stopping a statement at its
+// statement_timeout (the read pool's, ReadOptions.StatementTimeout).
+func isStatementTimeout(err error) bool {
+	var pqe *pq.Error
+	return errors.As(err, &pqe) && pqe.Code == "57014" && strings.Contains(pqe.Message, "statement timeout")
+}
+
 // IsUniqueViolation reports whether err is a unique-constraint failure.
 func IsUniqueViolation(err error) bool {
 	var pqe *pq.Error
@@ -352,6 +371,10 @@ func TranslateError(err error) error {
 	if isBadText(err) {
 		return &domain.Error{Kind: domain.KindInvalid, Code: domain.CodeValidationFailed,
 			Message: "text must be valid UTF-8 without NUL bytes", Err: err}
+	}
+	if isStatementTimeout(err) {
+		return &domain.Error{Kind: domain.KindUnavailable, Code: domain.CodeQueryTimeout,
+			Message: "the read ran longer than its deadline and was stopped; ask for less or retry later", Err: err}
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		// Also a deadline met while waiting for a pooled connection.

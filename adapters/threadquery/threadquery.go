@@ -31,6 +31,8 @@ type Store struct {
 
 	mu    sync.Mutex
 	stmts map[string]*sqlx.Stmt
+	// listContext caps contexts in lists of attempts (listcontext.go).
+	listContext int
 }
 
 // maxStmts bounds the prepared statements kept. Statement texts vary only
@@ -548,6 +550,7 @@ type activityRow struct {
 	Actor          string `db:"actor"`
 	ActorService   string `db:"actor_service"`
 	Context        dbText `db:"context"`
+	ContextBytes   *int64 `db:"context_bytes"` // set by listCols: the context's size when it was capped
 	Metadata       dbText `db:"metadata"`
 	StartedAt      dbTime `db:"started_at"`
 	FinishedAt     dbTime `db:"finished_at"`
@@ -570,6 +573,9 @@ const validationCol = `, (SELECT v.overall_status FROM thread_validations v WHER
  ORDER BY v.created_at DESC, v.id DESC LIMIT 1) AS validation`
 
 func (r activityRow) view() ports.ActivityView {
+	if !r.Context.Valid && r.ContextBytes != nil && *r.ContextBytes > 0 {
+		r.Context = dbText{S: TruncatedContext(*r.ContextBytes), Valid: true}
+	}
 	return ports.ActivityView{
 		ID: r.ID, ThreadID: r.ThreadID, Seq: r.Seq, ActivityType: r.ActivityType, StepName: r.StepName,
 		IdempotencyKey: r.IdempotencyKey, Status: r.Status, Attempt: r.Attempt, Actor: r.Actor,
@@ -627,7 +633,7 @@ func (s *Store) StepHistories(ctx context.Context, steps []ports.StepKey, f port
 	where = append([]string{`a.thread_id IN (?)`, `a.step_name IN (?)`}, where...)
 	args = append([]any{threads, names}, args...)
 	args = append(args, f.Offset, f.Offset+f.Limit)
-	q := `SELECT * FROM (SELECT ` + activityCols + validationCol + `,
+	q := `SELECT * FROM (SELECT ` + s.listCols(len(steps) == 1 && f.Limit == 1) + validationCol + `,
  ROW_NUMBER() OVER (PARTITION BY a.thread_id, a.step_name, a.idempotency_key ORDER BY a.seq DESC) AS rn
  FROM thread_activities a WHERE ` + strings.Join(where, " AND ") + `) x WHERE rn > ? AND rn <= ? ORDER BY thread_id, step_name, idempotency_key, rn`
 	var rows []activityRow
@@ -654,7 +660,7 @@ func (s *Store) History(ctx context.Context, key ports.StepKey, f ports.HistoryF
 	}
 	args = append(args, f.Limit, f.Offset)
 	var rows []activityRow
-	q := `SELECT ` + activityCols + validationCol + `, 0 AS rn FROM thread_activities a WHERE ` + strings.Join(where, " AND ") +
+	q := `SELECT ` + s.listCols(f.Limit == 1) + validationCol + `, 0 AS rn FROM thread_activities a WHERE ` + strings.Join(where, " AND ") +
 		` ORDER BY a.seq DESC LIMIT ? OFFSET ?`
 	if err := s.selectRaw(ctx, &rows, q, args...); err != nil {
 		return nil, err
@@ -973,7 +979,7 @@ func (s *Store) Attempts(ctx context.Context, threadIDs []string, limit, offset 
 		return out, nil
 	}
 	var rows []activityRow
-	q := `SELECT * FROM (SELECT ` + activityCols + validationCol + `, ROW_NUMBER() OVER (PARTITION BY a.thread_id ORDER BY a.seq) AS rn
+	q := `SELECT * FROM (SELECT ` + s.listCols(len(threadIDs) == 1 && limit == 1) + validationCol + `, ROW_NUMBER() OVER (PARTITION BY a.thread_id ORDER BY a.seq) AS rn
  FROM thread_activities a WHERE a.thread_id IN (?)) x WHERE rn > ? AND rn <= ? ORDER BY thread_id, rn`
 	if err := s.selectIn(ctx, &rows, q, threadIDs, offset, offset+limit); err != nil {
 		return nil, err

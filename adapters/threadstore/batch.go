@@ -133,6 +133,11 @@ func (s *Store) appendRound(ctx context.Context, tx *sqlx.Tx, jobs []*appendJob,
 			if n := len(view.States); n > 0 {
 				view.LastStepName = view.States[n-1].StepName
 			}
+			if j.writer.WithGrants {
+				if view.Grants, err = s.grants(ctx, tx, j.threadID); err != nil {
+					return err
+				}
+			}
 		}
 		p, err := j.plan(view)
 		if err != nil {
@@ -328,7 +333,7 @@ func (s *Store) writePlans(ctx context.Context, tx *sqlx.Tx, plans []ports.StepP
 	if len(plans) == 0 {
 		return nil
 	}
-	var acts, subs, states, vals, refs [][]any
+	var acts, subs, states, vals, refs, grants [][]any
 	var notes []ports.NotificationRecord
 	for _, p := range plans {
 		a := p.Activity
@@ -350,6 +355,10 @@ func (s *Store) writePlans(ctx context.Context, tx *sqlx.Tx, plans []ports.StepP
 			}
 			vals = append(vals, []any{v.ID, tid, v.StepID, v.StepName, v.IdempotencyKey, v.OverallStatus,
 				jsonText(issues), v.CriticalCount, v.WarningCount, v.MinorCount, v.InfoCount, sqldb.Time(v.CreatedAt)})
+		}
+		if g := p.Grant; g != nil {
+			grants = append(grants, []any{tid, g.InvocationID, g.StepName, g.PrincipalID, string(g.Status), g.Consumed,
+				sqldb.Time(g.GrantedAt), g.Answer, freshText(g.FreshConsumed)})
 		}
 		notes = append(notes, p.Notifications...)
 		keys := make([]string, 0, len(p.Refs))
@@ -381,6 +390,8 @@ func (s *Store) writePlans(ctx context.Context, tx *sqlx.Tx, plans []ports.StepP
  VALUES `, `(?,?,?,?,?,?,?,?,?,?,?,?)`, "", 12, vals)...)
 	// Keys are distinct per thread and threads distinct per round, so no row
 	// of this upsert hits another's key.
+	parts = append(parts, rowsParts(`INSERT INTO step_grants (thread_id, invocation_id, step_name, principal_id, status,
+ consumed_step_id, granted_at, answer_id, fresh_consumed) VALUES `, `(?,?,?,?,?,?,?,?,?)`, "", 9, grants)...)
 	parts = append(parts, rowsParts(`INSERT INTO thread_refs (thread_id, ref_key, ref_value) VALUES `, `(?,?,?)`,
 		` ON CONFLICT (thread_id, ref_key) DO UPDATE SET ref_value = excluded.ref_value`, 3, refs)...)
 	np, err := s.notificationParts(ctx, tx, notes)

@@ -18,7 +18,8 @@ var _ ports.ThreadEraser = (*Store)(nil)
 // A table added with a thread_id column belongs here: the storage test fails
 // until it is (it looks for rows of a deleted thread in every such table).
 var threadTables = []string{"step_substeps", "thread_validations", "thread_notifications", "thread_step_states",
-	"thread_activities", "thread_refs", "thread_access", "thread_keys", "step_grants", "thread_alerts", "webhook_deliveries"}
+	"thread_activities", "thread_refs", "thread_access", "thread_keys", "step_grants", "thread_alerts", "webhook_deliveries",
+	"step_refusals"}
 
 // DeleteThreads: see ports.ThreadEraser. The thread rows are locked first,
 // so a concurrent append either commits before the delete (and its rows

@@ -117,6 +117,11 @@ func (f *eraseFixture) populate(t *testing.T, label string, end bool) domain.Thr
 	if !ok || err != nil {
 		t.Fatal(ok, err)
 	}
+	// A refused step submission (step_refusals).
+	if err := f.store.LogRefusal(f.ctx, ports.StepRefusal{ID: uuid.NewString(), ThreadID: th.ID, StepName: "a", PrincipalID: "u1",
+		Code: "content_rule_failed", Message: "refused", CreatedAt: f.clock.t}); err != nil {
+		t.Fatal(err)
+	}
 	return th
 }
 

@@ -2,6 +2,7 @@ package threadstore
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -19,6 +20,18 @@ type grantRow struct {
 	Consumed     string    `db:"consumed_step_id"`
 	GrantedAt    time.Time `db:"granted_at"`
 	Answer       string    `db:"answer_id"`
+	Fresh        string    `db:"fresh_consumed"`
+}
+
+// freshText and freshList store StepGrant.FreshConsumed (step ids, which
+// hold no comma).
+func freshText(ids []string) string { return strings.Join(ids, ",") }
+
+func freshList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
 }
 
 // UpdateGrants: see ports.ThreadStore. The thread row lock orders it with
@@ -44,10 +57,10 @@ func (s *Store) UpdateGrants(ctx context.Context, threadID string, fn func(ports
 		if g == nil {
 			return nil
 		}
-		return s.exec(ctx, tx, `INSERT INTO step_grants (thread_id, invocation_id, step_name, principal_id, status, consumed_step_id, granted_at, answer_id)
- VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		return s.exec(ctx, tx, `INSERT INTO step_grants (thread_id, invocation_id, step_name, principal_id, status, consumed_step_id, granted_at, answer_id, fresh_consumed)
+ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
  ON CONFLICT (thread_id, invocation_id) DO UPDATE SET status = excluded.status, answer_id = excluded.answer_id`,
-			threadID, g.InvocationID, g.StepName, g.PrincipalID, string(g.Status), g.Consumed, g.GrantedAt.UTC(), g.Answer)
+			threadID, g.InvocationID, g.StepName, g.PrincipalID, string(g.Status), g.Consumed, g.GrantedAt.UTC(), g.Answer, freshText(g.FreshConsumed))
 	})
 	return sqldb.TranslateError(err)
 }
@@ -72,14 +85,15 @@ func (s *Store) ReadGrants(ctx context.Context, threadID string) (ports.GrantTx,
 
 func (s *Store) grants(ctx context.Context, q sqlx.QueryerContext, threadID string) ([]domain.StepGrant, error) {
 	var rows []grantRow
-	if err := sqlx.SelectContext(ctx, q, &rows, s.q(`SELECT invocation_id, step_name, principal_id, status, consumed_step_id, granted_at, answer_id
+	if err := sqlx.SelectContext(ctx, q, &rows, s.q(`SELECT invocation_id, step_name, principal_id, status, consumed_step_id, granted_at, answer_id, fresh_consumed
  FROM step_grants WHERE thread_id = ? ORDER BY granted_at, invocation_id`), threadID); err != nil {
 		return nil, err
 	}
 	grants := make([]domain.StepGrant, len(rows))
 	for i, r := range rows {
 		grants[i] = domain.StepGrant{InvocationID: r.InvocationID, StepName: r.StepName, PrincipalID: r.PrincipalID,
-			Status: domain.GrantStatus(r.Status), Consumed: r.Consumed, GrantedAt: r.GrantedAt.UTC(), Answer: r.Answer}
+			Status: domain.GrantStatus(r.Status), Consumed: r.Consumed, GrantedAt: r.GrantedAt.UTC(), Answer: r.Answer,
+			FreshConsumed: freshList(r.Fresh)}
 	}
 	return grants, nil
 }

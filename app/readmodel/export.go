@@ -63,16 +63,17 @@ func (x *Exports) Thread(ctx context.Context, id string) (ThreadExport, error) {
 	return out[0], nil
 }
 
-// Stream exports every thread matching f, oldest first, calling emit for
-// each; it stops at the first error emit returns (the client went away).
-func (x *Exports) Stream(ctx context.Context, f ports.ExportFilter, emit func(ThreadExport) error) error {
+// Stream exports every thread matching f after the cursor (nil: from the
+// first), oldest first, calling emit for each with its cursor (where a
+// later stream goes on); it stops at the first error emit returns (the
+// client went away, or the transport's byte budget is spent).
+func (x *Exports) Stream(ctx context.Context, f ports.ExportFilter, after *ports.ThreadCursor, emit func(ThreadExport, ports.ThreadCursor) error) error {
 	if _, err := x.threads.reader(ctx); err != nil {
 		return err
 	}
 	if f.Within > 0 {
 		f.StartedSince = x.threads.clock.Now().UTC().Add(-f.Within)
 	}
-	var after *ports.ThreadCursor
 	for {
 		page, err := x.lister.ListThreadIDs(ctx, f, after, ExportBatch)
 		if err != nil {
@@ -82,8 +83,10 @@ func (x *Exports) Stream(ctx context.Context, f ports.ExportFilter, emit func(Th
 			return nil
 		}
 		ids := make([]string, len(page))
+		at := make(map[string]ports.ThreadCursor, len(page))
 		for i, c := range page {
 			ids[i] = c.ID
+			at[c.ID] = c
 		}
 		threads, err := x.threads.Threads(ctx, ids)
 		if err != nil {
@@ -95,7 +98,7 @@ func (x *Exports) Stream(ctx context.Context, f ports.ExportFilter, emit func(Th
 				return err
 			}
 			for _, t := range batch {
-				if err := emit(t); err != nil {
+				if err := emit(t, at[t.Thread.ID]); err != nil {
 					return err
 				}
 			}

@@ -1,6 +1,9 @@
 package threads
 
-import "github.com/threadengine/engine/app/delivery"
+import (
+	"github.com/threadengine/engine/app/delivery"
+	"github.com/threadengine/engine/ports"
+)
 
 // Application is the thread use cases one handler per use case, as
 // identity.Application is for identity (ThreeDotsLabs' wild-workouts shape):
@@ -42,6 +45,13 @@ type Queries struct {
 // Application returns the thread use cases.
 func (m *Module) Application() Application { return m.app }
 
+// refusalsFor is the refusal log counting to metrics.
+func (m *Module) refusalsFor(metrics ports.ThreadMetrics) refusals {
+	r := m.refusals
+	r.metrics = metrics
+	return r
+}
+
 // build makes each handler from the ports it uses: the store (behind its id
 // check) as the small port each needs, the contract cache, the chain and
 // invitation keys, the hub (to publish, and to wake waits), clock, metrics.
@@ -55,7 +65,7 @@ func (m *Module) build() Application {
 		Commands: Commands{
 			StartThread:        NewStartThreadHandler(store, keyed, m.contracts, clock, metrics),
 			StartThreadWithKey: keyed,
-			RecordStep:         NewRecordStepHandler(store, m.contracts, m.keys, m.hub, clock, metrics),
+			RecordStep:         NewRecordStepHandler(store, m.contracts, m.keys, m.hub, clock, metrics, m.refusalsFor(metrics)),
 			AddRefs:            NewAddRefsHandler(store, clock),
 			InviteParty:        NewInvitePartyHandler(store, m.contracts, invites, clock),
 			JoinThread:         NewJoinThreadHandler(store, m.contracts, invites, clock),

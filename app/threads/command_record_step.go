@@ -19,13 +19,15 @@ type RecordStepHandler struct {
 	publisher ports.NotificationPublisher
 	clock     ports.Clock
 	metrics   ports.ThreadMetrics
+	refusals  refusals
 }
 
 // NewRecordStepHandler builds RecordStep: keys sign the hash chain; the
 // publisher (the hub) hears of the notifications each append commits.
 func NewRecordStepHandler(steps ports.StepAppender, contracts *contractCache, keys domain.ChainKeys,
-	publisher ports.NotificationPublisher, clock ports.Clock, metrics ports.ThreadMetrics) RecordStepHandler {
-	return RecordStepHandler{steps: steps, contracts: contracts, keys: keys, publisher: publisher, clock: clock, metrics: metrics}
+	publisher ports.NotificationPublisher, clock ports.Clock, metrics ports.ThreadMetrics, refused refusals) RecordStepHandler {
+	return RecordStepHandler{steps: steps, contracts: contracts, keys: keys, publisher: publisher, clock: clock, metrics: metrics,
+		refusals: refused}
 }
 
 // Handle appends one attempt. The rules (who may write, duplicate or
@@ -52,7 +54,13 @@ func (h RecordStepHandler) Handle(ctx context.Context, in RecordStepInput) (Step
 	attempt := domain.StepAttempt{Name: in.StepName, IdempotencyKey: in.IdempotencyKey, InvocationID: in.InvocationID,
 		Status: status, Context: in.Context, StartedAt: in.StartedAt, FinishedAt: in.FinishedAt}
 	var res StepResult
-	plan, err := h.steps.AppendStep(ctx, in.ThreadID, ports.AppendWriter{PrincipalID: p.ID, Role: in.Role, InvocationID: in.InvocationID}, in.StepName,
+	var step domain.ContractStep
+	if c != nil {
+		step, _ = c.Step(in.StepName)
+	}
+	writer := ports.AppendWriter{PrincipalID: p.ID, Role: in.Role, InvocationID: in.InvocationID,
+		WithGrants: len(step.FreshDependsOn) > 0}
+	plan, err := h.steps.AppendStep(ctx, in.ThreadID, writer, in.StepName,
 		in.IdempotencyKey, c != nil, func(v ports.StepTx) (ports.StepPlan, error) {
 			th := v.Thread
 			var cur *domain.StepIdentity
@@ -61,7 +69,14 @@ func (h RecordStepHandler) Handle(ctx context.Context, in RecordStepInput) (Step
 					InvocationID: v.Current.InvocationID, LatestStepID: v.Current.LatestStepID}
 			}
 			attempt.Grant = v.Grant
-			d, err := th.RecordStep(who, c, attempt, cur, ports.Recorded(v.States), now)
+			history := ports.Recorded(v.States)
+			if refs := step.ReferencedSteps(); len(refs) > 0 {
+				attempt.Snapshots = domain.LatestSuccessContexts(refs, history, ports.Contexts(v.States))
+			}
+			if writer.WithGrants {
+				attempt.FreshConsumed = domain.FreshConsumed(v.Grants, in.StepName)
+			}
+			d, err := th.RecordStep(who, c, attempt, cur, history, now)
 			if err != nil {
 				return ports.StepPlan{}, err
 			}
@@ -72,12 +87,19 @@ func (h RecordStepHandler) Handle(ctx context.Context, in RecordStepInput) (Step
 				return ports.StepPlan{Duplicate: true}, nil
 			}
 			plan := stepPlan(h.keys, th, v, c, in, status, subs, d, now)
+			if g := d.Consume; g != nil {
+				g.InvocationID = domain.ReportInvocationPrefix + plan.Activity.ID
+				plan.Grant = g
+			}
 			res = StepResult{StepID: plan.Activity.ID, StepName: in.StepName, IdempotencyKey: in.IdempotencyKey,
 				Status: in.Status, Attempt: d.Attempt, RetryCount: d.RetryCount, Role: d.Party.Role,
 				ThreadStatus: plan.Thread.Status, Validation: d.Validation}
 			return plan, nil
 		})
 	if err != nil {
+		if refused(err) {
+			h.refusals.record(ctx, c, in, p.ID, err)
+		}
 		return StepResult{}, err
 	}
 	if !plan.Duplicate {

@@ -3,6 +3,7 @@ package threads
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -40,6 +41,7 @@ type Module struct {
 	keys      domain.ChainKeys
 	hub       *delivery.Hub
 	metrics   ports.Metrics
+	refusals  refusals
 	app       Application
 }
 
@@ -53,10 +55,22 @@ func New(store ports.ThreadStore, contracts ContractReader, clock ports.Clock, s
 	}
 	notes, _ := store.(ports.NotificationLog)
 	valid := validIDStore{store}
+	refusalLog, _ := store.(ports.RefusalLog)
 	m := &Module{store: valid, contracts: newContractCache(valid, contracts), clock: clock,
-		hub: delivery.NewHub(notes, clock, log), metrics: ports.NopMetrics{}}
+		hub: delivery.NewHub(notes, clock, log), metrics: ports.NopMetrics{},
+		refusals: refusals{log: refusalLog, clock: clock, logger: log, retention: DefaultRefusalRetention, lastPrune: new(atomic.Int64)}}
 	m.UseChainKeys(domain.SingleChainKey(secret))
 	return m
+}
+
+// SetRefusalRetention sets how long refused step submissions are kept
+// (contracts.refusal_retention; 0 keeps the default). Call it before
+// serving requests.
+func (m *Module) SetRefusalRetention(d time.Duration) {
+	if d > 0 {
+		m.refusals.retention = d
+		m.app = m.build()
+	}
 }
 
 // Hub delivers the notification log to WebSocket sessions.

@@ -1,0 +1,198 @@
+package readmodel
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/threadengine/engine/domain"
+)
+
+// Names of the read limits a Gate refuses by (the limit label of
+// threadengine_limit_refusals_total and the "limit" detail of the error).
+const (
+	LimitReadsConcurrent   = "graphql_concurrent"
+	LimitReadsPerPrincipal = "graphql_concurrent_per_principal"
+	LimitReadPoints        = "graphql_points"
+	LimitExpensiveReads    = "graphql_expensive"
+)
+
+// GateLimits configure a Gate (config limits.graphql).
+type GateLimits struct {
+	MaxConcurrent, MaxConcurrentPerPrincipal int
+	QueueTimeout                             time.Duration
+	// PointsPerSecond and PointsBurst: one principal's token bucket of
+	// cost points.
+	PointsPerSecond, PointsBurst int
+	// An operation costing at least ExpensiveCost points also takes one of
+	// MaxExpensive places: expensive reads never run on every core (on
+	// SQLite they run in the engine's process), so writers and cheap reads
+	// always find one free.
+	ExpensiveCost, MaxExpensive int
+}
+
+// Gate bounds the reads running at once, overall and per principal, and
+// each principal's read budget in cost points, so one client's reads can
+// neither take every read connection nor run one expensive operation
+// after another. A nil Gate lets everything through.
+type Gate struct {
+	lim     GateLimits
+	all     chan struct{}
+	heavy   chan struct{} // places of expensive operations
+	refused func(limit string)
+
+	mu      sync.Mutex
+	mine    map[string]*principalSlots
+	buckets map[string]*rate.Limiter
+}
+
+type principalSlots struct {
+	ch    chan struct{}
+	users int // callers holding or waiting for ch; the entry goes at 0
+}
+
+// NewGate returns a gate with lim; refused (may be nil) counts each
+// refusal by its limit name.
+func NewGate(lim GateLimits, refused func(limit string)) *Gate {
+	if refused == nil {
+		refused = func(string) {}
+	}
+	return &Gate{lim: lim, all: make(chan struct{}, lim.MaxConcurrent), heavy: make(chan struct{}, max(1, lim.MaxExpensive)), refused: refused,
+		mine: map[string]*principalSlots{}, buckets: map[string]*rate.Limiter{}}
+}
+
+// Enter admits one read of cost points for principal who: it takes the
+// points from who's budget (refused at once, with the wait as
+// Retry-After, when they are not there), then waits for a place among
+// who's reads and among all reads, at most QueueTimeout and never past
+// ctx. leave gives the places back.
+func (g *Gate) Enter(ctx context.Context, who string, cost int) (leave func(), err error) {
+	if g == nil {
+		return func() {}, nil
+	}
+	if err := g.spend(who, cost); err != nil {
+		return nil, err
+	}
+	wait, cancel := context.WithTimeout(ctx, g.lim.QueueTimeout)
+	defer cancel()
+	s := g.slots(who)
+	select {
+	case s.ch <- struct{}{}:
+	case <-wait.Done():
+		g.drop(who, s)
+		return nil, g.busy(ctx, LimitReadsPerPrincipal, "%d reads of this principal are running", g.lim.MaxConcurrentPerPrincipal)
+	}
+	select {
+	case g.all <- struct{}{}:
+	case <-wait.Done():
+		<-s.ch
+		g.drop(who, s)
+		return nil, g.busy(ctx, LimitReadsConcurrent, "%d reads are running on this engine", g.lim.MaxConcurrent)
+	}
+	heavy := g.lim.ExpensiveCost > 0 && cost >= g.lim.ExpensiveCost
+	if heavy {
+		select {
+		case g.heavy <- struct{}{}:
+		case <-wait.Done():
+			<-g.all
+			<-s.ch
+			g.drop(who, s)
+			return nil, g.busy(ctx, LimitExpensiveReads, "%d expensive reads are running on this engine", max(1, g.lim.MaxExpensive))
+		}
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			if heavy {
+				<-g.heavy
+			}
+			<-g.all
+			<-s.ch
+			g.drop(who, s)
+		})
+	}, nil
+}
+
+// spend takes cost points from who's bucket.
+func (g *Gate) spend(who string, cost int) error {
+	if g.lim.PointsPerSecond <= 0 {
+		return nil
+	}
+	g.mu.Lock()
+	b := g.buckets[who]
+	if b == nil {
+		b = rate.NewLimiter(rate.Limit(g.lim.PointsPerSecond), g.lim.PointsBurst)
+		g.buckets[who] = b
+	}
+	g.mu.Unlock()
+	cost = min(max(cost, 1), g.lim.PointsBurst)
+	now := time.Now()
+	r := b.ReserveN(now, cost)
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		g.refused(LimitReadPoints)
+		e := domain.LimitExceeded(domain.KindRateLimited, LimitReadPoints,
+			"the read budget of %d points per second (burst %d) is spent: this operation costs %d; retry in %s",
+			g.lim.PointsPerSecond, g.lim.PointsBurst, cost, d.Round(time.Millisecond))
+		e.RetryAfter = d
+		return e
+	}
+	return nil
+}
+
+// Charge takes n more points from who's budget without refusing: what an
+// admitted operation turned out to cost beyond its price at Enter (the
+// steps of the threads it reads). The next operations wait for them.
+func (g *Gate) Charge(who string, n int) {
+	if g == nil || n <= 0 || g.lim.PointsPerSecond <= 0 {
+		return
+	}
+	g.mu.Lock()
+	b := g.buckets[who]
+	g.mu.Unlock()
+	if b != nil {
+		b.ReserveN(time.Now(), min(n, g.lim.PointsBurst))
+	}
+}
+
+// busy is the refusal of a read that found no place in time: the
+// caller's own end (cancelled, past its deadline) is reported as such.
+func (g *Gate) busy(ctx context.Context, limit, msg string, n int) error {
+	if err := ctx.Err(); err != nil {
+		return &domain.Error{Kind: domain.KindUnavailable, Code: domain.CodeUnavailable, Message: "the request was cancelled or timed out", Err: err}
+	}
+	g.refused(limit)
+	e := domain.LimitExceeded(domain.KindRateLimited, limit, msg+"; retry later", n)
+	e.RetryAfter = time.Second
+	return e
+}
+
+func (g *Gate) slots(who string) *principalSlots {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := g.mine[who]
+	if s == nil {
+		s = &principalSlots{ch: make(chan struct{}, g.lim.MaxConcurrentPerPrincipal)}
+		g.mine[who] = s
+	}
+	s.users++
+	return s
+}
+
+func (g *Gate) drop(who string, s *principalSlots) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if s.users--; s.users == 0 {
+		delete(g.mine, who)
+	}
+}
+
+// Running reports the reads holding a place (for tests and gauges).
+func (g *Gate) Running() int {
+	if g == nil {
+		return 0
+	}
+	return len(g.all)
+}

@@ -1,0 +1,159 @@
+package readmodel
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/threadengine/engine/domain"
+)
+
+func limitOf(err error) string {
+	var de *domain.Error
+	if !errors.As(err, &de) || de.Code != domain.CodeLimitExceeded || de.Kind != domain.KindRateLimited {
+		return ""
+	}
+	l, _ := de.Details["limit"].(string)
+	return l
+}
+
+// One principal's reads wait for each other beyond its share, and are
+// refused after the queue timeout; another principal is not held up by
+// them until the engine-wide cap is reached.
+func TestGateConcurrency(t *testing.T) {
+	t.Parallel()
+	var refused []string
+	g := NewGate(GateLimits{MaxConcurrent: 3, MaxConcurrentPerPrincipal: 2, QueueTimeout: time.Millisecond},
+		func(l string) { refused = append(refused, l) })
+	ctx := context.Background()
+	a1, err := g.Enter(ctx, "a", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a2, err := g.Enter(ctx, "a", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Enter(ctx, "a", 1); limitOf(err) != LimitReadsPerPrincipal {
+		t.Fatalf("a's third read: %v", err)
+	}
+	b1, err := g.Enter(ctx, "b", 1)
+	if err != nil {
+		t.Fatalf("b is held up by a: %v", err)
+	}
+	if _, err := g.Enter(ctx, "c", 1); limitOf(err) != LimitReadsConcurrent {
+		t.Fatalf("a fourth read on the engine: %v", err)
+	}
+	if g.Running() != 3 {
+		t.Fatalf("running %d", g.Running())
+	}
+	a1()
+	a1() // leaving twice gives back one place
+	c1, err := g.Enter(ctx, "c", 1)
+	if err != nil {
+		t.Fatalf("a place was given back: %v", err)
+	}
+	a2()
+	b1()
+	c1()
+	if g.Running() != 0 || len(g.mine) != 0 {
+		t.Fatalf("running %d, principals tracked %d", g.Running(), len(g.mine))
+	}
+	if len(refused) != 2 {
+		t.Fatalf("refusals counted %v", refused)
+	}
+	// A waiter gets the place given back while it waits.
+	g2 := NewGate(GateLimits{MaxConcurrent: 1, MaxConcurrentPerPrincipal: 1, QueueTimeout: time.Hour}, nil)
+	hold, _ := g2.Enter(ctx, "a", 1)
+	got := make(chan error)
+	go func() {
+		leave, err := g2.Enter(ctx, "a", 1)
+		if err == nil {
+			leave()
+		}
+		got <- err
+	}()
+	hold()
+	if err := <-got; err != nil {
+		t.Fatalf("waiter: %v", err)
+	}
+	// A caller whose own context ends while waiting is told so, not
+	// counted as a refusal.
+	hold, _ = g2.Enter(ctx, "a", 1)
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := g2.Enter(cctx, "a", 1); domain.Public(err).Code != domain.CodeUnavailable {
+		t.Fatalf("cancelled waiter: %v", err)
+	}
+	hold()
+}
+
+// The points budget: a principal spending more than its burst is refused
+// with the wait until its points are back as Retry-After; others are not.
+func TestGatePointsBudget(t *testing.T) {
+	t.Parallel()
+	g := NewGate(GateLimits{MaxConcurrent: 10, MaxConcurrentPerPrincipal: 10, QueueTimeout: time.Second,
+		PointsPerSecond: 10, PointsBurst: 1000}, nil)
+	ctx := context.Background()
+	leave, err := g.Enter(ctx, "a", 900)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leave()
+	_, err = g.Enter(ctx, "a", 900)
+	if limitOf(err) != LimitReadPoints {
+		t.Fatalf("second 900 points: %v", err)
+	}
+	var de *domain.Error
+	errors.As(err, &de)
+	if de.RetryAfter <= 0 || de.RetryAfter > 80*time.Second { // (900-100)/10 s, less what refilled
+		t.Fatalf("retry after %s", de.RetryAfter)
+	}
+	if leave, err := g.Enter(ctx, "b", 900); err != nil {
+		t.Fatalf("b pays for a: %v", err)
+	} else {
+		leave()
+	}
+	// What an admitted read costs beyond its price is charged too.
+	g.Charge("b", 100)
+	if _, err := g.Enter(ctx, "b", 50); limitOf(err) != LimitReadPoints {
+		t.Fatalf("after a charge: %v", err)
+	}
+	var nilGate *Gate
+	if leave, err := nilGate.Enter(ctx, "a", 1<<30); err != nil {
+		t.Fatal(err)
+	} else {
+		leave()
+	}
+}
+
+// Expensive operations take one of fewer places; cheap ones pass beside
+// them.
+func TestGateExpensive(t *testing.T) {
+	t.Parallel()
+	g := NewGate(GateLimits{MaxConcurrent: 4, MaxConcurrentPerPrincipal: 4, QueueTimeout: time.Millisecond,
+		ExpensiveCost: 100, MaxExpensive: 1}, nil)
+	ctx := context.Background()
+	heavy, err := g.Enter(ctx, "a", 500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Enter(ctx, "b", 100); limitOf(err) != LimitExpensiveReads {
+		t.Fatalf("a second expensive read: %v", err)
+	}
+	cheap, err := g.Enter(ctx, "b", 99)
+	if err != nil {
+		t.Fatalf("a cheap read beside an expensive one: %v", err)
+	}
+	cheap()
+	heavy()
+	if leave, err := g.Enter(ctx, "b", 100); err != nil {
+		t.Fatalf("the expensive place was given back: %v", err)
+	} else {
+		leave()
+	}
+	if g.Running() != 0 || len(g.heavy) != 0 {
+		t.Fatalf("places held after leaving: %d, %d", g.Running(), len(g.heavy))
+	}
+}
