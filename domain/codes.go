@@ -82,6 +82,10 @@ const (
 	// CodeContentRuleFailed: a step's context breaks its contract's content
 	// rules; Details["violations"] lists {field, rule, message}.
 	CodeContentRuleFailed Code = "content_rule_failed"
+	// CodeClassifierUnavailable: a semantic rule could not be judged (no
+	// classifier configured, or it failed or timed out): the step is
+	// refused, fail closed; retrying later may work.
+	CodeClassifierUnavailable Code = "classifier_unavailable"
 
 	// Thread model (parties, access levels, statuses): see
 	// domain/thread_rules.go.
@@ -164,6 +168,7 @@ var registry = map[Code][]Kind{
 	CodeContractConflict:        {KindConflict},
 	CodeContractUnchanged:       {KindConflict},
 	CodeContentRuleFailed:       {KindUnprocessable},
+	CodeClassifierUnavailable:   {KindUnavailable},
 
 	CodeInvalidStepStatus:   {KindInvalid},
 	CodeNotAParty:           {KindForbidden},

@@ -39,6 +39,9 @@ type Config struct {
 	// Telemetry exports the engine's own traces; Audit keeps the audit log.
 	Telemetry Telemetry `koanf:"telemetry"`
 	Audit     Audit     `koanf:"audit"`
+	// Threads and Contracts: see sections.go.
+	Threads   Threads   `koanf:"threads"`
+	Contracts Contracts `koanf:"contracts"`
 	// Transparency configures the transparency log.
 	Transparency Transparency `koanf:"transparency"`
 }
@@ -217,6 +220,8 @@ func Defaults() Config {
 		Alerts: Alerts{SweepInterval: time.Minute, PollInterval: time.Second, Timeout: 10 * time.Second,
 			RetryBase: 10 * time.Second, RetryMax: time.Hour, MaxAttempts: 8, Concurrency: 4,
 			DeliveryLogRetention: 7 * 24 * time.Hour},
+		Threads:      defaultThreads(),
+		Contracts:    defaultContracts(),
 		Metrics:      Metrics{GaugeInterval: time.Minute},
 		Telemetry:    defaultTelemetry(),
 		Transparency: Transparency{CheckpointInterval: time.Second},
@@ -283,7 +288,8 @@ func Load(path string, environ []string) (Config, error) {
 }
 
 var knownSections = map[string]bool{"server": true, "database": true, "registry": true, "auth": true, "security": true, "log": true,
-	"limits": true, "metrics": true, "retention": true, "notifications": true, "alerts": true, "telemetry": true, "audit": true}
+	"limits": true, "metrics": true, "retention": true, "notifications": true, "alerts": true, "telemetry": true, "audit": true,
+	"threads": true, "contracts": true}
 
 var knownKeys = map[string]bool{
 	"server.listen": true, "server.public_url": true, "server.shutdown_timeout": true, "server.trusted_proxies": true, "server.pprof_listen": true,
@@ -309,7 +315,7 @@ func checkKnownKeys(k *koanf.Koanf) error {
 		if strings.HasPrefix(key, "security.hash_chain_previous_secrets.") {
 			continue // a map: one key per version
 		}
-		if !knownKeys[key] && !limitKeys()[key] && !telemetryKey(key) {
+		if !knownKeys[key] && !limitKeys()[key] && !telemetryKey(key) && !sectionKeys[key] {
 			return fmt.Errorf("config: unknown key %q", key)
 		}
 	}
@@ -418,6 +424,12 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.Limits.validate(); err != nil {
+		return err
+	}
+	if err := c.Threads.validate(); err != nil {
+		return err
+	}
+	if err := c.Contracts.validate(); err != nil {
 		return err
 	}
 	if c.Security.HashChainSecret != "" && len(c.Security.HashChainSecret) < 32 {

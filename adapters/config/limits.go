@@ -150,8 +150,8 @@ func DefaultLimits() Limits {
 			MaxConcurrent: max(1, runtime.NumCPU()/2), QueueTimeout: 5 * time.Second},
 		WS: WSLimits{ConnectTimeout: 10 * time.Second, MaxSockets: 2000, MaxUnauthenticated: 200, MaxUnauthenticatedPerAddress: 20, MaxPerPrincipal: 100,
 			MaxSubscriptions: 256, MaxSubscriptionKeyBytes: 256, MaxWaitsPerSocket: 256, MaxWaitsPerPrincipal: 1024,
-			FramesPerSecond: 10000, FrameBurst: 20000, BytesPerSecond: 16 << 20, ByteBurst: 32 << 20, MaxQueuedBytesPerPrincipal: 4 << 20, MaxPendingBytesPerPrincipal: 4 << 20,
-			MaxReadingPerPrincipal: 8},
+			FramesPerSecond: 10000, FrameBurst: 40000, BytesPerSecond: 16 << 20, ByteBurst: 32 << 20, MaxQueuedBytesPerPrincipal: 4 << 20, MaxPendingBytesPerPrincipal: 4 << 20,
+			MaxReadingPerPrincipal: 4},
 		SignIn: SignInLimits{FailuresPerWindow: 20, Window: time.Minute},
 		GraphQL: ReadLimits{MaxDuration: 5 * time.Second, PoolConns: 8, MaxConcurrent: 4, MaxConcurrentPerPrincipal: 2,
 			QueueTimeout: 2 * time.Second, PointsPerSecond: 1000, PointsBurst: 10000,
@@ -211,6 +211,8 @@ func (l *Limits) validate() error {
 		"limits.graphql.max_concurrent_per_principal": int64(l.GraphQL.MaxConcurrentPerPrincipal),
 		"limits.graphql.points_per_second":            int64(l.GraphQL.PointsPerSecond),
 		"limits.graphql.points_burst":                 int64(l.GraphQL.PointsBurst),
+		"limits.graphql.expensive_cost":               int64(l.GraphQL.ExpensiveCost),
+		"limits.graphql.max_expensive":                int64(l.GraphQL.MaxExpensive),
 		"limits.graphql.max_response_bytes":           int64(l.GraphQL.MaxResponseBytes),
 		"limits.graphql.list_context_bytes":           int64(l.GraphQL.ListContextBytes),
 		"limits.graphql.export_max_bytes":             l.GraphQL.ExportMaxBytes,
@@ -222,6 +224,11 @@ func (l *Limits) validate() error {
 	}
 	if l.WS.FramesPerSecond <= 0 || l.WS.BytesPerSecond <= 0 {
 		return fmt.Errorf("config: limits.ws.frames_per_second and limits.ws.bytes_per_second must be positive")
+	}
+	// Each socket being read may hold a whole frame (1 MiB) of the share:
+	// a smaller share would make a principal's readers wait on each other.
+	if l.WS.MaxPendingBytesPerPrincipal < int64(l.WS.MaxReadingPerPrincipal)<<20 {
+		return fmt.Errorf("config: limits.ws.max_pending_bytes_per_principal must be at least limits.ws.max_reading_per_principal × 1 MiB")
 	}
 	if l.WS.ByteBurst < 1<<20 {
 		return fmt.Errorf("config: limits.ws.byte_burst must be at least 1 MiB (the largest frame)")

@@ -27,6 +27,7 @@ import (
 	"github.com/threadengine/engine/adapters/tracing"
 	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/app/readmodel"
+	"github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 	"github.com/threadengine/engine/schema"
@@ -101,6 +102,9 @@ type Response struct {
 
 // Handler executes GraphQL operations for the principal in the context.
 type Handler struct {
+	// decisions serve can, should and next (nil: they are unavailable).
+	decisions *threads.Decisions
+
 	queries *readmodel.Queries
 	schema  *graphql.Schema
 	idx     *schemaIndex
@@ -488,6 +492,9 @@ func (h *Handler) writeJSON(w http.ResponseWriter, r *http.Request, status int, 
 	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
+	if res.refusal != nil && status >= 400 && writeWithReason(w, r, status, res.refusal.Message, b) {
+		return
+	}
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }

@@ -49,6 +49,9 @@ const (
 	// the socket that waited too long for room.
 	WSPendingBytes   Name = "ws_pending_bytes"
 	WSFramesInFlight Name = "ws_frames_in_flight"
+	// WSMessageTimeout: a message (all its fragments) did not arrive within
+	// 15 s of the engine starting to read it; the socket is closed.
+	WSMessageTimeout Name = "ws_message_timeout"
 	// Reads (GraphQL, MCP, exports): app/readmodel.Gate's and the GraphQL
 	// handler's names, docs/operators/limits.md "Reads".
 	GraphQLConcurrent             Name = "graphql_concurrent"
@@ -65,7 +68,8 @@ var All = []Name{HTTPReadTimeout, BodyBytes, OTLPBodyBytes, OTLPDecodedBytes, OT
 	SignInFailures, WSConnectTimeout, WSSockets, WSUnauthenticated, WSPerPrincipal, WSSubscriptions,
 	WSSubscriptionKeyBytes, WSMessageBytes, WSMessageFields, WSPreConnectBytes, WSUnauthPerAddress, WSCredentialsWithdrawn,
 	ReplaysPerCaller, ReplaysRunning, WSWaitsPerSocket, WSWaitsPerPrincipal, WSFrameRate, WSPendingBytes, WSFramesInFlight,
-	GraphQLConcurrent, GraphQLConcurrentPerPrincipal, GraphQLPoints, GraphQLExpensive, GraphQLDuration, GraphQLResponseBytes, ExportBytes}
+	WSMessageTimeout, GraphQLConcurrent, GraphQLConcurrentPerPrincipal, GraphQLPoints, GraphQLExpensive, GraphQLDuration,
+	GraphQLResponseBytes, ExportBytes}
 
 // Budget names a byte budget whose use is exported as
 // threadengine_budget_bytes{budget} (held now, all holders together) and

@@ -22,7 +22,10 @@ or reference. contract_graph returns the contract a thread should follow, so you
 compare what happened with what should have happened. verify_thread_integrity
 recomputes the thread's tamper-evident hash chain. resolve_actors turns owner and
 actor ids into names. graphql_query runs any read query of the GraphQL API (schema:
-resource graphql://schema) under the same 1000-point complexity limit.
+resource graphql://schema) under the same 1000-point complexity limit. Before acting on
+a contract thread you write to, can asks whether a step may run now (and whether the
+context you would send passes its rules), should asks for advice, next lists the paths
+open from now; none of them reserves or records anything.
 
 All tools are read-only and act with the permissions of the API key you connected with.`
 

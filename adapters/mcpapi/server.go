@@ -17,6 +17,7 @@ import (
 	"github.com/threadengine/engine/adapters/httperr"
 	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/app/readmodel"
+	"github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -35,6 +36,10 @@ type GraphQLFunc func(ctx context.Context, query, operationName string, variable
 
 // Deps are the use cases the MCP tools call. Every field is required.
 type Deps struct {
+	// Decisions serve the can, should and next tools (optional: without
+	// them those tools are not offered).
+	Decisions *threads.Decisions
+
 	// Queries are the read use cases GraphQL resolves with.
 	Queries *readmodel.Queries
 	Actors  *readmodel.Actors

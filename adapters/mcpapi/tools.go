@@ -35,6 +35,7 @@ func readOnly(title string) *mcp.ToolAnnotations {
 
 func (t *tools) register(s *mcp.Server) {
 	t.registerThreads(s)
+	t.registerDecisions(s)
 
 	mcp.AddTool(s, &mcp.Tool{
 		Name:  ToolResolveActors,

@@ -221,8 +221,10 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 
 	// --- contracts: /v1/contracts upload and read (s.Contracts) ---
 	contractStore := contractstore.New(s.DB)
+	semantic := s.newClassifier()
 	s.Contracts = contracts.New(contracts.Deps{Store: contractStore, Eraser: contractStore, Threads: threadquery.New(s.DB), Clock: s.Clock, Audit: s.Store,
-		NewID: func() string { return uuid.NewString() }, Log: s.Log,
+		Classifier: semantic != nil,
+		NewID:      func() string { return uuid.NewString() }, Log: s.Log,
 		Deleted: func(name string, version int) { s.Threads.ForgetContract(name, version) }})
 	(&contracthttp.Handler{Contracts: s.Contracts}).Mount(s.Echo, s.Auth.Middleware())
 
@@ -248,6 +250,7 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	s.OnClose(threadStore.Close)
 	s.Threads = threads.New(threadstore.NewTraced(threadStore, tp()), s.threadContracts(), s.Clock, nil, s.Log)
 	s.Threads.UseChainKeys(chainKeys)
+	s.Threads.SetOptions(threads.Options{InvitationMaxTTL: s.Config.Threads.InvitationMaxTTL, Classifier: semantic})
 	s.Threads.SetMetrics(s.EngineMetrics)
 	s.Threads.SetRefusalRetention(s.Config.Retention.StepRefusals)
 	s.backfillHealth(threadStore)
@@ -307,6 +310,8 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	s.GraphQL.SetTracer(tp())
 	s.startThreadGauges(tq)
 	s.GraphQL.SetActors(readmodel.NewActors(s.Store, s.Store))
+	decisions := s.Threads.Application().Queries.Decisions()
+	s.GraphQL.SetDecisions(decisions)
 	s.GraphQL.Mount(s.Echo, s.Auth.Authenticate)
 
 	// --- operators: thread deletion (s.Erasure), audit log, export ---
@@ -339,7 +344,8 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	// --- MCP for AI agents: /mcp (streamable HTTP) over s.Queries and s.GraphQL, API-key auth ---
 	{
 		mcpH := mcpapi.New(mcpapi.Deps{Queries: s.Queries, Actors: readmodel.NewActors(s.Store, s.Store), Schema: schema.GraphQL,
-			GraphQL: s.GraphQL.ExecuteJSON, Log: s.Log, Tracer: tp(), Metrics: s.EngineMetrics,
+			Decisions: &decisions,
+			GraphQL:   s.GraphQL.ExecuteJSON, Log: s.Log, Tracer: tp(), Metrics: s.EngineMetrics,
 			Limits: mcpapi.Limits{MaxDuration: rl.MaxDuration, MaxResultBytes: rl.MaxResponseBytes,
 				Refused: func(l string) { s.Refusals.Refused(limits.Name(l)) }}})
 		s.Echo.Any("/mcp", echo.WrapHandler(mcpH), s.Auth.Middleware())

@@ -95,6 +95,13 @@ func (s *session) handle(data []byte) bool {
 		f.end(errNotConnected)
 		return false
 	}
+	if err := malformedFrame(m); err != nil {
+		// Answered even without requestId: no SDK sends it, so nobody's
+		// reply buffer fills, and a raw client learns its frame was refused.
+		s.send(requestID, s.failIn(ctx, m.Action, err))
+		f.end(err)
+		return false
+	}
 	spec, ok := actions[m.Action]
 	if !ok {
 		err := domain.Invalid("action", "Unknown action: %s", m.Action)

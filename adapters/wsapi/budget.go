@@ -131,25 +131,37 @@ const firstChunk = 4 << 10
 
 // readFrame reads one message of at most limit bytes into a buffer whose
 // every growth is paid from the budgets before the bytes are read, so a
-// fragmented message that never finishes holds only what it paid for. A
-// message over limit is returned with limit+1 bytes (the caller drains the
-// rest). The hold is released by the caller once the frame is handled (on
-// error it is already released).
-func (s *session) readFrame(r io.Reader, limit int) ([]byte, *frameHold, error) {
-	hold := &frameHold{global: s.h.frameBudget()}
+// fragmented message that never finishes holds only what it paid for, and
+// a whole frame at most limit bytes (so max_reading_per_principal frames
+// of the largest size fit the principal's share, and its readers never
+// wait on each other). For a message over limit, over is the first byte
+// past it (the caller drains the rest). The hold is released by the caller
+// once the frame is handled (on error it is already released).
+func (s *session) readFrame(r io.Reader, limit int) (data, over []byte, hold *frameHold, err error) {
+	hold = &frameHold{global: s.h.frameBudget()}
 	if sh := s.share.Load(); sh != nil {
 		hold.share = sh.pending
 	}
 	var buf []byte
 	for {
 		if len(buf) == cap(buf) {
-			if len(buf) > limit {
-				return buf, hold, nil
+			if len(buf) >= limit {
+				// Full: one more byte means the message is over the limit.
+				one := make([]byte, 1)
+				n, err := io.ReadFull(r, one)
+				if n == 0 && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
+					return buf, nil, hold, nil
+				}
+				if err != nil {
+					hold.release()
+					return nil, nil, nil, err
+				}
+				return buf, one, hold, nil
 			}
-			next := min(max(2*cap(buf), firstChunk), limit+1)
+			next := min(max(2*cap(buf), firstChunk), limit)
 			if err := hold.grow(s.ctx, int64(next-cap(buf))); err != nil {
 				hold.release()
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			grown := make([]byte, len(buf), next)
 			copy(grown, buf)
@@ -158,11 +170,11 @@ func (s *session) readFrame(r io.Reader, limit int) ([]byte, *frameHold, error) 
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if errors.Is(err, io.EOF) {
-			return buf, hold, nil
+			return buf, nil, hold, nil
 		}
 		if err != nil {
 			hold.release()
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 }

@@ -58,6 +58,20 @@ func (h *Handler) newShare() *principalShare {
 	}
 }
 
+// messageReadTimeout bounds reading one message once its reading slot is
+// taken: a fragmented message that never finishes would otherwise hold its
+// slot and its bytes for as long as the socket lives.
+const messageReadTimeout = 15 * time.Second
+
+// messageDeadline closes the socket (1008, counted) if the message being
+// read is not complete within messageReadTimeout; stop cancels it.
+func (s *session) messageDeadline() (stop func() bool) {
+	return time.AfterFunc(messageReadTimeout, func() {
+		s.h.Refusals.Refused(limits.WSMessageTimeout)
+		s.closeWith(websocket.StatusPolicyViolation, "a message must arrive within "+messageReadTimeout.String())
+	}).Stop
+}
+
 // takeReadSlot waits for one of the principal's reading slots (none before
 // connect); false when the session ended first.
 func (s *session) takeReadSlot() bool {

@@ -137,6 +137,19 @@ func TestEveryRefusalCarriesACode(t *testing.T) {
 			func(r map[string]any) bool {
 				return r["message"] == "Unknown action: teleport" && r["field"] == "action"
 			}},
+		// Malformed frames are answered even when their action is one of
+		// the fire-and-forget ones (only a well-formed heartbeat, ack,
+		// subscribe or unsubscribe without requestId goes unanswered).
+		{"unknown action without requestId", `{"action":"teleport"}`, "teleport", "validation_failed", nil},
+		{"not an object", `[1,2]`, "error", "validation_failed", nil},
+		{"a string", `"heartbeat"`, "error", "validation_failed", nil},
+		{"action not a string", `{"action":3}`, "error", "validation_failed", nil},
+		{"subscribe with an object step name", `{"action":"subscribe","stepName":{"a":1}}`, "subscribe", "validation_failed",
+			func(r map[string]any) bool { return r["field"] == "stepName" }},
+		{"subscribe with event types not a list", `{"action":"subscribe","stepName":"s","eventTypes":"step.success"}`, "subscribe", "validation_failed",
+			func(r map[string]any) bool { return r["field"] == "eventTypes" }},
+		{"ack with a list token", `{"action":"ack_notification","ackToken":["t"]}`, "ack_notification", "validation_failed", nil},
+		{"cancelWait with an object target", `{"action":"cancelWait","targetRequestId":{}}`, "cancelWait", "validation_failed", nil},
 		{"too large", `{"action":"startThread","pad":"` + strings.Repeat("x", MaxMessageBytes) + `"}`, "startThread", "limit_exceeded", nil},
 		{"malformed frame field", `{"action":"subscribe","requestId":"r4"}`, "subscribe", "validation_failed", nil},
 	})

@@ -37,9 +37,10 @@ const (
 	preConnectReadLimit = 64 << 10
 )
 
-// maxFrameBytesInFlight bounds the bytes of frames being decoded and
-// handled at once across every socket of a Handler; a socket waits for its
-// share (TCP pushes back on its client), so many sockets sending megabyte
+// maxFrameBytesInFlight bounds the bytes of frames being received (paid as
+// their fragments arrive), decoded and handled at once across every socket
+// of a Handler; a socket waits for room (TCP pushes back on its client) up
+// to pendingWait, then is closed 1013, so many sockets sending megabyte
 // frames cannot multiply the engine's memory.
 const maxFrameBytesInFlight = 16 << 20
 
@@ -455,7 +456,9 @@ func (s *session) readFrameAndHandle(typ websocket.MessageType, r io.Reader) (do
 	if s.authenticated() == nil {
 		limit, name = MaxPreConnectBytes, limits.WSPreConnectBytes
 	}
-	data, hold, err := s.readFrame(r, limit)
+	stop := s.messageDeadline()
+	data, over, hold, err := s.readFrame(r, limit)
+	stop()
 	switch {
 	case errors.Is(err, errPendingShare):
 		s.h.Refusals.Refused(limits.WSPendingBytes)
@@ -469,10 +472,11 @@ func (s *session) readFrameAndHandle(typ websocket.MessageType, r io.Reader) (do
 		return true
 	}
 	defer hold.release()
-	if len(data) > limit {
-		hold.release()
+	if over != nil {
 		var f frameSniffer
 		_, _ = f.Write(data)
+		hold.release() // the rest is scanned, not kept
+		_, _ = f.Write(over)
 		if _, err := io.Copy(&f, r); err != nil {
 			return true
 		}

@@ -34,11 +34,19 @@ type PublishHandler struct {
 	versions ports.ContractReader
 	clock    ports.Clock
 	audit    Auditor
+	// classifier: semantic rules can be judged (else the answer warns).
+	classifier bool
 }
 
 // NewPublishHandler publishes into store; versions resolves includes.
 func NewPublishHandler(store ports.ContractPublisher, versions ports.ContractReader, clock ports.Clock, audit Auditor) PublishHandler {
 	return PublishHandler{store: store, versions: versions, clock: clock, audit: audit}
+}
+
+// publishWith sets whether a semantic classifier is configured.
+func publishWith(h PublishHandler, classifier bool) PublishHandler {
+	h.classifier = classifier
+	return h
 }
 
 // Handle needs contracts.write. An invalid source gives invalid_contract
@@ -60,6 +68,7 @@ func (h PublishHandler) Handle(ctx context.Context, req Publish) (Published, err
 	if err != nil {
 		return Published{}, err
 	}
+	cs.noteClassifier(h.classifier)
 	c := cs.Contract
 	now := h.clock.Now().UTC()
 	v := ports.NewContractVersion{Contract: c, Source: req.Source, SourceFormat: cs.Format, ContentHash: c.ContentHash(),

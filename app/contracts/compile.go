@@ -17,6 +17,24 @@ type Compiled struct {
 	Problems []domain.ContractProblem
 	Warnings []domain.ContractProblem
 	nameLine int
+	// stepLines are the Gherkin lines of each step's Rule (for warnings).
+	stepLines map[string]int
+}
+
+// noteClassifier warns, on a valid contract with semantic rules, that no
+// classifier is configured: such steps are refused (fail closed) until one
+// is. With one configured there is nothing to say.
+func (c *Compiled) noteClassifier(configured bool) {
+	if configured || !c.Valid() {
+		return
+	}
+	for _, s := range c.Contract.Steps {
+		for _, r := range s.SemanticRules {
+			c.Warnings = append(c.Warnings, domain.ContractProblem{Line: c.stepLines[s.Name], Field: "steps." + s.Name + ".semantic_rules",
+				Message: "no semantic classifier is configured (contracts.classifier.url): step " + strconv.Quote(s.Name) +
+					" is refused (classifier_unavailable) until one is, since the question about " + strconv.Quote(r.Field) + " cannot be judged"})
+		}
+	}
 }
 
 // Valid reports whether the source is a contract the engine accepts.
@@ -43,15 +61,7 @@ func compile(ctx context.Context, src []byte, versions ports.ContractReader) (Co
 		return Compiled{}, err
 	}
 	out.Contract, out.Problems, out.Warnings, out.nameLine = res.Contract, res.Problems, res.Warnings, res.NameLine
-	if out.Valid() {
-		// No classifier adapter exists yet: say so where a rule needs one.
-		for _, s := range res.Contract.Steps {
-			for _, r := range s.SemanticRules {
-				out.Warnings = append(out.Warnings, domain.ContractProblem{Line: res.StepLines[s.Name], Field: "steps." + s.Name + ".semantic_rules",
-					Message: "no semantic classifier is configured: the question about " + strconv.Quote(r.Field) + " is not put to one"})
-			}
-		}
-	}
+	out.stepLines = res.StepLines
 	return out, nil
 }
 

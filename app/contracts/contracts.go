@@ -55,6 +55,10 @@ type Deps struct {
 	Audit        ports.Audit
 	NewID        func() string
 	Log          *slog.Logger
+	// Classifier: a semantic classifier is configured
+	// (contracts.classifier.url); without one preview and publish warn that
+	// steps with semantic rules are refused.
+	Classifier bool
 }
 
 // New builds every contract handler from d.
@@ -65,11 +69,11 @@ func New(d Deps) Application {
 	a := NewAuditor(d.Audit, d.NewID, d.Clock, d.Log)
 	return Application{
 		Commands: Commands{
-			Publish:       NewPublishHandler(d.Store, d.Store, d.Clock, a),
+			Publish:       publishWith(NewPublishHandler(d.Store, d.Store, d.Clock, a), d.Classifier),
 			DeleteVersion: NewDeleteVersionHandler(d.Eraser, d.Deleted, a),
 		},
 		Queries: Queries{
-			Preview:      NewPreviewHandler(d.Store),
+			Preview:      NewPreviewHandler(d.Store, d.Classifier),
 			Replay:       NewReplayHandler(d.Store, d.Threads, d.Clock, d.ReplayLimits),
 			Read:         NewReadHandler(d.Store, d.Store),
 			List:         NewListHandler(d.Store),

@@ -20,11 +20,15 @@ type Preview struct {
 }
 
 // PreviewHandler checks sources; one of the Queries.
-type PreviewHandler struct{ versions ports.ContractReader }
+type PreviewHandler struct {
+	versions   ports.ContractReader
+	classifier bool // a classifier is configured (semantic rules are judged)
+}
 
-// NewPreviewHandler resolves includes with versions.
-func NewPreviewHandler(versions ports.ContractReader) PreviewHandler {
-	return PreviewHandler{versions: versions}
+// NewPreviewHandler resolves includes with versions; classifier says
+// whether semantic rules can be judged (else preview warns).
+func NewPreviewHandler(versions ports.ContractReader, classifier bool) PreviewHandler {
+	return PreviewHandler{versions: versions, classifier: classifier}
 }
 
 // Handle needs contracts.read; an invalid source is a Preview, not an
@@ -37,6 +41,7 @@ func (h PreviewHandler) Handle(ctx context.Context, src []byte) (Preview, error)
 	if err != nil {
 		return Preview{}, err
 	}
+	cs.noteClassifier(h.classifier)
 	out := Preview{Compiled: cs}
 	if cs.Valid() {
 		out.Graph, out.ContentHash = cs.Contract.Graph(), cs.Contract.ContentHash()

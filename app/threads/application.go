@@ -40,6 +40,10 @@ type Queries struct {
 	VerifyIntegrity   VerifyIntegrityHandler
 	ThreadDetails     ThreadDetailsHandler
 	WaitForValidation delivery.WaitForValidationHandler
+	// The decision queries: read-only advice, never a grant.
+	Can    CanHandler
+	Should ShouldHandler
+	Next   NextHandler
 }
 
 // Application returns the thread use cases.
@@ -65,9 +69,9 @@ func (m *Module) build() Application {
 		Commands: Commands{
 			StartThread:        NewStartThreadHandler(store, keyed, m.contracts, clock, metrics),
 			StartThreadWithKey: keyed,
-			RecordStep:         NewRecordStepHandler(store, m.contracts, m.keys, m.hub, clock, metrics, m.refusalsFor(metrics)),
+			RecordStep:         m.withSemanticGate(NewRecordStepHandler(store, m.contracts, m.keys, m.hub, clock, metrics, m.refusalsFor(metrics))),
 			AddRefs:            NewAddRefsHandler(store, clock),
-			InviteParty:        NewInvitePartyHandler(store, m.contracts, invites, clock),
+			InviteParty:        NewInvitePartyHandler(store, m.contracts, invites, clock, m.opts.InvitationMaxTTL),
 			JoinThread:         NewJoinThreadHandler(store, m.contracts, invites, clock),
 			EndThread:          NewEndThreadHandler(store, m.hub, clock, metrics),
 			WaitForPermission:  delivery.NewWaitForPermissionHandler(store, m.contracts, m.hub, release, clock),
@@ -80,6 +84,9 @@ func (m *Module) build() Application {
 			VerifyIntegrity:   NewVerifyIntegrityHandler(store, store, m.keys.Keyring(), clock),
 			ThreadDetails:     NewThreadDetailsHandler(store),
 			WaitForValidation: delivery.NewWaitForValidationHandler(store, store, m.hub, clock),
+			Can:               NewCanHandler(store, m.contracts, m.opts.Classifier, clock),
+			Should:            NewShouldHandler(store, store, m.contracts, m.opts.Classifier, clock),
+			Next:              NewNextHandler(store, m.contracts, clock),
 		},
 	}
 }

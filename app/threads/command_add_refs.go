@@ -30,7 +30,8 @@ func NewAddRefsHandler(threads ports.ThreadUpdater, clock ports.Clock) AddRefsHa
 }
 
 // Handle merges refs (key by key) into a thread's refs; the caller must be a
-// party that may write (domain.ActAddRefs).
+// party that may write, and the thread must not have ended
+// (domain.Thread.AddRefs).
 func (h AddRefsHandler) Handle(ctx context.Context, in AddRefsInput) error {
 	p, err := authz.Require(ctx, domain.PermThreadsWrite)
 	if err != nil {
@@ -44,7 +45,7 @@ func (h AddRefsHandler) Handle(ctx context.Context, in AddRefsInput) error {
 	}
 	now := now(h.clock)
 	_, err = h.threads.UpdateThread(ctx, in.ThreadID, func(th *domain.Thread) (ports.ThreadEffects, error) {
-		if _, err := th.Authorize(authz.Actor(p, in.Role), domain.ActAddRefs, now); err != nil {
+		if err := th.AddRefs(authz.Actor(p, in.Role), now); err != nil {
 			return ports.ThreadEffects{}, err
 		}
 		th.UpdatedAt = now

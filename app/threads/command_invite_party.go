@@ -38,11 +38,14 @@ type InvitePartyHandler struct {
 	contracts *contractCache
 	keys      invitationKeys
 	clock     ports.Clock
+	maxTTL    time.Duration // 0: DefaultInvitationMaxTTL
 }
 
 // NewInvitePartyHandler builds InviteParty: keys sign the invitations.
-func NewInvitePartyHandler(threads ports.ThreadGetter, contracts *contractCache, keys invitationKeys, clock ports.Clock) InvitePartyHandler {
-	return InvitePartyHandler{threads: threads, contracts: contracts, keys: keys, clock: clock}
+// maxTTL bounds expiresIn (0: DefaultInvitationMaxTTL).
+func NewInvitePartyHandler(threads ports.ThreadGetter, contracts *contractCache, keys invitationKeys, clock ports.Clock,
+	maxTTL time.Duration) InvitePartyHandler {
+	return InvitePartyHandler{threads: threads, contracts: contracts, keys: keys, clock: clock, maxTTL: maxTTL}
 }
 
 // Handle issues a thread token (an HS256 JWT keyed by a key derived from the
@@ -60,7 +63,7 @@ func (h InvitePartyHandler) Handle(ctx context.Context, in InviteInput) (Invitat
 	if err != nil {
 		return Invitation{}, err
 	}
-	ttl, err := ParseExpiresIn(in.ExpiresIn)
+	ttl, err := ParseExpiresIn(in.ExpiresIn, h.maxTTL)
 	if err != nil {
 		return Invitation{}, err
 	}

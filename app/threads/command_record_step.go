@@ -13,6 +13,7 @@ import (
 
 // RecordStepHandler appends one step attempt; one of the Commands.
 type RecordStepHandler struct {
+	semantic  semanticGate // semantic rules, judged before the append (semantic_gate.go)
 	steps     ports.StepAppender
 	contracts *contractCache
 	keys      domain.ChainKeys
@@ -51,6 +52,12 @@ func (h RecordStepHandler) Handle(ctx context.Context, in RecordStepInput) (Step
 	}
 	now := now(h.clock)
 	who := authz.Actor(p, in.Role)
+	if err := h.semantic.judge(ctx, c, who, in, status); err != nil {
+		if refused(err) {
+			h.refusals.record(ctx, c, in, p.ID, err)
+		}
+		return StepResult{}, err
+	}
 	attempt := domain.StepAttempt{Name: in.StepName, IdempotencyKey: in.IdempotencyKey, InvocationID: in.InvocationID,
 		Status: status, Context: in.Context, StartedAt: in.StartedAt, FinishedAt: in.FinishedAt}
 	var res StepResult

@@ -11,8 +11,10 @@ import (
 	"github.com/threadengine/engine/domain"
 )
 
-// MaxInviteTTL bounds an invitation's lifetime.
-const MaxInviteTTL = 7 * 24 * time.Hour
+// DefaultInvitationMaxTTL bounds an invitation's lifetime unless the
+// operator sets threads.invitation_max_ttl: 30 days, as the Node SDK's
+// index.d.ts documents (expiresIn: "30d").
+const DefaultInvitationMaxTTL = 30 * 24 * time.Hour
 
 // ConnParties is what one connection started or joined: thread id → the
 // role it acts as there, in the order they came. A connection writes to a
@@ -97,12 +99,19 @@ func (c *ConnParties) OpenThreads() []string {
 	return out
 }
 
-// ParseExpiresIn reads "<int>m|h|d" (empty = 24h), at most 7 days.
-func ParseExpiresIn(s string) (time.Duration, error) {
+// ParseExpiresIn reads "<int>m|h|d" (empty = 24h), at most limit (0: the
+// default, 30 days).
+func ParseExpiresIn(s string, limit time.Duration) (time.Duration, error) {
+	if limit <= 0 {
+		limit = DefaultInvitationMaxTTL
+	}
+	bad := domain.Invalid("expiresIn", "expiresIn must look like 30m, 24h or 7d (at most %s)", formatTTL(limit))
 	if s == "" {
+		if limit < 24*time.Hour {
+			return limit, nil
+		}
 		return 24 * time.Hour, nil
 	}
-	bad := domain.Invalid("expiresIn", "expiresIn must look like 30m, 24h or 7d (at most 7d)")
 	if len(s) < 2 {
 		return 0, bad
 	}
@@ -121,8 +130,21 @@ func ParseExpiresIn(s string) (time.Duration, error) {
 	default:
 		return 0, bad
 	}
-	if n > int(MaxInviteTTL/unit) {
+	if n > int(limit/unit) {
 		return 0, bad
 	}
 	return time.Duration(n) * unit, nil
+}
+
+// formatTTL writes a bound as its SDK spelling: 30d, 12h or 90m.
+func formatTTL(d time.Duration) string {
+	switch {
+	case d%(24*time.Hour) == 0:
+		return strconv.Itoa(int(d/(24*time.Hour))) + "d"
+	case d%time.Hour == 0:
+		return strconv.Itoa(int(d/time.Hour)) + "h"
+	case d%time.Minute == 0:
+		return strconv.Itoa(int(d/time.Minute)) + "m"
+	}
+	return d.String()
 }

@@ -35,6 +35,7 @@ const (
 // the domain.Thread aggregate's, run inside the store's transaction with the
 // thread locked.
 type Module struct {
+	opts      Options // the operator's settings (SetOptions)
 	store     ports.ThreadStore
 	contracts *contractCache
 	clock     ports.Clock

@@ -69,7 +69,7 @@ func (keys invitationKeys) signToken(cl inviteClaims, issued, expires time.Time)
 // (grant_expired), judged on join. A token names its key version in "kid";
 // one without a kid (issued before invitations were signed by go-jose) is
 // tried against every version, so tokens issued before an upgrade keep
-// working until they expire (at most MaxInviteTTL).
+// working until they expire (at most threads.invitation_max_ttl).
 func (keys invitationKeys) verifyToken(s string) (inviteClaims, time.Time, error) {
 	bad := domain.E(domain.KindUnauthenticated, domain.CodeUnauthenticated, "invalid thread token")
 	tok, err := jwt.ParseSigned(s, []jose.SignatureAlgorithm{jose.HS256})

@@ -150,3 +150,44 @@ func TestInviteKeysLeaveOutAlternates(t *testing.T) {
 		t.Fatalf("invitation keys %+v, want versions 2 and 1 only", got)
 	}
 }
+
+func TestExpiresInBoundIsTheOperators(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		in    string
+		limit time.Duration
+		want  time.Duration
+		err   string
+	}{
+		{"", 0, 24 * time.Hour, ""},
+		{"30d", 0, 30 * 24 * time.Hour, ""},
+		{"31d", 0, 0, "at most 30d"},
+		{"721h", 0, 0, "at most 30d"},
+		{"8d", 7 * 24 * time.Hour, 0, "at most 7d"},
+		{"90d", 90 * 24 * time.Hour, 90 * 24 * time.Hour, ""},
+		{"", 2 * time.Hour, 2 * time.Hour, ""},
+		{"3h", 2 * time.Hour, 0, "at most 2h"},
+		{"0d", 0, 0, "expiresIn"},
+		{"1w", 0, 0, "expiresIn"},
+	}
+	for _, c := range cases {
+		got, err := ParseExpiresIn(c.in, c.limit)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) || domain.CodeOf(err) != domain.CodeValidationFailed {
+				t.Errorf("%q (limit %v): %v, %v; want an error with %q", c.in, c.limit, got, err, c.err)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%q (limit %v): %v, %v; want %v", c.in, c.limit, got, err, c.want)
+		}
+	}
+	// The module applies the operator's bound to inviteParty.
+	f := newThreadsFixture(t)
+	f.threads.SetOptions(Options{InvitationMaxTTL: time.Hour})
+	owner := as("k1", domain.RoleMember)
+	th, _ := f.threads.Application().Commands.StartThread.Handle(owner, StartThreadInput{Contract: "order", Role: "checkout"})
+	if _, err := f.threads.Application().Commands.InviteParty.Handle(owner, InviteInput{ThreadID: th.ID, Role: "warehouse", ExpiresIn: "2h"}); err == nil || !strings.Contains(err.Error(), "at most 1h") {
+		t.Fatalf("2h invitation under a 1h bound: %v", err)
+	}
+}

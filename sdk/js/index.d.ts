@@ -311,6 +311,12 @@ export class Thread {
 
   step(stepName: string, options?: { serviceName?: string } | string): Step;
   /** Waits until the contract lets this connection run one invocation of stepName; its next report carries the grant. */
+  /** May this caller record the step now? Read-only (never a grant); context is judged when given. */
+  can(step: string | DecisionTarget, context?: Record<string, string | number | boolean>): Promise<CanDecision>;
+  /** Advice on a step; never a permission (recommendation unavailable without an engine classifier). */
+  should(step: string | DecisionTarget): Promise<ShouldDecision>;
+  /** The paths of up to 4 steps open from now; only each first step is judged now. */
+  next(): Promise<NextDecision>;
   waitFor(stepName: string, options?: PermissionWaitOptions): Promise<PermissionGrant>;
   /** Waits for the contract's verdict on one recorded attempt; resolves when it passed. */
   waitForValidation(stepName: string, stepId: string, options?: WaitOptions): Promise<WaitResult>;
@@ -674,6 +680,40 @@ export interface ValidationResult {
   minorCount: number;
   infoCount: number;
   totalValidations: number;
+}
+
+/** Exactly one of action (a step name) and goal (words the engine's classifier matches to one step). */
+export interface DecisionTarget {
+  action?: string;
+  goal?: string;
+}
+
+export interface CanDecision {
+  threadId: string;
+  stepName: string;
+  allowed: boolean;
+  /** allowed, denied, requires_claim (only a waitFor grant can take a fresh prerequisite) or uncertain (a goal matched no step). */
+  status: 'allowed' | 'denied' | 'requires_claim' | 'uncertain';
+  matchedBy: 'exact' | 'classifier' | 'none';
+  requiredSteps: string[];
+  satisfiedSteps: string[];
+  missingSteps: string[];
+  previousStep: string | null;
+  reason: string;
+  violations: { field: string; rule: string; message: string }[];
+}
+
+export interface ShouldDecision {
+  threadId: string;
+  stepName: string;
+  eligible: boolean;
+  recommendation: 'yes' | 'no' | 'uncertain' | 'unavailable';
+  reason: string;
+}
+
+export interface NextDecision {
+  threadId: string;
+  paths: { actions: string[]; status: 'allowed' | 'requires_claim'; reason: string }[];
 }
 
 export interface IntegrityStatus {

@@ -104,12 +104,13 @@ func TestWriteFloodPerPrincipal(t *testing.T) {
 
 // TestUnfinishedFragmentedMessages is issue 25 item 5: 100 sockets of one
 // member each hold ~1 MB of a message they never finish (before: 300-330
-// MiB). Eight of the principal's sockets are read at once
+// MiB). Four of the principal's sockets are read at once
 // (limits.ws.max_reading_per_principal), the others wait unread; the bytes
 // read are taken from the principal's pending share (4 MiB) as they
-// arrive, and a socket that cannot get room within 5 s is closed 1008 and
-// counted (then the next waiting socket is read). The test waits for the
-// first such close, then checks memory and the share's peak.
+// arrive, and a message not complete 15 s after its reading began closes
+// its socket (1008, counted as ws_message_timeout; then the next waiting
+// socket is read). The test waits for the first four such closes, then
+// checks memory and the share's peak.
 func TestUnfinishedFragmentedMessages(t *testing.T) {
 	t.Parallel()
 	for _, d := range dialects(t) {
@@ -150,7 +151,7 @@ func TestUnfinishedFragmentedMessages(t *testing.T) {
 					}
 				}()
 			}
-			closed := e.until(t, `threadengine_limit_refusals_total{limit="ws_pending_bytes"}`, 1)
+			closed := e.until(t, `threadengine_limit_refusals_total{limit="ws_message_timeout"}`, 4)
 			peak := e.budgetPeak(t, "ws_pending_bytes")
 			w.check(t, "unfinished fragmented messages")
 			cancel()
@@ -158,7 +159,7 @@ func TestUnfinishedFragmentedMessages(t *testing.T) {
 				_ = c.conn.CloseNow()
 			}
 			wg.Wait()
-			t.Logf("%s: %.0f of 100 sockets closed 1008 by then; pending bytes peak %.0f (share 4 MiB)", d, closed, peak)
+			t.Logf("%s: %.0f of 100 sockets closed 1008 by then (ws_message_timeout); pending bytes peak %.0f (share 4 MiB)", d, closed, peak)
 			if peak > 4<<20 {
 				t.Errorf("pending bytes of one principal peaked at %.0f, over 4 MiB", peak)
 			}

@@ -214,7 +214,7 @@ func TestMCPEndToEnd(t *testing.T) {
 				}
 			}
 			slices.Sort(names)
-			want := []string{"contract_graph", "get_thread", "graphql_query", "resolve_actors", "search_threads", "verify_thread_integrity"}
+			want := []string{"can", "contract_graph", "get_thread", "graphql_query", "next", "resolve_actors", "search_threads", "should", "verify_thread_integrity"}
 			if !slices.Equal(names, want) {
 				t.Fatalf("tools %v, want %v", names, want)
 			}

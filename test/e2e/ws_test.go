@@ -127,6 +127,8 @@ func TestWSProtocolScenario(t *testing.T) {
 			t.Fatalf("cancel after complete %v", f)
 		}
 		c.fails(step(tid, "late", "success", "late-1", nil), "thread is completed")
+		// An ended thread's refs are part of its record: addRefs is refused too.
+		wantCode(t, c.call(map[string]any{"action": "addRefs", "threadId": tid, "refs": map[string]any{"late": "1"}}), domain.CodeThreadClosed)
 		c.fails(map[string]any{"action": "threadEnd", "threadId": tid, "status": "paused"}, "Failed to end thread")
 
 		// What was committed is what was acknowledged.
@@ -198,7 +200,16 @@ func TestWSPermissionsAndParties(t *testing.T) {
 		if strings.Count(token, ".") != 2 || r["threadId"] != tid || r["accessLevel"] != "observer" {
 			t.Fatalf("invite %v", r)
 		}
-		o.fails(map[string]any{"action": "inviteParty", "role": "supplier", "expiresIn": "8d"}, "expiresIn")
+		// threads.invitation_max_ttl (default 30d, the Node SDK's own example).
+		o.fails(map[string]any{"action": "inviteParty", "role": "supplier", "expiresIn": "31d"}, "at most 30d")
+		month := o.ok(map[string]any{"action": "inviteParty", "role": "supplier", "accessLevel": "observer", "expiresIn": "30d"})
+		if exp, err := time.Parse(time.RFC3339, fmt.Sprint(month["expiresAt"])); err != nil || exp.Sub(e.Clock.Now()) < 29*24*time.Hour {
+			t.Fatalf("30-day invitation: %v", month)
+		}
+		_, monthKey := e.NewUser(t, domain.RoleMember)
+		if r := connectWS(t, e, monthKey).ok(map[string]any{"action": "joinThread", "threadToken": month["threadToken"]}); r["threadId"] != tid {
+			t.Fatalf("join with the 30-day invitation %v", r)
+		}
 
 		other := connectWS(t, e, otherKey)
 		other.fails(map[string]any{"action": "joinThread", "threadToken": token[:len(token)-2] + "xx"}, "invalid thread token")

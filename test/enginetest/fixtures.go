@@ -8,3 +8,12 @@ import _ "embed"
 //
 //go:embed order_flow.yaml
 var OrderFlowYAML string
+
+// DecideFlowFeature is the Gherkin contract the decision tests (can, should,
+// next) share with the JavaScript SDK's: order (entry, needs order_id) →
+// review (a semantic question on "note") → charge (terminal: order must have
+// succeeded, amount > 0, currency GBP/USD/EUR, order_id equal to order's),
+// all owned by the party checkout.
+//
+//go:embed decide_flow.feature
+var DecideFlowFeature string

@@ -7,6 +7,16 @@ const SUBSTEP = 'id threadId stepId name status payload recordedAt';
 const VALIDATION = 'validationId threadId stepId stepName idempotencyKey timestamp validations { type message field expected actual rule severity } overallStatus hasCriticalViolation criticalCount warningCount minorCount infoCount totalValidations';
 const DEFAULT_HISTORY_LIMIT = 50;
 const INTEGRITY = 'verified lastVerifiedAt totalEvents brokenAt error';
+const CAN = 'threadId stepName allowed status matchedBy requiredSteps satisfiedSteps missingSteps previousStep reason violations { field rule message }';
+
+/** Reads can/should's arguments: a step name, or { action } / { goal } (exactly one). */
+function decisionTarget(what, target) {
+  const t = typeof target === 'string' ? { action: target } : target;
+  if (t === null || typeof t !== 'object') throw invalidArgument(`${what}() needs a step name or { action } / { goal }`);
+  const has = (v) => typeof v === 'string' && v.trim() !== '';
+  if (has(t.action) === has(t.goal)) throw invalidArgument(`${what}() needs exactly one of action and goal`);
+  return { action: has(t.action) ? t.action : null, goal: has(t.goal) ? t.goal : null };
+}
 
 /** POSTs GraphQL to the engine and turns every failure into a ThreadengineError. */
 export class GraphQLClient {
@@ -244,6 +254,41 @@ export class Reader {
     };
     await Promise.all(Array.from({ length: Math.min(4, steps.length) }, worker));
     return { ...thread, steps: withHistory, validationResults };
+  }
+
+  /**
+   * May the caller record a step of a contract thread now? Read-only: nothing is reserved (a later report
+   * or waitFor is judged again). target: a step name, { action } or { goal }; context (optional) is judged
+   * as the step's context would be.
+   */
+  async can(threadId, target, context) {
+    required(threadId, 'threadId');
+    const { action, goal } = decisionTarget('can', target);
+    if (context !== undefined && context !== null && (typeof context !== 'object' || Array.isArray(context))) {
+      throw invalidArgument('can() context must be an object of strings, numbers and booleans');
+    }
+    const d = await this.#data(`query Can($threadId: ID!, $action: String, $goal: String, $context: JSON) {
+      can(threadId: $threadId, action: $action, goal: $goal, context: $context) { ${CAN} } }`,
+    { threadId, action, goal, context: context ?? null });
+    return d.can;
+  }
+
+  /** Advice on an action: { eligible, recommendation: yes|no|uncertain|unavailable, reason }. Never a permission. */
+  async should(threadId, target) {
+    required(threadId, 'threadId');
+    const { action, goal } = decisionTarget('should', target);
+    const d = await this.#data(`query Should($threadId: ID!, $action: String, $goal: String) {
+      should(threadId: $threadId, action: $action, goal: $goal) { threadId stepName eligible recommendation reason } }`,
+    { threadId, action, goal });
+    return d.should;
+  }
+
+  /** The paths open from now: { threadId, paths: [{ actions, status, reason }] }; only each first action is judged now. */
+  async next(threadId) {
+    required(threadId, 'threadId');
+    const d = await this.#data(`query Next($threadId: ID!) { next(threadId: $threadId) { threadId paths { actions status reason } } }`,
+      { threadId });
+    return d.next;
   }
 
   /** Recomputes the thread's hash chain: { verified, totalEvents, brokenAt, error, lastVerifiedAt }. */

@@ -48,6 +48,30 @@ export class Thread {
   get id() { return this.threadId; }
 
   /**
+   * May this caller record stepName now? Asks the engine's `can` (GraphQL): read-only, never a grant —
+   * a later report or waitFor is judged again. Resolves with { allowed, status (allowed, denied,
+   * requires_claim, uncertain), reason, requiredSteps, satisfiedSteps, missingSteps, previousStep,
+   * matchedBy, violations }. context, when given, is judged as the step's context would be (content
+   * rules, references, semantic rules). stepName may also be { action } or { goal } (words the
+   * engine's classifier matches to one step).
+   *
+   * @param {string | { action?: string, goal?: string }} stepName
+   * @param {Record<string, string | number | boolean>} [context]
+   */
+  can(stepName, context) { return this.#conn.reader.can(this.threadId, stepName, context); }
+
+  /**
+   * Advice on a step: { eligible, recommendation (yes, no, uncertain, unavailable), reason }. Never a
+   * permission; unavailable when the engine has no classifier.
+   *
+   * @param {string | { action?: string, goal?: string }} stepName
+   */
+  should(stepName) { return this.#conn.reader.should(this.threadId, stepName); }
+
+  /** The paths of up to 4 steps open from now: { threadId, paths: [{ actions, status, reason }] }. */
+  next() { return this.#conn.reader.next(this.threadId); }
+
+  /**
    * Waits until the contract lets this connection run one invocation of
    * stepName now (its party owns the step, the steps recorded so far make it
    * a valid entry point or transition, the thread is open), and resolves

@@ -4,7 +4,7 @@ import {
   connect, deriveEndpoints, idempotencyKey, ThreadengineError, ErrorCode, EVENTS, PUSH_EVENTS, Decision,
   WaitError, PermissionDeniedError, ValidationViolatedError, WaitTimeoutError, ThreadengineSpanExporter, ExportResultCode,
   type Connection, type Thread, type StepResult, type ThreadView, type StepView, type Notification, type PermissionGrant,
-  type WaitResult, type RuleViolatedNotification, type StepFailedNotification, type ThreadFailedNotification,
+  type WaitResult, type CanDecision, type ShouldDecision, type NextDecision, type RuleViolatedNotification, type StepFailedNotification, type ThreadFailedNotification,
 } from '@threadengine/sdk';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 
@@ -112,6 +112,17 @@ export async function example(): Promise<void> {
   void decided;
   const v: WaitResult = await keyed.waitForValidation('validate', verdict.stepId ?? '', { timeout: 1000 });
   void v;
+  const can: CanDecision = await keyed.can('pay', { amount: 5, currency: 'GBP', express: true });
+  const allowed: boolean = can.allowed && can.status === 'allowed' && can.missingSteps.length === 0;
+  void allowed;
+  const byGoal: CanDecision = await keyed.can({ goal: 'take the payment' });
+  void byGoal;
+  const should: ShouldDecision = await keyed.should({ action: 'pay' });
+  const rec: 'yes' | 'no' | 'uncertain' | 'unavailable' = should.recommendation;
+  void rec;
+  const next: NextDecision = await keyed.next();
+  const first: string[] = next.paths[0]?.actions ?? [];
+  void first;
   const seen: StepFailedNotification | { event: 'step.success' } = await keyed.waitForStep('pay', { statuses: ['failed'], timeout: 1000 });
   void seen;
   await keyed.on('thread.*', (n) => { const e: 'thread.completed' | 'thread.cancelled' | 'thread.failed' = n.event; void e; });
