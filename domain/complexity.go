@@ -314,7 +314,6 @@ var QueryCostModel = CostModel{
 		{"Thread", "steps"}:                     {Arg: "limit", Size: StepsPage, Bound: StepList, One: []string{"stepName", "idempotencyKey"}},
 		{"Thread", "attempts"}:                  {Arg: "limit", Size: AttemptsPage, Bound: PerStep},
 		{"Thread", "stepGroups"}:                {Size: PageSize{Default: MaxStepGroups, Max: MaxStepGroups}, Bound: PerStep},
-		{"Thread", "stepEdges"}:                 {Size: PageSize{Default: MaxStepGroups, Max: MaxStepGroups}, Bound: PerStep},
 		{"Thread", "linkedFrom"}:                {Size: PageSize{Default: MaxChainThreads, Max: MaxChainThreads}},
 		{"Query", "resolveActors"}:              {Size: PageSize{Default: 100, Max: 100}},
 		{"Query", "contractStats"}:              {Size: PageSize{Default: 20}},

@@ -29,8 +29,7 @@ const STEP_FIELDS = `stepName idempotencyKey status retryCount firstSeenAt start
 const Q_STEPS = `query Steps($id: ID!, $offset: Int) { thread(id: $id) { steps(firstOfEachName: true, limit: ${STEP_PAGE}, offset: $offset) { ${STEP_FIELDS} } } }`;
 const Q_GROUP_STEPS = `query GroupSteps($id: ID!, $name: String!, $offset: Int) { thread(id: $id) { steps(stepName: $name, limit: ${STEP_PAGE}, offset: $offset) { ${STEP_FIELDS} } } }`;
 const Q_ONE_STEP = `query OneStep($id: ID!, $name: String!, $key: String!) { thread(id: $id) { steps(stepName: $name, idempotencyKey: $key, limit: 1) { ${STEP_FIELDS} } } }`;
-const Q_GROUPS = `query Groups($id: ID!) { thread(id: $id) { stepGroups { stepName steps failed succeeded firstSeenAt } } }`;
-const Q_EDGES = `query Edges($id: ID!) { thread(id: $id) { stepEdges { from to count } } }`;
+const Q_GROUPS = `query Groups($id: ID!) { thread(id: $id) { stepGroups { stepName steps failed succeeded firstSeenAt previousSteps } } }`;
 const Q_ATTEMPTS = `query Attempts($id: ID!, $offset: Int) { thread(id: $id) { attempts(limit: ${ATTEMPT_PAGE}, offset: $offset) {
   stepId stepName idempotencyKey attempt status validation timestamp startedAt finishedAt duration error metadata actor } } }`;
 const Q_HISTORY = `query History($t: String!, $s: String!, $k: String, $offset: Int) { stepHistory(threadId: $t, stepName: $s, idempotencyKey: $k, limit: ${HIST_PAGE}, offset: $offset) {
@@ -111,9 +110,9 @@ export async function renderThread(ctx) {
 // build renders the page into root; it returns the live signature, or '' when
 // the thread does not exist.
 async function build(id, root, ctx) {
-  const [main, stepsR, attemptsR, integ, vals, links, cpR, groupsR, edgesR] = await Promise.allSettled([
+  const [main, stepsR, attemptsR, integ, vals, links, cpR, groupsR] = await Promise.allSettled([
     gql(Q_THREAD, { id }), gql(Q_STEPS, { id, offset: 0 }), gql(Q_ATTEMPTS, { id, offset: 0 }), gql(Q_INTEGRITY, { id }),
-    gql(Q_VALIDATIONS, { id, offset: 0 }), gql(Q_LINKS, { id }), latestCheckpoint(), gql(Q_GROUPS, { id }), gql(Q_EDGES, { id }),
+    gql(Q_VALIDATIONS, { id, offset: 0 }), gql(Q_LINKS, { id }), latestCheckpoint(), gql(Q_GROUPS, { id }),
   ]);
   const checkpoint = cpR.status === 'fulfilled' ? cpR.value : null;
   if (main.status === 'rejected') throw main.reason;
@@ -126,7 +125,7 @@ async function build(id, root, ctx) {
   }
   const steps = stepsR.status === 'fulfilled' && stepsR.value.thread ? stepsR.value.thread.steps : [];
   const groups = groupsR.status === 'fulfilled' && groupsR.value.thread ? groupsR.value.thread.stepGroups : [];
-  const edges = edgesR.status === 'fulfilled' && edgesR.value.thread ? edgesR.value.thread.stepEdges : [];
+  const edges = groups.flatMap((g) => (g.previousSteps || []).map((p) => ({ from: p, to: g.stepName })));
   const groupOf = new Map(groups.map((g) => [g.stepName, g]));
   const attempts = attemptsR.status === 'fulfilled' && attemptsR.value.thread ? attemptsR.value.thread.attempts : [];
   const integrity = integ.status === 'fulfilled' ? integ.value.verifyThreadIntegrity : null;
