@@ -6,8 +6,8 @@ import (
 	"github.com/threadengine/engine/ports"
 )
 
-// Thread.stepGroups and Thread.stepEdges: the outline of a long thread, one
-// statement each for every thread of the list.
+// Thread.stepGroups (with each group's previous steps): the outline of a long thread, one
+// statement per kind for every thread of the list.
 
 type stepGroupResolver struct {
 	v    ports.StepGroupView
