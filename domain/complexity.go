@@ -343,15 +343,17 @@ var QueryCostModel = CostModel{
 	PerPoint:   map[FieldKey]int{{"Query", "__schema"}: 10, {"Query", "__type"}: 10},
 	Work: map[FieldKey]DBWork{
 		{"ThreadConnection", "totalCount"}: {Points: CountPoints},
-		{"Query", "threads"}:               {SortArg: "orderBy", SortFree: []string{"STARTED_AT"}, SortPoints: SortPoints, OffsetArg: "offset"},
-		{"Query", "threadsByContract"}:     {OffsetArg: "offset"},
-		{"Query", "threadsByRef"}:          {OffsetArg: "offset"},
-		{"Query", "stepHistory"}:           {OffsetArg: "offset"},
-		{"Thread", "steps"}:                {OffsetArg: "offset"},
-		{"Thread", "attempts"}:             {OffsetArg: "offset"},
-		{"StepStateInfo", "history"}:       {OffsetArg: "offset"},
-		{"Thread", "validationResults"}:    {OffsetArg: "options.offset"},
-		{"Thread", "notifications"}:        {OffsetArg: "options.offset"},
+		// The same bounded count (run once for both fields when both are selected).
+		{"ThreadConnection", "totalCountIsExact"}: {Points: CountPoints},
+		{"Query", "threads"}:                      {SortArg: "orderBy", SortFree: []string{"STARTED_AT"}, SortPoints: SortPoints, OffsetArg: "offset"},
+		{"Query", "threadsByContract"}:            {OffsetArg: "offset"},
+		{"Query", "threadsByRef"}:                 {OffsetArg: "offset"},
+		{"Query", "stepHistory"}:                  {OffsetArg: "offset"},
+		{"Thread", "steps"}:                       {OffsetArg: "offset"},
+		{"Thread", "attempts"}:                    {OffsetArg: "offset"},
+		{"StepStateInfo", "history"}:              {OffsetArg: "offset"},
+		{"Thread", "validationResults"}:           {OffsetArg: "options.offset"},
+		{"Thread", "notifications"}:               {OffsetArg: "options.offset"},
 	},
 }
 

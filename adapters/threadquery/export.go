@@ -16,8 +16,9 @@ type cursorRow struct {
 }
 
 // ListThreadIDs: see ports.ThreadLister. Keyset pagination on the
-// threads_created index, so every page costs the same. The filters are the
-// thread list's (listWhere), so an export holds exactly what the list shows.
+// (created_at, id) index (threads_created_id; threads_created on SQLite), so
+// every page costs the same. The filters are the thread list's (listWhere),
+// so an export holds exactly what the list shows.
 func (s *Store) ListThreadIDs(ctx context.Context, f ports.ExportFilter, after *ports.ThreadCursor, limit int) ([]ports.ThreadCursor, error) {
 	lf := ports.ThreadFilter{Status: f.Status, ContractName: f.ContractName, Health: f.Health, Tag: f.Tag, IDPrefix: f.IDPrefix,
 		RefKey: f.RefKey, RefValue: f.RefValue, IssueType: f.IssueType, IssueStep: f.IssueStep}
