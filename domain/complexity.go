@@ -44,6 +44,8 @@ var (
 const (
 	MaxStepsPerThread = 100 // Thread.steps returns at most this many step states
 	MaxChainThreads   = 50  // threadChain returns at most this many threads
+	MaxProcessItems   = 100 // processMap returns at most this many nodes and edges
+	MaxStepGroups     = 100 // Thread.stepGroups and Thread.stepEdges return at most this many
 	MaxChainDepth     = 10  // threadChain maxDepth is 1..10
 	DefaultChainDepth = 3
 )
@@ -315,11 +317,18 @@ var QueryCostModel = CostModel{
 		{"Thread", "notifications"}:             {Arg: "options.limit", Size: NotificationsPage},
 		{"Thread", "steps"}:                     {Arg: "limit", Size: StepsPage, Bound: StepList, One: []string{"stepName", "idempotencyKey"}},
 		{"Thread", "attempts"}:                  {Arg: "limit", Size: AttemptsPage, Bound: PerStep},
+		{"Thread", "stepGroups"}:                {Size: PageSize{Default: MaxStepGroups, Max: MaxStepGroups}, Bound: PerStep},
 		{"Thread", "linkedFrom"}:                {Size: PageSize{Default: MaxChainThreads, Max: MaxChainThreads}},
 		{"Query", "resolveActors"}:              {Size: PageSize{Default: 100, Max: 100}},
 		{"Query", "contractStats"}:              {Size: PageSize{Default: 20}},
 		{"Query", "stepStats"}:                  {Size: PageSize{Default: 20}},
 		{"Overview", "hours"}:                   {Size: PageSize{Default: 168}},
+		{"ProblemReport", "groups"}:             {Size: PageSize{Default: 50}},
+		{"ProblemReport", "buckets"}:            {Size: PageSize{Default: 12}},
+		{"ProblemGroup", "trend"}:               {Size: PageSize{Default: 12}},
+		{"ProcessMap", "nodes"}:                 {Size: PageSize{Default: MaxProcessItems}},
+		{"ProcessMap", "edges"}:                 {Size: PageSize{Default: MaxProcessItems}},
+		{"ProcessMap", "neverReached"}:          {Size: PageSize{Default: MaxProcessItems}},
 		{"Overview", "steps"}:                   {Arg: "limit", FromParent: true, Size: PageSize{Default: 10, Max: 50}},
 		{"StepStateInfo", "subSteps"}:           {Size: PageSize{Default: 10}},
 		{"ValidationResultInfo", "validations"}: {Size: PageSize{Default: 3}},

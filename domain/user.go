@@ -224,6 +224,12 @@ func (u *User) ActivateBySignIn(now time.Time) error {
 	return nil
 }
 
+// RecordSignIn notes a sign-in that is not the registry's (an API key
+// exchanged for a browser session): "Last sign-in" shows it too.
+func (u *User) RecordSignIn(now time.Time) {
+	u.LastLoginAt = &now
+}
+
 // ChangeRole sets a new role. Archived users cannot be changed.
 func (u *User) ChangeRole(to Role, now time.Time) error {
 	if u.Status == StatusArchived {

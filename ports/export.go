@@ -3,6 +3,8 @@ package ports
 import (
 	"context"
 	"time"
+
+	"github.com/threadengine/engine/domain"
 )
 
 // ExportFilter selects threads to export. Zero fields do not filter.
@@ -12,6 +14,21 @@ type ExportFilter struct {
 	ContractVersion int // with ContractName only
 	// StartedSince and StartedBefore bound created_at: since <= t < before.
 	StartedSince, StartedBefore time.Time
+	// Within, when set, replaces StartedSince with "this long before now"
+	// (the list's time presets: last hour, 24 hours, 7 or 30 days).
+	Within time.Duration
+	// The thread list's other filters, with its meanings (ThreadFilter):
+	// any of Health; Tag exact; IDPrefix case-insensitive; RefKey exact
+	// (alone: has a ref under it); RefValue a case-insensitive substring.
+	Health   []domain.HealthStatus
+	Tag      string
+	IDPrefix string
+	RefKey   string
+	RefValue string
+	// IssueType and IssueStep keep threads whose first issue is of this
+	// rule (a validation issue type, or step_failed) and at this step.
+	IssueType string
+	IssueStep string
 }
 
 // ThreadCursor is a position in the export order (created_at, id).

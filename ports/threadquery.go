@@ -70,6 +70,11 @@ type ThreadFilter struct {
 	Tag string
 	// IDPrefix keeps threads whose id starts with it (case-insensitive).
 	IDPrefix string
+	// IssueType and IssueStep keep threads whose first issue (the cause
+	// the thread list and the Problems view show) is of this rule — a
+	// validation issue type, or step_failed — and at this step.
+	IssueType string
+	IssueStep string
 	// OrderBy is OrderStartedAt (default) or OrderDuration; Ascending flips
 	// the default newest/longest first.
 	OrderBy   string
@@ -122,6 +127,36 @@ type StepFilter struct {
 	IdempotencyKey string
 	Statuses       []string
 	Offset         int // step states skipped per thread
+	// FirstOfName keeps only the first-seen step state of each step name:
+	// one row per group of a thread that repeats a step (a pick wave's
+	// pick_item × 58), in first-seen order.
+	FirstOfName bool
+}
+
+// StepGroupView is every step identity of a thread sharing one step name.
+type StepGroupView struct {
+	ThreadID    string
+	StepName    string
+	Steps       int // step identities of this name
+	Failed      int // whose latest attempt failed
+	Succeeded   int // whose latest attempt succeeded (success or completed)
+	FirstSeenAt time.Time
+}
+
+// StepEdgeView is a step order a thread took: step identities of To whose
+// previous step was From ("" for a first step), and how many.
+type StepEdgeView struct {
+	ThreadID string
+	From, To string
+	Count    int
+}
+
+// IssueRef asks which step identity holds a thread's first issue: the first
+// failed attempt of StepName (Failed) or its first violated validation.
+type IssueRef struct {
+	ThreadID string
+	StepName string
+	Failed   bool
 }
 
 // StepKey identifies a step: thread, step name and idempotency key.
@@ -326,6 +361,15 @@ type StepReads interface {
 	History(ctx context.Context, key StepKey, f HistoryFilter) ([]ActivityView, error)
 	// SubSteps returns the sub-steps recorded under any attempt of each step.
 	SubSteps(ctx context.Context, steps []StepKey) (map[StepKey][]SubStepView, error)
+	// StepGroups returns each thread's step identities grouped by step name,
+	// in first-seen order, at most perThread groups per thread.
+	StepGroups(ctx context.Context, threadIDs []string, perThread int) (map[string][]StepGroupView, error)
+	// StepEdges returns each thread's distinct (previous step, step) pairs
+	// with how many step identities took them, at most perThread per thread.
+	StepEdges(ctx context.Context, threadIDs []string, perThread int) (map[string][]StepEdgeView, error)
+	// IssueKeys returns the idempotency key of the step identity holding
+	// each asked issue (absent when none is recorded), by thread id.
+	IssueKeys(ctx context.Context, refs []IssueRef) (map[string]string, error)
 }
 
 // ValidationReads reads validation results and notifications.

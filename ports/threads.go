@@ -137,6 +137,9 @@ type StepPlan struct {
 	Thread domain.Thread
 	// Refs are merged (per key) into the thread's refs with the step.
 	Refs map[string]string
+	// PrevActivityAt is the thread's latest activity before this attempt
+	// (zero for its first): the process map's time along an edge.
+	PrevActivityAt time.Time
 	// Grant is a grant row to insert with the step (what an unguarded
 	// report of a step with fresh prerequisites consumed); nil: none.
 	Grant *domain.StepGrant

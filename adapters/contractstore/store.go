@@ -279,6 +279,9 @@ func (s *Store) DeleteContractVersion(ctx context.Context, name string, version 
 		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM step_stats_hourly WHERE contract_name = ? AND contract_version = ?`), name, version); err != nil {
 			return sqldb.TranslateError(err)
 		}
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM process_map_hourly WHERE contract_name = ? AND contract_version = ?`), name, version); err != nil {
+			return sqldb.TranslateError(err)
+		}
 		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM contract_versions WHERE name = ? AND version = ?`), name, version)
 		if err != nil {
 			return sqldb.TranslateError(err)

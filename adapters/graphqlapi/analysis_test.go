@@ -214,6 +214,8 @@ var fieldArgs = map[domain.FieldKey]string{
 	{Type: "Query", Field: "stepStats"}:                  `(contractName: "none")`,
 	{Type: "Query", Field: "overview"}:                   `(hours: {n}, limit: {n})`,
 	{Type: "Thread", Field: "attempts"}:                  `(limit: {n})`,
+	{Type: "Query", Field: "problems"}:                   `(hours: {n})`,
+	{Type: "Query", Field: "processMap"}:                 `(contractName: "none")`,
 }
 
 func (g *docGen) selection(typ string, depth int) string {

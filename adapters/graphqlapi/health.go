@@ -15,6 +15,7 @@ func (h *Handler) SetActors(a *readmodel.Actors) { h.actors = a }
 type healthResolver struct {
 	h      domain.ThreadHealth
 	status domain.HealthStatus
+	thread *threadResolver // whose health it is (nil: no step lookups)
 }
 
 func (r *healthResolver) Status() string     { return string(r.status) }
@@ -26,10 +27,32 @@ func (r *healthResolver) FirstIssue() *issueSummaryResolver {
 	if r.h.FirstIssue == nil {
 		return nil
 	}
-	return &issueSummaryResolver{*r.h.FirstIssue}
+	return &issueSummaryResolver{i: *r.h.FirstIssue, thread: r.thread}
 }
 
-type issueSummaryResolver struct{ i domain.HealthIssue }
+type issueSummaryResolver struct {
+	i      domain.HealthIssue
+	thread *threadResolver
+}
+
+// IdempotencyKey names the step identity of the issue: a thread repeating a
+// step (pick_item × 58) needs it to link to the attempt that failed. One
+// statement per kind of issue for every thread of the list.
+func (r *issueSummaryResolver) IdempotencyKey(ctx context.Context) (*string, error) {
+	if r.thread == nil {
+		return nil, nil
+	}
+	g := r.thread.g
+	m, err := g.issueKeys.get(func() (map[string]string, error) { return g.q.IssueKeys(ctx, g.threads) })
+	if err != nil {
+		return nil, err
+	}
+	k, ok := m[r.thread.t.ID]
+	if !ok {
+		return nil, nil
+	}
+	return &k, nil
+}
 
 func (r *issueSummaryResolver) StepName() string  { return r.i.StepName }
 func (r *issueSummaryResolver) Type() string      { return r.i.Type }
@@ -42,7 +65,7 @@ func (r *threadResolver) Health() *healthResolver {
 	if st == "" {
 		st = r.t.Health.Status(r.t.Status)
 	}
-	return &healthResolver{h: r.t.Health, status: st}
+	return &healthResolver{h: r.t.Health, status: st, thread: r}
 }
 
 func (r *threadResolver) DurationMs() float64 { return float64(r.t.DurationMs) }

@@ -63,6 +63,11 @@ type threadGroup struct {
 	sizes  memo[map[string]ports.ThreadCounts]
 	tries  memoMap[map[string][]ports.ActivityView]
 	linked memo[map[string][]ports.ThreadView]
+	// threads are the members' rows (what IssueKeys needs).
+	threads   []ports.ThreadView
+	groups    memo[map[string][]ports.StepGroupView]
+	edges     memo[map[string][]ports.StepEdgeView]
+	issueKeys memo[map[string]string]
 }
 
 type stepLoad struct {
@@ -77,7 +82,7 @@ func newThreadGroup(q *readmodel.Queries, threads []ports.ThreadView) *threadGro
 		ids[i] = t.ID
 		steps += t.StepCount
 	}
-	return &threadGroup{q: q, ids: ids, work: steps}
+	return &threadGroup{q: q, ids: ids, work: steps, threads: threads}
 }
 
 // verified verifies the hash chain of every thread of the group once,

@@ -164,9 +164,9 @@ func chainKey(root string, depth *int32) string {
 
 // searchKey identifies a thread search: the resolvers look their page up by it.
 func searchKey(s readmodel.ThreadSearch) string {
-	return fmt.Sprintf("%q|%q|%d|%q|%q|%q|%q|%q|%q|%q|%q|%q|%q|%q|%t|%d|%d|%q|%q", s.Actor, s.ContractName, deref32(s.ContractVersion),
+	return fmt.Sprintf("%q|%q|%d|%q|%q|%q|%q|%q|%q|%q|%q|%q|%q|%q|%t|%d|%d|%q|%q|%q|%q", s.Actor, s.ContractName, deref32(s.ContractVersion),
 		s.Status, s.StartedAfter, s.StartedBefore, s.CompletedAfter, s.CompletedBefore, s.RefKey, s.RefValue,
-		fmt.Sprint(s.Health), s.Tag, s.IDPrefix, s.OrderBy, s.Ascending, deref32(s.Limit), deref32(s.Offset), s.After, s.Before)
+		fmt.Sprint(s.Health), s.Tag, s.IDPrefix, s.OrderBy, s.Ascending, deref32(s.Limit), deref32(s.Offset), s.After, s.Before, s.IssueType, s.IssueStep)
 }
 
 // searchOf builds the search a thread-list root field runs, as its resolver

@@ -93,6 +93,7 @@ type threadsArgs struct {
 	Status, StartedAfter, StartedBefore, CompletedAfter, CompletedBefore *string
 	Health                                                               *[]string
 	Tag, IDPrefix, RefKey, RefValue, OrderBy, Order                      *string
+	Rule, Step                                                           *string
 	Limit, Offset                                                        *int32
 	After, Before                                                        *string
 }
@@ -109,7 +110,7 @@ func (a threadsArgs) search() (readmodel.ThreadSearch, error) {
 		StartedBefore: deref(a.StartedBefore), CompletedAfter: deref(a.CompletedAfter),
 		CompletedBefore: deref(a.CompletedBefore), Health: health, Tag: deref(a.Tag), IDPrefix: deref(a.IDPrefix),
 		RefKey: deref(a.RefKey), RefValue: deref(a.RefValue), OrderBy: deref(a.OrderBy), Ascending: deref(a.Order) == "ASC",
-		Limit: i32(a.Limit), Offset: i32(a.Offset), After: deref(a.After), Before: deref(a.Before)}, nil
+		IssueType: deref(a.Rule), IssueStep: deref(a.Step), Limit: i32(a.Limit), Offset: i32(a.Offset), After: deref(a.After), Before: deref(a.Before)}, nil
 }
 
 func (r *queryResolver) Threads(ctx context.Context, a threadsArgs) (*connectionResolver, error) {
@@ -368,17 +369,18 @@ func (r *threadResolver) Refs() *JSON {
 // stepsArgs are the arguments of Thread.steps.
 type stepsArgs struct {
 	StepName, IdempotencyKey, Status *string
+	FirstOfEachName                  *bool
 	Limit, Offset                    *int32
 }
 
 func (a stepsArgs) selection() readmodel.StepSelection {
 	return readmodel.StepSelection{StepName: deref(a.StepName), IdempotencyKey: deref(a.IdempotencyKey), Status: deref(a.Status),
-		Limit: i32(a.Limit), Offset: i32(a.Offset)}
+		Limit: i32(a.Limit), Offset: i32(a.Offset), FirstOfName: a.FirstOfEachName != nil && *a.FirstOfEachName}
 }
 
 // stepsKey identifies a Thread.steps argument set: its loads are shared.
 func stepsKey(sel readmodel.StepSelection) string {
-	return fmt.Sprintf("%s\x00%s\x00%s\x00%d\x00%d", sel.StepName, sel.IdempotencyKey, sel.Status, deref32(sel.Limit), deref32(sel.Offset))
+	return fmt.Sprintf("%s\x00%s\x00%s\x00%d\x00%d\x00%t", sel.StepName, sel.IdempotencyKey, sel.Status, deref32(sel.Limit), deref32(sel.Offset), sel.FirstOfName)
 }
 
 func (r *threadResolver) Steps(ctx context.Context, a stepsArgs) ([]*stepResolver, error) {

@@ -200,22 +200,12 @@ func (h *Handler) exportThread(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-// exportThreads: GET /v1/threads/export?status=&contract=&started_since=&started_before=
-// streams one ExportJSON per line (NDJSON), oldest thread first.
+// exportThreads: GET /v1/threads/export streams one ExportJSON per line
+// (NDJSON), oldest thread first, of the threads matching every filter of the
+// thread list (exportFilter).
 func (h *Handler) exportThreads(c echo.Context) error {
-	f := ports.ExportFilter{Status: c.QueryParam("status")}
-	if ref := c.QueryParam("contract"); ref != "" {
-		name, version, err := domain.ParseContractRef(ref)
-		if err != nil {
-			return err
-		}
-		f.ContractName, f.ContractVersion = name, version
-	}
-	var err error
-	if f.StartedSince, err = timeParam(c, "started_since"); err != nil {
-		return err
-	}
-	if f.StartedBefore, err = timeParam(c, "started_before"); err != nil {
+	f, err := exportFilter(c)
+	if err != nil {
 		return err
 	}
 	since, err := int64Param(c, "since", false)
@@ -335,4 +325,56 @@ func (h *Handler) exportLog(ctx context.Context, threadID string, since int64) (
 		out.Consistency = &ProofJSON{Old: &since, New: &size, Proof: proofStrings(proof)}
 	}
 	return out, nil
+}
+
+// exportPresets are the thread list's time presets (within=).
+var exportPresets = map[string]time.Duration{"1h": time.Hour, "24h": 24 * time.Hour, "7d": 7 * 24 * time.Hour, "30d": 30 * 24 * time.Hour}
+
+// exportFilter reads the export's filters: status, contract (name, name:N)
+// and contractVersion, started_since and started_before (RFC 3339) or within
+// (1h, 24h, 7d, 30d), health (comma-separated, any of), tag, idPrefix,
+// refKey, refValue, rule and step (the first issue's type and step).
+func exportFilter(c echo.Context) (ports.ExportFilter, error) {
+	q := func(k string) string { return strings.TrimSpace(c.QueryParam(k)) }
+	f := ports.ExportFilter{Status: q("status"), Tag: q("tag"), IDPrefix: q("idPrefix"), RefKey: q("refKey"), RefValue: q("refValue"),
+		IssueType: q("rule"), IssueStep: q("step")}
+	if ref := q("contract"); ref != "" {
+		name, version, err := domain.ParseContractRef(ref)
+		if err != nil {
+			return f, err
+		}
+		f.ContractName, f.ContractVersion = name, version
+	}
+	if v := q("contractVersion"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || f.ContractName == "" {
+			return f, domain.Invalid("contractVersion", "contractVersion must be a positive integer, given with contract")
+		}
+		f.ContractVersion = n
+	}
+	for _, v := range strings.Split(q("health"), ",") {
+		if v = strings.TrimSpace(v); v == "" {
+			continue
+		}
+		hs, err := domain.ParseHealthStatus(strings.ToUpper(v))
+		if err != nil {
+			return f, err
+		}
+		f.Health = append(f.Health, hs)
+	}
+	var err error
+	if f.StartedSince, err = timeParam(c, "started_since"); err != nil {
+		return f, err
+	}
+	if f.StartedBefore, err = timeParam(c, "started_before"); err != nil {
+		return f, err
+	}
+	if w := q("within"); w != "" {
+		d, ok := exportPresets[w]
+		if !ok {
+			return f, domain.Invalid("within", "within must be one of 1h, 24h, 7d, 30d")
+		}
+		f.Within = d
+	}
+	return f, nil
 }

@@ -41,14 +41,19 @@ type loginView struct {
 	// Next is where to go after signing in: a same-site path (see
 	// safeNext) or "" for the UI's home.
 	Next string
+	// NoRegistry: browser sign-in through the registry is not configured;
+	// the page says what to set instead of offering a button that fails.
+	NoRegistry bool
 }
 
 // LoginPage serves /login: continue with email or SSO (the registry), or
 // exchange an API key for a browser session. Its URLs are relative to the
 // page, so it works unchanged behind a proxy that serves the engine under a
 // path prefix; ?next= (set by the UI) is honoured only for same-site paths.
-func LoginPage(c echo.Context) error {
-	v := loginView{Next: safeNext(c.QueryParam("next"))}
+func LoginPage(c echo.Context) error { return loginPage(c, false) }
+
+func loginPage(c echo.Context, noRegistry bool) error {
+	v := loginView{Next: safeNext(c.QueryParam("next")), NoRegistry: noRegistry}
 	if code := c.QueryParam("error"); code != "" {
 		msg, ok := loginMessages[code]
 		if !ok {

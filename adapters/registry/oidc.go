@@ -73,7 +73,8 @@ func NewOIDC(cfg OIDCConfig, signIn *signin.SignIn, auth *httpapi.Auth) *OIDC {
 func (o *OIDC) Mount(e *echo.Echo) {
 	e.GET("/auth/login", o.start)
 	e.GET("/auth/callback", o.callback)
-	e.GET("/login", LoginPage)
+	noRegistry := o.cfg.Issuer == "" || o.cfg.ClientID == ""
+	e.GET("/login", func(c echo.Context) error { return loginPage(c, noRegistry) })
 }
 
 func (o *OIDC) relyingParty(ctx context.Context) (rp.RelyingParty, error) {

@@ -304,7 +304,7 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 		QueueTimeout: rl.QueueTimeout, PointsPerSecond: rl.PointsPerSecond, PointsBurst: rl.PointsBurst,
 		ExpensiveCost: rl.ExpensiveCost, MaxExpensive: rl.MaxExpensive},
 		func(l string) { s.Refusals.Refused(limits.Name(l)) })
-	s.Queries = readmodel.New(readmodel.Deps{Store: tqr, Stats: tqr, Contracts: s.threadContracts(),
+	s.Queries = readmodel.New(readmodel.Deps{Store: tqr, Stats: tqr, Problems: tqr, ProcessMaps: tqr, Contracts: s.threadContracts(),
 		ChainSecrets: chainKeys.Secrets, ChainPartialBefore: chainKeys.PartialBefore, Log: threadStore, Clock: s.Clock})
 	s.startTransparencyLog(threadStore, logKeys)
 	{

@@ -17,34 +17,32 @@ type cursorRow struct {
 
 // ListThreadIDs: see ports.ThreadLister. Keyset pagination on the
 // (created_at, id) index (threads_created_id; threads_created on SQLite), so
-// every page costs the same.
+// every page costs the same. The filters are the thread list's (listWhere),
+// so an export holds exactly what the list shows.
 func (s *Store) ListThreadIDs(ctx context.Context, f ports.ExportFilter, after *ports.ThreadCursor, limit int) ([]ports.ThreadCursor, error) {
-	var where []string
-	var args []any
-	if f.Status != "" {
-		where, args = append(where, "status = ?"), append(args, f.Status)
+	lf := ports.ThreadFilter{Status: f.Status, ContractName: f.ContractName, Health: f.Health, Tag: f.Tag, IDPrefix: f.IDPrefix,
+		RefKey: f.RefKey, RefValue: f.RefValue, IssueType: f.IssueType, IssueStep: f.IssueStep}
+	if f.ContractName != "" && f.ContractVersion > 0 {
+		v := f.ContractVersion
+		lf.ContractVersion = &v
 	}
-	if f.ContractName != "" {
-		where, args = append(where, "contract_name = ?"), append(args, f.ContractName)
-		if f.ContractVersion > 0 {
-			where, args = append(where, "contract_version = ?"), append(args, f.ContractVersion)
-		}
-	}
+	lq := s.listWhere(lf)
+	where, args := lq.where, lq.args
 	if !f.StartedSince.IsZero() {
-		where, args = append(where, "created_at >= ?"), append(args, sqldb.Time(f.StartedSince))
+		where, args = append(where, "t.created_at >= ?"), append(args, sqldb.Time(f.StartedSince))
 	}
 	if !f.StartedBefore.IsZero() {
-		where, args = append(where, "created_at < ?"), append(args, sqldb.Time(f.StartedBefore))
+		where, args = append(where, "t.created_at < ?"), append(args, sqldb.Time(f.StartedBefore))
 	}
 	if after != nil {
 		at := sqldb.Time(after.CreatedAt)
-		where, args = append(where, "(created_at > ? OR (created_at = ? AND id > ?))"), append(args, at, at, after.ID)
+		where, args = append(where, "(t.created_at > ? OR (t.created_at = ? AND t.id > ?))"), append(args, at, at, after.ID)
 	}
-	q := "SELECT id, created_at FROM threads"
+	q := "SELECT t.id, t.created_at FROM threads t"
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
-	q += " ORDER BY created_at, id LIMIT ?"
+	q += " ORDER BY t.created_at, t.id LIMIT ?"
 	var rows []cursorRow
 	if err := s.selectRaw(ctx, &rows, q, append(args, limit)...); err != nil {
 		return nil, sqldb.TranslateError(err)

@@ -103,6 +103,13 @@ func (s *Store) listWhere(f ports.ThreadFilter) listQuery {
 			add(`t.id >= ? AND t.id < ? AND t.id LIKE ? ESCAPE '\'`, p, prefixEnd(p), likeEscape(p)+"%")
 		}
 	}
+	// The first issue's rule and step: the Problems view's causes.
+	if f.IssueType != "" {
+		add(`t.first_issue_type = ?`, f.IssueType)
+	}
+	if f.IssueStep != "" {
+		add(`t.first_issue_step = ?`, f.IssueStep)
+	}
 	return q
 }
 

@@ -470,13 +470,21 @@ func (s *Store) Steps(ctx context.Context, threadIDs []string, f ports.StepFilte
 		args = append(args, f.Statuses)
 	}
 	args = append(args, f.Offset, f.Offset+perThread)
+	// FirstOfName: only the first-seen identity of each step name (the
+	// source is numbered per name first, then paged as usual).
+	source := `thread_step_states s`
+	if f.FirstOfName {
+		source = `(SELECT * FROM (SELECT f.*, ROW_NUMBER() OVER (PARTITION BY f.thread_id, f.step_name
+ ORDER BY f.first_seen_at, f.idempotency_key) AS name_rn FROM thread_step_states f WHERE f.thread_id IN (?)) n WHERE name_rn = 1) s`
+		args = append([]any{threadIDs}, args...)
+	}
 	q := `SELECT thread_id, step_name, idempotency_key, status, retry_count, latest_step_id, latest_seq, previous_step,
  actor, actor_service, latest_context, first_seen_at, last_updated_at, started_at, finished_at, hash, prev_hash, rn
  FROM (SELECT s.thread_id, s.step_name, s.idempotency_key, s.status, s.retry_count, s.latest_step_id,
  a.seq AS latest_seq, s.previous_step, s.actor, s.actor_service, CAST(s.latest_context AS TEXT) AS latest_context,
  s.first_seen_at, s.last_updated_at, s.started_at, s.finished_at, a.hash, a.prev_hash,
  ROW_NUMBER() OVER (PARTITION BY s.thread_id ORDER BY s.first_seen_at, a.seq, s.step_name, s.idempotency_key) AS rn
- FROM thread_step_states s LEFT JOIN thread_activities a ON a.id = s.latest_step_id
+ FROM ` + source + ` LEFT JOIN thread_activities a ON a.id = s.latest_step_id
  WHERE ` + strings.Join(where, " AND ") + `) x WHERE rn > ? AND rn <= ? ORDER BY thread_id, rn`
 	rows, err := queryRows[stepRow](ctx, s, true, q, args...)
 	if err != nil {

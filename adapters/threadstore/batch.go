@@ -399,6 +399,7 @@ func (s *Store) writePlans(ctx context.Context, tx *sqlx.Tx, plans []ports.StepP
 		return err
 	}
 	parts = append(parts, np...)
+	parts = append(parts, s.processMapParts(plans)...)
 	// Each step's leaf goes to the log's outbox in the step's own
 	// statement; the sequencer moves it into the tree (tlog.go).
 	if !s.noLog {

@@ -109,7 +109,9 @@ func (h *handler) shell(c echo.Context) error {
 	}
 	body := bytes.Replace(h.index, []byte(`<base href="/">`), []byte(`<base href="`+html.EscapeString(base)+`">`), 1)
 	hdr := c.Response().Header()
-	hdr.Set("Cache-Control", "no-cache")
+	// no-store: after sign-out, Back must not show a page from the cache
+	// (nor the back/forward cache) with the previous session's data.
+	hdr.Set("Cache-Control", "no-store")
 	hdr.Set("X-Content-Type-Options", "nosniff")
 	hdr.Set("Referrer-Policy", "same-origin")
 	hdr.Set("X-Frame-Options", "DENY")

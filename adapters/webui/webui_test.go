@@ -189,6 +189,9 @@ func TestShellAndAssets(t *testing.T) {
 	if !strings.Contains(body, `<base href="/">`) {
 		t.Fatalf("hostile prefix must be ignored: %.300s", body)
 	}
+	if resp, _ = get("/ui/overview", nil); resp.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("the shell must not be cached (Back after sign-out): %v", resp.Header)
+	}
 	resp, body = get("/ui/assets/app.css", nil)
 	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/css") || !strings.Contains(body, "--accent") {
 		t.Fatalf("css: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))

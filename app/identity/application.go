@@ -57,7 +57,7 @@ func (m *Module) build() Application {
 			CreateAPIKey:     NewCreateAPIKeyHandler(d.ServiceAccounts, keys, audit, d.Clock, d.NewID),
 			RevokeAPIKey:     NewRevokeAPIKeyHandler(d.APIKeys, audit, d.Clock),
 
-			ExchangeAPIKey:     NewExchangeAPIKeyHandler(authKey, sessions),
+			ExchangeAPIKey:     NewExchangeAPIKeyHandler(authKey, sessions, d.Users, d.Clock),
 			ExchangeLicenseKey: NewExchangeLicenseKeyHandler(d.LicenseKey, d.Settings, m.licenseOwner, d.Users, sessions, audit),
 			StartUserSession:   NewStartUserSessionHandler(d.Users, sessions),
 			SignOut:            NewSignOutHandler(d.Sessions, d.Clock),

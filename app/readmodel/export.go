@@ -71,6 +71,9 @@ func (x *Exports) Stream(ctx context.Context, f ports.ExportFilter, after *ports
 	if _, err := x.threads.reader(ctx); err != nil {
 		return err
 	}
+	if f.Within > 0 {
+		f.StartedSince = x.threads.clock.Now().UTC().Add(-f.Within)
+	}
 	for {
 		page, err := x.lister.ListThreadIDs(ctx, f, after, ExportBatch)
 		if err != nil {

@@ -32,8 +32,12 @@ type Queries struct {
 	*ValidationReads
 	*IntegrityReads
 	*Stats
-	contracts ContractReader // nil: contractGraph answers not found
-	clock     ports.Clock
+	// Problems groups unhealthy threads by cause (problems.go).
+	Problems *Problems
+	// ProcessMaps answers processMap (processmap.go).
+	ProcessMaps *ProcessMaps
+	contracts   ContractReader // nil: contractGraph answers not found
+	clock       ports.Clock
 }
 
 // ContractReader reads contract versions (ports.Contracts' reading half
@@ -58,6 +62,10 @@ type Deps struct {
 	Clock ports.Clock
 	// Stats answers the contracts and overview aggregates (optional).
 	Stats ports.ThreadStats
+	// Problems answers the Problems view (optional).
+	Problems ports.ProblemReads
+	// ProcessMaps answers processMap (optional).
+	ProcessMaps ports.ProcessMapReads
 }
 
 // New returns the read use cases.
@@ -70,7 +78,8 @@ func New(d Deps) *Queries {
 	return &Queries{ThreadReads: threads, StepReads: &StepReads{sc}, ValidationReads: &ValidationReads{sc},
 		IntegrityReads: &IntegrityReads{scope: sc, integrity: integrity.Checker{
 			Keys: domain.ChainKeyring{Secrets: d.ChainSecrets, PartialBefore: d.ChainPartialBefore}, Log: d.Log}},
-		Stats: NewStats(d.Stats, d.Clock), contracts: d.Contracts, clock: d.Clock}
+		Stats: NewStats(d.Stats, d.Clock), Problems: NewProblems(d.Problems, d.Clock),
+		ProcessMaps: NewProcessMaps(d.ProcessMaps, d.Contracts, d.Clock), contracts: d.Contracts, clock: d.Clock}
 }
 
 // ChainSecrets returns the secrets map the thread use cases sign with, so

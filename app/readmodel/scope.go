@@ -158,6 +158,44 @@ func (v partyView) SubSteps(ctx context.Context, steps []ports.StepKey) (map[por
 	return v.store.SubSteps(ctx, steps)
 }
 
+func (v partyView) StepGroups(ctx context.Context, threadIDs []string, perThread int) (map[string][]ports.StepGroupView, error) {
+	ids, err := v.visible(ctx, threadIDs)
+	if err != nil || len(ids) == 0 {
+		return map[string][]ports.StepGroupView{}, err
+	}
+	return v.store.StepGroups(ctx, ids, perThread)
+}
+
+func (v partyView) StepEdges(ctx context.Context, threadIDs []string, perThread int) (map[string][]ports.StepEdgeView, error) {
+	ids, err := v.visible(ctx, threadIDs)
+	if err != nil || len(ids) == 0 {
+		return map[string][]ports.StepEdgeView{}, err
+	}
+	return v.store.StepEdges(ctx, ids, perThread)
+}
+
+func (v partyView) IssueKeys(ctx context.Context, refs []ports.IssueRef) (map[string]string, error) {
+	ids := make([]string, len(refs))
+	for i, r := range refs {
+		ids[i] = r.ThreadID
+	}
+	ok, err := v.visible(ctx, ids)
+	if err != nil || len(ok) == 0 {
+		return map[string]string{}, err
+	}
+	set := make(map[string]bool, len(ok))
+	for _, id := range ok {
+		set[id] = true
+	}
+	var keep []ports.IssueRef
+	for _, r := range refs {
+		if set[r.ThreadID] {
+			keep = append(keep, r)
+		}
+	}
+	return v.store.IssueKeys(ctx, keep)
+}
+
 func (v partyView) Validations(ctx context.Context, threadIDs []string, f ports.ValidationFilter) (map[string][]ports.ValidationView, error) {
 	ids, err := v.visible(ctx, threadIDs)
 	if err != nil || len(ids) == 0 {

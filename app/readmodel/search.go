@@ -42,8 +42,11 @@ type ThreadSearch struct {
 	Health          []domain.HealthStatus
 	Tag             string
 	IDPrefix        string
-	OrderBy         string // ports.OrderStartedAt (default) or ports.OrderDuration
-	Ascending       bool
+	// IssueType and IssueStep keep threads whose first issue is of this
+	// rule (validation issue type or step_failed) and at this step.
+	IssueType, IssueStep string
+	OrderBy              string // ports.OrderStartedAt (default) or ports.OrderDuration
+	Ascending            bool
 	// After and Before are cursors from a page of the same search (its
 	// EndCursor / StartCursor): the page after, or before, that thread.
 	After, Before string
@@ -174,7 +177,7 @@ func (s ThreadSearch) filter() (ports.ThreadFilter, error) {
 	}
 	f := ports.ThreadFilter{Actor: s.Actor, ContractName: s.ContractName, ContractVersion: s.ContractVersion,
 		Status: s.Status, RefKey: s.RefKey, RefValue: s.RefValue, Health: s.Health, Tag: s.Tag,
-		IDPrefix: strings.TrimSpace(s.IDPrefix), OrderBy: s.OrderBy, Ascending: s.Ascending,
+		IDPrefix: strings.TrimSpace(s.IDPrefix), IssueType: s.IssueType, IssueStep: s.IssueStep, OrderBy: s.OrderBy, Ascending: s.Ascending,
 		Limit: domain.ThreadsPage.Effective(s.Limit)}
 	switch f.OrderBy {
 	case "", ports.OrderStartedAt, ports.OrderDuration:

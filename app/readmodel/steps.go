@@ -15,6 +15,8 @@ type StepReads struct{ scope }
 type StepSelection struct {
 	StepName, IdempotencyKey, Status string
 	Limit, Offset                    *int // domain.StepsPage; offset default 0
+	// FirstOfName keeps the first-seen identity of each step name.
+	FirstOfName bool
 }
 
 // Steps returns the step states of each thread (at most
@@ -24,7 +26,7 @@ func (q *StepReads) Steps(ctx context.Context, threadIDs []string, s StepSelecti
 	if err != nil {
 		return nil, err
 	}
-	f := ports.StepFilter{StepName: s.StepName, IdempotencyKey: s.IdempotencyKey, Statuses: StepStatuses(s.Status)}
+	f := ports.StepFilter{StepName: s.StepName, IdempotencyKey: s.IdempotencyKey, Statuses: StepStatuses(s.Status), FirstOfName: s.FirstOfName}
 	if s.Offset != nil && *s.Offset > 0 {
 		f.Offset = *s.Offset
 	}
@@ -116,4 +118,43 @@ func (q *StepReads) SubSteps(ctx context.Context, steps []ports.StepKey) (map[po
 		return nil, err
 	}
 	return st.SubSteps(ctx, validStepKeys(steps))
+}
+
+// StepGroups returns each thread's step identities grouped by step name
+// (at most domain.MaxStepGroups per thread), in first-seen order.
+func (q *StepReads) StepGroups(ctx context.Context, threadIDs []string) (map[string][]ports.StepGroupView, error) {
+	st, err := q.reader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return st.StepGroups(ctx, domain.ValidIDs(threadIDs), domain.MaxStepGroups)
+}
+
+// StepEdges returns the step orders each thread took (at most
+// domain.MaxStepGroups pairs per thread).
+func (q *StepReads) StepEdges(ctx context.Context, threadIDs []string) (map[string][]ports.StepEdgeView, error) {
+	st, err := q.reader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return st.StepEdges(ctx, domain.ValidIDs(threadIDs), domain.MaxStepGroups)
+}
+
+// IssueKeys returns the idempotency key of the step identity holding each
+// thread's first issue, by thread id (threads without one are absent).
+func (q *StepReads) IssueKeys(ctx context.Context, threads []ports.ThreadView) (map[string]string, error) {
+	st, err := q.reader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var refs []ports.IssueRef
+	for _, t := range threads {
+		if is := t.Health.FirstIssue; is != nil {
+			refs = append(refs, ports.IssueRef{ThreadID: t.ID, StepName: is.StepName, Failed: is.Type == domain.IssueStepFailed})
+		}
+	}
+	if len(refs) == 0 {
+		return map[string]string{}, nil
+	}
+	return st.IssueKeys(ctx, refs)
 }

@@ -159,6 +159,7 @@ func stepPlan(keys domain.ChainKeys, th domain.Thread, v ports.StepTx, c *domain
 		}
 		plan.Notifications = append(plan.Notifications, ev)
 	}
+	plan.PrevActivityAt = th.Health().LastActivityAt
 	th.Append(a.Hash, stepOutcome(in, v.Current, d.Validation, now))
 	plan.Thread = th
 	return plan

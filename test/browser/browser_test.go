@@ -597,7 +597,7 @@ func TestWebUI(t *testing.T) {
 		if c := text(t, ctx, `#threads-count`); c != "26–28 of 28" {
 			t.Fatalf("page 2 count %q", c)
 		}
-		if loc := location(t, ctx); !strings.Contains(loc, "page=1") {
+		if loc := location(t, ctx); !strings.Contains(loc, "page=2") {
 			t.Fatalf("page not in URL: %s", loc)
 		}
 		if n := get(t, ctx, "rows", chromedp.Evaluate[int](`document.querySelectorAll('a[data-thread-id]').length`)); n != 3 {

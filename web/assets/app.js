@@ -10,6 +10,7 @@ import { renderAudit } from './views/ops.js';
 import { renderWebhooks, renderWebhook } from './views/webhooks.js';
 import { renderContracts, renderContract, renderOverview } from './views/contracts.js';
 import { renderContractEditor } from './views/editor.js';
+import { renderProblems } from './views/problems.js';
 
 export const state = { me: null, engine: null };
 
@@ -17,6 +18,7 @@ const routes = [
   { re: /^threads\/?$/, nav: 'threads', title: 'Threads', view: renderThreads },
   { re: /^threads\/([^/]+)\/?$/, nav: 'threads', title: 'Thread', view: renderThread },
   { re: /^overview\/?$/, nav: 'overview', title: 'Overview', view: renderOverview },
+  { re: /^problems\/?$/, nav: 'problems', title: 'Problems', view: renderProblems },
   { re: /^contracts\/?$/, nav: 'contracts', title: 'Contracts', view: renderContracts },
   { re: /^contracts\/new\/?$/, nav: 'contracts', title: 'New contract', view: renderContractEditor },
   { re: /^contracts\/([^/]+)\/edit\/?$/, nav: 'contracts', title: 'Edit contract', view: renderContractEditor },
@@ -32,6 +34,7 @@ const routes = [
 const icons = {
   overview: '<path d="M3 17V9M8 17V4M13 17v-6M18 17V7" stroke="currentColor" stroke-width="2" stroke-linecap="round"/>',
   contracts: '<rect x="4" y="2.5" width="12" height="15" rx="2" stroke="currentColor" stroke-width="2" fill="none"/><path d="M7 7h6M7 10.5h6M7 14h3" stroke="currentColor" stroke-width="2" stroke-linecap="round"/>',
+  problems: '<path d="M10 2.5L18 17H2z" stroke="currentColor" stroke-width="2" fill="none" stroke-linejoin="round"/><path d="M10 8v4M10 14.5v.5" stroke="currentColor" stroke-width="2" stroke-linecap="round"/>',
   threads: '<path d="M3 5h14M3 10h9M3 15h11" stroke="currentColor" stroke-width="2" stroke-linecap="round"/>',
   users: '<circle cx="8" cy="7" r="3" stroke="currentColor" stroke-width="2" fill="none"/><path d="M2.5 17c.8-3 3-4.5 5.5-4.5s4.7 1.5 5.5 4.5M13.5 4.5a3 3 0 010 5M15 12.7c1.3.6 2.2 2 2.6 4.3" stroke="currentColor" stroke-width="2" fill="none" stroke-linecap="round"/>',
   'api-keys': '<circle cx="6.5" cy="13.5" r="3.5" stroke="currentColor" stroke-width="2" fill="none"/><path d="M9 11l7-7M13 7l2.5 2.5M15 5l2 2" stroke="currentColor" stroke-width="2" stroke-linecap="round"/>',
@@ -81,6 +84,7 @@ function renderShell() {
   const navItems = [
     h('li', {}, h('div', { class: 'section' }, 'Observe')),
     navLink('overview', 'Overview'),
+    navLink('problems', 'Problems'),
     navLink('threads', 'Threads'),
     navLink('contracts', 'Contracts'),
     h('li', {}, h('div', { class: 'section' }, 'Administration')),
@@ -121,7 +125,7 @@ function renderShell() {
     if (app.classList.contains('nav-open') && !menuBtn.contains(e.target)) { app.classList.remove('nav-open'); menuBtn.setAttribute('aria-expanded', 'false'); }
   });
   app.addEventListener('keydown', (e) => {
-    if (e.key === 'Escape' && app.classList.contains('nav-open')) { app.classList.remove('nav-open'); menuBtn.focus(); }
+    if (e.key === 'Escape' && app.classList.contains('nav-open')) { app.classList.remove('nav-open'); menuBtn.setAttribute('aria-expanded', 'false'); menuBtn.focus(); }
   });
   shell = { app, content, sidebar, banner };
   renderBanner();
@@ -150,6 +154,7 @@ function navLink(path, label, iconName) {
 }
 
 let routeSeq = 0;
+let fragmentLoader = null; // see onMissingFragment
 export async function route() {
   const seq = ++routeSeq;
   let path = location.pathname.startsWith(uiBase) ? location.pathname.slice(uiBase.length) : '';
@@ -157,6 +162,9 @@ export async function route() {
   let match = null; let r;
   for (r of routes) { match = path.match(r.re); if (match) break; }
   shell.app.classList.remove('nav-open');
+  const mb = shell.app.querySelector('[aria-controls=sidebar]');
+  if (mb) mb.setAttribute('aria-expanded', 'false');
+  fragmentLoader = null;
   for (const a of shell.sidebar.querySelectorAll('a[data-nav]')) {
     if (match && a.dataset.nav === r.nav) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
   }
@@ -188,8 +196,22 @@ export async function route() {
 // In-page links ("#step-pay"): the shell's <base href> would resolve them
 // to the UI root and leave the page, so they scroll here instead. A step
 // not loaded yet (beyond "showing N of M") scrolls to the steps panel.
+// A page whose parts load on demand (a step deep in a long thread) registers
+// a loader with onMissingFragment: it is asked for the element and the page
+// scrolls to it once it is there.
+export function onMissingFragment(fn) { fragmentLoader = fn; }
 function scrollToFragment(frag) {
+  if (!document.getElementById(frag) && fragmentLoader) {
+    const p = fragmentLoader(frag);
+    if (p && p.then) {
+      p.then((el) => { if (el) scrollToElement(el); }).catch(() => {});
+      return true;
+    }
+  }
   const el = document.getElementById(frag) || (frag.startsWith('step-') ? document.getElementById('steps-panel') : null);
+  return scrollToElement(el);
+}
+function scrollToElement(el) {
   if (!el) return false;
   el.scrollIntoView({ block: 'start' });
   if (el.tabIndex < 0 && !el.hasAttribute('tabindex')) el.setAttribute('tabindex', '-1');

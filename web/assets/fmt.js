@@ -77,3 +77,10 @@ export function tzToggle(onChange) {
   b.addEventListener('click', () => { setUTC(!useUTC()); if (onChange) onChange(); });
   return b;
 }
+
+// soFar is how long a running thread has run: from its start to now (its
+// recorded duration stops at its latest step).
+export function soFar(t) {
+  const start = new Date(t.startedAt).getTime();
+  return isNaN(start) ? t.durationMs : Math.max(t.durationMs, Date.now() - start);
+}

@@ -7,6 +7,7 @@ import { api, gql, explain } from '../api.js';
 import { latestCheckpoint, overviewCard } from './tlog.js';
 import { link, navigate, state } from '../app.js';
 import { drawGraph, graphViewport } from './graph.js';
+import { processMapPanel } from './processmap.js';
 import { healthBadge, statusPill, fmtDuration, timeTag, fmtDateTime } from '../fmt.js';
 
 const Q_CSTATS = `{ contractStats { name version threads active completed failed cancelled violated healthFailed warnings } }`;
@@ -80,6 +81,7 @@ export async function renderContract(ctx) {
       h('div', { class: 'card' }, h('div', { class: 'k' }, 'Threads of this version'), h('div', { class: 'v' }, link(threadsLink, String(th.totalCount)))),
       h('div', { class: 'card' }, h('div', { class: 'k' }, 'Uploaded'), h('div', { class: 'v' }, ct.created_at ? timeTag(ct.created_at) : '—'))),
     h('section', { class: 'panel' }, h('h2', {}, 'Graph'), graphBody),
+    processMapPanel(name, ct.version, graph.status === 'fulfilled' ? graph.value.contractGraph : null),
     h('section', { class: 'panel', id: 'step-stats' }, h('h2', {}, 'Steps: failures and violations'), table([
       { label: 'Step', render: (s) => h('span', { class: 'mono' }, s.stepName) },
       { label: 'Attempts', render: (s) => h('span', { class: 'num' }, String(s.attempts)) },
@@ -103,6 +105,8 @@ export async function renderContract(ctx) {
 function deleteVersionButton(name, version, used, msg) {
   const me = state.me;
   if (!me || me.role !== 'admin' || me.kind === 'service_account') return null;
+  // A version threads use cannot be deleted: say so instead of offering it.
+  if (used > 0) return h('span', { class: 'muted small', id: 'version-in-use', title: 'Delete its threads first' }, `v${version} is used by ${used} thread${used === 1 ? '' : 's'}: it cannot be deleted`);
   const b = h('button', { type: 'button', class: 'btn-sm btn-danger', id: 'delete-version' }, `Delete v${version}`);
   b.addEventListener('click', async () => {
     msg.replaceChildren();
@@ -170,17 +174,19 @@ export async function renderOverview() {
   const cp = await latestCheckpoint().catch(() => null);
   const d = day.overview; const w = week.overview;
   const sum = (l, k) => l.reduce((a, b) => a + b[k], 0);
-  const legend = h('div', { class: 'graph-legend' }, h('span', { style: '--c: var(--info)' }, 'started'), h('span', { style: '--c: var(--ok)' }, 'completed'), h('span', { style: '--c: var(--bad)' }, 'failed'));
+  const legend = h('div', { class: 'graph-legend' }, h('span', { style: '--c: var(--info)' }, 'started'), h('span', { style: '--c: var(--ok)' }, 'completed'), h('span', { style: '--c: var(--bad)' }, 'ended failed'));
   const contracts = cs.contractStats.filter((c) => c.threads);
   // The axis labels are hours in the zone the UI shows (its toggle): say which.
   const zone = fmtDateTime(new Date().toISOString()).split(' ').pop();
   const steps = d.steps.filter((s) => s.attempts);
+  // On a phone the charts scroll inside their panels: start at the newest hours.
+  requestAnimationFrame(() => { for (const c of document.querySelectorAll('.panel-body > .chart')) c.parentElement.scrollLeft = c.parentElement.scrollWidth; });
   return h('div', {},
-    h('div', { class: 'page-head' }, h('div', {}, h('h1', {}, 'Overview'), h('p', { class: 'desc' }, 'Threads per hour and where they fail. ', link('threads?health=FAILED,VIOLATED', 'See every failed or violated thread →')))),
+    h('div', { class: 'page-head' }, h('div', {}, h('h1', {}, 'Overview'), h('p', { class: 'desc' }, 'Threads per hour and where they fail. ', link('problems', 'What needs attention, by cause →', { id: 'to-problems' })))),
     h('div', { class: 'cards' },
       h('div', { class: 'card' }, h('div', { class: 'k' }, 'Started, 24 h'), h('div', { class: 'v', id: 'started-24h' }, String(sum(d.hours, 'started')))),
       h('div', { class: 'card' }, h('div', { class: 'k' }, 'Completed, 24 h'), h('div', { class: 'v' }, String(sum(d.hours, 'completed')))),
-      h('div', { class: 'card' }, h('div', { class: 'k' }, 'Failed, 24 h'), h('div', { class: 'v bad-text' }, String(sum(d.hours, 'failed')))),
+      h('div', { class: 'card' }, h('div', { class: 'k', title: 'Threads that ended with status failed; violated threads that are still running are on the Problems page' }, 'Ended failed, 24 h'), h('div', { class: 'v bad-text' }, String(sum(d.hours, 'failed')))),
       h('div', { class: 'card' }, h('div', { class: 'k' }, 'Started, 7 days'), h('div', { class: 'v', id: 'started-7d' }, String(sum(w.hours, 'started')))),
       overviewCard(cp)),
     h('section', { class: 'panel' }, h('h2', {}, `Last 24 hours (${zone})`), h('div', { class: 'panel-body' }, barChart(d.hours, 'chart-24h', 'Threads per hour, last 24 hours')), legend.cloneNode(true)),
@@ -191,7 +197,7 @@ export async function renderOverview() {
       h('section', { class: 'panel' }, h('h2', {}, 'Violation rate by step, 24 h'), h('div', { class: 'panel-body' },
         rateBars(steps.filter((s) => s.violated), (s) => s.stepName, (s) => s.violated, (s) => s.attempts, 'rate-steps')))),
     h('section', { class: 'panel', id: 'top-failing' }, h('h2', {}, 'Top failing steps, 24 h'), table([
-      { label: 'Step', render: (s) => h('span', { class: 'mono' }, s.stepName) },
+      { label: 'Step', render: (s) => link('threads?' + new URLSearchParams({ health: 'FAILED,VIOLATED', step: s.stepName, when: '24h' }).toString(), s.stepName, { class: 'mono', title: 'Threads whose first problem is at this step' }) },
       { label: 'Failed attempts', render: (s) => h('span', { class: 'num' + (s.failed ? ' bad-text' : '') }, `${s.failed} of ${s.attempts} (${pctText(s.failed, s.attempts)})`) },
       { label: 'Violations', render: (s) => h('span', { class: 'num' }, String(s.violated)) },
       { label: 'Warnings', render: (s) => h('span', { class: 'num' }, String(s.warnings)) },

@@ -98,9 +98,20 @@ function edgePath(L, e) {
   return { d: `M${x1},${y1} C${x1},${dip} ${x2},${dip} ${x2},${y2 + 2}`, lx: (x1 + x2) / 2, ly: dip - 2 };
 }
 
+function arcAbove(L, e) {
+  const a = L.pos.get(e.from), b = L.pos.get(e.to);
+  const x1 = a.x + W / 2, y1 = a.y, x2 = b.x + W / 2, y2 = b.y;
+  const top = Math.max(4, Math.min(y1, y2) - 26);
+  return { d: `M${x1},${y1} C${x1},${top} ${x2},${top} ${x2},${y2 - 2}`, lx: (x1 + x2) / 2, ly: top + 12 };
+}
+
 // drawGraph returns an <svg>. opts: status (step → tone ok/bad/warn/info),
-// path (step names in the order the thread took them), violations
-// ([{from, to}] transitions the contract did not allow).
+// path (step names in the order the thread took them), taken ([{from, to}]
+// step orders the thread took, from every step however long the thread),
+// violations ([{from, to, label?, href?}] transitions the contract did not
+// allow), edgeLabels (Map "from\0to" → text) and nodeNotes (Map step → the
+// node's second line): the process map's figures; faded (Set of steps
+// drawn as never reached).
 export function drawGraph(graph, transitions, opts, title) {
   if (opts instanceof Map) opts = { status: opts };
   opts = opts || {};
@@ -108,6 +119,11 @@ export function drawGraph(graph, transitions, opts, title) {
   const taken = new Set();
   const path = (opts.path || []).filter((s) => L.pos.has(s));
   for (let i = 1; i < path.length; i++) taken.add(path[i - 1] + '\u0000' + path[i]);
+  const onPath = new Set(path);
+  for (const e of opts.taken || []) {
+    if (e.from) taken.add(e.from + '\u0000' + e.to);
+    onPath.add(e.to); if (e.from) onPath.add(e.from);
+  }
   const violated = (opts.violations || []).filter((v) => L.pos.has(v.from) && L.pos.has(v.to));
   const svg = el('svg', { viewBox: `0 0 ${L.width} ${L.height}`, width: L.width, height: L.height, role: 'img', 'aria-labelledby': 'graph-title graph-desc', id: 'contract-graph' });
   svg.appendChild(el('title', { id: 'graph-title' }, title || 'Contract graph'));
@@ -124,24 +140,33 @@ export function drawGraph(graph, transitions, opts, title) {
   for (const e of L.edges) {
     const p = edgePath(L, e);
     const isTaken = taken.has(e.from + '\u0000' + e.to);
+    if (opts.edgeLabels && opts.edgeLabels.has(e.from + '\u0000' + e.to)) e.label = opts.edgeLabels.get(e.from + '\u0000' + e.to);
     const cls = 'g-edge' + (e.back || e.retry ? ' back' : '') + (isTaken ? ' taken' : '');
     root.appendChild(el('path', { d: p.d, class: cls, 'marker-end': isTaken ? 'url(#arrow-taken)' : 'url(#arrow)', 'data-edge': e.from + '→' + e.to }));
     if (e.label) root.appendChild(el('text', { x: p.lx, y: p.ly, 'text-anchor': 'middle', class: 'g-label' }, e.label));
   }
   for (const v of violated) {
-    const p = edgePath(L, { from: v.from, to: v.to, back: L.layer.get(v.to) <= L.layer.get(v.from) });
+    // An edge skipping a layer arcs above the nodes, so it does not run
+    // through the steps between (or under their loops).
+    const skip = L.layer.get(v.to) - L.layer.get(v.from) > 1;
+    const p = skip ? arcAbove(L, v) : edgePath(L, { from: v.from, to: v.to, back: L.layer.get(v.to) <= L.layer.get(v.from) });
     root.appendChild(el('path', { d: p.d, class: 'g-edge violated', 'marker-end': 'url(#arrow-bad)', 'data-edge': v.from + '→' + v.to }));
-    root.appendChild(el('text', { x: p.lx, y: p.ly - 2, 'text-anchor': 'middle', class: 'g-label bad' }, '✕ not allowed'));
+    const label = el('text', { x: p.lx, y: p.ly - 2, 'text-anchor': 'middle', class: 'g-label bad' }, v.label || '✕ not allowed');
+    if (v.href) {
+      const a = el('a', { href: v.href, class: 'g-link', 'data-forbidden': v.from + '→' + v.to });
+      a.appendChild(label); root.appendChild(a);
+    } else root.appendChild(label);
   }
   for (const n of L.nodes) {
     const p = L.pos.get(n.id);
     const tone = opts.status && opts.status.get(n.id);
-    const cls = ['g-node', L.entries.has(n.id) ? 'entry' : '', L.terminals.has(n.id) ? 'terminal' : '', tone ? 's-' + tone : '', path.includes(n.id) ? 'on-path' : ''].filter(Boolean).join(' ');
+    const cls = ['g-node', L.entries.has(n.id) ? 'entry' : '', L.terminals.has(n.id) ? 'terminal' : '', tone ? 's-' + tone : '', onPath.has(n.id) ? 'on-path' : '', opts.faded && opts.faded.has(n.id) ? 'never' : ''].filter(Boolean).join(' ');
     const g = el('g', { class: cls, transform: `translate(${p.x},${p.y})`, 'data-step': n.id });
     g.appendChild(el('title', {}, `${n.id} (${n.type}${n.owner ? ', owner ' + n.owner : ''})${tone ? ' — ' + ({ ok: 'done', bad: 'failed or violated', warn: 'warnings', info: 'in progress' }[tone] || '') : ''}`));
     g.appendChild(el('rect', { width: W, height: H, rx: 8 }));
     g.appendChild(el('text', { x: 12, y: 21 }, n.id.length > 22 ? n.id.slice(0, 21) + '…' : n.id));
-    const sub = [n.type, n.owner].filter(Boolean).join(' · ') + (L.terminals.has(n.id) ? ' · end' : L.entries.has(n.id) ? ' · start' : '');
+    const note = opts.nodeNotes && opts.nodeNotes.get(n.id);
+    const sub = note != null ? note : [n.type, n.owner].filter(Boolean).join(' · ') + (L.terminals.has(n.id) ? ' · end' : L.entries.has(n.id) ? ' · start' : '');
     g.appendChild(el('text', { x: 12, y: 38, class: 'sub' }, sub.length > 26 ? sub.slice(0, 25) + '…' : sub));
     root.appendChild(g);
   }

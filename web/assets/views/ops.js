@@ -33,17 +33,34 @@ export function threadActions(t) {
   return bar;
 }
 
-// exportAllLink downloads every thread matching the list's filters as NDJSON.
-export function exportAllLink({ status, contract, from, to }) {
+// exportQuery is the export request for exactly the thread list's filters
+// (GET /v1/threads/export takes every one of them).
+export function exportQuery({ status, contract, version, health, tag, id, refKey, ref, when, from, to, rule, step }) {
   const p = new URLSearchParams();
   if (status) p.set('status', status);
   if (contract) p.set('contract', contract);
-  const iso = (v) => { const d = v ? new Date(v) : null; return d && !isNaN(d) ? d.toISOString() : ''; };
-  if (iso(from)) p.set('started_since', iso(from));
-  if (iso(to)) p.set('started_before', iso(to));
-  const qs = p.toString();
+  if (contract && version) p.set('contractVersion', String(version));
+  if (health && health.length) p.set('health', health.join(','));
+  if (tag) p.set('tag', tag);
+  if (id) p.set('idPrefix', id);
+  if (refKey) p.set('refKey', refKey);
+  if (ref) p.set('refValue', ref);
+  if (rule) p.set('rule', rule);
+  if (step) p.set('step', step);
+  if (when && when !== 'custom') p.set('within', when);
+  else {
+    const iso = (v) => { const d = v ? new Date(v) : null; return d && !isNaN(d) ? d.toISOString() : ''; };
+    if (iso(from)) p.set('started_since', iso(from));
+    if (iso(to)) p.set('started_before', iso(to));
+  }
+  return p.toString();
+}
+
+// exportAllLink downloads every thread matching the list's filters as NDJSON.
+export function exportAllLink(f) {
+  const qs = exportQuery(f);
   return h('a', { class: 'btn btn-sm', id: 'export-threads', href: getApiBase() + '/v1/threads/export' + (qs ? '?' + qs : ''),
-    download: 'threads.ndjson', title: 'Every thread matching the status, contract and start filters, one JSON document per line' }, 'Export NDJSON');
+    download: 'threads.ndjson', title: 'Every thread matching these filters, one JSON document per line' }, 'Export NDJSON');
 }
 
 // retentionPanel: Settings → Engine → Data retention (administrators).
@@ -94,15 +111,27 @@ export function retentionPanel() {
 export async function renderAudit(ctx) {
   const q = ctx.query;
   const action = h('input', { type: 'text', name: 'action', value: q.get('action') || '', placeholder: 'e.g. thread.delete or contract.' });
-  const actor = h('input', { type: 'text', name: 'actor_id', value: q.get('actor_id') || '', placeholder: 'user or service account id' });
+  const actor = h('input', { type: 'text', name: 'actor_id', value: q.get('actor') || q.get('actor_id') || '', placeholder: 'email, or user or service account id' });
   const target = h('input', { type: 'text', name: 'target', value: q.get('target') || '', placeholder: 'id or name:version' });
   const form = h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter the audit log', id: 'audit-filters' },
     field('Action', action), field('Actor', actor), field('Target', target),
     h('div', { class: 'buttons' }, h('button', { type: 'submit', class: 'btn-primary' }, 'Search')));
-  form.addEventListener('submit', (e) => {
+  const formMsg = h('div', { 'aria-live': 'polite', id: 'audit-msg' });
+  form.addEventListener('submit', async (e) => {
     e.preventDefault();
+    clear(formMsg);
     const p = new URLSearchParams();
-    for (const [k, el] of [['action', action], ['actor_id', actor], ['target', target]]) if (el.value.trim()) p.set(k, el.value.trim());
+    for (const [k, el] of [['action', action], ['target', target]]) if (el.value.trim()) p.set(k, el.value.trim());
+    // An email names a user: the log is filtered by that user's id.
+    const who = actor.value.trim();
+    if (who.includes('@')) {
+      try {
+        const d = await api.get('/v1/users');
+        const u = ((d && d.users) || []).find((x) => (x.email || '').toLowerCase() === who.toLowerCase());
+        if (!u) { formMsg.appendChild(alertBox('warn', null, `No user has the email ${who}.`)); return; }
+        p.set('actor_id', u.id); p.set('actor', who);
+      } catch (err) { formMsg.appendChild(alertBox('bad', 'Could not look the email up', explain(err))); return; }
+    } else if (who) p.set('actor_id', who);
     navigate('audit' + (p.toString() ? '?' + p : ''));
   });
   const list = h('div', { id: 'audit-list' });
@@ -134,5 +163,5 @@ export async function renderAudit(ctx) {
     h('div', { class: 'crumbs' }, 'Administration / Audit log'),
     h('div', { class: 'page-head' }, h('div', {}, h('h1', {}, 'Audit log'),
       h('p', { class: 'desc' }, 'Every administrative action: who did what to what, newest first. Actions ending in "." match a prefix.'))),
-    form, list, h('div', { class: 'row' }, more));
+    form, formMsg, list, h('div', { class: 'row' }, more));
 }

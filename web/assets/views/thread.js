@@ -5,12 +5,12 @@
 // say how much is shown. The page refreshes itself while the thread changes.
 import { h, add, clear, pill, table, alertBox, json, copyButton } from '../ui.js';
 import { gql, explain } from '../api.js';
-import { link } from '../app.js';
+import { link, onMissingFragment } from '../app.js';
 import { drawGraph, graphViewport } from './graph.js';
 import { refsText } from './threads.js';
 import { threadActions } from './ops.js';
-import { healthBadge, statusPill, fmtDuration, fmtDateTime, timeTag, tzToggle } from '../fmt.js';
-import { drawWaterfall } from './waterfall.js';
+import { healthBadge, statusPill, fmtDuration, fmtDateTime, timeTag, tzToggle, soFar } from '../fmt.js';
+import { drawWaterfall, stepDomId } from './waterfall.js';
 import { latestCheckpoint, logCard } from './tlog.js';
 
 // Page sizes keep each request under the query cost limit (1000 points).
@@ -20,11 +20,16 @@ const POLL_MS = 4000;
 const Q_THREAD = `query Thread($id: ID!) { thread(id: $id) {
   id label contractId contractName contractVersion ownerId status createdBy lastHash refs startedAt completedAt error endReason
   tags durationMs attemptCount stepCount validationCount
-  health { status failedSteps critical major warnings firstIssue { stepName type message severity } } } }`;
-const Q_STEPS = `query Steps($id: ID!, $offset: Int) { thread(id: $id) { steps(limit: ${STEP_PAGE}, offset: $offset) {
-  stepName idempotencyKey status retryCount firstSeenAt startedAt finishedAt previousStep actor actorService latestContext verified
+  health { status failedSteps critical major warnings firstIssue { stepName idempotencyKey type message severity } } } }`;
+const STEP_FIELDS = `stepName idempotencyKey status retryCount firstSeenAt startedAt finishedAt previousStep actor actorService latestContext verified
   latestValidation { overallStatus validations { type message severity } }
-  subSteps { name status } } } }`;
+  subSteps { name status }`;
+// One row per step name (the first-seen identity of each); a name repeated
+// under many keys is a group that expands to its identities.
+const Q_STEPS = `query Steps($id: ID!, $offset: Int) { thread(id: $id) { steps(firstOfEachName: true, limit: ${STEP_PAGE}, offset: $offset) { ${STEP_FIELDS} } } }`;
+const Q_GROUP_STEPS = `query GroupSteps($id: ID!, $name: String!, $offset: Int) { thread(id: $id) { steps(stepName: $name, limit: ${STEP_PAGE}, offset: $offset) { ${STEP_FIELDS} } } }`;
+const Q_ONE_STEP = `query OneStep($id: ID!, $name: String!, $key: String!) { thread(id: $id) { steps(stepName: $name, idempotencyKey: $key, limit: 1) { ${STEP_FIELDS} } } }`;
+const Q_GROUPS = `query Groups($id: ID!) { thread(id: $id) { stepGroups { stepName steps failed succeeded firstSeenAt previousSteps } } }`;
 const Q_ATTEMPTS = `query Attempts($id: ID!, $offset: Int) { thread(id: $id) { attempts(limit: ${ATTEMPT_PAGE}, offset: $offset) {
   stepId stepName idempotencyKey attempt status validation timestamp startedAt finishedAt duration error metadata actor } } }`;
 const Q_HISTORY = `query History($t: String!, $s: String!, $k: String, $offset: Int) { stepHistory(threadId: $t, stepName: $s, idempotencyKey: $k, limit: ${HIST_PAGE}, offset: $offset) {
@@ -105,9 +110,9 @@ export async function renderThread(ctx) {
 // build renders the page into root; it returns the live signature, or '' when
 // the thread does not exist.
 async function build(id, root, ctx) {
-  const [main, stepsR, attemptsR, integ, vals, links, cpR] = await Promise.allSettled([
+  const [main, stepsR, attemptsR, integ, vals, links, cpR, groupsR] = await Promise.allSettled([
     gql(Q_THREAD, { id }), gql(Q_STEPS, { id, offset: 0 }), gql(Q_ATTEMPTS, { id, offset: 0 }), gql(Q_INTEGRITY, { id }),
-    gql(Q_VALIDATIONS, { id, offset: 0 }), gql(Q_LINKS, { id }), latestCheckpoint(),
+    gql(Q_VALIDATIONS, { id, offset: 0 }), gql(Q_LINKS, { id }), latestCheckpoint(), gql(Q_GROUPS, { id }),
   ]);
   const checkpoint = cpR.status === 'fulfilled' ? cpR.value : null;
   if (main.status === 'rejected') throw main.reason;
@@ -119,6 +124,9 @@ async function build(id, root, ctx) {
     return '';
   }
   const steps = stepsR.status === 'fulfilled' && stepsR.value.thread ? stepsR.value.thread.steps : [];
+  const groups = groupsR.status === 'fulfilled' && groupsR.value.thread ? groupsR.value.thread.stepGroups : [];
+  const edges = groups.flatMap((g) => (g.previousSteps || []).map((p) => ({ from: p, to: g.stepName })));
+  const groupOf = new Map(groups.map((g) => [g.stepName, g]));
   const attempts = attemptsR.status === 'fulfilled' && attemptsR.value.thread ? attemptsR.value.thread.attempts : [];
   const integrity = integ.status === 'fulfilled' ? integ.value.verifyThreadIntegrity : null;
   const refs = parseRefs(t.refs);
@@ -157,7 +165,8 @@ async function build(id, root, ctx) {
     h('div', { class: 'outcome-head' }, healthBadge(hh), statusPill(t.status), h('strong', { class: 'outcome-title' }, title)),
     is ? h('div', { class: 'outcome-issue', id: 'first-issue' },
       h('span', { class: 'k' }, is.type === 'step_failed' ? 'First failure' : 'First ' + (is.severity || 'critical') + ' issue'), ' at step ',
-      h('a', { href: '#step-' + encodeURIComponent(is.stepName), class: 'mono' }, is.stepName), ': ',
+      h('a', { href: '#' + (is.idempotencyKey != null ? stepDomId(is.stepName, is.idempotencyKey) : 'group-' + encodeURIComponent(is.stepName)), class: 'mono', id: 'first-issue-link' }, is.stepName),
+      is.idempotencyKey && is.idempotencyKey !== is.stepName && (groupOf.get(is.stepName) || { steps: 1 }).steps > 1 ? h('code', { class: 'muted', title: 'idempotency key' }, ' ' + is.idempotencyKey) : null, ': ',
       h('span', { class: 'msg' }, is.message), h('span', { class: 'muted' }, ` (${is.type.replace(/_/g, ' ')})`)) : null,
     // A cancel reason is what the caller said, not a failure.
     t.status === 'cancelled' && (t.endReason || t.error) ? h('div', { class: 'outcome-issue' }, h('span', { class: 'k' }, 'End reason'), ' ', h('span', { id: 'end-reason' }, 'cancelled: ' + (t.endReason || t.error))) : null,
@@ -165,14 +174,15 @@ async function build(id, root, ctx) {
     hh.status !== 'OK' ? h('div', { class: 'muted small' }, [hh.failedSteps ? `${hh.failedSteps} step${hh.failedSteps === 1 ? '' : 's'} left failed` : null,
       hh.critical ? `${hh.critical} critical` : null, hh.major ? `${hh.major} major` : null, hh.warnings ? `${hh.warnings} warning${hh.warnings === 1 ? '' : 's'}` : null].filter(Boolean).join(' · ')) : null,
     altered ? h('div', { class: 'outcome-issue', id: 'chain-broken' }, h('span', { class: 'k' }, 'Tampering'), ' the recorded data of step ',
-      integrity.brokenStepName ? h('a', { href: '#step-' + encodeURIComponent(integrity.brokenStepName), class: 'mono' }, integrity.brokenStepName) : 'unknown',
+      integrity.brokenStepName ? h('a', { href: '#' + stepDomId(integrity.brokenStepName, integrity.brokenIdempotencyKey || ''), class: 'mono' }, integrity.brokenStepName) : 'unknown',
       ' no longer matches its hash (', integrity.error || 'chain does not verify', ').') : null);
 
   const cards = h('div', { class: 'cards' },
     card('Contract', t.contractName ? link('contracts/' + encodeURIComponent(t.contractName) + (t.contractVersion ? '/' + t.contractVersion : ''), t.contractName + (t.contractVersion ? ' v' + t.contractVersion : '')) : h('span', { class: 'muted' }, 'free-form')),
     card('Started', timeTag(t.startedAt)),
     card(t.completedAt ? endedLabel(t.status) : 'Ended', t.completedAt ? timeTag(t.completedAt) : h('span', { class: 'muted' }, 'still running')),
-    card('Duration', h('span', { id: 'thread-duration' }, fmtDuration(t.durationMs), t.status === 'active' ? h('span', { class: 'muted small' }, ' so far') : null)),
+    // A running thread has run until now, not until its last step.
+    card('Duration', h('span', { id: 'thread-duration', title: t.status === 'active' ? 'from its start to now' : null }, fmtDuration(t.status === 'active' ? soFar(t) : t.durationMs), t.status === 'active' ? h('span', { class: 'muted small' }, ' so far') : null)),
     card('Steps', h('span', { id: 'step-counts' }, `${t.stepCount} step${t.stepCount === 1 ? '' : 's'} · ${t.attemptCount} attempt${t.attemptCount === 1 ? '' : 's'}`)),
     card('Integrity', integrity ? integrityBadge(integrity) : h('span', { class: 'muted' }, integ.status === 'rejected' ? explain(integ.reason) : '—')),
     card('Transparency log', logCard(integrity && integrity.log, checkpoint, t.id)));
@@ -228,7 +238,7 @@ async function build(id, root, ctx) {
     attemptsBox.addEventListener('toggle', () => { if (attemptsBox.open && !loaded.length) loadHist().catch((e) => clear(hist).appendChild(alertBox('bad', 'Could not load attempts', explain(e)))); });
     const tone = stepTone(s);
     const tampered = brokenKey === stepKeyOf(s.stepName, s.idempotencyKey);
-    return h('li', { 'data-step': s.stepName, id: 'step-' + encodeURIComponent(s.stepName), class: tampered ? 'tampered' : '' },
+    return h('li', { 'data-step': s.stepName, 'data-key': s.idempotencyKey, 'data-status': s.status, id: stepDomId(s.stepName, s.idempotencyKey), class: tampered ? 'tampered' : '' },
       h('span', { class: 'dot ' + (tampered ? 'bad' : tone), 'aria-hidden': 'true' }),
       h('div', { class: 'step-head' }, h('span', { class: 'name' }, s.stepName), runPill(s.status, v && v.overallStatus),
         v ? h('span', { class: 'pill ' + ({ passed: 'ok', warning: 'warn', violated: 'bad' }[v.overallStatus] || 'neutral'), 'data-validation': v.overallStatus }, v.overallStatus === 'passed' ? 'contract ok' : v.overallStatus) : null,
@@ -249,23 +259,117 @@ async function build(id, root, ctx) {
       s.latestContext && s.latestContext !== '{}' ? h('details', { class: 'history' }, h('summary', {}, 'Context'), json(s.latestContext)) : null,
       attemptsBox);
   };
+  // One row per step name; a name repeated under several keys is a group
+  // "pick_item × 58 (1 failed)" that expands to its identities, a page at a
+  // time. The problem step is loaded into its group whatever its position.
   const allSteps = steps.slice();
-  const timeline = h('ol', { class: 'timeline', id: 'steps-timeline', 'aria-label': 'Steps in the order they were first seen' }, allSteps.map(stepItem));
-  const stepCount = h('span', { class: 'muted', id: 'steps-count' }, `showing ${allSteps.length} of ${t.stepCount}`);
+  const shownKeys = new Set();
+  const groupItems = new Map(); // step name → { li, list, loaded, more }
+  const groupItem = (g, first) => {
+    const list = h('ol', { class: 'timeline group-steps', 'aria-label': `Steps named ${g.stepName}` });
+    const det = h('details', { class: 'step-group-body' });
+    const tone = g.failed ? 'bad' : g.succeeded === g.steps ? 'ok' : 'info';
+    const sum = h('summary', {}, h('span', { class: 'name' }, `${g.stepName} × ${g.steps}`),
+      g.failed ? h('span', { class: 'pill bad' }, `${g.failed} failed`) : null,
+      g.succeeded ? h('span', { class: 'pill ok' }, `${g.succeeded} succeeded`) : null,
+      g.steps - g.failed - g.succeeded > 0 ? h('span', { class: 'pill info' }, `${g.steps - g.failed - g.succeeded} other`) : null);
+    const moreBox = h('div', { class: 'load-more' });
+    add(det, sum, list, moreBox);
+    const li = h('li', { class: 'step-group', id: 'group-' + encodeURIComponent(g.stepName), 'data-group': g.stepName, 'data-count': String(g.steps) },
+      h('span', { class: 'dot ' + tone, 'aria-hidden': 'true' }), det);
+    const st = { li, det, list, loaded: 0, g };
+    const drawMore = () => {
+      clear(moreBox);
+      if (st.loaded >= g.steps) return;
+      const more = h('button', { type: 'button', class: 'btn-sm' }, `Load ${Math.min(STEP_PAGE, g.steps - st.loaded)} more of ${g.steps - st.loaded} ${g.stepName}`);
+      more.addEventListener('click', () => loadPage().catch((e) => moreBox.replaceChildren(alertBox('bad', 'Could not load steps', explain(e)))));
+      moreBox.appendChild(more);
+    };
+    const loadPage = async () => {
+      const d = await gql(Q_GROUP_STEPS, { id, name: g.stepName, offset: st.loaded });
+      const got = (d.thread && d.thread.steps) || [];
+      st.loaded += got.length;
+      for (const x of got) {
+        const k = stepKeyOf(x.stepName, x.idempotencyKey);
+        if (shownKeys.has(k)) continue;
+        shownKeys.add(k); list.appendChild(stepItem(x));
+      }
+      if (!got.length) st.loaded = g.steps;
+      drawMore();
+    };
+    st.loadPage = loadPage;
+    det.addEventListener('toggle', () => { if (det.open && !st.loaded) loadPage().catch((e) => moreBox.replaceChildren(alertBox('bad', 'Could not load steps', explain(e)))); });
+    void first;
+    groupItems.set(g.stepName, st);
+    return li;
+  };
+  const rowFor = (s) => {
+    const g = groupOf.get(s.stepName);
+    if (g && g.steps > 1) return groupItem(g, s);
+    shownKeys.add(stepKeyOf(s.stepName, s.idempotencyKey));
+    return stepItem(s);
+  };
+  const timeline = h('ol', { class: 'timeline', id: 'steps-timeline', 'aria-label': 'Steps in the order they were first seen' }, allSteps.map(rowFor));
+  // Names repeat: count step names; else (or past the groups read) steps.
+  const inGroups = groups.reduce((a, g) => a + g.steps, 0);
+  const repeats = groups.some((g) => g.steps > 1) && inGroups === t.stepCount;
+  const nameCount = repeats ? groups.length : t.stepCount;
+  const countText = () => repeats ? `showing ${allSteps.length} of ${nameCount} step names (${t.stepCount} steps)` : `showing ${allSteps.length} of ${t.stepCount}`;
+  const stepCount = h('span', { class: 'muted', id: 'steps-count' }, countText());
   const stepsBody = h('div', { class: 'panel-body' }, allSteps.length ? timeline : h('div', { class: 'empty' }, 'No steps recorded yet.'));
-  if (allSteps.length < t.stepCount) {
+  const loadMoreNames = async () => {
+    const d = await gql(Q_STEPS, { id, offset: allSteps.length });
+    const got = d.thread.steps;
+    for (const s of got) { allSteps.push(s); timeline.appendChild(rowFor(s)); }
+    stepCount.textContent = countText();
+    return got.length;
+  };
+  if (allSteps.length < nameCount) {
     const more = h('button', { type: 'button', class: 'btn-sm', id: 'more-steps' }, 'Load more steps');
     more.addEventListener('click', async () => {
       more.disabled = true;
       try {
-        const d = await gql(Q_STEPS, { id, offset: allSteps.length });
-        for (const s of d.thread.steps) { allSteps.push(s); timeline.appendChild(stepItem(s)); }
-        stepCount.textContent = `showing ${allSteps.length} of ${t.stepCount}`;
-        more.disabled = allSteps.length >= t.stepCount;
+        const n = await loadMoreNames();
+        more.disabled = !n || allSteps.length >= nameCount;
         if (more.disabled) more.remove();
       } catch (e) { more.replaceWith(alertBox('bad', 'Could not load steps', explain(e))); }
     });
-    stepsBody.appendChild(h('div', { class: 'load-more' }, more));
+    stepsBody.appendChild(h('div', { class: 'load-more', id: 'more-steps-box' }, more));
+  }
+  // revealStep loads one step identity wherever it is (a group not opened,
+  // a name past the loaded pages) and returns its element.
+  const revealStep = async (name, key) => {
+    const domId = stepDomId(name, key);
+    let el = stepsBody.querySelector('[id="' + CSS.escape(domId) + '"]');
+    if (el) { const d = el.closest('details'); if (d) d.open = true; return el; }
+    const d = await gql(Q_ONE_STEP, { id, name, key });
+    const s = d.thread && d.thread.steps[0];
+    if (!s) return null;
+    el = stepsBody.querySelector('[id="' + CSS.escape(domId) + '"]');
+    if (el) return el;
+    const k = stepKeyOf(s.stepName, s.idempotencyKey);
+    shownKeys.add(k);
+    el = stepItem(s);
+    const st = groupItems.get(name);
+    if (st) { st.list.prepend(el); st.det.open = true; return el; }
+    let pinned = stepsBody.querySelector('#pinned-steps');
+    if (!pinned) {
+      pinned = h('ol', { class: 'timeline', id: 'pinned-steps', 'aria-label': 'Steps asked for' });
+      stepsBody.prepend(pinned);
+    }
+    pinned.appendChild(el);
+    return el;
+  };
+  onMissingFragment((frag) => {
+    const m = /^step-([^/]*)\/(.*)$/.exec(frag);
+    if (!m) return null;
+    let name, key;
+    try { name = decodeURIComponent(m[1]); key = decodeURIComponent(m[2]); } catch (_) { return null; }
+    return revealStep(name, key);
+  });
+  // The problem step is always on the page, in its group.
+  if (is && is.idempotencyKey != null) {
+    try { await revealStep(is.stepName, is.idempotencyKey); } catch (_) { /* the link still scrolls to the steps */ }
   }
   const stepsPanel = h('section', { class: 'panel', 'aria-labelledby': 'steps-h', id: 'steps-panel' },
     h('div', { class: 'panel-head' }, h('h2', { id: 'steps-h' }, 'Steps'), stepCount), stepsBody);
@@ -277,6 +381,13 @@ async function build(id, root, ctx) {
   const status = new Map();
   for (const a of allAttempts) status.set(a.stepName, runTone(a.status, a.validation));
   for (const s of allSteps) status.set(s.stepName, stepTone(s));
+  // Every step of the thread counts, not only the pages loaded: a 61-step
+  // thread's last steps are done even before their page is.
+  for (const g of groups) {
+    const cur = status.get(g.stepName);
+    if (g.failed) status.set(g.stepName, 'bad');
+    else if (cur !== 'bad' && cur !== 'warn') status.set(g.stepName, g.succeeded === g.steps ? 'ok' : 'info');
+  }
   if (brokenKey) status.set(integrity.brokenStepName, 'bad');
   const path = []; // successful steps in record order
   for (const a of allAttempts) if (ok(a.status) && path[path.length - 1] !== a.stepName) path.push(a.stepName);
@@ -294,15 +405,19 @@ async function build(id, root, ctx) {
       clear(graphBody);
       const cg = d.contractGraph;
       if (!cg || !cg.graph || !cg.graph.nodes.length) { graphBody.appendChild(h('div', { class: 'empty' }, 'The contract has no steps.')); return; }
-      graphBody.appendChild(graphViewport(drawGraph(cg.graph, cg.transitions, { status, path, violations }, `Contract ${t.contractName} v${t.contractVersion || 'latest'}`)));
+      graphBody.appendChild(graphViewport(drawGraph(cg.graph, cg.transitions, { status, path, taken: edges, violations }, `Contract ${t.contractName} v${t.contractVersion || 'latest'}`)));
       graphPanel.appendChild(legend());
     }).catch((e) => { clear(graphBody).appendChild(alertBox('bad', 'Could not load the contract graph', explain(e))); });
-  } else if (allSteps.length) {
-    const uniq = []; const seen = new Set();
-    for (const s of allSteps) if (!seen.has(s.stepName)) { seen.add(s.stepName); uniq.push(s.stepName); }
-    const nodes = uniq.map((n, i) => ({ id: n, type: 'observed', next: uniq[i + 1] ? [uniq[i + 1]] : [] }));
-    graphBody.appendChild(graphViewport(drawGraph({ nodes, entryPoints: [uniq[0]], terminalSteps: [] }, [], { status, path }, 'Observed step order')));
-    if (allSteps.length < t.stepCount) graphPanel.appendChild(h('div', { class: 'muted small', id: 'graph-count', style: 'padding: 0 16px' }, `drawn from the first ${allSteps.length} of ${t.stepCount} steps`));
+  } else if (groups.length || allSteps.length) {
+    // Free-form: every step name the thread recorded (its groups), with the
+    // orders it took between them (its edges), not just the loaded page.
+    const names = groups.length ? groups.map((g) => g.stepName) : [...new Set(allSteps.map((s) => s.stepName))];
+    const next = new Map(names.map((n) => [n, []]));
+    for (const e of edges) if (e.from && next.has(e.from) && next.has(e.to) && e.from !== e.to && !next.get(e.from).includes(e.to)) next.get(e.from).push(e.to);
+    if (!edges.length) names.forEach((n, i) => { if (names[i + 1]) next.get(n).push(names[i + 1]); });
+    const nodes = names.map((n) => ({ id: n, type: 'observed', next: next.get(n) }));
+    graphBody.appendChild(graphViewport(drawGraph({ nodes, entryPoints: [names[0]], terminalSteps: [] }, [], { status, path, taken: edges }, 'Observed step order')));
+    if (inGroups < t.stepCount) graphPanel.appendChild(h('div', { class: 'muted small', id: 'graph-count', style: 'padding: 0 16px' }, `drawn from the first ${names.length} step names (${inGroups} of ${t.stepCount} steps)`));
     graphPanel.appendChild(legend());
   } else graphBody.appendChild(h('div', { class: 'empty' }, 'No steps yet.'));
 
@@ -316,7 +431,7 @@ async function build(id, root, ctx) {
       clear(valBody);
       valCount.textContent = t.contractName ? `showing ${rs.length} of ${t.validationCount}` : '';
       valBody.appendChild(rs.length ? table([
-        { label: 'Step', render: (r) => h('span', {}, h('a', { href: '#step-' + encodeURIComponent(r.stepName) }, r.stepName), r.idempotencyKey && r.idempotencyKey !== r.stepName ? h('code', { class: 'muted' }, ' ' + r.idempotencyKey) : null) },
+        { label: 'Step', render: (r) => h('span', {}, h('a', { href: '#' + stepDomId(r.stepName, r.idempotencyKey) }, r.stepName), r.idempotencyKey && r.idempotencyKey !== r.stepName ? h('code', { class: 'muted' }, ' ' + r.idempotencyKey) : null) },
         { label: 'Result', render: (r) => pill(r.overallStatus, { passed: 'ok', warning: 'warn', violated: 'bad' }[r.overallStatus]) },
         { label: 'Issues', render: (r) => r.validations.length ? h('ul', { style: 'margin:0;padding-left:18px' }, r.validations.map((v) =>
           h('li', {}, h('strong', {}, v.type), v.severity ? ` (${v.severity})` : '', ': ', v.message,

@@ -5,7 +5,8 @@ import { h, add, clear, table, field, select, alertBox } from '../ui.js';
 import { gql, api, explain, changedSince } from '../api.js';
 import { link, navigate } from '../app.js';
 import { exportAllLink } from './ops.js';
-import { healthBadge, statusPill, reasonText, fmtDuration, fmtDateTime, timeTag, tzToggle } from '../fmt.js';
+import { healthLegend } from './problems.js';
+import { healthBadge, statusPill, reasonText, fmtDuration, fmtDateTime, timeTag, tzToggle, soFar } from '../fmt.js';
 
 // Page sizes stay within the query cost limit (50 threads × their fields).
 const SIZES = [10, 25, 50];
@@ -14,9 +15,9 @@ const FIELDS = `id label contractName contractVersion status startedAt refs erro
 
 const Q_THREADS = `query Threads($status: String, $contractName: String, $contractVersion: Int, $startedAfter: String, $startedBefore: String,
   $health: [ThreadHealthStatus!], $tag: String, $idPrefix: String, $refKey: String, $refValue: String,
-  $orderBy: ThreadOrderBy, $order: SortOrder, $limit: Int, $offset: Int) {
+  $rule: String, $step: String, $orderBy: ThreadOrderBy, $order: SortOrder, $limit: Int, $offset: Int) {
   threads(status: $status, contractName: $contractName, contractVersion: $contractVersion, startedAfter: $startedAfter, startedBefore: $startedBefore,
-    health: $health, tag: $tag, idPrefix: $idPrefix, refKey: $refKey, refValue: $refValue, orderBy: $orderBy, order: $order,
+    health: $health, tag: $tag, idPrefix: $idPrefix, refKey: $refKey, refValue: $refValue, rule: $rule, step: $step, orderBy: $orderBy, order: $order,
     limit: $limit, offset: $offset) { totalCount totalCountIsExact pageInfo { hasNextPage } threads { ${FIELDS} } } }`;
 // The deepest offset the API pages to (deeper pages take cursors; this
 // list pages by number, so it stops there).
@@ -44,9 +45,11 @@ function readFilters(q) {
     health: (q.get('health') || '').split(',').filter((x) => HEALTH.some(([v]) => v === x)),
     status: q.get('status') || '', contract: q.get('contract') || '', version: /^\d+$/.test(q.get('version') || '') && q.get('contract') ? Number(q.get('version')) : 0, refKey: q.get('refKey') || '', ref: q.get('ref') || '',
     id: q.get('id') || '', tag: q.get('tag') || '', when: q.get('when') || '', from: q.get('from') || '', to: q.get('to') || '',
+    rule: q.get('rule') || '', step: q.get('step') || '',
     sort: SORTS.some(([v]) => v === q.get('sort')) ? q.get('sort') : 'new',
     size: SIZES.includes(size) ? size : 25,
-    page: Math.max(0, parseInt(q.get('page') || '0', 10) || 0),
+    // ?page= counts from 1, as the pager shows it (0 or nothing: the first).
+    page: Math.max(1, parseInt(q.get('page') || '1', 10) || 1) - 1,
   };
 }
 
@@ -56,7 +59,7 @@ function variables(f) {
   return {
     status: f.status || null, contractName: f.contract || null, contractVersion: f.version || null, startedAfter: after, startedBefore: before,
     health: f.health.length ? f.health : null, tag: f.tag || null, idPrefix: f.id || null,
-    refKey: f.refKey || null, refValue: f.ref || null,
+    refKey: f.refKey || null, refValue: f.ref || null, rule: f.rule || null, step: f.step || null,
     orderBy: f.sort === 'long' || f.sort === 'short' ? 'DURATION' : 'STARTED_AT',
     order: f.sort === 'old' || f.sort === 'short' ? 'ASC' : 'DESC',
     limit: f.size, offset: f.page * f.size,
@@ -80,6 +83,8 @@ export async function renderThreads(ctx) {
   const refKey = h('input', { type: 'text', name: 'refKey', value: f.refKey, placeholder: 'e.g. orderId' });
   const ref = h('input', { type: 'text', name: 'ref', value: f.ref, placeholder: 'contains…' });
   const tag = h('input', { type: 'text', name: 'tag', value: f.tag, placeholder: 'exact tag' });
+  const rule = h('input', { type: 'text', name: 'rule', value: f.rule, placeholder: 'e.g. invalid_transition', autocomplete: 'off' });
+  const stepIn = h('input', { type: 'text', name: 'step', value: f.step, placeholder: 'step of the first problem', autocomplete: 'off' });
   const when = select('when', PRESETS, f.when || (f.from || f.to ? 'custom' : ''));
   const from = h('input', { type: 'datetime-local', name: 'from', value: f.from });
   const to = h('input', { type: 'datetime-local', name: 'to', value: f.to });
@@ -97,24 +102,30 @@ export async function renderThreads(ctx) {
       h('button', { type: 'button', class: 'btn-sm', id: 'needs-attention', title: 'Failed or violated threads' }, 'Needs attention')),
     field('Status', status), h('div', { class: 'field' }, h('label', { for: 'f-contract' }, 'Contract'), Object.assign(contract, { id: 'f-contract' }), contractList, contractMsg),
     field('Thread id', idIn), field('Ref key', refKey), field('Ref value', ref), field('Tag', tag),
+    field('Problem rule', rule), field('Problem step', stepIn),
     field('Started', when), custom, field('Sort', sort), field('Page size', size),
     h('div', { class: 'buttons' }, h('button', { type: 'submit', class: 'btn-primary' }, 'Search'), h('button', { type: 'button', id: 'clear-filters' }, 'Clear')));
 
   const go = (over) => {
     // The contract is matched case-insensitively against the list, so
     // "ORDER_FLOW" finds order_flow; an unknown name is kept as typed.
+    // The first characters of a name that only one contract has pick it too.
     let c = contract.value.trim();
-    const hit = names.find((n) => n.toLowerCase() === c.toLowerCase());
+    const lc = c.toLowerCase();
+    const starts = names.filter((n) => n.toLowerCase().startsWith(lc));
+    const hit = names.find((n) => n.toLowerCase() === lc) || (lc && starts.length === 1 ? starts[0] : null);
     if (hit) c = hit;
     const vals = Object.assign({
       health: [...form.querySelectorAll('input[name=health]:checked')].map((x) => x.value).join(','),
-      status: status.value, contract: c, version: c === f.contract && f.version ? String(f.version) : '', id: idIn.value.trim(), refKey: refKey.value.trim(), ref: ref.value.trim(), tag: tag.value.trim(),
+      status: status.value, contract: c, version: c === f.contract && f.version ? String(f.version) : '', id: idIn.value.trim(), refKey: refKey.value.trim(), ref: ref.value.trim(), tag: tag.value.trim(), rule: rule.value.trim(), step: stepIn.value.trim(),
       when: when.value === 'custom' ? '' : when.value, from: when.value === 'custom' ? from.value : '', to: when.value === 'custom' ? to.value : '',
       sort: sort.value === 'new' ? '' : sort.value, size: size.value === '25' ? '' : size.value, page: 0,
     }, over || {});
     const p = new URLSearchParams();
-    for (const [k, v] of Object.entries(vals)) if (v && !(k === 'page' && v === 0)) p.set(k, v);
+    for (const [k, v] of Object.entries(vals)) if (v && k !== 'page') p.set(k, v);
+    if (vals.page > 0) p.set('page', String(vals.page + 1));
     const qs = p.toString();
+    if ('?' + qs === (location.search || '?')) return; // a change and its Search click
     navigate('threads' + (qs ? '?' + qs : ''));
   };
   form.addEventListener('submit', (e) => { e.preventDefault(); go(); });
@@ -123,7 +134,11 @@ export async function renderThreads(ctx) {
     for (const b of form.querySelectorAll('input[name=health]')) b.checked = b.value === 'FAILED' || b.value === 'VIOLATED';
     go();
   });
-  for (const el of [sort, size]) el.addEventListener('change', () => go());
+  // Every filter applies when it changes (a typed one when it is left or on
+  // Enter), so no filter waits for Search while another does not.
+  for (const el of form.querySelectorAll('input, select')) {
+    el.addEventListener('change', () => { if (el === when && when.value === 'custom') return; go(); });
+  }
 
   const results = h('section', { class: 'panel', 'aria-labelledby': 'threads-h' });
   const live = h('span', { class: 'muted live', id: 'threads-live', role: 'status', 'aria-live': 'polite' });
@@ -145,7 +160,7 @@ export async function renderThreads(ctx) {
       { label: 'Health', render: (t) => healthBadge(t.health) },
       { label: 'Status', render: (t) => statusPill(t.status) },
       { label: 'Contract', render: (t) => t.contractName ? link('contracts/' + encodeURIComponent(t.contractName) + (t.contractVersion ? '/' + t.contractVersion : ''), t.contractName + (t.contractVersion ? ' v' + t.contractVersion : '')) : h('span', { class: 'muted' }, 'free-form') },
-      { label: 'Duration', render: (t) => h('span', { class: 'num', title: t.status === 'active' ? 'so far (to the latest step)' : '' }, fmtDuration(t.durationMs), t.status === 'active' ? h('span', { class: 'muted small' }, ' so far') : null) },
+      { label: 'Duration', render: (t) => h('span', { class: 'num', title: t.status === 'active' ? 'so far (from its start to now)' : '' }, fmtDuration(t.status === 'active' ? soFar(t) : t.durationMs), t.status === 'active' ? h('span', { class: 'muted small' }, ' so far') : null) },
       { label: 'Tags · refs', render: (t) => { const r = refsText(t.refs, true); return (t.tags.length || r) ? h('div', { class: 'tags-refs' }, t.tags.length ? h('span', { class: 'tags' }, t.tags.map((x) => h('span', { class: 'tag' }, x))) : null,
         r ? h('div', { class: 'truncate mono small', title: r }, r) : null) : h('span', { class: 'muted' }, '—'); } },
       { label: 'Started', class: 'col-started', render: (t) => timeTag(t.startedAt, { stacked: true }) },
@@ -208,8 +223,16 @@ export async function renderThreads(ctx) {
   return h('div', {},
     h('div', { class: 'page-head' }, h('div', {}, h('h1', {}, 'Threads'), h('p', { class: 'desc' }, 'Executions recorded by SDKs and integrations. The list refreshes itself while open.')),
       tzToggle(() => navigate('threads' + location.search, { replace: true })), exportAllLink(f)),
-    h('section', { class: 'panel' }, h('div', { class: 'panel-body' }, form)),
+    // On a phone the filters fold under one line that says how many apply.
+    h('section', { class: 'panel' }, h('details', { class: 'filter-box', id: 'filter-box', open: window.innerWidth > 760 || null },
+      h('summary', {}, 'Filters', activeCount(f) ? h('span', { class: 'pill info', id: 'filters-active' }, `${activeCount(f)} active`) : null),
+      h('div', { class: 'panel-body' }, form,
+        h('details', { class: 'legend-box' }, h('summary', {}, 'What Failed, Violated and Needs attention mean'), healthLegend())))),
     results);
+}
+
+function activeCount(f) {
+  return [f.health.length, f.status, f.contract, f.id, f.refKey, f.ref, f.tag, f.when || f.from || f.to, f.rule, f.step].filter(Boolean).length;
 }
 
 function signature(conn) {
@@ -218,6 +241,6 @@ function signature(conn) {
 
 function withPage(q, page) {
   const p = new URLSearchParams(q);
-  if (page > 0) p.set('page', String(page)); else p.delete('page');
+  if (page > 0) p.set('page', String(page + 1)); else p.delete('page');
   return p.toString();
 }
