@@ -156,7 +156,7 @@ func TestRecordStepRefusalChangesNothing(t *testing.T) {
 	if domain.CodeOf(err) != domain.CodeContentRuleFailed {
 		t.Fatalf("err = %v", err)
 	}
-	if th.Status != before.Status || !th.UpdatedAt.Equal(before.UpdatedAt) || th.StepCount != before.StepCount || th.CompletedAt != nil {
+	if th.Status != before.Status || !th.UpdatedAt.Equal(before.UpdatedAt) || th.StepCount() != before.StepCount() || th.CompletedAt != nil {
 		t.Fatalf("thread changed: %+v", th)
 	}
 	d, err := th.RecordStep(a, c, domain.StepAttempt{Name: "approval", Status: domain.StepStatusSuccess,

@@ -282,7 +282,11 @@ func (h *Handler) execute(ctx context.Context, req Request) (*Response, int) {
 		r.priced = true
 		r.threads, r.pages, r.chains = map[string]*ports.ThreadView{}, map[string]pageRead{}, map[string]chainRead{}
 		static := cost
-		cost = model.Price(root, h.readRoots(ctx, roots, conv, r))
+		reads := h.readRoots(ctx, roots, conv, r)
+		if model.PerRow {
+			h.readStepLists(ctx, roots, conv, r)
+		}
+		cost = model.Price(root, reads)
 		if cost > model.Limit {
 			h.metrics.GraphQLRefused("complexity")
 			return h.refuse(ctx, domain.ComplexityExceededByThreads(cost, model.Limit))
