@@ -11,6 +11,11 @@ var BackfillOne = (*Store).backfillOne
 // SkipLogForBenchmark makes appends skip the transparency log.
 func (s *Store) SkipLogForBenchmark() { s.noLog = true }
 
+// QueueLeavesForTest makes steps queue their leaves on SQLite too (as a
+// release before in-place appends did), so the outbox's drain is tested on
+// both stores.
+func (s *Store) QueueLeavesForTest() { s.queueLeaves = true }
+
 // AfterQueueRead runs f between ThreadLeaves' read of the queue and its read
 // of the tree.
 func (s *Store) AfterQueueRead(f func()) { s.queueRead = f }

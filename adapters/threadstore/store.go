@@ -59,6 +59,9 @@ type Store struct {
 	// noLog skips the log: only benchmarks set it (export_test.go), to
 	// measure what the log costs.
 	noLog bool
+	// queueLeaves makes SQLite queue leaves as PostgreSQL does (tests only,
+	// export_test.go; see logInPlace).
+	queueLeaves bool
 	// logWake wakes the log's sequencer after a commit that queued leaves.
 	logWake chan struct{}
 	// queueRead, when set (tests), runs between ThreadLeaves' read of the
