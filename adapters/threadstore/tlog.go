@@ -322,17 +322,20 @@ func (s *Store) FlushLog(ctx context.Context) (int, error) {
 			return total, sqldb.TranslateError(err)
 		}
 		total += n
+		if n > 0 {
+			s.logFlushes.Add(1)
+		}
 		if n < flushBatch {
 			return total, nil
 		}
 	}
 }
 
-// flushGap is how long the sequencer, woken by a commit, lets further
+// defaultFlushGap is how long the sequencer, woken by a commit, lets further
 // commits queue before it flushes: it bounds it to one transaction per gap
 // under load, and adds at most this much to the time a step takes to reach
 // the tree (checkpoints are signed every second).
-const flushGap = 20 * time.Millisecond
+const defaultFlushGap = 20 * time.Millisecond
 
 // RunLogSequencer flushes the queue after local commits (woken) and every
 // interval (leaves other replicas queued, if their sequencer is slower),
@@ -356,9 +359,11 @@ func (s *Store) RunLogSequencer(ctx context.Context, interval time.Duration, log
 			// Let the commits of the next moment queue too: one
 			// sequencer transaction then carries many group commits'
 			// leaves instead of one each (its cost is per transaction).
-			select {
-			case <-time.After(flushGap):
-			case <-ctx.Done():
+			if s.logFlushGap > 0 {
+				select {
+				case <-time.After(s.logFlushGap):
+				case <-ctx.Done():
+				}
 			}
 		case <-t.C:
 		}
