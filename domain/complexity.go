@@ -78,6 +78,10 @@ type CostField struct {
 	Enums map[string]string
 	// Children is the field's selection set; nil for a leaf.
 	Children *CostSet
+	// Returned, when set, is how many items the list returned when it was
+	// read while pricing (the adapter serves those same items): it is
+	// charged that many, never more than its sizing allows.
+	Returned *int
 
 	rule *fieldRule // set by CostModel.Bind: the rules for Parent.Name
 }
@@ -334,15 +338,17 @@ var QueryCostModel = CostModel{
 	PerPoint:   map[FieldKey]int{{"Query", "__schema"}: 10, {"Query", "__type"}: 10},
 	Work: map[FieldKey]DBWork{
 		{"ThreadConnection", "totalCount"}: {Points: CountPoints},
-		{"Query", "threads"}:               {SortArg: "orderBy", SortFree: []string{"STARTED_AT"}, SortPoints: SortPoints, OffsetArg: "offset"},
-		{"Query", "threadsByContract"}:     {OffsetArg: "offset"},
-		{"Query", "threadsByRef"}:          {OffsetArg: "offset"},
-		{"Query", "stepHistory"}:           {OffsetArg: "offset"},
-		{"Thread", "steps"}:                {OffsetArg: "offset"},
-		{"Thread", "attempts"}:             {OffsetArg: "offset"},
-		{"StepStateInfo", "history"}:       {OffsetArg: "offset"},
-		{"Thread", "validationResults"}:    {OffsetArg: "options.offset"},
-		{"Thread", "notifications"}:        {OffsetArg: "options.offset"},
+		// The same bounded count (run once for both fields when both are selected).
+		{"ThreadConnection", "totalCountIsExact"}: {Points: CountPoints},
+		{"Query", "threads"}:                      {SortArg: "orderBy", SortFree: []string{"STARTED_AT"}, SortPoints: SortPoints, OffsetArg: "offset"},
+		{"Query", "threadsByContract"}:            {OffsetArg: "offset"},
+		{"Query", "threadsByRef"}:                 {OffsetArg: "offset"},
+		{"Query", "stepHistory"}:                  {OffsetArg: "offset"},
+		{"Thread", "steps"}:                       {OffsetArg: "offset"},
+		{"Thread", "attempts"}:                    {OffsetArg: "offset"},
+		{"StepStateInfo", "history"}:              {OffsetArg: "offset"},
+		{"Thread", "validationResults"}:           {OffsetArg: "options.offset"},
+		{"Thread", "notifications"}:               {OffsetArg: "options.offset"},
 	},
 }
 
@@ -642,6 +648,9 @@ func (p *pricer) listSize(rule *fieldRule, f *CostField, ctx costCtx) int {
 			p.later = p.later || size > 1
 			size = 1
 		}
+	}
+	if f.Returned != nil {
+		size = min(size, *f.Returned)
 	}
 	return max(1, size)
 }

@@ -17,6 +17,8 @@ func leaves(parent string, names ...string) []CostField {
 
 func set(fields ...CostField) *CostSet { return &CostSet{Fields: fields} }
 
+func intp(v int) *int { return &v }
+
 func TestPageSizeEffective(t *testing.T) {
 	t.Parallel()
 	n := func(v int) *int { return &v }
@@ -117,6 +119,14 @@ func TestPriceWithThreadsRead(t *testing.T) {
 		{"history under one identity may hold every step", thread(CostField{Parent: "Thread", Name: "steps", List: true,
 			Given: []string{"stepName", "idempotencyKey"}, Children: set(historyField(map[string]int{"limit": 50}, leaf("StepHistory", "attempt")))}),
 			[]int{30}, 4, 2 + 1*(1+30)},
+		// A list read while pricing is charged what it returned, never more
+		// than its sizing allows.
+		{"steps read while pricing", thread(CostField{Parent: "Thread", Name: "steps", List: true, Returned: intp(3),
+			Given: []string{"stepName"}, Children: set(leaf("StepStateInfo", "stepName"))}), []int{101}, 3, 2 + 3},
+		{"steps read while pricing, none returned", thread(CostField{Parent: "Thread", Name: "steps", List: true, Returned: intp(0),
+			Children: set(leaf("StepStateInfo", "stepName"))}), []int{101}, 3, 3},
+		{"steps read while pricing, capped by the count", thread(CostField{Parent: "Thread", Name: "steps", List: true, Returned: intp(500),
+			Children: set(leaf("StepStateInfo", "stepName"))}), []int{40}, 3, 2 + 40},
 		{"validation results by count", thread(CostField{Parent: "Thread", Name: "validationResults", List: true,
 			Ints: map[string]int{"options.limit": 50}, Children: set(leaf("ValidationResultInfo", "validationId"))}), []int{3}, 3, 2 + 3},
 		{"verification by step count", thread(leaf("Thread", "hashChainVerified")), []int{8900}, 3, 2 + 890},

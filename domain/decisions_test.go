@@ -255,3 +255,21 @@ func TestValidateStepGherkinRules(t *testing.T) {
 		t.Errorf("missing dependency: %+v", r.Issues)
 	}
 }
+
+// A fresh approval a grant (or an unguarded report) consumed is known to
+// can through NewDecisionThread, also once that grant was cancelled.
+func TestDecisionThreadKnowsFreshConsumption(t *testing.T) {
+	t.Parallel()
+	c := paymentContract()
+	th := Thread{Status: ThreadActive}
+	history := hist("approval")
+	grants := []StepGrant{{InvocationID: "i1", StepName: "charge", Status: GrantCancelled, FreshConsumed: []string{history[0].ID}}}
+	d := NewDecisionThread(th, c, []string{"processor"}, history, nil, grants)
+	if got, _ := Can(c, d, "charge", nil, time.Now()); got.Status != DecisionDenied {
+		t.Fatalf("approval consumed by a cancelled grant: %+v", got)
+	}
+	d = NewDecisionThread(th, c, []string{"processor"}, history, nil, nil)
+	if got, _ := Can(c, d, "charge", nil, time.Now()); got.Status != DecisionRequiresClaim {
+		t.Fatalf("unconsumed approval: %+v", got)
+	}
+}

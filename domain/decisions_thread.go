@@ -56,6 +56,14 @@ func NewDecisionThread(t Thread, c Contract, roles []string, history []RecordedS
 		d.Snapshots[h.Name] = ctx
 	}
 	for _, g := range grants {
+		// Fresh prerequisites an invocation consumed stay consumed
+		// whatever became of it (FreshConsumed).
+		for _, id := range g.FreshConsumed {
+			if d.Consumed[g.StepName] == nil {
+				d.Consumed[g.StepName] = map[string]bool{}
+			}
+			d.Consumed[g.StepName][id] = true
+		}
 		if g.Consumed == "" || !consumed(grants, g.Consumed, history) {
 			continue
 		}

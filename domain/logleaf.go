@@ -90,7 +90,7 @@ func LegacyStepLeaf(threadID, stepID string, seq int, hash, recordHash string) L
 
 // Tombstone is the leaf of a deleted thread.
 func Tombstone(t Thread, reason string, at time.Time) LogLeaf {
-	return LogLeaf{Type: LeafThreadDeleted, ThreadID: t.ID, StepCount: t.StepCount, LastHash: t.LastHash, Reason: reason,
+	return LogLeaf{Type: LeafThreadDeleted, ThreadID: t.ID, StepCount: t.StepCount(), LastHash: t.LastHash(), Reason: reason,
 		DeletedAt: at}
 }
 

@@ -98,3 +98,26 @@ func ErrClassifierFailed(step string, cause string) error {
 	return E(KindUnavailable, CodeClassifierUnavailable, "Step validation failed: semantic classification unavailable: %s", cause).
 		WithDetail("step", step)
 }
+
+// SemanticQuestions are the semantic rules of a submission of step to put
+// to the classifier, in rule order, on its registered context; a field a
+// success does not carry, or one over 4096 bytes, is a violation instead
+// (`semantic field "<f>" is missing or too long`). Other statuses are asked
+// only about the fields they carry.
+func SemanticQuestions(step ContractStep, status StepStatus, ctx map[string]string) ([]SemanticQuestion, []ContentViolation) {
+	registered, _ := ProjectContext(step, ctx)
+	var qs []SemanticQuestion
+	var vs []ContentViolation
+	for _, r := range step.SemanticRules {
+		v, ok := registered[r.Field]
+		if !ok && status != StepStatusSuccess {
+			continue
+		}
+		if !ok || len(v) > MaxSemanticValueBytes {
+			vs = append(vs, ContentViolation{Field: r.Field, Rule: "semantic", Message: fmt.Sprintf("semantic field %q is missing or too long", r.Field)})
+			continue
+		}
+		qs = append(qs, SemanticQuestion{Rule: r, Value: v})
+	}
+	return qs, vs
+}

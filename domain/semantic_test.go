@@ -109,3 +109,19 @@ func TestDecisionRolesAndSnapshot(t *testing.T) {
 		t.Errorf("should facts %+v", sf)
 	}
 }
+
+func TestSemanticQuestionsOfASubmission(t *testing.T) {
+	t.Parallel()
+	st := ContractStep{Name: "review", Required: []string{"note", "tone"}, SemanticRules: []SemanticRule{
+		{Field: "note", Question: "Is it polite?"}, {Field: "tone", Question: "Is it calm?"}}}
+	qs, vs := SemanticQuestions(st, StepStatusSuccess, map[string]string{"note": "thanks", "other": "x"})
+	if len(qs) != 1 || qs[0].Value != "thanks" || len(vs) != 1 || vs[0].Field != "tone" || vs[0].Message != `semantic field "tone" is missing or too long` {
+		t.Fatalf("success: %+v %+v", qs, vs)
+	}
+	if qs, vs := SemanticQuestions(st, StepStatusFailed, map[string]string{"note": "thanks"}); len(qs) != 1 || len(vs) != 0 {
+		t.Fatalf("a failed report is asked only about what it carries: %+v %+v", qs, vs)
+	}
+	if _, vs := SemanticQuestions(st, StepStatusSuccess, map[string]string{"note": strings.Repeat("x", MaxSemanticValueBytes+1), "tone": "ok"}); len(vs) != 1 || vs[0].Field != "note" {
+		t.Fatalf("too long: %+v", vs)
+	}
+}

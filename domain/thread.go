@@ -21,8 +21,6 @@ type Thread struct {
 	// EndReason is the reason a caller gave when cancelling (a string, or
 	// the caller's object as JSON text); never a transport field.
 	EndReason   string
-	LastHash    string
-	StepCount   int
 	Tags        []string
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
@@ -31,9 +29,50 @@ type Thread struct {
 	// Parties holds at least every party of the principal acting on the
 	// thread (the store may load only those).
 	Parties []Party
-	// Health is folded forward with every attempt (ThreadHealth.Fold) and
-	// written with the row.
-	Health ThreadHealth
+	// health is folded forward with every attempt (Append) and alert
+	// (RecordAlert), and written with the row.
+	health ThreadHealth
+
+	// lastHash and stepCount are the chain head: the hash of the latest
+	// attempt and how many there are. Only Append moves them (with the
+	// health), so the count, the head and the health cannot disagree.
+	lastHash  string
+	stepCount int
+
+	// traceRootEndedAt is when a trace thread's root span ended
+	// (ObserveTrace); its quiet period runs from UpdatedAt.
+	traceRootEndedAt *time.Time
+}
+
+// LastHash is the chain head: the hash of the thread's latest attempt (""
+// before the first).
+func (t Thread) LastHash() string { return t.lastHash }
+
+// StepCount is how many attempts the thread holds (the latest one's seq).
+func (t Thread) StepCount() int { return t.stepCount }
+
+// RestoreHead sets the chain head a store loaded with the thread.
+func (t *Thread) RestoreHead(lastHash string, stepCount int) {
+	t.lastHash, t.stepCount = lastHash, stepCount
+}
+
+// Health is the thread's health, as its attempts and alerts folded it.
+func (t Thread) Health() ThreadHealth { return t.health }
+
+// RestoreHealth sets the health a store loaded (or replayed) with the thread.
+func (t *Thread) RestoreHealth(h ThreadHealth) { t.health = h }
+
+// NextLink is where the thread's next attempt goes: its seq and the hash it
+// links to.
+func (t *Thread) NextLink() (seq int, prevHash string) { return t.stepCount + 1, t.lastHash }
+
+// Append records the attempt NextLink placed, hashed hash: the chain head
+// moves to it, the count with it, and its outcome is folded into the health
+// (ThreadHealth.Fold) — the three change together.
+func (t *Thread) Append(hash string, o StepOutcome) {
+	t.stepCount++
+	t.lastHash = hash
+	t.health = t.health.Fold(o)
 }
 
 // HasContract reports whether steps are judged against a contract.

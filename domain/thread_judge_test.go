@@ -156,7 +156,7 @@ func TestRecordStepRefusalChangesNothing(t *testing.T) {
 	if domain.CodeOf(err) != domain.CodeContentRuleFailed {
 		t.Fatalf("err = %v", err)
 	}
-	if th.Status != before.Status || !th.UpdatedAt.Equal(before.UpdatedAt) || th.StepCount != before.StepCount || th.CompletedAt != nil {
+	if th.Status != before.Status || !th.UpdatedAt.Equal(before.UpdatedAt) || th.StepCount() != before.StepCount() || th.CompletedAt != nil {
 		t.Fatalf("thread changed: %+v", th)
 	}
 	d, err := th.RecordStep(a, c, domain.StepAttempt{Name: "approval", Status: domain.StepStatusSuccess,
@@ -399,5 +399,23 @@ Rule: B
 				t.Fatalf("issues %+v, want %s/%s", vr.Issues, tc.want, tc.sev)
 			}
 		})
+	}
+}
+
+// BenchmarkJudgeContent: the payment charge's content rules (bounds, one
+// of, literal, regex, reference) on one valid submission.
+func BenchmarkJudgeContent(b *testing.B) {
+	res, err := gherkin.Compile([]byte(paymentSrc), nil)
+	if err != nil || len(res.Problems) > 0 {
+		b.Fatal(err, res.Problems)
+	}
+	charge, _ := res.Contract.Step("charge")
+	ctx := map[string]string{"amount": "12.50", "currency": "GBP", "reference": "REF-123", "channel": "web", "count": "3", "memo": ""}
+	snap := map[string]map[string]string{"approval": {"reference": "REF-123"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := domain.JudgeContent(charge, domain.StepStatusSuccess, ctx, snap); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

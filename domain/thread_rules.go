@@ -2,6 +2,7 @@ package domain
 
 import (
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -76,6 +77,44 @@ func (t *Thread) partyOf(a Actor) (Party, error) {
 			"you hold several parties on thread %s (%s): join it with the role this connection acts as", t.ID, rolesOf(mine))
 	}
 	return mine[0], nil
+}
+
+// CheckResume refuses resuming the thread (a known application key or
+// trace) when it is closed, or with a contract (contractRef, "" for any)
+// other than its own.
+func (t *Thread) CheckResume(contractRef string) error {
+	if t.Status.Closed() {
+		return E(KindConflict, CodeThreadClosed, "thread is closed (%s)", t.Status)
+	}
+	if strings.TrimSpace(contractRef) == "" {
+		return nil
+	}
+	name, version, err := ParseContractRef(contractRef)
+	if err != nil {
+		return err
+	}
+	if name != t.ContractName || version != 0 && version != t.ContractVersion {
+		stored := "free-form"
+		if t.HasContract() {
+			stored = t.ContractName + ":" + strconv.Itoa(t.ContractVersion)
+		}
+		return E(KindConflict, CodeContractConflict, "contract conflicts with stored thread (%s)", stored)
+	}
+	return nil
+}
+
+// ConnectionRole is the role a connection acts as on the thread: the one
+// it declared, else the principal's only party's (partyOf's rule); "" when
+// it declared none and holds none or several, so each write is judged by
+// partyOf as any other.
+func (t *Thread) ConnectionRole(principalID, declared string) string {
+	if declared != "" || principalID == "" {
+		return declared
+	}
+	if mine := t.partiesOf(principalID); len(mine) == 1 {
+		return mine[0].Role
+	}
+	return ""
 }
 
 func rolesOf(ps []Party) string {

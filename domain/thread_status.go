@@ -46,8 +46,10 @@ const (
 // StepStatuses is every accepted step status, in the order errors list them.
 var StepStatuses = []StepStatus{StepStatusSuccess, StepStatusFailed, StepStatusError, StepStatusSkipped, StepStatusInProgress}
 
-// SubStepStatuses is every accepted sub-step status (all SDKs check it too).
-var SubStepStatuses = []StepStatus{StepStatusSuccess, StepStatusFailed}
+// SubStepStatuses is every accepted sub-step status: the SDKs send success
+// and failed (and check it too); OTLP span events also map to retry and
+// event (SpanEvent.EventStatus), which no step status counts as a failure.
+var SubStepStatuses = []StepStatus{StepStatusSuccess, StepStatusFailed, SubStepRetry, SubStepEvent}
 
 // ParseStepStatus accepts exactly the statuses SDKs send; anything else is
 // refused with invalid_step_status naming the accepted values, rather than
@@ -56,7 +58,7 @@ func ParseStepStatus(s string) (StepStatus, error) {
 	return parseStatus("status", s, StepStatuses)
 }
 
-// ParseSubStepStatus accepts success and failed ("" is success, the SDKs'
+// ParseSubStepStatus accepts SubStepStatuses ("" is success, the SDKs'
 // default).
 func ParseSubStepStatus(s string) (StepStatus, error) {
 	if s == "" {

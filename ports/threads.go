@@ -321,3 +321,11 @@ func Contexts(states []StepState) map[string]map[string]string {
 	}
 	return out
 }
+
+// QuietTraces finds trace threads whose quiet period may have run out.
+type QuietTraces interface {
+	// QuietTraceThreads returns up to limit active threads whose trace's
+	// root span ended (domain.Thread.TraceRootEndedAt) and that were last
+	// updated before updatedBefore, oldest first.
+	QuietTraceThreads(ctx context.Context, updatedBefore time.Time, limit int) ([]string, error)
+}

@@ -44,6 +44,15 @@ type Config struct {
 	Contracts Contracts `koanf:"contracts"`
 	// Transparency configures the transparency log.
 	Transparency Transparency `koanf:"transparency"`
+	// OTLP configures trace ingestion (its request limits are under limits.otlp).
+	OTLP OTLP `koanf:"otlp"`
+}
+
+// OTLP configures OTLP trace ingestion (docs/integrators/otlp.md).
+type OTLP struct {
+	// TraceQuietPeriod: a trace's thread ends (completed or failed, from its
+	// spans) once its root span has ended and no span arrived for this long.
+	TraceQuietPeriod time.Duration `koanf:"trace_quiet_period"`
 }
 
 // Transparency configures the transparency log (docs/integrators/verification.md).
@@ -225,6 +234,7 @@ func Defaults() Config {
 		Metrics:      Metrics{GaugeInterval: time.Minute},
 		Telemetry:    defaultTelemetry(),
 		Transparency: Transparency{CheckpointInterval: time.Second},
+		OTLP:         OTLP{TraceQuietPeriod: 30 * time.Second},
 	}
 }
 
@@ -407,6 +417,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Transparency.CheckpointInterval < 10*time.Millisecond || c.Transparency.CheckpointInterval > time.Hour {
 		return fmt.Errorf("config: transparency.checkpoint_interval must be between 10ms and 1h")
+	}
+	if c.OTLP.TraceQuietPeriod < 100*time.Millisecond || c.OTLP.TraceQuietPeriod > 24*time.Hour {
+		return fmt.Errorf("config: otlp.trace_quiet_period must be between 100ms and 24h")
 	}
 	if err := c.Retention.validate(); err != nil {
 		return err

@@ -211,6 +211,8 @@ func (l *Limits) validate() error {
 		"limits.graphql.max_concurrent_per_principal": int64(l.GraphQL.MaxConcurrentPerPrincipal),
 		"limits.graphql.points_per_second":            int64(l.GraphQL.PointsPerSecond),
 		"limits.graphql.points_burst":                 int64(l.GraphQL.PointsBurst),
+		"limits.graphql.expensive_cost":               int64(l.GraphQL.ExpensiveCost),
+		"limits.graphql.max_expensive":                int64(l.GraphQL.MaxExpensive),
 		"limits.graphql.max_response_bytes":           int64(l.GraphQL.MaxResponseBytes),
 		"limits.graphql.list_context_bytes":           int64(l.GraphQL.ListContextBytes),
 		"limits.graphql.export_max_bytes":             l.GraphQL.ExportMaxBytes,

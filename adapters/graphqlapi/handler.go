@@ -282,7 +282,11 @@ func (h *Handler) execute(ctx context.Context, req Request) (*Response, int) {
 		r.priced = true
 		r.threads, r.pages, r.chains = map[string]*ports.ThreadView{}, map[string]pageRead{}, map[string]chainRead{}
 		static := cost
-		cost = model.Price(root, h.readRoots(ctx, roots, conv, r))
+		reads := h.readRoots(ctx, roots, conv, r)
+		if model.PerRow {
+			h.readStepLists(ctx, roots, conv, r)
+		}
+		cost = model.Price(root, reads)
 		if cost > model.Limit {
 			h.metrics.GraphQLRefused("complexity")
 			return h.refuse(ctx, domain.ComplexityExceededByThreads(cost, model.Limit))
@@ -492,6 +496,9 @@ func (h *Handler) writeJSON(w http.ResponseWriter, r *http.Request, status int, 
 	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
+	if res.refusal != nil && status >= 400 && writeWithReason(w, r, status, res.refusal.Message, b) {
+		return
+	}
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }

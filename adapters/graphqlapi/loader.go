@@ -103,9 +103,12 @@ func (g *threadGroup) resolvers(threads []ports.ThreadView) []*threadResolver {
 // set, and makes all of them one step group.
 func (g *threadGroup) loadSteps(ctx context.Context, key string, sel readmodel.StepSelection) (stepLoad, error) {
 	return g.steps.get(key, func() (stepLoad, error) {
-		m, err := g.q.Steps(ctx, g.ids, sel)
-		if err != nil {
-			return stepLoad{}, err
+		m, ok := prefetchedSteps(ctx, g.ids, key)
+		if !ok {
+			var err error
+			if m, err = g.q.Steps(ctx, g.ids, sel); err != nil {
+				return stepLoad{}, err
+			}
 		}
 		sg := &stepGroup{q: g.q, tg: g}
 		for _, id := range g.ids {

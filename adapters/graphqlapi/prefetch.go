@@ -30,6 +30,7 @@ type request struct {
 	threadsErr error
 	pages      map[string]pageRead
 	chains     map[string]chainRead
+	steps      map[string]map[string][]ports.StepView // by thread id + "\x00" + stepsKey
 	verifyLeft atomic.Int64
 	priced     bool // the data-dependent roots were read while pricing
 }
@@ -328,4 +329,95 @@ func (h *Handler) miss(ctx context.Context) {
 	if r := requestOf(ctx); r != nil && r.priced {
 		h.misses.Add(1)
 	}
+}
+
+// readStepLists reads, for the SDKs' documents (priced by the rows they
+// return), the step states that a thread root's steps(stepName: …) list
+// returns, so the list is charged those steps rather than up to every step
+// of the thread: the SDKs' subSteps() of a step recorded without an
+// idempotency key sends idempotencyKey: null and selects the steps of one
+// name (one on a thread of distinct steps). The list's resolver serves
+// what was read here. A read that fails leaves the list at its static
+// price; its resolver reads (and fails) again.
+func (h *Handler) readStepLists(ctx context.Context, roots []rootField, c *costConv, r *request) {
+	for _, rf := range roots {
+		if rf.sel.name != "thread" || rf.f.Children == nil {
+			continue
+		}
+		id, ok := c.args(rf.sel).id("id")
+		if !ok || r.threads[id] == nil {
+			continue
+		}
+		sel, f := stepsChild(rf)
+		if sel == nil {
+			continue
+		}
+		a, ok := stepsArgsOf(c.args(sel))
+		if !ok || deref(a.StepName) == "" {
+			continue
+		}
+		ss := a.selection()
+		m, err := h.queries.Steps(ctx, []string{id}, ss)
+		if err != nil {
+			continue
+		}
+		n := len(m[id])
+		f.Returned = &n
+		if r.steps == nil {
+			r.steps = map[string]map[string][]ports.StepView{}
+		}
+		r.steps[id+"\x00"+stepsKey(ss)] = m
+	}
+}
+
+// stepsChild returns the one steps field a thread root selects directly
+// (the SDK documents' shape), with its cost field; nil when there is not
+// exactly one.
+func stepsChild(rf rootField) (*selection, *domain.CostField) {
+	var sel *selection
+	for _, s := range rf.sel.sel {
+		if s.kind != selField || s.name != "steps" {
+			continue
+		}
+		if sel != nil {
+			return nil, nil
+		}
+		sel = s
+	}
+	var f *domain.CostField
+	for i := range rf.f.Children.Fields {
+		if cf := &rf.f.Children.Fields[i]; cf.Name == "steps" {
+			if f != nil {
+				return nil, nil
+			}
+			f = cf
+		}
+	}
+	if sel == nil || f == nil || len(rf.f.Children.Sets) > 0 {
+		return nil, nil
+	}
+	return sel, f
+}
+
+// stepsArgsOf decodes a steps field's arguments as its resolver does.
+func stepsArgsOf(a argMap) (stepsArgs, bool) {
+	var out stepsArgs
+	b, err := json.Marshal(a)
+	if err != nil {
+		return out, false
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	return out, d.Decode(&out) == nil
+}
+
+// prefetchedSteps returns the steps read while pricing for a group of one
+// thread, if any.
+func prefetchedSteps(ctx context.Context, ids []string, key string) (map[string][]ports.StepView, bool) {
+	r := requestOf(ctx)
+	if r == nil || len(ids) != 1 {
+		return nil, false
+	}
+	m, ok := r.steps[ids[0]+"\x00"+key]
+	return m, ok
 }

@@ -365,14 +365,25 @@ func (r *threadResolver) Refs() *JSON {
 	return jsonPtr(*s)
 }
 
-func (r *threadResolver) Steps(ctx context.Context, a struct {
+// stepsArgs are the arguments of Thread.steps.
+type stepsArgs struct {
 	StepName, IdempotencyKey, Status *string
 	Limit, Offset                    *int32
-}) ([]*stepResolver, error) {
-	sel := readmodel.StepSelection{StepName: deref(a.StepName), IdempotencyKey: deref(a.IdempotencyKey), Status: deref(a.Status),
+}
+
+func (a stepsArgs) selection() readmodel.StepSelection {
+	return readmodel.StepSelection{StepName: deref(a.StepName), IdempotencyKey: deref(a.IdempotencyKey), Status: deref(a.Status),
 		Limit: i32(a.Limit), Offset: i32(a.Offset)}
-	key := fmt.Sprintf("%s\x00%s\x00%s\x00%d\x00%d", sel.StepName, sel.IdempotencyKey, sel.Status, deref32(sel.Limit), deref32(sel.Offset))
-	l, err := r.g.loadSteps(ctx, key, sel)
+}
+
+// stepsKey identifies a Thread.steps argument set: its loads are shared.
+func stepsKey(sel readmodel.StepSelection) string {
+	return fmt.Sprintf("%s\x00%s\x00%s\x00%d\x00%d", sel.StepName, sel.IdempotencyKey, sel.Status, deref32(sel.Limit), deref32(sel.Offset))
+}
+
+func (r *threadResolver) Steps(ctx context.Context, a stepsArgs) ([]*stepResolver, error) {
+	sel := a.selection()
+	l, err := r.g.loadSteps(ctx, stepsKey(sel), sel)
 	if err != nil {
 		return nil, err
 	}

@@ -116,3 +116,52 @@ func withTypename(d string) string {
 	i := strings.LastIndex(d, "{")
 	return d[:i+1] + " __typename " + d[i+1:]
 }
+
+// The SDKs' subSteps() of a step whose state carries no idempotency key
+// sends idempotencyKey: null and selects the steps of that name: the list is
+// read while pricing and charged the steps it returns (one on a thread of
+// 100 distinct steps, not the thread's 100), so it fits; a name shared by
+// three step identities is charged three.
+func TestSDKSubStepsWithoutKeyFit(t *testing.T) {
+	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
+		f := newFixture(t, d)
+		s := f.seed(t, "subs", 100) // step-0 … step-99, each with sub-step sub-<i>
+		for _, k := range []string{"k7b", "k7c"} {
+			if _, err := f.threads.Application().Commands.RecordStep.Handle(f.ctx, threadsapp.RecordStepInput{
+				ThreadID: s.ID, StepName: "step-7", IdempotencyKey: k, Status: "success", Context: map[string]string{"k": k},
+				SubSteps: []threadsapp.SubStepInput{{Name: "sub-" + k, Status: "success"}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, c := range []struct {
+			doc, step string
+			steps     int
+			cost      float64
+		}{
+			{sdkdocs.GetStepSubSteps, "step-42", 1, 1 + 1*(1+10)},
+			{sdkdocs.PyGetStepSubSteps, "step-42", 1, 1 + 1*(1+10)},
+			{sdkdocs.GetStepSubSteps, "step-7", 3, 1 + 3*(1+10)},
+			{sdkdocs.GetStepSubSteps, "no-such-step", 0, 1 + 1*(1+10)},
+		} {
+			r, status := f.exec(t, c.doc, map[string]any{"threadId": s.ID, "stepName": c.step, "idempotencyKey": nil})
+			if status != http.StatusOK || len(r.Errors) > 0 {
+				t.Fatalf("%s without a key: %d %+v", c.step, status, r.Errors)
+			}
+			steps := r.Data["thread"].(map[string]any)["steps"].([]any)
+			if len(steps) != c.steps || r.Extensions["cost"] != c.cost {
+				t.Fatalf("%s without a key: %d steps, cost %v; want %d, %v", c.step, len(steps), r.Extensions["cost"], c.steps, c.cost)
+			}
+			if c.steps == 1 {
+				subs := steps[0].(map[string]any)["subSteps"].([]any)
+				if len(subs) != 1 || subs[0].(map[string]any)["name"] != "sub-42" {
+					t.Fatalf("sub-steps of step-42: %v", subs)
+				}
+			}
+		}
+		// Any other document keeps charging every step of the thread.
+		r, status := f.exec(t, withTypename(sdkdocs.GetStepSubSteps), map[string]any{"threadId": s.ID, "stepName": "step-42", "idempotencyKey": nil})
+		if status != http.StatusUnprocessableEntity {
+			t.Fatalf("own document: %d %v", status, r.Extensions)
+		}
+	})
+}

@@ -166,107 +166,44 @@ func (t *tools) getThread(ctx context.Context, _ *mcp.CallToolRequest, in GetThr
 	return nil, out, nil
 }
 
+// loadThread encodes the ThreadDetail query (app/readmodel).
 func (t *tools) loadThread(ctx context.Context, in GetThreadInput) (GetThreadOutput, error) {
-	q := t.d.Queries
-	id := strings.TrimSpace(in.ThreadID)
-	refKey, refValue := strings.TrimSpace(in.RefKey), strings.TrimSpace(in.RefValue)
 	var out GetThreadOutput
-	var th *ports.ThreadView
-	switch {
-	case id != "" && (refKey != "" || refValue != ""):
-		return out, invalidArg("thread_id", "give thread_id or a reference (ref_key/ref_value), not both")
-	case id != "":
-		v, err := q.Thread(ctx, id)
-		if err != nil {
-			return out, err
-		}
-		if v == nil {
-			return out, domain.NotFound("thread " + id)
-		}
-		th = v
-	case refValue != "":
-		one := 1
-		page, err := q.SearchThreads(ctx, readmodel.ThreadSearch{RefKey: refKey, RefValue: refValue, Limit: &one, WithTotal: true})
-		if err != nil {
-			return out, err
-		}
-		if len(page.Threads) == 0 {
-			return out, domain.NotFound("thread with reference " + refDescription(refKey, refValue))
-		}
-		th = &page.Threads[0]
-		out.OtherMatches = page.Total.Count - 1
-	case refKey != "":
-		return out, invalidArg("ref_value", "ref_value is required with ref_key")
-	default:
-		return out, invalidArg("thread_id", "give thread_id, or ref_value (optionally with ref_key)")
-	}
-
-	ids := []string{th.ID}
-	refs, err := q.Refs(ctx, ids)
+	d, err := t.d.Queries.ThreadDetail(ctx, readmodel.ThreadDetailArgs{
+		ThreadLocator: readmodel.ThreadLocator{ThreadID: in.ThreadID, RefKey: in.RefKey, RefValue: in.RefValue},
+		Validations:   threadValidations, Notifications: threadNotifications, LinkDepth: linkedDepth})
 	if err != nil {
 		return out, err
 	}
-	out.Thread = threadJSON(*th, refs[th.ID])
-	steps, err := q.Steps(ctx, ids, readmodel.StepSelection{})
-	if err != nil {
-		return out, err
-	}
-	out.Steps = make([]StepJSON, 0, len(steps[th.ID]))
-	for _, s := range steps[th.ID] {
+	out.OtherMatches = d.OtherMatches
+	out.Thread = threadJSON(d.Thread, d.Refs)
+	out.Steps = make([]StepJSON, 0, len(d.Steps))
+	for _, s := range d.Steps {
 		out.Steps = append(out.Steps, stepJSON(s))
 	}
-	nv := threadValidations
-	vals, err := q.Validations(ctx, ids, readmodel.ValidationArgs{Limit: &nv})
-	if err != nil {
-		return out, err
-	}
-	out.Validations = make([]ValidationJSON, 0, len(vals[th.ID]))
-	for _, v := range vals[th.ID] {
+	out.Validations = make([]ValidationJSON, 0, len(d.Validations))
+	for _, v := range d.Validations {
 		out.Validations = append(out.Validations, ValidationJSON{StepID: v.StepID, StepName: v.StepName,
 			IdempotencyKey: v.IdempotencyKey, OverallStatus: v.OverallStatus, CriticalCount: v.CriticalCount,
 			WarningCount: v.WarningCount, MinorCount: v.MinorCount, InfoCount: v.InfoCount,
 			Issues: rawJSON(v.Issues), CreatedAt: v.CreatedAt.UTC()})
 	}
-	nn := threadNotifications
-	notes, err := q.Notifications(ctx, ids, readmodel.NotificationArgs{Limit: &nn})
-	if err != nil {
-		return out, err
-	}
-	out.Notifications = make([]NotificationJSON, 0, len(notes[th.ID]))
-	for _, n := range notes[th.ID] {
+	out.Notifications = make([]NotificationJSON, 0, len(d.Notifications))
+	for _, n := range d.Notifications {
 		out.Notifications = append(out.Notifications, NotificationJSON{StepName: n.StepName, IdempotencyKey: n.IdempotencyKey,
 			Source: n.Source, NotificationType: n.NotificationType, StepStatus: n.StepStatus,
 			ValidationStatus: n.ValidationStatus, ViolationType: n.ViolationType, Severity: n.Severity,
 			Message: n.Message, Details: rawJSON(n.Details), CreatedAt: n.CreatedAt.UTC()})
 	}
-	counts, err := q.NotificationCounts(ctx, ids)
-	if err != nil {
-		return out, err
-	}
-	c := counts[th.ID]
+	c := d.NotificationCounts
 	out.NotificationSummary = NotificationSummaryJSON{Total: c.Total, Critical: c.Critical, Major: c.Major,
 		Warning: c.Warning, Minor: c.Minor, Info: c.Info, Execution: c.Execution, Validation: c.Validation}
-	depth := linkedDepth
-	chains, err := q.ThreadChains(ctx, ids, &depth)
-	if err != nil {
-		return out, err
-	}
-	out.LinkedThreads = []LinkedThreadJSON{}
-	for _, l := range chains[th.ID] {
-		if l.ID == th.ID {
-			continue
-		}
+	out.LinkedThreads = make([]LinkedThreadJSON, 0, len(d.Linked))
+	for _, l := range d.Linked {
 		out.LinkedThreads = append(out.LinkedThreads, LinkedThreadJSON{ID: l.ID, Status: l.Status,
 			ContractName: deref(l.ContractName), Label: deref(l.Label)})
 	}
 	return out, nil
-}
-
-func refDescription(key, value string) string {
-	if key == "" {
-		return "value " + value
-	}
-	return key + "=" + value
 }
 
 // SearchThreadsInput is search_threads' arguments. Every filter is optional.

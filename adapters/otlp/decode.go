@@ -3,22 +3,18 @@ package otlp
 import (
 	"bytes"
 	"compress/gzip"
-	"encoding/base64"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"strings"
 	"sync"
 
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/encoding/protojson"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/threadengine/engine/adapters/config"
 	"github.com/threadengine/engine/adapters/limits"
@@ -158,18 +154,19 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// decodeProto counts the request's objects on the wire before unmarshalling
-// it, so the decoded form (about 100 bytes per attribute, whatever its wire
-// size) stays within MaxObjects.
-func decodeProto(body []byte, lim config.OTLPLimits, td *tracepb.TracesData) error {
+// decodeProto counts the request's objects on the wire before pdata
+// unmarshals it, so the decoded form (about 100 bytes per attribute,
+// whatever its wire size) stays within MaxObjects.
+func decodeProto(body []byte, lim config.OTLPLimits) (ptrace.Traces, error) {
 	w := walker{lim: lim}
 	if err := w.walk(body, msgTracesData, 0); err != nil {
-		return err
+		return ptrace.Traces{}, err
 	}
-	if err := proto.Unmarshal(body, td); err != nil {
-		return malformed("malformed OTLP body: %v", err)
+	req := ptraceotlp.NewExportRequest()
+	if err := req.UnmarshalProto(body); err != nil {
+		return ptrace.Traces{}, malformed("malformed OTLP body: %v", err)
 	}
-	return nil
+	return req.Traces(), nil
 }
 
 // The OTLP trace messages whose repeated submessages cost memory.
@@ -309,24 +306,26 @@ func (w *walker) walk(b []byte, kind msgKind, depth int) error {
 	return nil
 }
 
-// decodeJSON reads OTLP/JSON in one pass over its tokens, counting objects
-// and arrays and rewriting the hex trace and span ids into the base64
-// protojson expects for bytes fields, then unmarshals the result. Nothing
-// is built per token, so a body of tiny objects is refused before it costs
-// memory.
-func decodeJSON(body []byte, lim config.OTLPLimits, td *tracepb.TracesData) error {
+// decodeJSON counts the body's objects and arrays with a byte scan, checks
+// it is one well-formed JSON value (encoding/json's validator allocates
+// nothing), and lets pdata unmarshal it (hex trace and span ids, camelCase
+// or snake_case keys, unknown fields skipped). A body of tiny objects is
+// refused before it costs memory.
+func decodeJSON(body []byte, lim config.OTLPLimits) (ptrace.Traces, error) {
 	if err := scanJSON(body, lim); err != nil {
-		return err
+		return ptrace.Traces{}, err
 	}
-	out, err := rewriteJSON(body, lim)
-	if err != nil {
-		return err
+	if len(bytes.TrimSpace(body)) == 0 {
+		return ptrace.Traces{}, malformed("malformed OTLP body: empty")
 	}
-	defer putBuf(out)
-	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(out, td); err != nil {
-		return malformed("malformed OTLP body: %v", err)
+	if !json.Valid(body) {
+		return ptrace.Traces{}, malformed("malformed OTLP body: not one JSON value")
 	}
-	return nil
+	req := ptraceotlp.NewExportRequest()
+	if err := req.UnmarshalJSON(body); err != nil {
+		return ptrace.Traces{}, malformed("malformed OTLP body: %v", err)
+	}
+	return req.Traces(), nil
 }
 
 // scanJSON counts objects and arrays and their nesting with a byte scan (no
@@ -362,110 +361,4 @@ func scanJSON(body []byte, lim config.OTLPLimits) error {
 		}
 	}
 	return nil
-}
-
-var idKeys = map[string]bool{"traceId": true, "spanId": true, "parentSpanId": true, "trace_id": true, "span_id": true, "parent_span_id": true}
-
-type jsonFrame struct {
-	object    bool
-	n         int  // members or elements written
-	expectKey bool // in an object: the next token is a key
-	key       string
-}
-
-func rewriteJSON(body []byte, lim config.OTLPLimits) ([]byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	out := bytes.NewBuffer(getBuf(len(body) + len(body)/8))
-	var stack []jsonFrame
-	objects, roots := 0, 0
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, malformed("malformed OTLP body: %v", err)
-		}
-		var top *jsonFrame
-		if len(stack) > 0 {
-			top = &stack[len(stack)-1]
-		}
-		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
-			out.WriteByte(byte(d))
-			stack = stack[:len(stack)-1]
-			if len(stack) > 0 && stack[len(stack)-1].object {
-				stack[len(stack)-1].expectKey = true
-			}
-			continue
-		}
-		if top != nil && top.object && top.expectKey {
-			key, _ := tok.(string) // the decoder only yields strings here
-			if top.n > 0 {
-				out.WriteByte(',')
-			}
-			top.n++
-			writeJSONString(out, key)
-			out.WriteByte(':')
-			top.expectKey, top.key = false, key
-			continue
-		}
-		if top == nil {
-			roots++
-			if roots > 1 {
-				return nil, malformed("malformed OTLP body: more than one JSON value")
-			}
-		} else if !top.object {
-			if top.n > 0 {
-				out.WriteByte(',')
-			}
-			top.n++
-		}
-		switch t := tok.(type) {
-		case json.Delim: // '{' or '['
-			objects++
-			if objects > lim.MaxObjects {
-				return nil, tooLarge(limits.OTLPObjects, "more than %d JSON objects and arrays in one request", lim.MaxObjects)
-			}
-			if len(stack) >= maxDepth+8 { // the OTLP envelope is 8 levels deep
-				return nil, tooLarge(limits.OTLPObjects, "the JSON body is nested deeper than %d levels", maxDepth+8)
-			}
-			out.WriteByte(byte(t))
-			stack = append(stack, jsonFrame{object: t == '{', expectKey: t == '{'})
-			continue
-		case string:
-			if top != nil && top.object && idKeys[top.key] {
-				raw, err := hex.DecodeString(t)
-				if err != nil {
-					return nil, malformed("%s %q is not hex", top.key, t)
-				}
-				t = base64.StdEncoding.EncodeToString(raw)
-			}
-			writeJSONString(out, t)
-		case json.Number:
-			if top != nil && top.object && idKeys[top.key] {
-				return nil, malformed("%s must be a hex string", top.key)
-			}
-			out.WriteString(string(t))
-		case bool:
-			fmt.Fprint(out, t)
-		case nil:
-			if top != nil && top.object && idKeys[top.key] {
-				return nil, malformed("%s must be a hex string", top.key)
-			}
-			out.WriteString("null")
-		}
-		if top != nil && top.object {
-			top.expectKey = true
-		}
-	}
-	if roots == 0 {
-		return nil, malformed("malformed OTLP body: empty")
-	}
-	return out.Bytes(), nil
-}
-
-func writeJSONString(out *bytes.Buffer, s string) {
-	b, _ := json.Marshal(s) // a Go string always encodes
-	out.Write(b)
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
@@ -78,25 +80,55 @@ func TestDecodeProtoAndJSONAgree(t *testing.T) {
 	lim := config.DefaultLimits().OTLP
 	want := sample()
 	wire, _ := proto.Marshal(want)
-	var fromProto, fromJSON tracepb.TracesData
-	if err := decodeProto(wire, lim, &fromProto); err != nil {
+	fromProto, err := decodeProto(wire, lim)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := decodeJSON(otlpJSON(t, want), lim, &fromJSON); err != nil {
+	fromJSON, err := decodeJSON(otlpJSON(t, want), lim)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if !proto.Equal(&fromProto, want) || !proto.Equal(&fromJSON, want) {
-		t.Fatalf("decoded forms differ:\nproto %v\njson  %v", &fromProto, &fromJSON)
+	// Both decoded forms are the request that was sent (pdata writes the
+	// empty scope and status messages the request left out).
+	var forms [2][]byte
+	for i, td := range []ptrace.Traces{fromProto, fromJSON} {
+		b, err := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got tracepb.TracesData
+		if err := proto.Unmarshal(b, &got); err != nil {
+			t.Fatal(err)
+		}
+		for _, ss := range want.ResourceSpans[0].ScopeSpans {
+			ss.Scope = &commonpb.InstrumentationScope{}
+			for _, sp := range ss.Spans {
+				if sp.Status == nil {
+					sp.Status = &tracepb.Status{}
+				}
+			}
+		}
+		if !proto.Equal(&got, want) {
+			t.Fatalf("decoded form %d differs:\n got %v\nwant %v", i, &got, want)
+		}
+		forms[i] = b
 	}
-	// snake_case ids and keys are protojson's other accepted spelling.
+	if !bytes.Equal(forms[0], forms[1]) {
+		t.Error("protobuf and JSON decode differently")
+	}
+	// snake_case ids and keys are OTLP/JSON's other accepted spelling.
 	snake := `{"resource_spans":[{"scope_spans":[{"spans":[{"trace_id":"` + hex.EncodeToString(tid) + `","span_id":"` +
 		hex.EncodeToString(sid) + `","name":"x"}]}]}]}`
-	var td tracepb.TracesData
-	if err := decodeJSON([]byte(snake), lim, &td); err != nil {
+	td, err := decodeJSON([]byte(snake), lim)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if got := td.ResourceSpans[0].ScopeSpans[0].Spans[0]; !bytes.Equal(got.TraceId, tid) || !bytes.Equal(got.SpanId, sid) {
-		t.Fatalf("snake_case ids decoded as %x %x", got.TraceId, got.SpanId)
+	got := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
+	if tr := got.TraceID(); !bytes.Equal(tr[:], tid) {
+		t.Fatalf("snake_case trace id decoded as %x", tr)
+	}
+	if sp := got.SpanID(); !bytes.Equal(sp[:], sid) {
+		t.Fatalf("snake_case span id decoded as %x", sp)
 	}
 }
 
@@ -110,14 +142,12 @@ func TestDecodeRefusesMalformed(t *testing.T) {
 		"id not a string": `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":12}]}]}]}`,
 		"wrong shape":     `{"resourceSpans":{"x":1}}`,
 	} {
-		var td tracepb.TracesData
-		err := decodeJSON([]byte(body), lim, &td)
+		_, err := decodeJSON([]byte(body), lim)
 		if domain.KindOf(err) != domain.KindInvalid {
 			t.Errorf("%s: %v, want invalid", name, err)
 		}
 	}
-	var td tracepb.TracesData
-	if err := decodeProto([]byte{0x0a, 0x05, 0x01}, lim, &td); domain.KindOf(err) != domain.KindInvalid {
+	if _, err := decodeProto([]byte{0x0a, 0x05, 0x01}, lim); domain.KindOf(err) != domain.KindInvalid {
 		t.Errorf("truncated protobuf: %v, want invalid", err)
 	}
 }
@@ -137,19 +167,19 @@ func TestObjectLimitBeforeUnmarshal(t *testing.T) {
 	lim := config.DefaultLimits().OTLP
 	lim.MaxObjects = 1000
 	wire, _ := proto.Marshal(manyAttrs(1000))
-	var td tracepb.TracesData
-	if got := limitOf(t, decodeProto(wire, lim, &td)); got != string(limits.OTLPObjects) {
+	td, err := decodeProto(wire, lim)
+	if got := limitOf(t, err); got != string(limits.OTLPObjects) {
 		t.Errorf("protobuf: limit %s", got)
 	}
-	if len(td.ResourceSpans) != 0 {
+	if td != (ptrace.Traces{}) {
 		t.Error("the body was unmarshalled before it was counted")
 	}
-	if got := limitOf(t, decodeJSON(otlpJSON(t, manyAttrs(1000)), lim, &td)); got != string(limits.OTLPObjects) {
-		t.Errorf("json: limit %s", got)
+	if _, err := decodeJSON(otlpJSON(t, manyAttrs(1000)), lim); limitOf(t, err) != string(limits.OTLPObjects) {
+		t.Errorf("json: limit %v", err)
 	}
 	// Within the limit both decode.
 	wire, _ = proto.Marshal(manyAttrs(900))
-	if err := decodeProto(wire, lim, &td); err != nil {
+	if _, err := decodeProto(wire, lim); err != nil {
 		t.Errorf("900 attributes: %v", err)
 	}
 }
@@ -164,18 +194,19 @@ func TestNestingLimit(t *testing.T) {
 	sp := td.ResourceSpans[0].ScopeSpans[0].Spans[0]
 	sp.Attributes = append(sp.Attributes, &commonpb.KeyValue{Key: "deep", Value: v})
 	wire, _ := proto.Marshal(td)
-	var out tracepb.TracesData
-	limitOf(t, decodeProto(wire, lim, &out))
+	_, err := decodeProto(wire, lim)
+	limitOf(t, err)
 	deep := strings.Repeat(`[`, 100) + strings.Repeat(`]`, 100)
-	limitOf(t, decodeJSON([]byte(`{"x":`+deep+`}`), lim, &out))
+	_, err = decodeJSON([]byte(`{"x":`+deep+`}`), lim)
+	limitOf(t, err)
 }
 
 func TestSpanLimitAndResourceCopies(t *testing.T) {
 	lim := config.DefaultLimits().OTLP
 	lim.MaxSpans = 1
 	wire, _ := proto.Marshal(sample()) // two spans
-	var td tracepb.TracesData
-	if got := limitOf(t, decodeProto(wire, lim, &td)); got != string(limits.OTLPSpans) {
+	_, err := decodeProto(wire, lim)
+	if got := limitOf(t, err); got != string(limits.OTLPSpans) {
 		t.Errorf("limit %s, want otlp_spans", got)
 	}
 	// 300 spans sharing 300 resource attributes: 600 objects on the wire,
@@ -191,31 +222,51 @@ func TestSpanLimitAndResourceCopies(t *testing.T) {
 		rs.ScopeSpans[0].Spans = append(rs.ScopeSpans[0].Spans, &tracepb.Span{TraceId: tid, SpanId: id, Name: "s"})
 	}
 	wire, _ = proto.Marshal(big)
-	if err := decodeProto(wire, lim, &td); err != nil {
+	td, err := decodeProto(wire, lim)
+	if err != nil {
 		t.Fatalf("wire count: %v", err)
 	}
-	_, err := collect(&td, lim)
+	_, err = collect(td, lim)
 	if got := limitOf(t, err); got != string(limits.OTLPObjects) {
 		t.Errorf("limit %s", got)
 	}
 }
 
-func TestCollectValidatesSpans(t *testing.T) {
-	lim := config.DefaultLimits().OTLP
-	traces, err := collect(sample(), lim)
+// decoded is td as the handler sees it: on the wire and back through pdata.
+func decoded(t *testing.T, td *tracepb.TracesData) (ptrace.Traces, error) {
+	t.Helper()
+	wire, err := proto.Marshal(td)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(traces) != 1 || len(traces[0].spans) != 2 {
+	return decodeProto(wire, config.DefaultLimits().OTLP)
+}
+
+func TestCollectValidatesSpans(t *testing.T) {
+	lim := config.DefaultLimits().OTLP
+	td, err := decoded(t, sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	traces, err := collect(td, lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(traces) != 1 || len(traces[0].Spans) != 2 {
 		t.Fatalf("traces = %+v", traces)
 	}
-	root := traces[0].spans[0]
-	if root.name != "checkout" || !root.failed || root.statusMsg != "declined" || root.attrs["service.name"] != "checkout-service" ||
-		root.own["service.name"] != "" || root.attrs["obj"] != `{"a":"1"}` || len(root.events) != 1 || root.events[0].Name != "retry" {
+	root := traces[0].Spans[0]
+	if root.Name != "checkout" || !root.Failed || root.StatusMessage != "declined" || root.Attr("service.name") != "checkout-service" ||
+		root.Attributes["service.name"] != "" || root.Attr("obj") != `{"a":"1"}` || len(root.Events) != 1 || root.Events[0].Name != "retry" ||
+		root.Events[0].EventStatus() != domain.SubStepRetry {
 		t.Errorf("root span = %+v", root)
+	}
+	if got := traces[0].Spans[1]; got.ParentID != hex.EncodeToString(sid) || got.TraceID != hex.EncodeToString(tid) {
+		t.Errorf("child span = %+v", got)
 	}
 	for name, mutate := range map[string]func(*tracepb.Span){
 		"short trace id": func(s *tracepb.Span) { s.TraceId = []byte{1} },
+		"zero trace id":  func(s *tracepb.Span) { s.TraceId = make([]byte, 16) },
 		"zero span id":   func(s *tracepb.Span) { s.SpanId = make([]byte, 8) },
 		"bad parent":     func(s *tracepb.Span) { s.ParentSpanId = []byte{1} },
 		"no name":        func(s *tracepb.Span) { s.Name = "" },
@@ -223,7 +274,11 @@ func TestCollectValidatesSpans(t *testing.T) {
 	} {
 		td := sample()
 		mutate(td.ResourceSpans[0].ScopeSpans[0].Spans[0])
-		if _, err := collect(td, lim); domain.KindOf(err) != domain.KindInvalid {
+		pd, err := decoded(t, td)
+		if err == nil {
+			_, err = collect(pd, lim)
+		}
+		if domain.KindOf(err) != domain.KindInvalid {
 			t.Errorf("%s: %v, want invalid", name, err)
 		}
 	}

@@ -13,7 +13,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/threadengine/engine/adapters/config"
 	"github.com/threadengine/engine/adapters/limits"
@@ -169,15 +171,19 @@ func TestPartialSuccessReply(t *testing.T) {
 		t.Fatal(err)
 	}
 	// ExportTraceServiceResponse{partial_success{rejected_spans: 3, error_message}}
-	var want []byte
-	var ps []byte
-	ps = protowire.AppendTag(ps, 1, protowire.VarintType)
-	ps = protowire.AppendVarint(ps, 3)
-	ps = protowire.AppendTag(ps, 2, protowire.BytesType)
-	ps = protowire.AppendString(ps, "trace x: bad")
-	want = protowire.AppendTag(want, 1, protowire.BytesType)
-	want = protowire.AppendBytes(want, ps)
-	if !bytes.Equal(w.Body.Bytes(), want) {
-		t.Errorf("reply %x, want %x", w.Body.Bytes(), want)
+	var got coltracepb.ExportTraceServiceResponse
+	if err := proto.Unmarshal(w.Body.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if ps := got.GetPartialSuccess(); ps.GetRejectedSpans() != 3 || ps.GetErrorMessage() != "trace x: bad" {
+		t.Errorf("reply %x = %v", w.Body.Bytes(), &got)
+	}
+	// JSON: int64 as a string, as OTLP/JSON has it.
+	w = httptest.NewRecorder()
+	if err := (&Handler{}).reply(e.NewContext(r, w), true, 3, "trace x: bad"); err != nil {
+		t.Fatal(err)
+	}
+	if body := w.Body.String(); body != `{"partialSuccess":{"rejectedSpans":"3","errorMessage":"trace x: bad"}}` {
+		t.Errorf("JSON reply %s", body)
 	}
 }

@@ -119,6 +119,9 @@ type Server struct {
 	// is the sweep for overdue and silent threads (alerts.*).
 	Webhooks *ops.Webhooks
 	Alerts   *ops.AlertSweep
+	// QuietTraces ends OTLP trace threads after otlp.trace_quiet_period
+	// (run in the background; tests call Handle with a moved clock).
+	QuietTraces threads.EndQuietTracesHandler
 	// Queries are the read use cases (GraphQL, MCP); GraphQL executes
 	// operations with the cost limit (POST/GET /graphql, MCP graphql_query).
 	Queries *readmodel.Queries
@@ -267,6 +270,16 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 		return ws.Shutdown(ctx)
 	})
 	(&otlp.Handler{Threads: s.Threads, Log: s.Log, Limits: s.Config.Limits.OTLP, Refusals: s.Refusals}).Mount(s.Echo, s.Auth.Middleware())
+	{
+		// Trace threads end once their root span ended and they went quiet
+		// (otlp.trace_quiet_period); every replica runs it, the thread's
+		// lock ends each once.
+		s.QuietTraces = threads.NewEndQuietTracesHandler(threadStore, s.Threads.Hub(), s.Clock, s.EngineMetrics, s.Config.OTLP.TraceQuietPeriod)
+		ctx, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); s.QuietTraces.Run(ctx, 0, s.Log) }()
+		s.OnClose(func() error { stop(); <-done; return nil })
+	}
 
 	// --- operators: thread deletion (s.Erasure) ---
 	s.Erasure = ops.NewErasure(ops.ErasureDeps{Store: threadStore, Audit: s.Store, Clock: s.Clock,

@@ -16,7 +16,8 @@ type cursorRow struct {
 }
 
 // ListThreadIDs: see ports.ThreadLister. Keyset pagination on the
-// threads_created index, so every page costs the same.
+// (created_at, id) index (threads_created_id; threads_created on SQLite), so
+// every page costs the same.
 func (s *Store) ListThreadIDs(ctx context.Context, f ports.ExportFilter, after *ports.ThreadCursor, limit int) ([]ports.ThreadCursor, error) {
 	var where []string
 	var args []any

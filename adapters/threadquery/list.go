@@ -124,10 +124,12 @@ func prefixEnd(p string) string {
 func (s *Store) refMatch(v string) (string, []any) {
 	pattern := "%" + likeEscape(strings.ToLower(v)) + "%"
 	if s.db.Dialect == sqldb.SQLite && len([]rune(v)) >= 3 {
-		// The trigram table answers LIKE from its index (case-insensitive
-		// like LOWER…LIKE); the LOWER LIKE below keeps the result exact.
-		return `r.rowid IN (SELECT rowid FROM thread_refs_trgm WHERE ref_value LIKE ? ESCAPE '\') AND LOWER(r.ref_value) LIKE ? ESCAPE '\'`,
-			[]any{pattern, pattern}
+		// The trigram table answers LIKE from its index only without an
+		// ESCAPE clause, so it gets the value unescaped: a % or _ in it
+		// matches more, never less, and the escaped LOWER LIKE below keeps
+		// the result exact.
+		return `r.rowid IN (SELECT rowid FROM thread_refs_trgm WHERE ref_value LIKE ?) AND LOWER(r.ref_value) LIKE ? ESCAPE '\'`,
+			[]any{"%" + v + "%", pattern}
 	}
 	return `LOWER(r.ref_value) LIKE ? ESCAPE '\'`, []any{pattern}
 }

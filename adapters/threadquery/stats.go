@@ -73,10 +73,19 @@ type stepStatRow struct {
 // StepStats counts one contract version's steps: attempts and failures from
 // the activity log, violations and warnings from the validations — the
 // roll-up's totals (step_stats_total: every hour before the watermark, one
-// row per step) plus the raw rows from the watermark on. The watermark is
-// read in the same statement, so a roll-up committing meanwhile neither
-// loses nor double-counts an hour.
+// row per step) plus the raw rows from the watermark w on. w is read first
+// (a bound value lets the raw halves use their time indexes); should a
+// roll-up commit hours past w before the statement runs, the totals hold
+// them and so do the hourly rows from w on, which the statement takes out
+// in the same snapshot, so no hour is lost or counted twice.
 func (s *Store) StepStats(ctx context.Context, contractName string, version int) ([]ports.StepStat, error) {
+	w, rolled, err := s.rolledUntil(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !rolled {
+		w = epoch
+	}
 	cond, args := `t.contract_name = ?`, []any{contractName}
 	rcond, rargs := `r.contract_name = ?`, []any{contractName}
 	if version > 0 {
@@ -85,21 +94,12 @@ func (s *Store) StepStats(ctx context.Context, contractName string, version int)
 		rcond += ` AND r.contract_version = ?`
 		rargs = append(rargs, version)
 	}
-	// Hourly rows at or past the watermark are normally none; were the
-	// watermark ever set back, the totals still hold those hours, which the
-	// raw rows count again, so they are taken out.
 	parts := []string{`SELECT r.step_name, r.attempts, r.failed, r.violated, r.warnings FROM step_stats_total r WHERE ` + rcond,
-		`SELECT r.step_name, -r.attempts, -r.failed, -r.violated, -r.warnings FROM step_stats_hourly r WHERE ` + rcond +
-			` AND r.hour >= COALESCE((SELECT rolled_until FROM stats_rollup WHERE name = '` + rollupName + `'), ?)`}
-	all := append(append(append([]any{}, rargs...), rargs...), sqldb.Time(epoch))
-	for _, x := range []struct{ alias, table, at, sel string }{
-		{"a", "thread_activities", "recorded_at", `a.step_name, 1 AS attempts, CASE WHEN a.status IN ('failed','error') THEN 1 ELSE 0 END AS failed, 0 AS violated, 0 AS warnings`},
-		{"v", "thread_validations", "created_at", `v.step_name, 0 AS attempts, 0 AS failed, CASE WHEN v.overall_status = 'violated' THEN 1 ELSE 0 END AS violated, CASE WHEN v.overall_status = 'warning' THEN 1 ELSE 0 END AS warnings`},
-	} {
-		parts = append(parts, `SELECT `+x.sel+` FROM `+x.table+` `+x.alias+` JOIN threads t ON t.id = `+x.alias+`.thread_id AND `+cond+
-			` WHERE `+x.alias+`.`+x.at+` >= COALESCE((SELECT rolled_until FROM stats_rollup WHERE name = '`+rollupName+`'), ?)`)
-		all = append(append(all, args...), sqldb.Time(epoch))
-	}
+		`SELECT r.step_name, -r.attempts, -r.failed, -r.violated, -r.warnings FROM step_stats_hourly r WHERE ` + rcond + ` AND r.hour >= ?`}
+	all := append(append(append([]any{}, rargs...), rargs...), sqldb.Time(w))
+	raw, rawArgs := rawStepParts(`JOIN threads t ON t.id = %s.thread_id AND `+cond, args, w, time.Time{})
+	parts = append(parts, raw...)
+	all = append(all, rawArgs...)
 	return s.stepStats(ctx, contractName, parts, all, `ORDER BY SUM(failed) + SUM(violated) DESC, step_name`)
 }
 
@@ -162,7 +162,7 @@ type hourRow struct {
 }
 
 // Hourly counts threads started, completed and failed per UTC hour since a
-// time (threads_created and threads_completed indexes).
+// time (the (created_at, id) and threads_completed indexes).
 func (s *Store) Hourly(ctx context.Context, since, until time.Time) ([]ports.HourBucket, error) {
 	hour := func(col string) string {
 		if s.db.Dialect == sqldb.Postgres {

@@ -565,13 +565,14 @@ const validationCol = `, (SELECT v.overall_status FROM thread_validations v WHER
  ORDER BY v.created_at DESC, v.id DESC LIMIT 1) AS validation`
 
 func (r activityRow) view() ports.ActivityView {
+	context := orJSON(r.Context.S, "{}")
 	if !r.Context.Valid && r.ContextBytes != nil && *r.ContextBytes > 0 {
-		r.Context = dbText{S: TruncatedContext(*r.ContextBytes), Valid: true}
+		context = TruncatedContext(*r.ContextBytes) // cut by listCols
 	}
 	return ports.ActivityView{
 		ID: r.ID, ThreadID: r.ThreadID, Seq: r.Seq, ActivityType: r.ActivityType, StepName: r.StepName,
 		IdempotencyKey: r.IdempotencyKey, Status: r.Status, Attempt: r.Attempt, Actor: r.Actor,
-		ActorService: r.ActorService, Context: orJSON(r.Context.S, "{}"), Metadata: orJSON(r.Metadata.S, "{}"),
+		ActorService: r.ActorService, Context: context, Metadata: orJSON(r.Metadata.S, "{}"),
 		StartedAt: r.StartedAt.ptr(), FinishedAt: r.FinishedAt.ptr(), RecordedAt: r.RecordedAt.T,
 		ContentHash: r.ContentHash, Hash: r.Hash, PrevHash: r.PrevHash, Validation: r.Validation.S,
 	}

@@ -10,8 +10,9 @@ import (
 
 // ThreadsVersion: see ports.ThreadQueries. The newest start and, per
 // status, the newest update are each one backward step on an index
-// (threads_created, threads_status_updated), so the answer costs the same on
-// 10 threads or 10 million; a deletion alone does not change it.
+// (threads_created_id, threads_created on SQLite; threads_status_updated),
+// so the answer costs the same on 10 threads or 10 million; a deletion alone
+// does not change it.
 func (s *Store) ThreadsVersion(ctx context.Context) (string, error) {
 	var row struct {
 		Created   sql.NullString `db:"created"`

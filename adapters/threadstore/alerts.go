@@ -90,3 +90,11 @@ func (s *Store) RecordThreadAlert(ctx context.Context, threadID, condition strin
 	}
 	return recorded, sqldb.TranslateError(err)
 }
+
+// QuietTraceThreads: see ports.QuietTraces (index threads_trace_quiet).
+func (s *Store) QuietTraceThreads(ctx context.Context, updatedBefore time.Time, limit int) ([]string, error) {
+	var ids []string
+	err := s.db.SelectContext(ctx, &ids, s.q(`SELECT id FROM threads WHERE trace_root_ended_at IS NOT NULL
+ AND status = 'active' AND updated_at < ? ORDER BY updated_at LIMIT ?`), sqldb.Time(updatedBefore), limit)
+	return ids, sqldb.TranslateError(err)
+}

@@ -426,7 +426,7 @@ func (s *Store) threadParts(plans []ports.StepPlan) []part {
 	rows := make([][]any, 0, len(plans))
 	for _, p := range plans {
 		t := p.Thread
-		rows = append(rows, append([]any{t.ID, string(t.Status), nullStr(t.Error), t.LastHash, t.StepCount, sqldb.Time(t.UpdatedAt),
+		rows = append(rows, append([]any{t.ID, string(t.Status), nullStr(t.Error), t.LastHash(), t.StepCount(), sqldb.Time(t.UpdatedAt),
 			sqldb.TimePtr(t.CompletedAt)}, healthValues(t)...))
 	}
 	return rowsParts(`UPDATE threads AS t SET status = v.status, error = v.error, last_hash = v.last_hash,

@@ -199,7 +199,7 @@ func TestDeleteThreadsRemovesEveryRow(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(recs) != 1 || recs[0].ID != gone.ID || recs[0].StepCount != 3 || recs[0].ContractName != "flow" {
+			if len(recs) != 1 || recs[0].ID != gone.ID || recs[0].StepCount() != 3 || recs[0].ContractName != "flow" {
 				t.Fatalf("deleted %+v", recs)
 			}
 			wantNoRows(t, f.db, gone.ID)

@@ -56,9 +56,11 @@ func (s *Store) backfillOne(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
-		if th.Health, err = s.replayHealth(ctx, tx, id); err != nil {
+		h, err := s.replayHealth(ctx, tx, id)
+		if err != nil {
 			return err
 		}
+		th.RestoreHealth(h)
 		return s.writeThread(ctx, tx, th)
 	})
 }

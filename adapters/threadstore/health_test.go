@@ -37,7 +37,7 @@ func TestHealthKeptOnWriteAndBackfilled(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			h := got.Health
+			h := got.Health()
 			if h.FailedSteps != 1 || h.FirstIssue == nil || h.FirstIssue.StepName != "pay" ||
 				h.FirstIssue.Type != domain.IssueStepFailed || h.FirstIssue.Message != "card declined" || h.LastActivityAt.IsZero() {
 				t.Fatalf("health on write = %+v %+v", h, h.FirstIssue)
@@ -54,8 +54,8 @@ func TestHealthKeptOnWriteAndBackfilled(t *testing.T) {
 				t.Fatal(err)
 			}
 			ended, _ := store.GetThread(ctx, th.ID)
-			if ended.Health.FailedSteps != 1 || ended.Health.FirstIssue == nil {
-				t.Fatalf("ending the thread lost its health: %+v", ended.Health)
+			if ended.Health().FailedSteps != 1 || ended.Health().FirstIssue == nil {
+				t.Fatalf("ending the thread lost its health: %+v", ended.Health())
 			}
 
 			// A row from before the migration: health columns at their defaults.
@@ -69,9 +69,9 @@ func TestHealthKeptOnWriteAndBackfilled(t *testing.T) {
 				t.Fatalf("backfill %d %v", n, err)
 			}
 			back, _ := store.GetThread(ctx, th.ID)
-			if back.Health.FailedSteps != 1 || back.Health.FirstIssue == nil || *back.Health.FirstIssue != *h.FirstIssue ||
-				!back.Health.LastActivityAt.Equal(h.LastActivityAt) {
-				t.Fatalf("backfilled %+v, want %+v", back.Health, h)
+			if back.Health().FailedSteps != 1 || back.Health().FirstIssue == nil || *back.Health().FirstIssue != *h.FirstIssue ||
+				!back.Health().LastActivityAt.Equal(h.LastActivityAt) {
+				t.Fatalf("backfilled %+v, want %+v", back.Health(), h)
 			}
 			if err := db.QueryRow(db.Rebind(`SELECT health, duration_ms FROM threads WHERE id = ?`), th.ID).Scan(&health, &dur); err != nil {
 				t.Fatal(err)

@@ -97,7 +97,7 @@ func TestContentRefusalsAreLoggedNotRecorded(t *testing.T) {
 			t.Fatalf("recorded states %+v (%v), want approval and charge only", states, err)
 		}
 		th, err := store.GetThread(ctx, tid)
-		if err != nil || th.Status != domain.ThreadActive || th.StepCount != 2 {
+		if err != nil || th.Status != domain.ThreadActive || th.StepCount() != 2 {
 			t.Fatalf("thread %+v (%v)", th, err)
 		}
 		refusals, err := store.ListRefusals(ctx, ports.RefusalFilter{ThreadID: tid, Limit: 10})

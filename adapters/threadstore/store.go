@@ -203,6 +203,9 @@ type threadRow struct {
 	CreatedAt       time.Time      `db:"created_at"`
 	UpdatedAt       time.Time      `db:"updated_at"`
 	CompletedAt     sql.NullTime   `db:"completed_at"`
+	// TraceRootEnded: not read by the group-committed appends (batch.go),
+	// which never change it.
+	TraceRootEnded sql.NullTime `db:"trace_root_ended_at"`
 	healthCols
 }
 
@@ -235,14 +238,15 @@ const healthColNames = `failed_steps, critical_issues, major_issues, warning_iss
  first_issue_message, first_issue_severity, last_activity_at`
 
 const threadCols = `id, contract_id, contract_name, contract_version, label, owner_kind, owner_id, service_name,
- status, error, end_reason, last_hash, step_count, CAST(tags AS TEXT) AS tags, created_at, updated_at, completed_at, ` + healthColNames
+ status, error, end_reason, last_hash, step_count, CAST(tags AS TEXT) AS tags, created_at, updated_at, completed_at,
+ trace_root_ended_at, ` + healthColNames
 
 // healthValues are the values of the health columns written with a thread
 // row, in this order: health, failed_steps, critical_issues, major_issues,
 // warning_issues, first_issue_step, first_issue_type, first_issue_message,
 // first_issue_severity, last_activity_at, duration_ms.
 func healthValues(t domain.Thread) []any {
-	h := t.Health
+	h := t.Health()
 	var step, typ, msg, sev any
 	if is := h.FirstIssue; is != nil {
 		step, typ, msg, sev = is.StepName, is.Type, is.Message, nullStr(string(is.Severity))
@@ -260,10 +264,13 @@ func (r threadRow) record() domain.Thread {
 		ID: r.ID, ContractName: r.ContractName.String,
 		ContractVersion: int(r.ContractVersion.Int64), Label: r.Label.String, OwnerKind: r.OwnerKind,
 		OwnerID: r.OwnerID, ServiceName: r.ServiceName.String, Status: domain.ThreadStatus(r.Status), Error: r.Error.String,
-		EndReason: r.EndReason.String, LastHash: r.LastHash, StepCount: r.StepCount, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
-		CompletedAt: sqldb.FromNullTime(r.CompletedAt), Health: r.healthCols.health(),
+		EndReason: r.EndReason.String, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+		CompletedAt: sqldb.FromNullTime(r.CompletedAt),
 	}
+	t.RestoreHealth(r.healthCols.health())
 	_ = json.Unmarshal([]byte(r.Tags), &t.Tags)
+	t.RestoreHead(r.LastHash, r.StepCount)
+	t.RestoreTraceRootEnded(sqldb.FromNullTime(r.TraceRootEnded))
 	return t
 }
 
@@ -533,16 +540,17 @@ func (s *Store) ListStepStates(ctx context.Context, threadID string) ([]ports.St
 }
 
 func (s *Store) writeThread(ctx context.Context, tx *sqlx.Tx, t domain.Thread) error {
-	args := []any{string(t.Status), nullStr(t.Error), nullStr(t.EndReason), t.LastHash,
-		t.StepCount, sqldb.Time(t.UpdatedAt), sqldb.TimePtr(t.CompletedAt)}
+	// created_at moves only to a trace's earliest span (Thread.ObserveTrace).
+	args := []any{string(t.Status), nullStr(t.Error), nullStr(t.EndReason), t.LastHash(),
+		t.StepCount(), sqldb.Time(t.CreatedAt), sqldb.Time(t.UpdatedAt), sqldb.TimePtr(t.CompletedAt), sqldb.TimePtr(t.TraceRootEndedAt())}
 	args = append(append(args, healthValues(t)...), t.ID)
 	return s.exec(ctx, tx, `UPDATE threads SET status = ?, error = ?, end_reason = ?, last_hash = ?, step_count = ?,
- updated_at = ?, completed_at = ?, `+healthSet+` WHERE id = ?`, args...)
+ created_at = ?, updated_at = ?, completed_at = ?, trace_root_ended_at = ?, `+healthSet+` WHERE id = ?`, args...)
 }
 
 // threadPart is an append's thread row update (end_reason never changes there).
 func threadPart(t domain.Thread) part {
-	args := []any{string(t.Status), nullStr(t.Error), t.LastHash, t.StepCount, sqldb.Time(t.UpdatedAt), sqldb.TimePtr(t.CompletedAt)}
+	args := []any{string(t.Status), nullStr(t.Error), t.LastHash(), t.StepCount(), sqldb.Time(t.UpdatedAt), sqldb.TimePtr(t.CompletedAt)}
 	args = append(append(args, healthValues(t)...), t.ID)
 	return part{`UPDATE threads SET status = ?, error = ?, last_hash = ?, step_count = ?,
  updated_at = ?, completed_at = ?, ` + healthSet + ` WHERE id = ?`, args}

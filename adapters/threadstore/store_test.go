@@ -231,7 +231,7 @@ func TestGroupCommitRoundsKeepChainsAndRows(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			steps += int64(th.StepCount)
+			steps += int64(th.StepCount())
 		}
 		if steps != want {
 			t.Errorf("thread step counts sum to %d, want %d", steps, want)
@@ -267,8 +267,8 @@ func TestManySubStepsSplitAcrossStatements(t *testing.T) {
 		db, store, ctx, th := storeWithThread(t, d, "subs")
 		_, err := store.AppendStep(ctx, th.ID, ports.AppendWriter{PrincipalID: "u1"}, "big", "k", false, func(v ports.StepTx) (ports.StepPlan, error) {
 			now := time.Now().UTC()
-			a := ports.Activity{ID: "act-1", ThreadID: th.ID, Seq: v.Thread.StepCount + 1, StepName: "big",
-				IdempotencyKey: "k", Status: "success", Attempt: 1, RecordedAt: now, Hash: "h", PrevHash: v.Thread.LastHash}
+			a := ports.Activity{ID: "act-1", ThreadID: th.ID, Seq: v.Thread.StepCount() + 1, StepName: "big",
+				IdempotencyKey: "k", Status: "success", Attempt: 1, RecordedAt: now, Hash: "h", PrevHash: v.Thread.LastHash()}
 			p := ports.StepPlan{Activity: a, Thread: v.Thread,
 				State: ports.StepState{StepName: "big", IdempotencyKey: "k", Status: "success", LatestStepID: a.ID,
 					FirstSeenAt: now, LastUpdatedAt: now}}
@@ -276,7 +276,8 @@ func TestManySubStepsSplitAcrossStatements(t *testing.T) {
 				p.SubSteps = append(p.SubSteps, ports.SubStep{ID: fmt.Sprint("sub-", i), Name: fmt.Sprint("sub-", i),
 					Status: "success", RecordedAt: now})
 			}
-			p.Thread.StepCount, p.Thread.LastHash, p.Thread.UpdatedAt = a.Seq, a.Hash, now
+			p.Thread.Append(a.Hash, domain.StepOutcome{StepName: "big", Status: "success", RecordedAt: now})
+			p.Thread.UpdatedAt = now
 			return p, nil
 		})
 		if err != nil {
@@ -290,7 +291,7 @@ func TestManySubStepsSplitAcrossStatements(t *testing.T) {
 			t.Fatalf("sub-steps %d (distinct %d), want 2100", n, distinct)
 		}
 		got, err := store.GetThread(ctx, th.ID)
-		if err != nil || got.StepCount != 1 || got.LastHash != "h" {
+		if err != nil || got.StepCount() != 1 || got.LastHash() != "h" {
 			t.Fatalf("thread %+v %v", got, err)
 		}
 	})
@@ -306,12 +307,13 @@ func TestStepInvocationIDRoundTrips(t *testing.T) {
 			t.Helper()
 			_, err := store.AppendStep(ctx, th.ID, ports.AppendWriter{PrincipalID: "u1"}, "pay", "k", false, func(v ports.StepTx) (ports.StepPlan, error) {
 				now := time.Now().UTC()
-				a := ports.Activity{ID: fmt.Sprint("act-", v.Thread.StepCount+1), ThreadID: th.ID, Seq: v.Thread.StepCount + 1,
-					StepName: "pay", IdempotencyKey: "k", Status: "failed", Attempt: 1, RecordedAt: now, Hash: "h", PrevHash: v.Thread.LastHash}
+				a := ports.Activity{ID: fmt.Sprint("act-", v.Thread.StepCount()+1), ThreadID: th.ID, Seq: v.Thread.StepCount() + 1,
+					StepName: "pay", IdempotencyKey: "k", Status: "failed", Attempt: 1, RecordedAt: now, Hash: "h", PrevHash: v.Thread.LastHash()}
 				p := ports.StepPlan{Activity: a, Thread: v.Thread,
 					State: ports.StepState{StepName: "pay", IdempotencyKey: "k", Status: "failed", LatestStepID: a.ID,
 						InvocationID: inv, FirstSeenAt: now, LastUpdatedAt: now}}
-				p.Thread.StepCount, p.Thread.LastHash, p.Thread.UpdatedAt = a.Seq, a.Hash, now
+				p.Thread.RestoreHead(a.Hash, a.Seq)
+				p.Thread.UpdatedAt = now
 				return p, nil
 			})
 			if err != nil {
@@ -367,12 +369,13 @@ func TestRefsWithAStepShareItsTransaction(t *testing.T) {
 					return ports.StepPlan{Refs: refs}, refuse
 				}
 				now := time.Now().UTC()
-				a := ports.Activity{ID: fmt.Sprint("act-", v.Thread.StepCount+1), ThreadID: th.ID, Seq: v.Thread.StepCount + 1,
-					StepName: "pay", IdempotencyKey: fmt.Sprint(refs), Status: "success", Attempt: 1, RecordedAt: now, Hash: "h", PrevHash: v.Thread.LastHash}
+				a := ports.Activity{ID: fmt.Sprint("act-", v.Thread.StepCount()+1), ThreadID: th.ID, Seq: v.Thread.StepCount() + 1,
+					StepName: "pay", IdempotencyKey: fmt.Sprint(refs), Status: "success", Attempt: 1, RecordedAt: now, Hash: "h", PrevHash: v.Thread.LastHash()}
 				p := ports.StepPlan{Activity: a, Thread: v.Thread, Refs: refs,
 					State: ports.StepState{StepName: "pay", IdempotencyKey: a.IdempotencyKey, Status: "success", LatestStepID: a.ID,
 						FirstSeenAt: now, LastUpdatedAt: now}}
-				p.Thread.StepCount, p.Thread.LastHash, p.Thread.UpdatedAt = a.Seq, a.Hash, now
+				p.Thread.RestoreHead(a.Hash, a.Seq)
+				p.Thread.UpdatedAt = now
 				return p, nil
 			})
 			return err

@@ -114,7 +114,7 @@ func TestAlertsFanOutToTheOutbox(t *testing.T) {
 			t.Fatalf("thread-level validations %d %v; want 2 (minor + silent)", nv, err)
 		}
 		back, err := ts.GetThread(ctx, th.ID)
-		if err != nil || back.Status != domain.ThreadActive || back.Health.Warnings != 1 { // the silent alert folded; the hand-made minor one did not
+		if err != nil || back.Status != domain.ThreadActive || back.Health().Warnings != 1 { // the silent alert folded; the hand-made minor one did not
 			t.Fatalf("thread after alerts %+v %v", back, err)
 		}
 

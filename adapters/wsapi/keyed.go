@@ -151,21 +151,13 @@ func (s *session) cancelWait(_ context.Context, m Message) (reply, error) {
 var errAnswered = errors.New("answered asynchronously")
 
 // connRole is the role a connection acts as on a thread it got from the
-// thread action: the frame's, else the caller's only party on the thread.
+// thread action (domain.Thread.ConnectionRole: the frame's, else the
+// caller's only party on the thread).
 func connRole(th domain.Thread, p *domain.Principal, role string) string {
-	if role != "" || p == nil {
+	if p == nil {
 		return role
 	}
-	var mine []string
-	for _, q := range th.Parties {
-		if q.PrincipalID == p.ID {
-			mine = append(mine, q.Role)
-		}
-	}
-	if len(mine) == 1 {
-		return mine[0]
-	}
-	return ""
+	return th.ConnectionRole(p.ID, role)
 }
 
 // stepVerdict adds the verdict of the step just recorded to its reply, for a

@@ -5,6 +5,7 @@ package delivery
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -239,6 +240,16 @@ func ValidationVerdict(v *domain.ValidationResult) WaitResult {
 func checkInvocationID(id string) error {
 	if utf8.RuneCountInString(id) > MaxInvocationIDLen {
 		return domain.Invalid("invocationId", "invocationId must be at most %d characters", MaxInvocationIDLen)
+	}
+	return CheckInvocationPrefix(id)
+}
+
+// CheckInvocationPrefix refuses an invocation id in the engine's own
+// namespace (domain.ReportInvocationPrefix names what an unguarded report
+// consumed): a client naming one would take over that row as its grant.
+func CheckInvocationPrefix(id string) error {
+	if strings.HasPrefix(id, domain.ReportInvocationPrefix) {
+		return domain.Invalid("invocationId", "invocationId must not start with %q (reserved by the engine)", domain.ReportInvocationPrefix)
 	}
 	return nil
 }

@@ -91,11 +91,11 @@ func (a *AlertSweep) Sweep(ctx context.Context) (AlertSweepResult, error) {
 			n, err := a.flag(ctx, domain.AlertOverdue, func(limit int) ([]string, error) {
 				return a.d.Store.OverdueThreads(ctx, l.c.Name, l.c.Version, a.since(key), cutoff, limit)
 			}, func(t *domain.Thread) (ports.ThreadAlert, bool) {
-				elapsed := now.Sub(t.CreatedAt)
-				if t.Status != domain.ThreadActive || elapsed <= l.c.MaxDuration {
+				issue, due := t.Overdue(l.c.MaxDuration, now)
+				if !due {
 					return ports.ThreadAlert{}, false
 				}
-				return alertOn(t, t.CreatedAt, domain.OverdueIssue(elapsed, l.c.MaxDuration), now), true
+				return alertOn(t, t.CreatedAt, issue, now), true
 			})
 			res.Overdue += n
 			if err != nil {
@@ -111,11 +111,11 @@ func (a *AlertSweep) Sweep(ctx context.Context) (AlertSweepResult, error) {
 		n, err := a.flag(ctx, domain.AlertSilent, func(limit int) ([]string, error) {
 			return a.d.Store.SilentThreads(ctx, a.since("silent"), cutoff, limit)
 		}, func(t *domain.Thread) (ports.ThreadAlert, bool) {
-			silence := now.Sub(t.UpdatedAt)
-			if t.Status != domain.ThreadActive || silence <= a.d.SilentAfter {
+			issue, due := t.Silent(a.d.SilentAfter, now)
+			if !due {
 				return ports.ThreadAlert{}, false
 			}
-			return alertOn(t, t.UpdatedAt, domain.SilentIssue(silence, a.d.SilentAfter), now), true
+			return alertOn(t, t.UpdatedAt, issue, now), true
 		})
 		res.Silent += n
 		if err != nil {
@@ -238,7 +238,7 @@ func (a *AlertSweep) flag(ctx context.Context, condition string, find func(limit
 // stays active and its updated_at is left alone.
 func alertOn(t *domain.Thread, episode time.Time, issue domain.ValidationIssue, now time.Time) ports.ThreadAlert {
 	vr := domain.NewValidationResult([]domain.ValidationIssue{issue})
-	t.Health = t.Health.Fold(domain.StepOutcome{StepName: "global", Status: "success", PrevStatus: "success", Issues: vr.Issues})
+	t.RecordAlert(vr.Issues)
 	v := ports.ValidationRecord{ID: uuid.NewString(), StepName: "global", OverallStatus: vr.OverallStatus, Issues: vr.Issues,
 		CriticalCount: vr.CriticalCount, WarningCount: vr.WarningCount, MinorCount: vr.MinorCount, InfoCount: vr.InfoCount,
 		CreatedAt: now}

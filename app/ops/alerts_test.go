@@ -145,11 +145,11 @@ func TestAlertSweepOnFakes(t *testing.T) {
 			t.Errorf("no %s alert: %v", want, events)
 		}
 	}
-	if h := store.threads["busy"].Health; h.Major != 1 || h.FirstIssue == nil || h.FirstIssue.Type != domain.IssueMaxDurationExceeded ||
+	if h := store.threads["busy"].Health(); h.Major != 1 || h.FirstIssue == nil || h.FirstIssue.Type != domain.IssueMaxDurationExceeded ||
 		h.Status(string(domain.ThreadActive)) != domain.HealthViolated {
 		t.Fatalf("busy health %+v", h)
 	}
-	if h := store.threads["young"].Health; h.Warnings != 1 || h.Major != 0 || !store.threads["young"].UpdatedAt.Equal(t0.Add(-time.Hour)) {
+	if h := store.threads["young"].Health(); h.Warnings != 1 || h.Major != 0 || !store.threads["young"].UpdatedAt.Equal(t0.Add(-time.Hour)) {
 		t.Fatalf("young %+v", store.threads["young"])
 	}
 

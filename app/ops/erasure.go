@@ -73,7 +73,7 @@ func (e *Erasure) forget(gone []domain.Thread) {
 // threadFacts is what the audit log keeps of a deleted thread: no label,
 // refs or context, which may be personal data.
 func threadFacts(t domain.Thread) map[string]any {
-	f := map[string]any{"status": t.Status, "steps": t.StepCount, "created_at": t.CreatedAt}
+	f := map[string]any{"status": t.Status, "steps": t.StepCount(), "created_at": t.CreatedAt}
 	if t.ContractName != "" {
 		f["contract"] = t.ContractName
 		f["contract_version"] = t.ContractVersion

@@ -145,7 +145,6 @@ func (q *ThreadReads) count(ctx context.Context, st ports.ThreadReads, f ports.T
 	return Total{Count: n, Exact: true}, nil
 }
 
-// filter validates the search and turns it into the store's filter.
 // MaxFilterBytes bounds a text filter of a thread search: longer than
 // any value a filter can usefully match (ids are at most 200 bytes), and
 // far below what a store refuses by itself (SQLite's LIKE pattern limit
@@ -168,6 +167,7 @@ func (s ThreadSearch) checkLengths() error {
 	return nil
 }
 
+// filter validates the search and turns it into the store's filter.
 func (s ThreadSearch) filter() (ports.ThreadFilter, error) {
 	if err := s.checkLengths(); err != nil {
 		return ports.ThreadFilter{}, err

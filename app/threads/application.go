@@ -16,7 +16,8 @@ type Application struct {
 	Queries  Queries
 }
 
-// Commands write threads: start, record, link, invite, join, end, and the
+// Commands write threads: start, record, link, invite, join, end, ingest an
+// OpenTelemetry trace, and the
 // waits and grants that decide whether a step may run (app/delivery).
 type Commands struct {
 	StartThread        StartThreadHandler
@@ -26,6 +27,7 @@ type Commands struct {
 	InviteParty        InvitePartyHandler
 	JoinThread         JoinThreadHandler
 	EndThread          EndThreadHandler
+	IngestTrace        IngestTraceHandler
 	WaitForPermission  delivery.WaitForPermissionHandler
 	CancelGrant        delivery.CancelGrantHandler
 	ReleaseGrant       delivery.ReleaseGrantHandler
@@ -65,22 +67,27 @@ func (m *Module) build() Application {
 	findByRef := NewFindThreadByRefHandler(store, store, clock)
 	keyed := NewStartThreadWithKeyHandler(store, store, store, findByRef, m.contracts, clock, metrics)
 	release := delivery.NewReleaseGrantHandler(store, m.hub)
+	hasStep := NewHasStepHandler(store, store, clock)
+	// One step recorder for every transport: OTLP spans are judged (content
+	// rules, the semantic gate) exactly as WebSocket steps are.
+	record := m.withSemanticGate(NewRecordStepHandler(store, m.contracts, m.keys, m.hub, clock, metrics, m.refusalsFor(metrics)))
 	return Application{
 		Commands: Commands{
 			StartThread:        NewStartThreadHandler(store, keyed, m.contracts, clock, metrics),
 			StartThreadWithKey: keyed,
-			RecordStep:         m.withSemanticGate(NewRecordStepHandler(store, m.contracts, m.keys, m.hub, clock, metrics, m.refusalsFor(metrics))),
+			RecordStep:         record,
 			AddRefs:            NewAddRefsHandler(store, clock),
 			InviteParty:        NewInvitePartyHandler(store, m.contracts, invites, clock, m.opts.InvitationMaxTTL),
 			JoinThread:         NewJoinThreadHandler(store, m.contracts, invites, clock),
 			EndThread:          NewEndThreadHandler(store, m.hub, clock, metrics),
+			IngestTrace:        NewIngestTraceHandler(keyed, hasStep, record, store, clock, metrics),
 			WaitForPermission:  delivery.NewWaitForPermissionHandler(store, m.contracts, m.hub, release, clock),
 			CancelGrant:        delivery.NewCancelGrantHandler(store, m.hub, clock),
 			ReleaseGrant:       release,
 		},
 		Queries: Queries{
 			FindThreadByRef:   findByRef,
-			HasStep:           NewHasStepHandler(store, store, clock),
+			HasStep:           hasStep,
 			VerifyIntegrity:   NewVerifyIntegrityHandler(store, store, m.keys.Keyring(), clock),
 			ThreadDetails:     NewThreadDetailsHandler(store),
 			WaitForValidation: delivery.NewWaitForValidationHandler(store, store, m.hub, clock),

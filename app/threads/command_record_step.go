@@ -53,9 +53,7 @@ func (h RecordStepHandler) Handle(ctx context.Context, in RecordStepInput) (Step
 	now := now(h.clock)
 	who := authz.Actor(p, in.Role)
 	if err := h.semantic.judge(ctx, c, who, in, status); err != nil {
-		if refused(err) || domain.CodeOf(err) == domain.CodeClassifierUnavailable {
-			// A semantic refusal is kept like a content refusal, so no
-			// refused attempt is lost silently.
+		if refused(err) {
 			h.refusals.record(ctx, c, in, p.ID, err)
 		}
 		return StepResult{}, err

@@ -5,7 +5,6 @@ package threads
 
 import (
 	"context"
-	"strconv"
 	"strings"
 
 	"github.com/threadengine/engine/app/authz"
@@ -117,7 +116,7 @@ func (h StartThreadWithKeyHandler) resolve(ctx context.Context, p domain.Princip
 		h.metrics.ThreadStarted(th.ContractName)
 		return th, true, nil
 	}
-	return th, false, checkResume(th, in)
+	return th, false, th.CheckResume(in.Contract)
 }
 
 // bound makes (namespace, key) name th unless it names a thread already, and
@@ -169,31 +168,6 @@ func (h StartThreadWithKeyHandler) HandleTrace(ctx context.Context, traceID, app
 		return domain.Thread{}, false, err
 	}
 	return h.resolve(ctx, p, KeyTrace, traceID, in, domain.Thread{}, err, ports.KeyName{Namespace: KeyApp, Key: appKey})
-}
-
-// checkResume refuses resuming a closed thread or with another contract.
-func checkResume(th domain.Thread, in StartThreadInput) error {
-	if th.Status.Closed() {
-		return domain.E(domain.KindConflict, domain.CodeThreadClosed, "thread is closed (%s)", th.Status)
-	}
-	if strings.TrimSpace(in.Contract) == "" {
-		return nil
-	}
-	name, version, err := domain.ParseContractRef(in.Contract)
-	if err != nil {
-		return err
-	}
-	if name != th.ContractName || version != 0 && version != th.ContractVersion {
-		return domain.E(domain.KindConflict, domain.CodeContractConflict, "contract conflicts with stored thread (%s)", storedContract(th))
-	}
-	return nil
-}
-
-func storedContract(th domain.Thread) string {
-	if th.ContractName == "" {
-		return "free-form"
-	}
-	return th.ContractName + ":" + strconv.Itoa(th.ContractVersion)
 }
 
 // startOutsideScope: the key names a thread a party-scoped caller may not

@@ -48,9 +48,9 @@ func (h VerifyIntegrityHandler) Handle(ctx context.Context, threadID string) (do
 		return domain.ChainStatus{}, err
 	}
 	links := chainLinks(first)
-	if head, n := domain.Head(links); n == th.StepCount && head == th.LastHash {
+	if head, n := domain.Head(links); n == th.StepCount() && head == th.LastHash() {
 		st := h.keys.VerifyChain(links)
-		domain.CheckHead(&st, links, th.StepCount, th.LastHash)
+		domain.CheckHead(&st, links, th.StepCount(), th.LastHash())
 		return st, nil
 	}
 	again, err := h.steps.ListActivities(ctx, threadID)
@@ -63,7 +63,7 @@ func (h VerifyIntegrityHandler) Handle(ctx context.Context, threadID string) (do
 	}
 	links = chainLinks(again)
 	st := h.keys.VerifyChain(links)
-	domain.CheckHeadSince(&st, links, before, th.StepCount, th.LastHash)
+	domain.CheckHeadSince(&st, links, before, th.StepCount(), th.LastHash())
 	return st, nil
 }
 

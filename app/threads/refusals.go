@@ -50,7 +50,10 @@ type refusals struct {
 }
 
 // refused reports whether err is a refusal to log.
-func refused(err error) bool { return domain.CodeOf(err) == domain.CodeContentRuleFailed }
+func refused(err error) bool {
+	code := domain.CodeOf(err)
+	return code == domain.CodeContentRuleFailed || code == domain.CodeClassifierUnavailable
+}
 
 // record counts and logs one refusal. A failure to log is reported to the
 // engine's log; the caller still gets its refusal.

@@ -25,9 +25,11 @@ type semanticGate struct {
 // (classifier_unavailable: no classifier, or it failed), as the reference
 // engine does, fail closed; nil otherwise. Only a submission RecordStep
 // would judge is asked about: by a writer of an open thread, not a
-// duplicate of a recorded success, with its deterministic content rules
-// passing (RecordStep refuses the others with their own errors, and nobody
-// may make the engine call the classifier without being allowed to write).
+// duplicate of a recorded success, with its content rules passing
+// (domain.JudgeContent: RecordStep refuses the others with their own
+// errors, and nobody may make the engine call the classifier without being
+// allowed to write). A success missing a semantic field is refused without
+// asking.
 func (g semanticGate) judge(ctx context.Context, c *domain.Contract, who domain.Actor, in RecordStepInput, status domain.StepStatus) error {
 	if c == nil {
 		return nil
@@ -53,11 +55,14 @@ func (g semanticGate) judge(ctx context.Context, c *domain.Contract, who domain.
 		}
 	}
 	snapshots := domain.NewDecisionThread(th, *c, nil, ports.Recorded(v.States), stateContexts(v.States), nil).Snapshots
-	res := domain.CheckStepContent(st, domain.ContentCheck{Status: status, Context: in.Context, Snapshots: snapshots})
-	if !res.OK() || len(res.Semantic) == 0 {
-		return nil
+	if domain.JudgeContent(st, status, in.Context, snapshots) != nil {
+		return nil // RecordStep refuses it for its content rules
 	}
-	violations, err := semantic.Judge(ctx, g.classifier, in.StepName, res.Semantic, snapshots)
+	questions, violations := domain.SemanticQuestions(st, status, in.Context)
+	if len(violations) > 0 {
+		return domain.ContentResult{Violations: violations}.Err(in.StepName)
+	}
+	violations, err = semantic.Judge(ctx, g.classifier, in.StepName, questions, snapshots)
 	if err != nil {
 		return err
 	}

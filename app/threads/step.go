@@ -77,10 +77,11 @@ func stepPlan(keys domain.ChainKeys, th domain.Thread, v ports.StepTx, c *domain
 	if prev := v.Current; prev != nil {
 		state.FirstSeenAt, state.PreviousStep = prev.FirstSeenAt, prev.PreviousStep
 	}
-	a := ports.Activity{ID: stepID, ThreadID: th.ID, Seq: th.StepCount + 1, StepName: in.StepName,
+	seq, prevHash := th.NextLink()
+	a := ports.Activity{ID: stepID, ThreadID: th.ID, Seq: seq, StepName: in.StepName,
 		IdempotencyKey: in.IdempotencyKey, Status: in.Status, Attempt: d.Attempt, Actor: d.Party.PrincipalID,
 		ActorService: in.ServiceName, Context: in.Context, Metadata: in.Metadata, StartedAt: in.StartedAt,
-		FinishedAt: in.FinishedAt, RecordedAt: now, PrevHash: th.LastHash}
+		FinishedAt: in.FinishedAt, RecordedAt: now, PrevHash: prevHash}
 	a.ContentHash = domain.ContentHash(a.Context, a.Metadata)
 	plan := ports.StepPlan{State: state, Refs: in.Refs}
 	for i, ss := range in.SubSteps { // in the order sent: stored with their position
@@ -98,10 +99,9 @@ func stepPlan(keys domain.ChainKeys, th domain.Thread, v ports.StepTx, c *domain
 	if a.Hash, err = domain.StepHash(a.Record()); err != nil {
 		// Unreachable for decoded JSON; an HMAC link still chains.
 		a.Hash = domain.ChainHash(keys.CurrentSecret(), keys.Current, domain.ChainLink{ThreadID: th.ID, StepID: stepID,
-			StepName: in.StepName, ContentHash: a.ContentHash, PrevHash: th.LastHash, RecordedAt: now})
+			StepName: in.StepName, ContentHash: a.ContentHash, PrevHash: prevHash, RecordedAt: now})
 	}
 	plan.Activity = a
-	th.LastHash, th.StepCount = a.Hash, a.Seq
 	contractName := ""
 	if c != nil {
 		contractName = c.Name
@@ -159,7 +159,7 @@ func stepPlan(keys domain.ChainKeys, th domain.Thread, v ports.StepTx, c *domain
 		}
 		plan.Notifications = append(plan.Notifications, ev)
 	}
-	th.Health = th.Health.Fold(stepOutcome(in, v.Current, d.Validation, now))
+	th.Append(a.Hash, stepOutcome(in, v.Current, d.Validation, now))
 	plan.Thread = th
 	return plan
 }
@@ -182,6 +182,8 @@ func checkStepInput(in RecordStepInput) (domain.StepStatus, []domain.StepStatus,
 		return "", nil, domain.Invalid("context", "Missing required field: context")
 	case utf8.RuneCountInString(in.InvocationID) > delivery.MaxInvocationIDLen:
 		return "", nil, domain.Invalid("invocationId", "invocationId must be at most %d characters", delivery.MaxInvocationIDLen)
+	case delivery.CheckInvocationPrefix(in.InvocationID) != nil:
+		return "", nil, delivery.CheckInvocationPrefix(in.InvocationID)
 	case len(in.SubSteps) > MaxSubSteps:
 		return "", nil, domain.Invalid("subSteps", "at most %d sub-steps", MaxSubSteps)
 	}

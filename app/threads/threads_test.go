@@ -516,7 +516,7 @@ func TestVerifyIntegrityWhileWritten(t *testing.T) {
 	f.store.mu.Lock()
 	row := f.store.threads[th.ID]
 	acts := f.store.acts[th.ID]
-	row.StepCount, row.LastHash = 2, acts[1].Hash // c stored, the head not moved
+	row.RestoreHead(acts[1].Hash, 2) // c stored, the head not moved
 	f.store.threads[th.ID] = row
 	f.store.mu.Unlock()
 	if st, err := q.VerifyIntegrity.Handle(k, th.ID); err != nil || st.Verified || st.Code != domain.ChainTruncated {

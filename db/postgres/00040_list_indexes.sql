@@ -3,29 +3,29 @@
 -- (issue 28; docs/operators/storage.md names the query each index serves).
 -- The list orders by (created_at, id) in either direction and pages by a
 -- (created_at, id) position, so each filter's index ends in those columns.
-CREATE INDEX threads_created_id ON threads (created_at, id);
-DROP INDEX threads_created;
-CREATE INDEX threads_status_created_id ON threads (status, created_at, id);
-DROP INDEX threads_status_created;
-CREATE INDEX threads_health_created_id ON threads (health, created_at, id);
-DROP INDEX threads_health_created;
+CREATE INDEX IF NOT EXISTS threads_created_id ON threads (created_at, id);
+DROP INDEX IF EXISTS threads_created;
+CREATE INDEX IF NOT EXISTS threads_status_created_id ON threads (status, created_at, id);
+DROP INDEX IF EXISTS threads_status_created;
+CREATE INDEX IF NOT EXISTS threads_health_created_id ON threads (health, created_at, id);
+DROP INDEX IF EXISTS threads_health_created;
 -- contractName alone (threadsByContract, the UI's contract filter) walks
 -- one name in time order; a version, status or health filter keeps rows of
 -- that walk from the index alone (INCLUDE), which also bounds the cost of
 -- counting them.
-CREATE INDEX threads_contract_created_id ON threads (contract_name, created_at, id) INCLUDE (contract_version, status, health);
-DROP INDEX threads_contract;
-CREATE INDEX threads_duration_created_id ON threads (duration_ms, created_at, id);
-DROP INDEX threads_duration;
+CREATE INDEX IF NOT EXISTS threads_contract_created_id ON threads (contract_name, created_at, id) INCLUDE (contract_version, status, health);
+DROP INDEX IF EXISTS threads_contract;
+CREATE INDEX IF NOT EXISTS threads_duration_created_id ON threads (duration_ms, created_at, id);
+DROP INDEX IF EXISTS threads_duration;
 -- Retention picks ended threads oldest first (status <> 'active' cannot
 -- range over threads_status_updated).
-CREATE INDEX threads_ended_updated ON threads (updated_at) WHERE status <> 'active';
+CREATE INDEX IF NOT EXISTS threads_ended_updated ON threads (updated_at) WHERE status <> 'active';
 -- The thread page's sub-steps, and the foreign-key checks of every
 -- retention or erasure DELETE of a thread's rows.
-CREATE INDEX step_substeps_thread ON step_substeps (thread_id);
+CREATE INDEX IF NOT EXISTS step_substeps_thread ON step_substeps (thread_id);
 -- linkedFrom: threads whose linkedThread:* ref points at a thread.
-CREATE INDEX thread_refs_linked_value ON thread_refs (ref_value) WHERE ref_key LIKE 'linkedThread:%';
-DROP INDEX thread_refs_linked;
+CREATE INDEX IF NOT EXISTS thread_refs_linked_value ON thread_refs (ref_value) WHERE ref_key LIKE 'linkedThread:%';
+DROP INDEX IF EXISTS thread_refs_linked;
 -- Ref substring search (threads/threadsByRef refValue): a trigram index on
 -- LOWER(ref_value). pg_trgm ships with PostgreSQL (contrib); where the
 -- engine's role may not create it, the search still works, as a scan of

@@ -16,8 +16,8 @@ CREATE TABLE contract_stats_rollup (
 );
 -- The active threads' half, index only; contractStats no longer scans every
 -- thread's (contract, version, status, health).
-CREATE INDEX threads_active_stats ON threads (contract_name, contract_version, health) WHERE status = 'active';
-DROP INDEX threads_contract_stats;
+CREATE INDEX IF NOT EXISTS threads_active_stats ON threads (contract_name, contract_version, health) WHERE status = 'active';
+DROP INDEX IF EXISTS threads_contract_stats;
 
 -- +goose Down
 CREATE INDEX threads_contract_stats ON threads (contract_name, contract_version, status, health);

@@ -45,7 +45,9 @@ func (b gqlBody) code() any {
 // recordSteps records n steps on a new thread over one WebSocket.
 func recordSteps(t *testing.T, e *engine, key string, n int) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// A bound against a hang only: 2,000 sequential steps took over two
+	// minutes on a machine busy with other work (load 35).
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	ws, err := dialWS(ctx, e.URL)
 	if err != nil {

@@ -191,6 +191,16 @@ func freshScenario(t *testing.T, writer, w1, w2 *wsClient) {
 	if r := second.ok(rep); r["threadStatus"] != "active" {
 		t.Fatalf("granted charge: %v", r)
 	}
+	// The engine's own grant rows cannot be named by a client.
+	reserved := step(tid, "charge", "success", "ch-r", map[string]any{"amount": "5"})
+	reserved["invocationId"] = domain.ReportInvocationPrefix + "x"
+	if r := writer.call(reserved); r["status"] != "error" || r["code"] != "validation_failed" {
+		t.Fatalf("reserved invocation id on a report: %v", r)
+	}
+	wait(writer, "r", domain.ReportInvocationPrefix+"x", 1000)
+	if r := writer.replyFor("r", 5*time.Second); r["status"] != "error" {
+		t.Fatalf("reserved invocation id on a wait: %v", r)
+	}
 	// A third charge, unguarded, on no new approval: recorded, and a
 	// critical violation.
 	r := writer.ok(step(tid, "charge", "success", "ch3", map[string]any{"amount": "5"}))

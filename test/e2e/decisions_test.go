@@ -160,9 +160,11 @@ func TestDecisionsOverGraphQL(t *testing.T) {
 		if rude["code"] != string(domain.CodeContentRuleFailed) {
 			t.Fatalf("rude review %v", rude)
 		}
-		if status, logged := refusals(t, e, e.AdminKey, "?thread_id="+tid); status != http.StatusOK || len(logged) != 1 || logged[0]["code"] != string(domain.CodeContentRuleFailed) {
-			t.Fatalf("semantic refusal not in the refusal log: %d %v", status, logged)
+		if code, rows := refusals(t, e, e.AdminKey, "?thread_id="+tid); code != http.StatusOK || len(rows) != 1 || rows[0]["rule"] != "semantic" ||
+			rows[0]["field"] != "note" || rows[0]["step_name"] != "review" {
+			t.Fatalf("the semantic refusal is not in the refusal log: %d %v", code, rows)
 		}
+		c.fails(step(tid, "review", "success", "r-1", map[string]any{}), `semantic field "note" is missing or too long`)
 		c.ok(step(tid, "review", "success", "r1", map[string]any{"note": "thanks"}))
 		for _, bad := range []struct {
 			ctx    map[string]any
@@ -248,8 +250,8 @@ func TestDecisionsWithoutClassifier(t *testing.T) {
 		if refused["code"] != string(domain.CodeClassifierUnavailable) {
 			t.Fatalf("review without classifier %v", refused)
 		}
-		if status, logged := refusals(t, e, e.AdminKey, "?thread_id="+tid); status != http.StatusOK || len(logged) != 1 || logged[0]["code"] != string(domain.CodeClassifierUnavailable) {
-			t.Fatalf("unjudged semantic refusal not in the refusal log: %d %v", status, logged)
+		if code, rows := refusals(t, e, e.AdminKey, "?thread_id="+tid); code != http.StatusOK || len(rows) != 1 || rows[0]["code"] != string(domain.CodeClassifierUnavailable) {
+			t.Fatalf("the unjudged refusal is not in the refusal log: %d %v", code, rows)
 		}
 		var n int
 		if err := e.Server.DB.Get(&n, e.Server.DB.Rebind(`SELECT COUNT(*) FROM thread_activities WHERE thread_id = ? AND step_name = 'review'`), tid); err != nil || n != 0 {

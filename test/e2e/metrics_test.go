@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"regexp"
@@ -82,17 +83,11 @@ func histogramSum(fams map[string]*dto.MetricFamily, name string) float64 {
 // waitMetric polls /metrics until name{labels} equals want.
 func waitMetric(t *testing.T, e *enginetest.Engine, name string, labels map[string]string, want float64) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		got := metricValue(scrape(t, e, ""), name, labels)
-		if got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s%v = %v, want %v", name, labels, got, want)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	got := 0.0
+	pollUntilf(t, func() string { return fmt.Sprintf("%s%v = %v, want %v", name, labels, got, want) }, func() bool {
+		got = metricValue(scrape(t, e, ""), name, labels)
+		return got == want
+	})
 }
 
 // metricsWorkload drives every instrumented path a known number of times and

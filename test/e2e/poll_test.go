@@ -14,6 +14,13 @@ import (
 // speed requirement (a busy machine may take long), so it is generous.
 func pollUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
+	pollUntilf(t, func() string { return "never: " + what }, cond)
+}
+
+// pollUntilf is pollUntil failing with failure()'s text, which may report
+// the last state cond saw.
+func pollUntilf(t *testing.T, failure func() string, cond func() bool) {
+	t.Helper()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	give := time.NewTimer(time.Minute)
@@ -22,7 +29,7 @@ func pollUntil(t *testing.T, what string, cond func() bool) {
 		select {
 		case <-tick.C:
 		case <-give.C:
-			t.Fatalf("never: %s", what)
+			t.Fatal(failure())
 		}
 	}
 }

@@ -209,3 +209,30 @@ func TestExportByteBudget(t *testing.T) {
 		wantProblem(t, resp, body, http.StatusBadRequest, "validation_failed")
 	})
 }
+
+// Issue 29 item 2: a refusal's message reaches a client that shows only
+// the status line (the Node SDK prints `${status} ${statusText}`): it is
+// the reason phrase of the 422, and the body is the usual one.
+func TestRefusalMessageInStatusLine(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
+		_, key := e.NewUser(t, domain.RoleViewer)
+		resp, body := e.Do(t, http.MethodPost, "/graphql", key, map[string]any{"query": `{ stepHistory(threadId: "t", stepName: "s", limit: 1000) { attempt context } }`})
+		want := "422 operation has complexity 2001, which exceeds the limit of 1000"
+		if resp.StatusCode != http.StatusUnprocessableEntity || resp.Status != want {
+			t.Fatalf("status line %q, want %q", resp.Status, want)
+		}
+		var r gqlResult
+		if err := json.Unmarshal(body, &r); err != nil || r.Errors[0].Extensions["code"] != "COMPLEXITY_LIMIT_EXCEEDED" ||
+			resp.Header.Get("Content-Type") != "application/json; charset=utf-8" {
+			t.Fatalf("body %s (%v), headers %v", body, err, resp.Header)
+		}
+		// The next request on a new connection is served as usual.
+		if st, _, raw := gqlPost(t, e, key, `{ threads(limit: 1) { threads { id } } }`, nil); st != http.StatusOK {
+			t.Fatalf("after a refusal: %d %s", st, raw)
+		}
+		resp, _ = e.Do(t, http.MethodPost, "/graphql", "", map[string]any{"query": `{ threads { totalCount } }`})
+		if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Status, "401 ") || resp.Status == "401 Unauthorized" {
+			t.Fatalf("unauthenticated: %q", resp.Status)
+		}
+	})
+}

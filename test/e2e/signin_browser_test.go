@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -79,18 +80,10 @@ func TestSignInHeadlessChromium(t *testing.T) {
 	step("submit registry form", chromedp.Click(chromedp.CSS("#submit")))
 
 	// Wait until the browser is back on the engine.
-	deadline := time.Now().Add(time.Minute)
-	for {
+	pollUntilf(t, func() string { shot("FAILED-return"); return "never returned to the engine; at " + loc }, func() bool {
 		loc, _ = chromedp.Run(ctx, chromedp.Location())
-		if strings.HasPrefix(loc, e.URL) {
-			break
-		}
-		if time.Now().After(deadline) {
-			shot("FAILED-return")
-			t.Fatalf("never returned to the engine; at %s", loc)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return strings.HasPrefix(loc, e.URL)
+	})
 	if strings.Contains(loc, "error=") {
 		shot("FAILED-refused")
 		t.Fatalf("sign-in refused: %s", loc)
@@ -125,20 +118,16 @@ func TestSignInHeadlessChromium(t *testing.T) {
 		}
 	})
 	step("sign out", chromedp.Navigate(e.URL+"/ui/threads"), chromedp.WaitVisible(chromedp.CSS("#sign-out")), chromedp.Click(chromedp.CSS("#sign-out")))
-	deadline = time.Now().Add(time.Minute)
-	for {
+	seen := ""
+	pollUntilf(t, func() string {
+		shot("FAILED-sign-out")
+		return "sign-out never visited the provider's end_session; navigations: " + seen
+	}, func() bool {
 		navMu.Lock()
-		seen := strings.Join(navs, " ")
+		seen = strings.Join(navs, " ")
 		navMu.Unlock()
-		if strings.Contains(seen, reg.Issuer()+"/end_session") {
-			break
-		}
-		if time.Now().After(deadline) {
-			shot("FAILED-sign-out")
-			t.Fatalf("sign-out never visited the provider's end_session; navigations: %s", seen)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return strings.Contains(seen, reg.Issuer()+"/end_session")
+	})
 	gone, err := chromedp.Run(ctx, chromedp.Evaluate[string](
 		`fetch("/auth/session", {credentials: "same-origin"}).then(r => r.status === 200 ? r.json().then(j => String(j.authenticated)) : String(r.status))`, chromedp.EvalAwaitPromise))
 	if err != nil || (gone != "false" && gone != "401") {
@@ -160,18 +149,10 @@ func TestSignInHeadlessChromium(t *testing.T) {
 	// its script runs, so a poll may never see "/" itself).
 	waitAt := func(what, want string, also ...string) {
 		t.Helper()
-		deadline := time.Now().Add(time.Minute)
-		for {
+		pollUntilf(t, func() string { shot("FAILED-" + what); return fmt.Sprintf("%s: at %s, want %s", what, loc, want) }, func() bool {
 			loc, _ = chromedp.Run(ctx, chromedp.Location())
-			if loc == want || slices.Contains(also, loc) {
-				return
-			}
-			if time.Now().After(deadline) {
-				shot("FAILED-" + what)
-				t.Fatalf("%s: at %s, want %s", what, loc, want)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return loc == want || slices.Contains(also, loc)
+		})
 	}
 	// An off-site next is ignored: the key signs in and the browser stays
 	// on the engine, at its home page.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -77,12 +78,13 @@ func newCollector(t *testing.T) *collector {
 // there (flushing the engine's exporter while it waits).
 func (c *collector) trace(t *testing.T, es []*enginetest.Engine, traceID string, want ...string) map[string]*tracepb.Span {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	var got map[string]*tracepb.Span
+	var missing []string
+	pollUntilf(t, func() string { return fmt.Sprintf("trace %s lacks %v; has %v", traceID, missing, keysOf(got)) }, func() bool {
 		for _, e := range es {
 			_ = e.Server.Tracing.Flush(context.Background())
 		}
-		got := map[string]*tracepb.Span{}
+		got = map[string]*tracepb.Span{}
 		c.mu.Lock()
 		for _, s := range c.spans {
 			if hex.EncodeToString(s.GetTraceId()) == traceID {
@@ -90,20 +92,15 @@ func (c *collector) trace(t *testing.T, es []*enginetest.Engine, traceID string,
 			}
 		}
 		c.mu.Unlock()
-		missing := []string{}
+		missing = []string{}
 		for _, n := range want {
 			if got[n] == nil {
 				missing = append(missing, n)
 			}
 		}
-		if len(missing) == 0 {
-			return got
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("trace %s lacks %v; has %v", traceID, missing, keysOf(got))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return len(missing) == 0
+	})
+	return got
 }
 
 func keysOf(m map[string]*tracepb.Span) []string {
@@ -217,7 +214,6 @@ func TestEngineTracesAStep(t *testing.T) {
 			t.Errorf("graphql spans do not nest: %v", g)
 		}
 		// Its log line names the trace.
-		deadline := time.Now().Add(time.Minute)
 		logged := func() bool {
 			for _, r := range logs.Mentioning(slog.LevelInfo, gqlTrace) {
 				if r.Message == "http request" && r.Attrs["trace_id"] == gqlTrace && r.Attrs["route"] == "/graphql" {
@@ -226,20 +222,14 @@ func TestEngineTracesAStep(t *testing.T) {
 			}
 			return false
 		}
-		for !logged() {
-			if time.Now().After(deadline) {
-				t.Fatalf("no log line with trace_id %s", gqlTrace)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		pollUntil(t, "a log line with trace_id "+gqlTrace, logged)
 
 		// An MCP tool call is a span under its HTTP request.
 		cs := mustConnect(t, e, key)
 		if res := callTool(t, cs, mcpapi.ToolGetThread, map[string]any{"thread_id": th}); res.IsError {
 			t.Fatalf("get_thread: %s", resultText(res))
 		}
-		deadline = time.Now().Add(20 * time.Second)
-		for {
+		pollUntil(t, "an MCP tool span", func() bool {
 			_ = e.Server.Tracing.Flush(context.Background())
 			col.mu.Lock()
 			var tool *tracepb.Span
@@ -255,13 +245,10 @@ func TestEngineTracesAStep(t *testing.T) {
 				if parent := byID[parentID(tool)]; parent == nil || parent.GetName() != "POST /mcp" {
 					t.Errorf("tool span's parent %v, want the POST /mcp span", parent)
 				}
-				break
+				return true
 			}
-			if time.Now().After(deadline) {
-				t.Fatal("no MCP tool span")
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return false
+		})
 		col.mu.Lock()
 		if !col.svc["engine-under-test"] || !col.paths["/v1/traces"] {
 			t.Errorf("service names %v, paths %v", col.svc, col.paths)

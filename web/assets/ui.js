@@ -33,7 +33,7 @@ export function clear(el) { while (el.firstChild) el.removeChild(el.firstChild);
 const tones = {
   active: 'ok', completed: 'ok', verified: 'ok', passed: 'ok', success: 'ok', ok: 'ok', valid: 'ok',
   invited: 'info', in_progress: 'info', started: 'info', running: 'info', pending: 'info', ui: 'info',
-  suspended: 'warn', warning: 'warn', retrying: 'warn', expired: 'warn', cancelled: 'warn', skipped: 'warn',
+  suspended: 'warn', warning: 'warn', retrying: 'warn', retry: 'warn', expired: 'warn', cancelled: 'warn', skipped: 'warn',
   archived: 'neutral', revoked: 'neutral', config: 'neutral', unset: 'neutral',
   failed: 'bad', error: 'bad', broken: 'bad', critical: 'bad', invalid: 'bad', timeout: 'bad', timed_out: 'bad',
 };
