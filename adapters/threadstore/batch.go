@@ -36,7 +36,7 @@ func (s *Store) runBatch(batch []*appendJob) {
 		outs := make([]ports.StepPlan, len(batch))
 		errs := make([]error, len(batch))
 		start := time.Now()
-		err := s.db.Tx(ctx, func(tx *sqlx.Tx) error { return s.appendBatch(ctx, tx, batch, outs, errs) })
+		err := s.logTx(ctx, false, func(tx *sqlx.Tx) error { return s.appendBatch(ctx, tx, batch, outs, errs) })
 		took := time.Since(start)
 		cancel()
 		s.preparePending(context.Background())
@@ -61,7 +61,7 @@ func (s *Store) runBatch(batch []*appendJob) {
 func (s *Store) appendOne(j *appendJob) (ports.StepPlan, error) {
 	var out ports.StepPlan
 	start := time.Now()
-	err := s.tx(j.ctx, func(tx *sqlx.Tx) error {
+	err := s.logTx(j.ctx, true, func(tx *sqlx.Tx) error {
 		outs, errs := make([]ports.StepPlan, 1), make([]error, 1)
 		if err := s.appendBatch(j.ctx, tx, []*appendJob{j}, outs, errs); err != nil {
 			return err
@@ -401,11 +401,18 @@ func (s *Store) writePlans(ctx context.Context, tx *sqlx.Tx, plans []ports.StepP
 	parts = append(parts, np...)
 	parts = append(parts, s.processMapParts(plans)...)
 	// Each step's leaf goes to the log's outbox in the step's own
-	// statement; the sequencer moves it into the tree (tlog.go).
-	if !s.noLog {
+	// statement; the sequencer moves it into the tree (tlog.go). On SQLite
+	// the leaves are appended to the tree in this transaction instead.
+	if !s.noLog && !s.logInPlace() {
 		parts = append(parts, pendingParts(plans)...)
 	}
-	return s.execParts(ctx, tx, append(parts, s.threadParts(plans)...))
+	if err := s.execParts(ctx, tx, append(parts, s.threadParts(plans)...)); err != nil {
+		return err
+	}
+	if !s.noLog && s.logInPlace() {
+		return s.appendStepLeaves(ctx, tx, plans)
+	}
+	return nil
 }
 
 // threadParts updates the round's thread rows: one statement on PostgreSQL.

@@ -1,5 +1,7 @@
 package threadstore
 
+import "time"
+
 // GroupCounters exposes the group-commit counters to tests.
 func (s *Store) GroupCounters() (commits, fallbacks int64) {
 	return s.groupCommits.Load(), s.groupFallbacks.Load()
@@ -10,6 +12,18 @@ var BackfillOne = (*Store).backfillOne
 
 // SkipLogForBenchmark makes appends skip the transparency log.
 func (s *Store) SkipLogForBenchmark() { s.noLog = true }
+
+// QueueLeavesForTest makes steps queue their leaves on SQLite too (as a
+// release before in-place appends did), so the outbox's drain is tested on
+// both stores.
+func (s *Store) QueueLeavesForTest() { s.queueLeaves = true }
+
+// FlushGapForBenchmark sets how long a woken sequencer waits before it
+// flushes (0: at once, as before the gap existed).
+func (s *Store) FlushGapForBenchmark(d time.Duration) { s.logFlushGap = d }
+
+// LogFlushes is how many sequencer transactions appended leaves.
+func (s *Store) LogFlushes() int64 { return s.logFlushes.Load() }
 
 // AfterQueueRead runs f between ThreadLeaves' read of the queue and its read
 // of the tree.

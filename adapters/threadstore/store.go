@@ -59,6 +59,13 @@ type Store struct {
 	// noLog skips the log: only benchmarks set it (export_test.go), to
 	// measure what the log costs.
 	noLog bool
+	// queueLeaves makes SQLite queue leaves as PostgreSQL does (tests only,
+	// export_test.go; see logInPlace).
+	queueLeaves bool
+	// logFlushGap: see defaultFlushGap (tests and benchmarks set 0).
+	logFlushGap time.Duration
+	// logFlushes counts sequencer transactions that appended leaves.
+	logFlushes atomic.Int64
 	// logWake wakes the log's sequencer after a commit that queued leaves.
 	logWake chan struct{}
 	// queueRead, when set (tests), runs between ThreadLeaves' read of the
@@ -71,7 +78,7 @@ var _ ports.ThreadStore = (*Store)(nil)
 // New returns a store on an open, migrated database.
 func New(db *sqldb.DB) *Store {
 	return &Store{db: db, stmts: map[string]*sqlx.Stmt{}, pending: map[string]bool{}, metrics: ports.NopMetrics{},
-		logWake: make(chan struct{}, 1)}
+		logWake: make(chan struct{}, 1), logFlushGap: defaultFlushGap}
 }
 
 // SetMetrics reports group commits to m. Call it before the first append.

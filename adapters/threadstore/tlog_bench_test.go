@@ -20,22 +20,25 @@ import (
 
 // BenchmarkIngestWithAndWithoutLog: committed steps (group commit, 8
 // parallel writers on their own threads) with the transparency log and
-// without it, side by side. Run interleaved with -count to compare:
+// without it, side by side; "log-before" is the design before 2026-11-27
+// (SQLite: leaves queued and moved by the sequencer; PostgreSQL: the
+// sequencer flushing at once on every wake). flushtx/op is the sequencer
+// transactions per step. Run interleaved with -count to compare:
 //
 //	go test ./adapters/threadstore -run '^$' -bench IngestWithAndWithoutLog -count 4 -benchtime 3s
 func BenchmarkIngestWithAndWithoutLog(b *testing.B) {
 	for _, d := range sqldbtest.Dialects(b) {
-		for _, withLog := range []bool{true, false} {
-			name := string(d) + "/log"
-			if !withLog {
-				name = string(d) + "/nolog"
-			}
-			b.Run(name, func(b *testing.B) {
+		for _, mode := range []string{"log", "log-before", "nolog"} {
+			b.Run(string(d)+"/"+mode, func(b *testing.B) {
 				db := sqldbtest.Open(b, d)
 				store := threadstore.New(db)
-				if !withLog {
+				if mode == "nolog" {
 					store.SkipLogForBenchmark()
 				} else {
+					if mode == "log-before" {
+						store.QueueLeavesForTest()
+						store.FlushGapForBenchmark(0)
+					}
 					// The sequencer runs as in the engine.
 					seqCtx, stop := context.WithCancel(context.Background())
 					done := make(chan struct{})
@@ -44,6 +47,8 @@ func BenchmarkIngestWithAndWithoutLog(b *testing.B) {
 						store.RunLogSequencer(seqCtx, time.Second, func(err error) { b.Error(err) })
 					}()
 					b.Cleanup(func() { stop(); <-done })
+					flushes := store.LogFlushes()
+					b.Cleanup(func() { b.ReportMetric(float64(store.LogFlushes()-flushes)/float64(b.N), "flushtx/op") })
 				}
 				threads := threadsapp.New(store, nil, nil, []byte("secret"), nil)
 				ctx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u1", Role: domain.RoleMember})

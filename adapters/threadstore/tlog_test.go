@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -432,6 +433,7 @@ func TestQueuedLeavesReachTheTreeOnce(t *testing.T) {
 	t.Parallel()
 	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
 		f := newLogFixture(t, d)
+		f.store.QueueLeavesForTest() // the outbox, also on SQLite
 		th, err := f.threads.Application().Commands.StartThread.Handle(f.ctx, threadsapp.StartThreadInput{Label: "q"})
 		if err != nil {
 			t.Fatal(err)
@@ -480,6 +482,7 @@ func TestThreadLeavesDuringAFlush(t *testing.T) {
 	t.Parallel()
 	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
 		f := newLogFixture(t, d)
+		f.store.QueueLeavesForTest() // the outbox, also on SQLite
 		th, err := f.threads.Application().Commands.StartThread.Handle(f.ctx, threadsapp.StartThreadInput{Label: "race"})
 		if err != nil {
 			t.Fatal(err)
@@ -503,4 +506,68 @@ func TestThreadLeavesDuringAFlush(t *testing.T) {
 			t.Fatalf("leaves read across a flush: %+v", ls)
 		}
 	})
+}
+
+// On SQLite a step's leaf is appended to the tree in the step's own
+// transaction (one writer: no separate sequencer transaction), so nothing is
+// queued and the log holds every committed step at once; a batch that rolls
+// back appends nothing and leaves no cached hash behind.
+func TestSQLiteAppendsLeavesInPlace(t *testing.T) {
+	t.Parallel()
+	f := newLogFixture(t, sqldb.SQLite)
+	th, err := f.threads.Application().Commands.StartThread.Handle(f.ctx, threadsapp.StartThreadInput{Label: "in place"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < 40; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := f.threads.Application().Commands.RecordStep.Handle(f.ctx, threadsapp.RecordStepInput{ThreadID: th.ID,
+				StepName: "s", Status: "success", IdempotencyKey: fmt.Sprint(i), Context: map[string]string{}}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	var queued int
+	if err := f.db.Get(&queued, `SELECT COUNT(*) FROM tlog_pending`); err != nil || queued != 0 {
+		t.Fatalf("queued %d %v", queued, err)
+	}
+	if st, err := f.store.LogState(f.ctx); err != nil || st.Size != 40 {
+		t.Fatalf("log %+v %v", st, err)
+	}
+	if st, err := f.queries.VerifyThread(f.ctx, th.ID); err != nil || !st.Verified || st.Log.Leaves != 40 {
+		t.Fatalf("verify: %+v %v", st, err)
+	}
+	// Every stored hash written matches the tree recomputed from the leaves.
+	leaves, err := f.store.ThreadLeaves(f.ctx, []string{th.ID})
+	if err != nil || len(leaves[th.ID]) != 40 {
+		t.Fatalf("leaves %d %v", len(leaves[th.ID]), err)
+	}
+	var hs []tlog.Hash
+	for i, l := range leaves[th.ID] {
+		if l.Index != int64(i) {
+			t.Fatalf("leaf %d at index %d", i, l.Index)
+		}
+		hs = append(hs, tlog.RecordHash(l.Leaf.Data()))
+	}
+	want := treeHash(hs)
+	got, err := tlog.TreeHash(40, f.store.Hashes(f.ctx))
+	if err != nil || got != want {
+		t.Fatalf("tree hash %v %v, want %v", got, err, want)
+	}
+}
+
+// treeHash is RFC 6962's tree hash of leaf hashes, computed directly.
+func treeHash(hs []tlog.Hash) tlog.Hash {
+	if len(hs) == 1 {
+		return hs[0]
+	}
+	k := 1
+	for k*2 < len(hs) {
+		k *= 2
+	}
+	return tlog.NodeHash(treeHash(hs[:k]), treeHash(hs[k:]))
 }
