@@ -94,8 +94,21 @@ export async function changedSince(path, etag) {
   return { changed: true, etag: res.headers.get('ETag') || '' };
 }
 
+// A read refused by the engine's per-user read budget (limit_exceeded with
+// retryAfter) ran nothing: gql waits the time the engine names and asks
+// again, a few times, as a page opening several panels at once can briefly
+// outrun the budget. Other errors are thrown at once.
+const budgetRetries = 3;
+const maxRetryWait = 10;
+
 export async function gql(query, variables) {
-  const data = await request('POST', '/graphql', { query, variables: variables || {} });
+  let data;
+  for (let attempt = 0; ; attempt++) {
+    data = await request('POST', '/graphql', { query, variables: variables || {} });
+    const x = data && data.errors && data.errors.length && data.errors[0].extensions;
+    if (!x || x.code !== 'limit_exceeded' || !(x.retryAfter > 0) || attempt >= budgetRetries) break;
+    await new Promise((r) => setTimeout(r, Math.min(x.retryAfter, maxRetryWait) * 1000));
+  }
   if (data && data.errors && data.errors.length) {
     const e = data.errors[0];
     const err = new ApiError(200, { detail: e.message, code: e.extensions && e.extensions.code });
