@@ -216,6 +216,7 @@ var fieldArgs = map[domain.FieldKey]string{
 	{Type: "Thread", Field: "attempts"}:                  `(limit: {n})`,
 	{Type: "Query", Field: "problems"}:                   `(hours: {n})`,
 	{Type: "Query", Field: "processMap"}:                 `(contractName: "none")`,
+	{Type: "Query", Field: "contractDiff"}:               `(name: "none", from: 1, to: 2)`,
 }
 
 func (g *docGen) selection(typ string, depth int) string {
