@@ -2,50 +2,50 @@ package graphqlapi
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/threadengine/engine/domain"
 )
 
-// Query.contractDiff: what changed between two versions of a contract.
+// contractDiffView is Query.contractDiff's answer. It is JSON text rather
+// than GraphQL types because the schema's whole introspection (the
+// explorer's) must stay within the cost limit, and two more types would
+// push it over.
+type contractDiffView struct {
+	From    int                  `json:"from"`
+	To      int                  `json:"to"`
+	Changes []contractChangeView `json:"changes"`
+}
 
+type contractChangeView struct {
+	Part    string   `json:"part"` // step | transition | rule | setting
+	Kind    string   `json:"kind"` // added | removed | changed
+	Name    string   `json:"name"`
+	Details []string `json:"details"`
+}
+
+// ContractDiff: what changed between two versions of a contract
+// (domain.DiffContracts), part by part.
 func (r *queryResolver) ContractDiff(ctx context.Context, a struct {
 	Name     string
 	From, To int32
-}) (*contractDiffResolver, error) {
+}) (JSON, error) {
 	d, err := r.h.queries.ContractDiff(ctx, a.Name, int(a.From), int(a.To))
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	return &contractDiffResolver{d}, nil
-}
-
-type contractDiffResolver struct{ d domain.ContractDiff }
-
-func (r *contractDiffResolver) Name() string { return r.d.Name }
-func (r *contractDiffResolver) From() int32  { return int32(r.d.From) }
-func (r *contractDiffResolver) To() int32    { return int32(r.d.To) }
-func (r *contractDiffResolver) Same() bool   { return r.d.Empty() }
-func (r *contractDiffResolver) Steps() []*contractChangeResolver {
-	return changes(r.d.Steps)
-}
-func (r *contractDiffResolver) Transitions() []*contractChangeResolver {
-	return changes(r.d.Transitions)
-}
-func (r *contractDiffResolver) Rules() []*contractChangeResolver { return changes(r.d.Rules) }
-func (r *contractDiffResolver) Settings() []*contractChangeResolver {
-	return changes(r.d.Settings)
-}
-
-func changes(l []domain.ContractChange) []*contractChangeResolver {
-	out := make([]*contractChangeResolver, len(l))
-	for i := range l {
-		out[i] = &contractChangeResolver{l[i]}
+	v := contractDiffView{From: d.From, To: d.To, Changes: []contractChangeView{}}
+	for _, p := range []struct {
+		part string
+		l    []domain.ContractChange
+	}{{"step", d.Steps}, {"transition", d.Transitions}, {"rule", d.Rules}, {"setting", d.Settings}} {
+		for _, c := range p.l {
+			v.Changes = append(v.Changes, contractChangeView{Part: p.part, Kind: string(c.Kind), Name: c.Name, Details: append([]string{}, c.Details...)})
+		}
 	}
-	return out
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	return JSON(b), nil
 }
-
-type contractChangeResolver struct{ c domain.ContractChange }
-
-func (r *contractChangeResolver) Kind() string      { return string(r.c.Kind) }
-func (r *contractChangeResolver) Name() string      { return r.c.Name }
-func (r *contractChangeResolver) Details() []string { return append([]string{}, r.c.Details...) }

@@ -7,8 +7,7 @@ import { h, clear, table, select, alertBox } from '../ui.js';
 import { gql, explain } from '../api.js';
 import { fmtDuration } from '../fmt.js';
 
-const Q_DIFF = `query D($n: String!, $a: Int!, $b: Int!) { contractDiff(name: $n, from: $a, to: $b) {
-  from to same steps { kind name details } transitions { kind name details } rules { kind name details } settings { kind name details } } }`;
+const Q_DIFF = `query D($n: String!, $a: Int!, $b: Int!) { contractDiff(name: $n, from: $a, to: $b) }`;
 const Q_MAP = `query M($n: String!, $v: Int, $from: String) { processMap(contractName: $n, version: $v, from: $from) {
   started nodes { step count p50Ms p95Ms } edges { from to count p50Ms p95Ms } } }`;
 const WINDOWS = [['24', 'Last 24 hours'], ['168', 'Last 7 days'], ['720', 'Last 30 days']];
@@ -33,7 +32,11 @@ export function versionDiffPanel(name, version, others, initial) {
     try {
       const [d, ma, mb] = await Promise.all([gql(Q_DIFF, { n: name, a, b }),
         gql(Q_MAP, { n: name, v: a, from }), gql(Q_MAP, { n: name, v: b, from })]);
-      draw(d.contractDiff, ma.processMap, mb.processMap);
+      // contractDiff is JSON text: { from, to, changes: [{ part, kind, name, details }] }.
+      const raw = JSON.parse(d.contractDiff);
+      const of = (part) => raw.changes.filter((c) => c.part === part);
+      draw({ from: raw.from, to: raw.to, same: !raw.changes.length, steps: of('step'), transitions: of('transition'), rules: of('rule'), settings: of('setting') },
+        ma.processMap, mb.processMap);
     } catch (err) { clear(body).appendChild(alertBox('bad', 'Could not compare the versions', explain(err))); }
   };
   const changeList = (title, id, items) => h('div', { class: 'diff-group', id },
