@@ -329,6 +329,7 @@ var QueryCostModel = CostModel{
 		{"ProcessMap", "nodes"}:                 {Size: PageSize{Default: MaxProcessItems}},
 		{"ProcessMap", "edges"}:                 {Size: PageSize{Default: MaxProcessItems}},
 		{"ProcessMap", "neverReached"}:          {Size: PageSize{Default: MaxProcessItems}},
+		{"ContractChange", "details"}:           {Size: PageSize{Default: 7}},
 		{"Overview", "steps"}:                   {Arg: "limit", FromParent: true, Size: PageSize{Default: 10, Max: 50}},
 		{"StepStateInfo", "subSteps"}:           {Size: PageSize{Default: 10}},
 		{"ValidationResultInfo", "validations"}: {Size: PageSize{Default: 3}},

@@ -18,8 +18,8 @@ type ExportFilter struct {
 	// (the list's time presets: last hour, 24 hours, 7 or 30 days).
 	Within time.Duration
 	// The thread list's other filters, with its meanings (ThreadFilter):
-	// any of Health; Tag exact; IDPrefix case-insensitive; RefKey exact
-	// (alone: has a ref under it); RefValue a case-insensitive substring.
+	// any of Health; Tag exact; IDPrefix case-insensitive; RefKey whole and
+	// case-insensitive (alone: has a ref under it); RefValue a case-insensitive substring.
 	Health   []domain.HealthStatus
 	Tag      string
 	IDPrefix string

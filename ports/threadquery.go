@@ -60,7 +60,8 @@ type ThreadFilter struct {
 	StartedBefore   *time.Time
 	CompletedAfter  *time.Time // inclusive, on completed_at
 	CompletedBefore *time.Time
-	// RefKey matches exactly; RefValue is a case-insensitive substring.
+	// RefKey matches the whole key, ignoring case as the store's LOWER
+	// does (ASCII letters on SQLite; orderid finds orderId); RefValue is a case-insensitive substring.
 	// Threads whose value matches exactly sort first.
 	RefKey   string
 	RefValue string

@@ -216,6 +216,10 @@ var fieldArgs = map[domain.FieldKey]string{
 	{Type: "Thread", Field: "attempts"}:                  `(limit: {n})`,
 	{Type: "Query", Field: "problems"}:                   `(hours: {n})`,
 	{Type: "Query", Field: "processMap"}:                 `(contractName: "none")`,
+	{Type: "Query", Field: "contractDiff"}:               `(name: "none", from: 1, to: 2)`,
+	{Type: "Query", Field: "can"}:                        `(threadId: "{id}", action: "step-0")`,
+	{Type: "Query", Field: "should"}:                     `(threadId: "{id}", action: "step-0")`,
+	{Type: "Query", Field: "next"}:                       `(threadId: "{id}")`,
 }
 
 func (g *docGen) selection(typ string, depth int) string {

@@ -39,7 +39,7 @@ func (t *tools) registerThreads(s *mcp.Server) {
 		Title: "Search threads",
 		Description: "List threads, newest first, filtered by contract (name, version), status (active, " +
 			"completed, failed, cancelled), actor (a principal id or service name that recorded a step), " +
-			"reference (ref_key exact, ref_value case-insensitive substring) and time windows (ISO-8601, " +
+			"reference (ref_key the whole key in any case, ref_value case-insensitive substring) and time windows (ISO-8601, " +
 			"inclusive: started_* on the start time, completed_* on the completion time). Returns one page " +
 			"(limit default 50, at most 100) and total_count.",
 		Annotations: readOnly("Search threads"),
@@ -58,7 +58,7 @@ func (t *tools) registerThreads(s *mcp.Server) {
 // GetThreadInput is get_thread's arguments.
 type GetThreadInput struct {
 	ThreadID string `json:"thread_id,omitempty" jsonschema:"the thread id; or give ref_value"`
-	RefKey   string `json:"ref_key,omitempty" jsonschema:"reference key to match exactly (e.g. order_id); optional with ref_value"`
+	RefKey   string `json:"ref_key,omitempty" jsonschema:"reference key, whole and in any case (e.g. order_id); optional with ref_value"`
 	RefValue string `json:"ref_value,omitempty" jsonschema:"reference value (e.g. A-1042); exact matches first, then substrings"`
 }
 

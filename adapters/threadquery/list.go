@@ -63,15 +63,18 @@ func (s *Store) listWhere(f ports.ThreadFilter) listQuery {
 		exactCond := `EXISTS (SELECT 1 FROM thread_refs r WHERE r.thread_id = t.id AND r.ref_value = ?`
 		q.exactArgs = append(q.exactArgs, f.RefValue)
 		if f.RefKey != "" {
-			cond += ` AND r.ref_key = ?`
-			exactCond += ` AND r.ref_key = ?`
+			cond += ` AND LOWER(r.ref_key) = LOWER(?)`
+			exactCond += ` AND LOWER(r.ref_key) = LOWER(?)`
 			args = append(args, f.RefKey)
 			q.exactArgs = append(q.exactArgs, f.RefKey)
 		}
 		add(`t.id IN (SELECT r.thread_id FROM thread_refs r WHERE `+cond+`)`, args...)
 		q.exact = `CASE WHEN ` + exactCond + `) THEN 1 ELSE 0 END`
 	} else if f.RefKey != "" {
-		add(`EXISTS (SELECT 1 FROM thread_refs r WHERE r.thread_id = t.id AND r.ref_key = ?)`, f.RefKey)
+		// Case-insensitive (orderid finds orderId): each listed thread is
+		// probed by the primary key (thread_id, …), or, for a rare key,
+		// PostgreSQL reads thread_refs_key_lower (LOWER(ref_key), ref_value).
+		add(`EXISTS (SELECT 1 FROM thread_refs r WHERE r.thread_id = t.id AND LOWER(r.ref_key) = LOWER(?))`, f.RefKey)
 	}
 	if f.Party != nil {
 		add(partyCond, f.Party.PrincipalID, f.Party.PrincipalID, utc(&f.Party.Now))

@@ -307,3 +307,16 @@ func (q *ThreadReads) ThreadChains(ctx context.Context, rootIDs []string, maxDep
 	}
 	return out, nil
 }
+
+// ContractDiff compares two versions of one contract (0 = the latest).
+func (q *Queries) ContractDiff(ctx context.Context, name string, from, to int) (domain.ContractDiff, error) {
+	a, err := q.Contract(ctx, name, from)
+	if err != nil {
+		return domain.ContractDiff{}, err
+	}
+	b, err := q.Contract(ctx, name, to)
+	if err != nil {
+		return domain.ContractDiff{}, err
+	}
+	return domain.DiffContracts(a, b), nil
+}

@@ -48,14 +48,10 @@ func postGherkin(t *testing.T, e *enginetest.Engine, src string) {
 	}
 }
 
-// TestNodeSDKGherkin: the unmodified Node SDK against Gherkin contracts
-// judged at run time — the payment example refuses amount 0 and currency
-// "JPY" (the SDK's promise rejects with the engine's message naming the
-// field and rule) and accepts valid content; a cross-step equality; two
-// charges need two approvals, the two waiters on two replicas on
-// PostgreSQL.
-func TestNodeSDKGherkin(t *testing.T) {
-	dir := os.Getenv(nodeSDKEnv)
+// nodeSDK returns the Node SDK checkout and node, or skips the test.
+func nodeSDK(t *testing.T) (dir, node string) {
+	t.Helper()
+	dir = os.Getenv(nodeSDKEnv)
 	if dir == "" {
 		t.Skipf("%s not set (point it at a checkout of ThreadifyDev/node-sdk with npm install done)", nodeSDKEnv)
 	}
@@ -63,23 +59,43 @@ func TestNodeSDKGherkin(t *testing.T) {
 	if err != nil {
 		t.Skip("node not found on PATH")
 	}
+	return dir, node
+}
+
+// gherkinEngines starts the engine the Gherkin SDK checks write to, with
+// the payment, shipping and fresh-approval contracts uploaded, and a second
+// replica on the same database on PostgreSQL (the same engine on SQLite).
+func gherkinEngines(t *testing.T, d sqldb.Dialect, fixtures string) (e, b *enginetest.Engine) {
+	t.Helper()
+	noSecret := enginetest.WithConfig(func(c *config.Config) { c.Security.HashChainSecret = "" })
+	e = enginetest.Start(t, d, noSecret)
+	b = e
+	if d == sqldb.Postgres {
+		b = enginetest.Start(t, d, noSecret, enginetest.WithDatabase(e.Config.Database.URL), enginetest.WithoutOwner())
+	}
+	for _, f := range []string{"valid_payment_processing", "valid_shipping_confirmation"} {
+		src, err := os.ReadFile(filepath.Join(fixtures, f+".feature"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		postGherkin(t, e, string(src))
+	}
+	postGherkin(t, e, freshPay)
+	return e, b
+}
+
+// TestNodeSDKGherkin: the unmodified Node SDK against Gherkin contracts
+// judged at run time — the payment example refuses amount 0 and currency
+// "JPY" (the SDK's promise rejects with the engine's message naming the
+// field and rule) and accepts valid content; a cross-step equality; two
+// charges need two approvals, the two waiters on two replicas on
+// PostgreSQL.
+func TestNodeSDKGherkin(t *testing.T) {
+	dir, node := nodeSDK(t)
 	script := repoFile(t, "node/gherkin.mjs")
 	fixtures := repoFile(t, "../../domain/gherkin/testdata/threadify-gherkin")
 	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
-		noSecret := enginetest.WithConfig(func(c *config.Config) { c.Security.HashChainSecret = "" })
-		e := enginetest.Start(t, d, noSecret)
-		b := e
-		if d == sqldb.Postgres {
-			b = enginetest.Start(t, d, noSecret, enginetest.WithDatabase(e.Config.Database.URL), enginetest.WithoutOwner())
-		}
-		for _, f := range []string{"valid_payment_processing", "valid_shipping_confirmation"} {
-			src, err := os.ReadFile(filepath.Join(fixtures, f+".feature"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			postGherkin(t, e, string(src))
-		}
-		postGherkin(t, e, freshPay)
+		e, b := gherkinEngines(t, d, fixtures)
 		_, key := e.NewUser(t, domain.RoleMember)
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()

@@ -4,16 +4,13 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/threadengine/engine/adapters/config"
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/domain"
-	"github.com/threadengine/engine/test/enginetest"
 )
 
 const (
@@ -41,20 +38,7 @@ func TestPythonSDKGherkin(t *testing.T) {
 	script := repoFile(t, "python/gherkin.py")
 	fixtures := repoFile(t, "../../domain/gherkin/testdata/threadify-gherkin")
 	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
-		noSecret := enginetest.WithConfig(func(c *config.Config) { c.Security.HashChainSecret = "" })
-		e := enginetest.Start(t, d, noSecret)
-		b := e
-		if d == sqldb.Postgres {
-			b = enginetest.Start(t, d, noSecret, enginetest.WithDatabase(e.Config.Database.URL), enginetest.WithoutOwner())
-		}
-		for _, f := range []string{"valid_payment_processing", "valid_shipping_confirmation"} {
-			src, err := os.ReadFile(filepath.Join(fixtures, f+".feature"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			postGherkin(t, e, string(src))
-		}
-		postGherkin(t, e, freshPay)
+		e, b := gherkinEngines(t, d, fixtures)
 		_, key := e.NewUser(t, domain.RoleMember)
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()

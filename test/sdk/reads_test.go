@@ -21,14 +21,7 @@ import (
 // return, docs/integrators/graphql.md), subSteps() of a step state without
 // an idempotency key on the 100-step thread — and a 30-day invitation.
 func TestNodeSDKDocumentedReads(t *testing.T) {
-	dir := os.Getenv(nodeSDKEnv)
-	if dir == "" {
-		t.Skipf("%s not set (point it at a checkout of ThreadifyDev/node-sdk with npm install done)", nodeSDKEnv)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node not found on PATH")
-	}
+	dir, node := nodeSDK(t)
 	script := repoFile(t, "node/reads.mjs")
 	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
 		e := enginetest.Start(t, d)

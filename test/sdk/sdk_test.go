@@ -132,14 +132,7 @@ func uploadContract(t *testing.T, e *enginetest.Engine) {
 }
 
 func TestNodeSDK(t *testing.T) {
-	dir := os.Getenv(nodeSDKEnv)
-	if dir == "" {
-		t.Skipf("%s not set (point it at a checkout of ThreadifyDev/node-sdk with npm install done)", nodeSDKEnv)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node not found on PATH")
-	}
+	dir, node := nodeSDK(t)
 	script := repoFile(t, "node/scenario.mjs")
 	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
 		e := enginetest.Start(t, d)

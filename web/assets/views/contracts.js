@@ -8,6 +8,7 @@ import { latestCheckpoint, overviewCard } from './tlog.js';
 import { link, navigate, state } from '../app.js';
 import { drawGraph, graphViewport } from './graph.js';
 import { processMapPanel } from './processmap.js';
+import { versionDiffPanel } from './versiondiff.js';
 import { healthBadge, statusPill, fmtDuration, timeTag, fmtDateTime } from '../fmt.js';
 
 const Q_CSTATS = `{ contractStats { name version threads active completed failed cancelled violated healthFailed warnings } }`;
@@ -82,6 +83,7 @@ export async function renderContract(ctx) {
       h('div', { class: 'card' }, h('div', { class: 'k' }, 'Uploaded'), h('div', { class: 'v' }, ct.created_at ? timeTag(ct.created_at) : '—'))),
     h('section', { class: 'panel' }, h('h2', {}, 'Graph'), graphBody),
     processMapPanel(name, ct.version, graph.status === 'fulfilled' ? graph.value.contractGraph : null),
+    versionDiffPanel(name, ct.version, vers.map((x) => x.version).filter((x) => x !== ct.version).sort((a, b) => b - a), Number(ctx.query.get('compare'))),
     h('section', { class: 'panel', id: 'step-stats' }, h('h2', {}, 'Steps: failures and violations'), table([
       { label: 'Step', render: (s) => h('span', { class: 'mono' }, s.stepName) },
       { label: 'Attempts', render: (s) => h('span', { class: 'num' }, String(s.attempts)) },
