@@ -66,8 +66,16 @@ func do(t *testing.T, ctx context.Context, what string, actions ...chromedp.Acti
 	defer cancel()
 	if err := chromedp.Do(c, actions...); err != nil {
 		shot(t, ctx, "FAILED-"+strings.ReplaceAll(what, " ", "-"))
-		t.Fatalf("%s: %v (page %s)", what, err, location(t, ctx))
+		t.Fatalf("%s: %v (page %s, count %q)", what, err, location(t, ctx), countText(ctx))
 	}
+}
+
+// countText is what the page's list count says, for a failure message.
+func countText(ctx context.Context) string {
+	c, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	v, _ := chromedp.Run(c, chromedp.Evaluate[string](`(document.querySelector('#threads-count')?.textContent || '').trim()`))
+	return v
 }
 
 // get runs one action that returns a value.

@@ -85,10 +85,11 @@ func seedHealth(t *testing.T, eng *enginetest.Engine) seeded {
 		}
 	}
 
-	// 10,000 threads written in bulk: every 10th violated, every 25th failed.
+	// 9,990 threads written in bulk (every 10th violated, every 25th
+	// failed): with the 8 below, under the 10,000 a list counts exactly.
 	db := eng.Server.DB
 	base := eng.Clock.Now().Add(-6 * 24 * time.Hour)
-	const n = 10000
+	const n = 9990
 	tx, err := db.Beginx()
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +99,7 @@ func seedHealth(t *testing.T, eng *enginetest.Engine) seeded {
 		var args []any
 		q.WriteString(`INSERT INTO threads (id, contract_name, contract_version, contract_id, label, owner_kind, owner_id, status, tags, created_at, updated_at, completed_at,
  health, critical_issues, failed_steps, first_issue_step, first_issue_type, first_issue_message, duration_ms, step_count, health_version) VALUES `)
-		for j := i; j < i+500; j++ {
+		for j := i; j < min(i+500, n); j++ {
 			if j > i {
 				q.WriteString(",")
 			}
@@ -124,6 +125,15 @@ func seedHealth(t *testing.T, eng *enginetest.Engine) seeded {
 	}
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
+	}
+	// Rows written behind the engine's back, ended days ago: rebuild the
+	// contract roll-up as docs/operators/known-limitations.md tells operators
+	// to after such an import, or the roll-up (already past their end) would
+	// never count them.
+	for _, q := range []string{`DELETE FROM contract_stats_rollup`, `DELETE FROM stats_rollup WHERE name = 'threads'`} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
 	}
 	s.bulk = n
 
@@ -189,7 +199,7 @@ func TestSupportEngineerPages(t *testing.T) {
 	eng := enginetest.Start(t, sqldb.SQLite)
 	began := time.Now()
 	s := seedHealth(t, eng)
-	t.Logf("seeded 10,000 + 8 threads (one with 500 steps) in %s", time.Since(began).Round(time.Millisecond))
+	t.Logf("seeded 9,990 + 8 threads (one with 500 steps) in %s", time.Since(began).Round(time.Millisecond))
 	base := eng.URL
 	do(t, ctx, "sign in",
 		chromedp.Navigate(base+"/ui/threads"),
@@ -266,8 +276,8 @@ func TestSupportEngineerPages(t *testing.T) {
 		if c := text(t, ctx, `#threads-count`); c != "Page 9999 is past the end" {
 			t.Fatalf("count %q", c)
 		}
-		do(t, ctx, "last page", chromedp.Click(css(`#last-page`)), waitText(`#threads-count`, fmt.Sprintf("10001–%d of %d", s.bulk+8, s.bulk+8)))
-		do(t, ctx, "a title from the list", chromedp.Navigate(base+"/ui/threads?page=4&size=10"), waitText(`#threads-count`, "31–40 of 10008"))
+		do(t, ctx, "last page", chromedp.Click(css(`#last-page`)), waitText(`#threads-count`, fmt.Sprintf("%d–%d of %d", (s.bulk+8-1)/25*25+1, s.bulk+8, s.bulk+8)))
+		do(t, ctx, "a title from the list", chromedp.Navigate(base+"/ui/threads?page=4&size=10"), waitText(`#threads-count`, fmt.Sprintf("31–40 of %d", s.bulk+8)))
 		noJunk(t, ctx, "last-page")
 		shot(t, ctx, "21-threads-last-page")
 	})

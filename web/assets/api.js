@@ -11,6 +11,7 @@ export class ApiError extends Error {
     this.code = problem && problem.code;
     this.field = problem && problem.field;
     this.problem = problem;
+    this.retryAfter = problem && problem.retryAfter; // seconds, when a retry may succeed
   }
 }
 
@@ -57,7 +58,7 @@ export async function request(method, path, body, { base } = {}) {
     // GraphQL answers errors as {errors: [{message, extensions: {code}}]}.
     if (data && Array.isArray(data.errors) && data.errors.length) {
       const e = data.errors[0];
-      throw new ApiError(res.status, { detail: e.message, code: e.extensions && e.extensions.code });
+      throw new ApiError(res.status, { detail: e.message, code: e.extensions && e.extensions.code, retryAfter: e.extensions && e.extensions.retryAfter });
     }
     throw new ApiError(res.status, data);
   }
@@ -94,8 +95,27 @@ export async function changedSince(path, etag) {
   return { changed: true, etag: res.headers.get('ETag') || '' };
 }
 
+// A read refused by the engine's per-user read budget (limit_exceeded with
+// retryAfter) ran nothing: gql waits the time the engine names and asks
+// again, a few times, as a page opening several panels at once can briefly
+// outrun the budget. Other errors are thrown at once.
+const budgetRetries = 3;
+const maxRetryWait = 10;
+
 export async function gql(query, variables) {
-  const data = await request('POST', '/graphql', { query, variables: variables || {} });
+  let data;
+  for (let attempt = 0; ; attempt++) {
+    let x;
+    try {
+      data = await request('POST', '/graphql', { query, variables: variables || {} });
+      x = data && data.errors && data.errors.length && data.errors[0].extensions;
+    } catch (e) {
+      if (!(e instanceof ApiError) || e.code !== 'limit_exceeded' || !(e.retryAfter > 0) || attempt >= budgetRetries) throw e;
+      x = { code: e.code, retryAfter: e.retryAfter };
+    }
+    if (!x || x.code !== 'limit_exceeded' || !(x.retryAfter > 0) || attempt >= budgetRetries) break;
+    await new Promise((r) => setTimeout(r, Math.min(x.retryAfter, maxRetryWait) * 1000));
+  }
   if (data && data.errors && data.errors.length) {
     const e = data.errors[0];
     const err = new ApiError(200, { detail: e.message, code: e.extensions && e.extensions.code });

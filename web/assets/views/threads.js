@@ -53,6 +53,9 @@ function readFilters(q) {
   };
 }
 
+// tooDeep: the page starts past the deepest offset the API accepts.
+const tooDeep = (f) => f.page * f.size > MAX_OFFSET;
+
 function variables(f) {
   let after = toISO(f.from); let before = toISO(f.to);
   if (PRESET_MS[f.when]) { after = new Date(Date.now() - PRESET_MS[f.when]).toISOString(); before = null; }
@@ -62,7 +65,9 @@ function variables(f) {
     refKey: f.refKey || null, refValue: f.ref || null, rule: f.rule || null, step: f.step || null,
     orderBy: f.sort === 'long' || f.sort === 'short' ? 'DURATION' : 'STARTED_AT',
     order: f.sort === 'old' || f.sort === 'short' ? 'ASC' : 'DESC',
-    limit: f.size, offset: f.page * f.size,
+    // A page deeper than the API pages to asks only for the count: the
+    // page then says it is past the end (or past what a list pages to).
+    limit: tooDeep(f) ? 1 : f.size, offset: tooDeep(f) ? 0 : f.page * f.size,
   };
 }
 
@@ -169,11 +174,16 @@ export async function renderThreads(ctx) {
     const next = h('button', { type: 'button', id: 'next-page', disabled: !conn.pageInfo.hasNextPage || (f.page + 1) * f.size > MAX_OFFSET || null }, 'Next →');
     prev.addEventListener('click', () => go({ page: Math.min(f.page - 1, pages - 1) }));
     next.addEventListener('click', () => go({ page: f.page + 1 }));
-    const past = total > 0 && conn.threads.length === 0 && f.page > 0;
+    const past = total > 0 && f.page > 0 && (conn.threads.length === 0 || tooDeep(f));
+    // Past the end of an exact count: offer its last page. Past the
+    // 10,000 a list pages to (the count is bounded): say how to reach more.
+    const beyond = past && conn.totalCountIsExact === false;
     add(results,
       h('div', { class: 'panel-head' }, h('h2', { id: 'threads-h' }, 'Threads'),
         h('span', { class: 'muted', id: 'threads-count' }, past ? `Page ${f.page + 1} is past the end` : total ? `${start}–${end} of ${totalText}` : '0 threads'), live),
-      past ? h('div', { class: 'panel-body', id: 'page-past-end' }, alertBox('warn', `There are only ${pages} page${pages === 1 ? '' : 's'} of ${total} threads.`, ' ',
+      beyond ? h('div', { class: 'panel-body', id: 'page-past-end' }, alertBox('warn', `The list pages through the first ${MAX_OFFSET.toLocaleString('en')} threads that match.`,
+        ' Narrow the filters (a time range, a contract) or reverse the sort to see the others.')) : null,
+      past && !beyond ? h('div', { class: 'panel-body', id: 'page-past-end' }, alertBox('warn', `There are only ${pages} page${pages === 1 ? '' : 's'} of ${total} threads.`, ' ',
         link('threads?' + withPage(ctx.query, pages - 1), 'Go to the last page', { id: 'last-page' }))) : null,
       past ? null : table(cols, conn.threads.map((t) => Object.assign(t, { __attrs: { 'data-row': t.id, 'data-health': t.health.status } })), { empty: 'No threads match these filters.', caption: 'Threads' }),
       total > f.size || f.page > 0 ? h('nav', { class: 'pager', 'aria-label': 'Pagination' }, h('span', { class: 'muted' }, conn.totalCountIsExact === false ? `Page ${f.page + 1}` : `Page ${Math.min(f.page + 1, pages)} of ${pages}`), h('div', { class: 'row' }, prev, next)) : null);
