@@ -154,7 +154,7 @@ func DefaultLimits() Limits {
 			MaxReadingPerPrincipal: 4},
 		SignIn: SignInLimits{FailuresPerWindow: 20, Window: time.Minute},
 		GraphQL: ReadLimits{MaxDuration: 5 * time.Second, PoolConns: 8, MaxConcurrent: 4, MaxConcurrentPerPrincipal: 2,
-			QueueTimeout: 2 * time.Second, PointsPerSecond: 1000, PointsBurst: 10000,
+			QueueTimeout: 2 * time.Second, PointsPerSecond: 10000, PointsBurst: 50000,
 			ExpensiveCost: 100, MaxExpensive: max(1, runtime.NumCPU()/2), MaxResponseBytes: 16 << 20,
 			ListContextBytes: 16 << 10, ExportMaxBytes: 256 << 20},
 	}

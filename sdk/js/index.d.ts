@@ -106,6 +106,8 @@ export class ThreadengineError extends Error {
   details?: unknown;
   /** The engine's own code where the SDK's differs (GraphQL, OTLP), or a denial's reason (invocation_cancelled, not_a_party, …). */
   engineCode?: string;
+  /** When the engine said how long to wait before trying again (429, 503), in ms. GraphQL reads refused with 429 limit_exceeded are retried after it by the SDK (at most 5 times, within requestTimeoutMs) before this error is thrown. */
+  retryAfterMs?: number;
   /** spans_rejected: how many spans of the batch the engine refused. */
   rejectedSpans?: number;
   constructor(code: string, message: string, extra?: Record<string, unknown>);

@@ -18,6 +18,21 @@ function decisionTarget(what, target) {
   return { action: has(t.action) ? t.action : null, goal: has(t.goal) ? t.goal : null };
 }
 
+// How often a read refused for a moment (429 limit_exceeded) is sent again.
+const MAX_RETRIES = 5;
+
+/** The retry time of a refusal in ms: extensions.retryAfter or Retry-After (seconds); undefined when neither says. */
+function retryAfterMs(extSeconds, headers) {
+  const s = Number(extSeconds ?? headers?.get?.('retry-after'));
+  return Number.isFinite(s) && s > 0 ? s * 1000 : undefined;
+}
+
+/** How long to wait before sending a refused operation again, or null when it must not be. */
+function retryDelayMs(err) {
+  if (!(err instanceof ThreadengineError) || err.status !== 429 || err.engineCode !== 'limit_exceeded') return null;
+  return err.retryAfterMs ?? 1000;
+}
+
 /** POSTs GraphQL to the engine and turns every failure into a ThreadengineError. */
 export class GraphQLClient {
   constructor(url, apiKey, fetchImpl, timeoutMs = 30_000) {
@@ -29,9 +44,29 @@ export class GraphQLClient {
     this.timeoutMs = timeoutMs;
   }
 
-  /** @returns {Promise<{ data: any, extensions: Record<string, unknown> }>} */
+  /**
+   * Sends one GraphQL operation. A read the engine refuses for a moment —
+   * 429 limit_exceeded with a retry time, e.g. the per-principal read budget
+   * (docs/operators/limits.md) — is sent again after that time, at most
+   * MAX_RETRIES times and never past timeoutMs in all; any other failure,
+   * or the last refusal, is thrown.
+   * @returns {Promise<{ data: any, extensions: Record<string, unknown> }>}
+   */
   async request(query, variables = {}) {
     if (typeof query !== 'string' || query.trim() === '') throw invalidArgument('query must be a GraphQL document');
+    const deadline = Date.now() + this.timeoutMs;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.#once(query, variables);
+      } catch (err) {
+        const wait = retryDelayMs(err);
+        if (wait === null || attempt >= MAX_RETRIES || Date.now() + wait > deadline) throw err;
+        await new Promise((resolve) => setTimeout(resolve, wait));
+      }
+    }
+  }
+
+  async #once(query, variables) {
     let res;
     try {
       res = await this.fetch(this.url, {
@@ -64,14 +99,15 @@ export class GraphQLClient {
       const code = res.status === 401 ? ErrorCode.INVALID_API_KEY : ext.code ?? ErrorCode.GRAPHQL_ERROR;
       throw new ThreadengineError(code, first.message ?? 'GraphQL error', {
         status: res.status, errors, data: body.data ?? null, complexity: ext.complexity, limit: ext.limit,
-        engineCode: ext.code,
+        engineCode: ext.code, retryAfterMs: retryAfterMs(ext.retryAfter, res.headers),
       });
     }
     if (!res.ok) {
       const byStatus = { 401: ErrorCode.INVALID_API_KEY, 403: ErrorCode.FORBIDDEN, 503: ErrorCode.ENGINE_UNAVAILABLE };
       const detail = body?.detail ?? body?.error ?? body?.title ?? text.slice(0, 200);
       throw new ThreadengineError(byStatus[res.status] ?? body?.code ?? ErrorCode.ENGINE_ERROR,
-        `${this.url} answered HTTP ${res.status}: ${detail}`, { status: res.status, engineCode: body?.code });
+        `${this.url} answered HTTP ${res.status}: ${detail}`,
+        { status: res.status, engineCode: body?.code, retryAfterMs: retryAfterMs(undefined, res.headers) });
     }
     if (body === null || typeof body !== 'object' || !('data' in body)) {
       throw new ThreadengineError(ErrorCode.ENGINE_ERROR, `${this.url} did not answer with a GraphQL response (is engineUrl right?)`,
