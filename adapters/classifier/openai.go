@@ -132,11 +132,14 @@ func (c *Client) Classify(ctx context.Context, q ports.ClassifyRequest) (ports.C
 	var cr chatResponse
 	jerr := json.Unmarshal(raw, &cr)
 	if resp.StatusCode/100 != 2 {
-		msg := ""
+		// The provider's own message stays in the cause, for the engine's
+		// log only: a 401's says "Incorrect API key provided: sk-…abcd",
+		// and callers of can/should or a refused step must not read it.
+		e := domain.E(domain.KindUnavailable, domain.CodeClassifierUnavailable, "the classifier answered HTTP %d", resp.StatusCode)
 		if jerr == nil && cr.Error != nil && cr.Error.Message != "" {
-			msg = ": " + truncate(cr.Error.Message, 200)
+			e = e.WithCause(errors.New(truncate(cr.Error.Message, 200)))
 		}
-		return ports.ClassifyAnswer{}, unavailable("the classifier answered HTTP %d%s", resp.StatusCode, msg)
+		return ports.ClassifyAnswer{}, e
 	}
 	if jerr != nil || len(cr.Choices) == 0 {
 		return ports.ClassifyAnswer{}, unavailable("the classifier's answer is not a chat completion")

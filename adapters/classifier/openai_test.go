@@ -101,7 +101,10 @@ func TestClassifyFailuresAreCoded(t *testing.T) {
 		set  func(*endpoint)
 		want string
 	}{
-		{"server error", func(e *endpoint) { e.status, e.body = 500, `{"error":{"message":"model overloaded"}}` }, "HTTP 500: model overloaded"},
+		{"server error", func(e *endpoint) { e.status, e.body = 500, `{"error":{"message":"model overloaded"}}` }, "HTTP 500"},
+		{"key refused", func(e *endpoint) {
+			e.status, e.body = 401, `{"error":{"message":"Incorrect API key provided: sk-proj-abcd"}}`
+		}, "HTTP 401"},
 		{"unauthorized", func(e *endpoint) { e.status, e.body = 401, `nope` }, "HTTP 401"},
 		{"not a completion", func(e *endpoint) { e.status, e.body = 200, `[1,2]` }, "not a chat completion"},
 		{"prose", func(e *endpoint) { e.status, e.content = 0, "I think yes." }, "is not {\"label\""},
@@ -118,6 +121,9 @@ func TestClassifyFailuresAreCoded(t *testing.T) {
 		}
 		if p := domain.Public(err); p.Status != http.StatusServiceUnavailable {
 			t.Errorf("%s: status %d", tc.name, p.Status)
+		} else if strings.Contains(p.Message, "sk-proj") || strings.Contains(p.Message, "overloaded") {
+			// The provider's own words are for the engine's log only.
+			t.Errorf("%s: public message %q carries the provider's answer", tc.name, p.Message)
 		}
 	}
 	// A server that never answers: the configured timeout ends the call.
