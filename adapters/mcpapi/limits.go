@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
 )
 
@@ -23,7 +24,22 @@ type Limits struct {
 	MaxResultBytes int
 	// Refused counts refusals by limit name (may be nil).
 	Refused func(limit string)
+	// Gate admits each tool call as one read of ToolCost points of its
+	// principal (the GraphQL read gate: per-principal and engine-wide
+	// concurrency, the read budget), so tool calls cannot hold the read
+	// pool that GraphQL reads are kept from holding. graphql_query is
+	// admitted by the GraphQL handler itself. Nil admits every call.
+	Gate Gate
 }
+
+// Gate admits one read (readmodel.Gate).
+type Gate interface {
+	Enter(ctx context.Context, who string, cost int) (leave func(), err error)
+}
+
+// ToolCost is what one tool call takes from its principal's read budget:
+// a tool reads at most one page of threads or one thread.
+const ToolCost = 10
 
 // Names of the limits the tool calls are refused by.
 const (
@@ -43,6 +59,14 @@ func limitTools(l Limits, log func(ctx context.Context, tool string, err error) 
 				return next(ctx, method, req)
 			}
 			parent := ctx
+			if l.Gate != nil && call.Params.Name != "graphql_query" {
+				p, _ := authz.PrincipalFrom(ctx)
+				leave, err := l.Gate.Enter(ctx, string(p.Kind)+":"+p.ID, ToolCost)
+				if err != nil {
+					return errorResult(log(parent, call.Params.Name, err)), nil
+				}
+				defer leave()
+			}
 			if l.MaxDuration > 0 {
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithTimeout(ctx, l.MaxDuration)

@@ -359,7 +359,7 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 		mcpH := mcpapi.New(mcpapi.Deps{Queries: s.Queries, Actors: readmodel.NewActors(s.Store, s.Store), Schema: schema.GraphQL,
 			Decisions: &decisions,
 			GraphQL:   s.GraphQL.ExecuteJSON, Log: s.Log, Tracer: tp(), Metrics: s.EngineMetrics,
-			Limits: mcpapi.Limits{MaxDuration: rl.MaxDuration, MaxResultBytes: rl.MaxResponseBytes,
+			Limits: mcpapi.Limits{MaxDuration: rl.MaxDuration, MaxResultBytes: rl.MaxResponseBytes, Gate: s.readGate,
 				Refused: func(l string) { s.Refusals.Refused(limits.Name(l)) }}})
 		s.Echo.Any("/mcp", echo.WrapHandler(mcpH), s.Auth.Middleware())
 	}

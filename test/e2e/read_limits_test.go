@@ -236,3 +236,34 @@ func TestRefusalMessageInStatusLine(t *testing.T) {
 		}
 	})
 }
+
+// MCP tool calls pass the read gate too (ToolCost points each, and the
+// per-principal and engine-wide read places): with a budget of 1,000 points
+// and no refill to speak of, the 101st call of one principal is refused
+// with limit_exceeded, while another principal's calls still run.
+func TestMCPToolsPassTheReadGate(t *testing.T) {
+	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
+		e := enginetest.Start(t, d, enginetest.WithConfig(func(c *config.Config) {
+			c.Limits.GraphQL.PointsPerSecond, c.Limits.GraphQL.PointsBurst = 1, 1000
+		}))
+		_, key := e.NewUser(t, domain.RoleViewer)
+		cs := mustConnect(t, e, key)
+		refusedAt := 0
+		for i := 1; i <= 120 && refusedAt == 0; i++ {
+			if res := callTool(t, cs, "search_threads", map[string]any{}); res.IsError {
+				if !strings.Contains(resultText(res), "limit_exceeded") && !strings.Contains(resultText(res), "read budget") {
+					t.Fatalf("call %d refused with %s", i, resultText(res))
+				}
+				refusedAt = i
+			}
+		}
+		// 1,000 points at 10 a call, plus what a second of refill may add.
+		if refusedAt < 100 || refusedAt > 102 {
+			t.Fatalf("first refusal at call %d, want the 101st", refusedAt)
+		}
+		other := mustConnect(t, e, e.AdminKey)
+		if res := callTool(t, other, "search_threads", map[string]any{}); res.IsError {
+			t.Fatalf("another principal refused: %s", resultText(res))
+		}
+	})
+}
