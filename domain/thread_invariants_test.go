@@ -98,4 +98,9 @@ func TestTraceThreadTimesAndEnd(t *testing.T) {
 	if c.EndTrace(spans, time.Minute, now.Add(time.Hour)) || c.Status != ThreadActive {
 		t.Error("a contract thread completed without its terminal step")
 	}
+	// Its trace is no longer watched: a quiet-trace pass must not pick it
+	// again and again (a hundred such threads would starve every other).
+	if c.TraceRootEndedAt() != nil || c.TraceQuiet(time.Minute, now.Add(2*time.Hour)) {
+		t.Error("a contract thread left active is still due for ending")
+	}
 }

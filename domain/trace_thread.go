@@ -85,6 +85,11 @@ func (t *Thread) EndTrace(spans []SpanNode, quiet time.Duration, now time.Time) 
 			t.health.FirstIssue = &HealthIssue{StepName: deepest.StepName, Type: IssueStepFailed, Message: msg}
 		}
 	case t.HasContract():
+		// Not ended, and no longer watched either (the store writes the
+		// thread back): left due, a hundred such threads would fill every
+		// quiet-trace batch and no other trace would end. A later root span
+		// makes it due again.
+		t.traceRootEndedAt = nil
 		return false
 	default:
 		t.Status = ThreadCompleted
