@@ -151,6 +151,16 @@ func TestPostgresBackupRestore(t *testing.T) {
 	q = target.Query()
 	q.Del("search_path")
 	target.RawQuery = q.Encode()
+	// A dump of one schema does not carry the pg_trgm extension the ref
+	// search index needs (docs/operators/running.md): create it first.
+	restoredDB, err := sqlx.Open("postgres", target.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := restoredDB.Exec("CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public"); err != nil {
+		t.Fatal(err)
+	}
+	restoredDB.Close()
 	if out, err := exec.Command("pg_restore", "--no-owner", "--dbname="+target.String(), dump).CombinedOutput(); err != nil {
 		t.Fatalf("pg_restore: %v %s", err, out)
 	}
