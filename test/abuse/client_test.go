@@ -87,7 +87,9 @@ func newNormalClient(e *engine, key string) (*normalClient, error) {
 }
 
 func (n *normalClient) round() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// A bound against a hang, not a speed requirement: on a loaded machine
+	// a round under attack may take seconds (how long is not asserted).
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	i := n.seq.Add(1)
 	r, err := n.ws.ok(ctx, map[string]any{"action": "startThread", "refs": map[string]any{"orderId": fmt.Sprint("O-", i)}})
