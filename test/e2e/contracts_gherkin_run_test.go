@@ -119,26 +119,6 @@ func TestGherkinContentRulesJudgedAtSubmission(t *testing.T) {
 	})
 }
 
-// freshContract: every charge needs its own approval.
-const freshContract = `Feature: fresh_pay
-Rule: Approve
-  When step "approval" is submitted
-  Then owner must be "ops"
-  And this step is an entry point
-
-Rule: Charge
-  When step "charge" is submitted
-  Then owner must be "ops"
-  And step "approval" must succeed before each invocation
-  And content "amount" must be a number greater than 0
-
-Rule: Close
-  When step "close" is submitted
-  Then owner must be "ops"
-  And step "charge" must have succeeded
-  And this step is terminal
-`
-
 // freshScenario: two waiters for a charge, on their own sockets (on two
 // replicas when they are), one approval: exactly one is allowed; the other
 // is allowed only after a second approval; cancelling the first grant
@@ -212,7 +192,7 @@ func freshScenario(t *testing.T, writer, w1, w2 *wsClient) {
 
 func TestGherkinFreshApprovals(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
-		resp, body := sendSource(t, e, http.MethodPost, "/v1/contracts", freshContract)
+		resp, body := sendSource(t, e, http.MethodPost, "/v1/contracts", enginetest.FreshPayFeature)
 		wantStatus(t, resp, body, http.StatusCreated)
 		_, key := e.NewUser(t, domain.RoleMember)
 		freshScenario(t, connectWS(t, e, key), connectWS(t, e, key), connectWS(t, e, key))
@@ -223,7 +203,7 @@ func TestGherkinFreshApprovals(t *testing.T) {
 func TestReplicasGherkinFreshApprovals(t *testing.T) {
 	t.Parallel()
 	a, b := twoReplicas(t)
-	resp, body := sendSource(t, a, http.MethodPost, "/v1/contracts", freshContract)
+	resp, body := sendSource(t, a, http.MethodPost, "/v1/contracts", enginetest.FreshPayFeature)
 	wantStatus(t, resp, body, http.StatusCreated)
 	_, key := a.NewUser(t, domain.RoleMember)
 	freshScenario(t, connectWS(t, a, key), connectWS(t, a, key), connectWS(t, b, key))

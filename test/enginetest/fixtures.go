@@ -17,3 +17,11 @@ var OrderFlowYAML string
 //
 //go:embed decide_flow.feature
 var DecideFlowFeature string
+
+// FreshPayFeature is the Gherkin contract the fresh-approval checks share
+// (end to end and through the unmodified SDKs): approval (entry) → charge
+// (needs its own approval each time, amount > 0) → close (terminal), all
+// owned by the party ops.
+//
+//go:embed fresh_pay.feature
+var FreshPayFeature string

@@ -17,26 +17,6 @@ import (
 	"github.com/threadengine/engine/test/enginetest"
 )
 
-// freshPay: every charge needs its own approval.
-const freshPay = `Feature: fresh_pay
-Rule: Approve
-  When step "approval" is submitted
-  Then owner must be "ops"
-  And this step is an entry point
-
-Rule: Charge
-  When step "charge" is submitted
-  Then owner must be "ops"
-  And step "approval" must succeed before each invocation
-  And content "amount" must be a number greater than 0
-
-Rule: Close
-  When step "close" is submitted
-  Then owner must be "ops"
-  And step "charge" must have succeeded
-  And this step is terminal
-`
-
 func postGherkin(t *testing.T, e *enginetest.Engine, src string) {
 	t.Helper()
 	resp, body := e.DoWith(t, http.MethodPost, "/v1/contracts", src, func(r *http.Request) {
@@ -80,7 +60,7 @@ func gherkinEngines(t *testing.T, d sqldb.Dialect, fixtures string) (e, b *engin
 		}
 		postGherkin(t, e, string(src))
 	}
-	postGherkin(t, e, freshPay)
+	postGherkin(t, e, enginetest.FreshPayFeature)
 	return e, b
 }
 
