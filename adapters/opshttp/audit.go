@@ -42,10 +42,8 @@ func (h *Handler) listAudit(c echo.Context) error {
 	if q.Until, err = timeParam(c, "until"); err != nil {
 		return err
 	}
-	if v := c.QueryParam("limit"); v != "" {
-		if q.Limit, err = strconv.Atoi(v); err != nil || q.Limit < 1 {
-			return domain.Invalid("limit", "limit must be a positive integer")
-		}
+	if q.Limit, err = limitParam(c); err != nil {
+		return err
 	}
 	page, err := h.Audit.List(c.Request().Context(), q)
 	if err != nil {
@@ -61,6 +59,20 @@ func (h *Handler) listAudit(c echo.Context) error {
 			ActorName: e.ActorName, Action: e.Action, Target: e.Target, Details: d}
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+// limitParam reads the optional page size (0 when absent: the use case's
+// default).
+func limitParam(c echo.Context) (int, error) {
+	v := c.QueryParam("limit")
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, domain.Invalid("limit", "limit must be a positive integer")
+	}
+	return n, nil
 }
 
 // timeParam reads an optional RFC 3339 query parameter.

@@ -2,13 +2,11 @@ package opshttp
 
 import (
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/threadengine/engine/app/ops"
-	"github.com/threadengine/engine/domain"
 )
 
 // RefusalJSON is one refused step submission in GET /v1/refusals.
@@ -37,12 +35,9 @@ type RefusalPageJSON struct {
 
 func (h *Handler) listRefusals(c echo.Context) error {
 	q := ops.RefusalQuery{ThreadID: c.QueryParam("thread_id"), Contract: c.QueryParam("contract"), Cursor: c.QueryParam("cursor")}
-	if v := c.QueryParam("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return domain.Invalid("limit", "limit must be a positive integer")
-		}
-		q.Limit = n
+	var err error
+	if q.Limit, err = limitParam(c); err != nil {
+		return err
 	}
 	page, err := h.StepRefusals.List(c.Request().Context(), q)
 	if err != nil {
