@@ -9,16 +9,16 @@ import (
 // identity.Application is for identity (ThreeDotsLabs' wild-workouts shape):
 // each handler is a small type with one Handle method, in its own file
 // (command_*.go, query_*.go; the waits in app/delivery), built by a
-// constructor that takes only the ports it uses. The WebSocket and OTLP
-// adapters call them; see docs/contributors/architecture.md.
+// constructor that takes only the ports it uses. The WebSocket adapter and
+// app/ingest (OTLP) call them; see docs/contributors/architecture.md.
 type Application struct {
 	Commands Commands
 	Queries  Queries
 }
 
-// Commands write threads: start, record, link, invite, join, end, ingest an
-// OpenTelemetry trace, and the
+// Commands write threads: start, record, link, invite, join, end, and the
 // waits and grants that decide whether a step may run (app/delivery).
+// OpenTelemetry traces are ingested by app/ingest on top of these.
 type Commands struct {
 	StartThread        StartThreadHandler
 	StartThreadWithKey StartThreadWithKeyHandler
@@ -27,7 +27,6 @@ type Commands struct {
 	InviteParty        InvitePartyHandler
 	JoinThread         JoinThreadHandler
 	EndThread          EndThreadHandler
-	IngestTrace        IngestTraceHandler
 	WaitForPermission  delivery.WaitForPermissionHandler
 	CancelGrant        delivery.CancelGrantHandler
 	ReleaseGrant       delivery.ReleaseGrantHandler
@@ -80,7 +79,6 @@ func (m *Module) build() Application {
 			InviteParty:        NewInvitePartyHandler(store, m.contracts, invites, clock, m.opts.InvitationMaxTTL),
 			JoinThread:         NewJoinThreadHandler(store, m.contracts, invites, clock),
 			EndThread:          NewEndThreadHandler(store, m.hub, clock, metrics),
-			IngestTrace:        NewIngestTraceHandler(keyed, hasStep, record, store, clock, metrics),
 			WaitForPermission:  delivery.NewWaitForPermissionHandler(store, m.contracts, m.hub, release, clock),
 			CancelGrant:        delivery.NewCancelGrantHandler(store, m.hub, clock),
 			ReleaseGrant:       release,

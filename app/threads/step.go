@@ -146,12 +146,12 @@ func stepPlan(keys domain.ChainKeys, th domain.Thread, v ports.StepTx, c *domain
 	}
 	switch d.Ended {
 	case domain.ThreadCompleted:
-		plan.Notifications = append(plan.Notifications, threadEvent(th, domain.ThreadCompleted,
+		plan.Notifications = append(plan.Notifications, ThreadEvent(th, domain.ThreadCompleted,
 			"Thread completed by terminal step '"+in.StepName+"'", now))
 	case domain.ThreadFailed:
 		// Subscribers of the thread and thread.failed webhooks hear it,
 		// with the violation that failed it.
-		ev := threadEvent(th, domain.ThreadFailed, "Thread failed at step '"+in.StepName+"': "+th.Error, now)
+		ev := ThreadEvent(th, domain.ThreadFailed, "Thread failed at step '"+in.StepName+"': "+th.Error, now)
 		if d.Validation != nil {
 			if worst, ok := d.Validation.MostSevere(); ok {
 				ev.Severity, ev.ViolationType = string(worst.Severity), worst.Type

@@ -142,7 +142,9 @@ func countStep(metrics ports.ThreadMetrics, plan ports.StepPlan) {
 // now is the thread use cases' clock: UTC, at the microsecond the stores keep.
 func now(c ports.Clock) time.Time { return c.Now().UTC().Truncate(time.Microsecond) }
 
-func threadEvent(th domain.Thread, status domain.ThreadStatus, msg string, now time.Time) ports.NotificationRecord {
+// ThreadEvent is the notification of a thread ending (or changing status)
+// with msg; the thread use cases and app/ingest publish it.
+func ThreadEvent(th domain.Thread, status domain.ThreadStatus, msg string, now time.Time) ports.NotificationRecord {
 	return ports.NotificationRecord{ID: uuid.NewString(), ThreadID: th.ID, StepName: "global",
 		ContractName: th.ContractName, OwnerID: th.OwnerID, Source: "thread", NotificationType: "thread." + string(status),
 		ValidationStatus: "none", Severity: "info", Message: msg, CreatedAt: now}
