@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/threadengine/engine/app/delivery"
+	"github.com/threadengine/engine/app/waits"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -181,10 +181,10 @@ func checkStepInput(in RecordStepInput) (domain.StepStatus, []domain.StepStatus,
 		return "", nil, domain.Invalid("idempotencyKey", "Missing required field: idempotencyKey")
 	case in.Context == nil:
 		return "", nil, domain.Invalid("context", "Missing required field: context")
-	case utf8.RuneCountInString(in.InvocationID) > delivery.MaxInvocationIDLen:
-		return "", nil, domain.Invalid("invocationId", "invocationId must be at most %d characters", delivery.MaxInvocationIDLen)
-	case delivery.CheckInvocationPrefix(in.InvocationID) != nil:
-		return "", nil, delivery.CheckInvocationPrefix(in.InvocationID)
+	case utf8.RuneCountInString(in.InvocationID) > waits.MaxInvocationIDLen:
+		return "", nil, domain.Invalid("invocationId", "invocationId must be at most %d characters", waits.MaxInvocationIDLen)
+	case waits.CheckInvocationPrefix(in.InvocationID) != nil:
+		return "", nil, waits.CheckInvocationPrefix(in.InvocationID)
 	case len(in.SubSteps) > MaxSubSteps:
 		return "", nil, domain.Invalid("subSteps", "at most %d sub-steps", MaxSubSteps)
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 // Limits on one write; they bound the size of rows and of the hash input.
-// (An invocation id's bound is delivery.MaxInvocationIDLen: it names a grant
+// (An invocation id's bound is waits.MaxInvocationIDLen: it names a grant
 // too.)
 const (
 	MaxRefs        = 64
@@ -28,7 +28,7 @@ const (
 
 // Module wires the thread use cases: threads, steps (append-only, hash
 // chained, contract validated), refs, parties, and the waits of waitFor
-// (app/delivery), with the notification hub they publish to. It holds what
+// (app/waits), with the notification hub (app/delivery) they publish to. It holds what
 // the use cases share (the store behind its id check, the contract cache,
 // the chain keys, the hub) and builds one handler per use case
 // (Application), each given only the ports it uses. Every rule they apply is
