@@ -31,8 +31,9 @@ type noPublish struct{}
 
 func (noPublish) Published(context.Context, []ports.NotificationRecord) {}
 
-// An OTLP trace whose child span fails: the thread starts and ends at the
-// spans' times (not the ingest's), ends failed once its root span has ended
+// An OTLP trace whose child span fails: the thread starts (StartedAt, the
+// UI's startedAt and the duration) and ends at the spans' times (not the
+// ingest's; created_at stays the ingest's), ends failed once its root span has ended
 // and the quiet period passed without a span, and names the deepest
 // failing span with its status message; a retry event is a retry.
 func TestTraceThreadEndsFromItsSpans(t *testing.T) {
@@ -66,8 +67,13 @@ func TestTraceThreadEndsFromItsSpans(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !th.CreatedAt.Equal(spanT0) {
-			t.Errorf("thread starts at %v, want the root span's start %v", th.CreatedAt, spanT0)
+		if !th.StartedAt().Equal(spanT0) {
+			t.Errorf("thread starts at %v, want the root span's start %v", th.StartedAt(), spanT0)
+		}
+		// created_at is when the engine first saw the thread: list order,
+		// cursors and overdue alerts do not move with the spans' times.
+		if !th.CreatedAt.Equal(spanT0.Add(2 * time.Second)) {
+			t.Errorf("created_at %v moved, want the first ingest's %v", th.CreatedAt, spanT0.Add(2*time.Second))
 		}
 		if th.Status != domain.ThreadActive || th.TraceRootEndedAt() == nil {
 			t.Fatalf("before the quiet period: %s, root ended %v", th.Status, th.TraceRootEndedAt())
