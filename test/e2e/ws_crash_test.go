@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -24,6 +23,7 @@ import (
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/adapters/threadstore"
 	"github.com/threadengine/engine/domain"
+	"github.com/threadengine/engine/test/enginebin"
 )
 
 const crashSecret = "crash-test-hash-chain-secret-0123456789"
@@ -38,11 +38,7 @@ func TestWSAckedStepsSurviveKill9(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("needs SIGKILL")
 	}
-	bin := filepath.Join(t.TempDir(), "threadengine")
-	build := exec.Command("go", "build", "-o", bin, "../../cmd/threadengine")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := enginebin.Path(t)
 	forEachDialectD(t, func(t *testing.T, d sqldb.Dialect) {
 		dir := t.TempDir()
 		var env []string
