@@ -191,3 +191,38 @@ func (s *Store) RunRollup(ctx context.Context, interval time.Duration, now func(
 		}
 	}
 }
+
+// RebuildStepStatsTotal recomputes step_stats_total from the hourly rows
+// rolled up so far (those before the watermark) and returns how many rows
+// it wrote. It repairs the totals after replicas of a release before
+// migration 00042 rolled hours up without adding them (a rolling upgrade),
+// or after a contract version's deletion removed its hourly rows. The
+// watermark row is locked, so a roll-up running meanwhile waits and then
+// adds its hours to the rebuilt totals.
+func (s *Store) RebuildStepStatsTotal(ctx context.Context) (int, error) {
+	var n int64
+	err := s.db.Tx(ctx, func(tx *sqlx.Tx) error {
+		var w dbTime
+		err := tx.GetContext(ctx, &w, s.db.Rebind(`SELECT rolled_until FROM stats_rollup WHERE name = ?`+s.db.ForUpdate()), rollupName)
+		if errors.Is(err, sql.ErrNoRows) {
+			w = dbTime{T: epoch, Valid: true} // nothing rolled up yet
+		} else if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM step_stats_total`); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, s.db.Rebind(`INSERT INTO step_stats_total (contract_name, contract_version, step_name, attempts, failed, violated, warnings)
+ SELECT contract_name, contract_version, step_name, SUM(attempts), SUM(failed), SUM(violated), SUM(warnings)
+ FROM step_stats_hourly WHERE hour < ? GROUP BY contract_name, contract_version, step_name`), sqldb.Time(w.T))
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, sqldb.TranslateError(err)
+	}
+	return int(n), nil
+}
