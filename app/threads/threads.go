@@ -1,14 +1,12 @@
 package threads
 
 import (
-	"context"
 	"log/slog"
 	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 
-	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/app/delivery"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
@@ -107,14 +105,6 @@ func (m *Module) ForgetContract(name string, version int) { m.contracts.forgetCo
 
 // ForgetThreads drops deleted threads from the thread → contract cache.
 func (m *Module) ForgetThreads(ids []string) { m.contracts.forgetThreads(ids) }
-
-// AuthorizeIngest refuses a caller that may not write threads, before a
-// transport reads a request body (OTLP); every write use case checks the
-// same again.
-func (m *Module) AuthorizeIngest(ctx context.Context) error {
-	_, err := authz.Require(ctx, domain.PermThreadsWrite)
-	return err
-}
 
 // countStep reports a committed append: the step, its validation (and each
 // of its issues worse than info, by contract and rule) and the thread's end when the step closed it (appends only plan on active threads).
