@@ -260,7 +260,7 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	s.Threads.SetRefusalRetention(s.Config.Retention.StepRefusals)
 	s.backfillHealth(threadStore)
 	s.startHub()
-	ws := &wsapi.Handler{Threads: s.Threads, Authn: s.Auth.Authn, Log: s.Log, Limits: s.Config.Limits.WS, Refusals: s.Refusals,
+	ws := &wsapi.Handler{Threads: s.Threads, Authn: s.Auth.Authn, Log: s.Log, Limits: s.Config.Limits.WS, Refusals: s.Refusals, Metrics: s.EngineMetrics,
 		Tracer: tp(), Clock: s.Clock}
 	ws.Mount(s.Echo)
 	s.Identity.OnCredentialsChanged(ws.RecheckPrincipal)

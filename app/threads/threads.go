@@ -39,7 +39,7 @@ type Module struct {
 	clock     ports.Clock
 	keys      domain.ChainKeys
 	hub       *delivery.Hub
-	metrics   ports.Metrics
+	metrics   Metrics
 	refusals  refusals
 	app       Application
 }
@@ -75,9 +75,16 @@ func (m *Module) SetRefusalRetention(d time.Duration) {
 // Hub delivers the notification log to WebSocket sessions.
 func (m *Module) Hub() *delivery.Hub { return m.hub }
 
+// Metrics is what the thread use cases and their hub count (the engine's
+// ports.Metrics has it).
+type Metrics interface {
+	ports.ThreadMetrics
+	ports.DeliveryMetrics
+}
+
 // SetMetrics makes the thread use cases and their hub report to metrics.
 // Call it before serving requests.
-func (m *Module) SetMetrics(metrics ports.Metrics) {
+func (m *Module) SetMetrics(metrics Metrics) {
 	m.metrics = metrics
 	m.hub.SetMetrics(metrics)
 	m.app = m.build()
@@ -89,15 +96,6 @@ func (m *Module) SetMetrics(metrics ports.Metrics) {
 func (m *Module) UseChainKeys(k domain.ChainKeys) {
 	m.keys = k
 	m.app = m.build()
-}
-
-// Metrics is where thread events are counted (never nil, even on a nil
-// *Module: adapter unit tests run handlers without the use cases).
-func (m *Module) Metrics() ports.Metrics {
-	if m == nil || m.metrics == nil {
-		return ports.NopMetrics{}
-	}
-	return m.metrics
 }
 
 // ForgetContract drops a deleted contract version from the cache.
