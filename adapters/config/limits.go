@@ -57,6 +57,10 @@ type ReadLimits struct {
 	// ExportMaxBytes is the most one NDJSON export response streams; an
 	// export reaching it ends with a truncation line naming where to go on.
 	ExportMaxBytes int64 `koanf:"export_max_bytes"`
+	// ExportThreadMaxBytes bounds the stored bytes (contexts, metadata) of
+	// one thread an export loads at once: GET /v1/threads/{id}/export of a
+	// larger thread is refused 413, a stream names it in a skipped line.
+	ExportThreadMaxBytes int64 `koanf:"export_thread_max_bytes"`
 }
 
 // HTTPLimits are the HTTP server's timeouts.
@@ -156,7 +160,7 @@ func DefaultLimits() Limits {
 		GraphQL: ReadLimits{MaxDuration: 5 * time.Second, PoolConns: 8, MaxConcurrent: 4, MaxConcurrentPerPrincipal: 2,
 			QueueTimeout: 2 * time.Second, PointsPerSecond: 10000, PointsBurst: 50000,
 			ExpensiveCost: 100, MaxExpensive: max(1, runtime.NumCPU()/2), MaxResponseBytes: 16 << 20,
-			ListContextBytes: 16 << 10, ExportMaxBytes: 256 << 20},
+			ListContextBytes: 16 << 10, ExportMaxBytes: 256 << 20, ExportThreadMaxBytes: 32 << 20},
 	}
 }
 
@@ -216,6 +220,7 @@ func (l *Limits) validate() error {
 		"limits.graphql.max_response_bytes":           int64(l.GraphQL.MaxResponseBytes),
 		"limits.graphql.list_context_bytes":           int64(l.GraphQL.ListContextBytes),
 		"limits.graphql.export_max_bytes":             l.GraphQL.ExportMaxBytes,
+		"limits.graphql.export_thread_max_bytes":      l.GraphQL.ExportThreadMaxBytes,
 	}
 	for key, n := range counts {
 		if n <= 0 {

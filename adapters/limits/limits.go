@@ -61,6 +61,7 @@ const (
 	GraphQLDuration               Name = "graphql_duration"
 	GraphQLResponseBytes          Name = "graphql_response_bytes"
 	ExportBytes                   Name = "export_bytes"
+	ExportThreadBytes             Name = "export_thread_bytes"
 )
 
 // All is every limit, so each is exported as 0 before its first refusal.
@@ -69,7 +70,7 @@ var All = []Name{HTTPReadTimeout, BodyBytes, OTLPBodyBytes, OTLPDecodedBytes, OT
 	WSSubscriptionKeyBytes, WSMessageBytes, WSMessageFields, WSPreConnectBytes, WSUnauthPerAddress, WSCredentialsWithdrawn,
 	ReplaysPerCaller, ReplaysRunning, WSWaitsPerSocket, WSWaitsPerPrincipal, WSFrameRate, WSPendingBytes, WSFramesInFlight,
 	WSMessageTimeout, GraphQLConcurrent, GraphQLConcurrentPerPrincipal, GraphQLPoints, GraphQLExpensive, GraphQLDuration,
-	GraphQLResponseBytes, ExportBytes}
+	GraphQLResponseBytes, ExportBytes, ExportThreadBytes}
 
 // Budget names a byte budget whose use is exported as
 // threadengine_budget_bytes{budget} (held now, all holders together) and
