@@ -53,7 +53,7 @@ func TestExportOfABigThreadIsBounded(t *testing.T) {
 				}
 				return th.ID
 			}
-			big := start("big", 3, 40<<10)  // 3 × 40 KiB in attempts, 3 × 40 KiB more as latest contexts
+			big := start("big", 3, 40<<10)    // 3 × 40 KiB in attempts, 3 × 40 KiB more as latest contexts
 			small := start("small", 2, 1<<10) // well within the bound
 			tq := threadquery.New(db)
 			q := readmodel.New(readmodel.Deps{Store: tq, ChainSecrets: readmodel.ChainSecrets([]byte("secret"))})
