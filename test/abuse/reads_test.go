@@ -114,7 +114,9 @@ func TestExpensiveReadsDoNotStarveWriters(t *testing.T) {
 			var maxReads, maxWriters float64
 			attackBegan := time.Now()
 			for round := 0; round < 3; round++ {
+				c0 := e.cpu(t)
 				base := writers(t, e, normal, 4, window)
+				baseCPU := cpuWindow{e.cpu(t) - c0, base}
 				stop := make(chan struct{})
 				var wg sync.WaitGroup
 				for c := 0; c < 6; c++ {
@@ -155,15 +157,18 @@ func TestExpensiveReadsDoNotStarveWriters(t *testing.T) {
 						}
 					}
 				}()
+				c2 := e.cpu(t)
 				under := writers(t, e, normal, 4, window)
+				underCPU := cpuWindow{e.cpu(t) - c2, under}
 				close(stop)
 				wg.Wait()
 				<-sampled
 				ratio := float64(under) / float64(base)
 				ratios = append(ratios, ratio)
 				load, _ := os.ReadFile("/proc/loadavg")
-				t.Logf("%s round %d: writers %d steps without the attack, %d with it (ratio %.2f); attack operations ok %d, refused 429 %d, other %d; read pool in use ≤ %.0f/8, writer pool in use ≤ %.0f; load %s",
-					d, round, base, under, ratio, ok.Load(), refused.Load(), other.Load(), maxReads, maxWriters, strings.TrimSpace(string(load)))
+				t.Logf("%s round %d: writers %d steps without the attack, %d with it (ratio %.2f); attack operations ok %d, refused 429 %d, other %d; read pool in use ≤ %.0f/8, writer pool in use ≤ %.0f; %s; RSS %.0f MiB; load %s",
+					d, round, base, under, ratio, ok.Load(), refused.Load(), other.Load(), maxReads, maxWriters, attackShare(baseCPU, underCPU),
+					rssMiB(t, e), strings.TrimSpace(string(load)))
 				if ratio >= 0.9 {
 					break
 				}
