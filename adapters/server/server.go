@@ -306,7 +306,7 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	tqr.SetListContextBytes(rl.ListContextBytes)
 	s.readGate = readmodel.NewGate(readmodel.GateLimits{MaxConcurrent: rl.MaxConcurrent, MaxConcurrentPerPrincipal: rl.MaxConcurrentPerPrincipal,
 		QueueTimeout: rl.QueueTimeout, PointsPerSecond: rl.PointsPerSecond, PointsBurst: rl.PointsBurst,
-		ExpensiveCost: rl.ExpensiveCost, MaxExpensive: rl.MaxExpensive},
+		ExpensiveCost: rl.ExpensiveCost, MaxExpensive: rl.MaxExpensive, ExpensiveShare: rl.ExpensiveShare},
 		func(l string) { s.Refusals.Refused(limits.Name(l)) })
 	s.Queries = readmodel.New(readmodel.Deps{Store: tqr, Stats: tqr, Problems: tqr, ProcessMaps: tqr, Contracts: s.threadContracts(),
 		ChainSecrets: chainKeys.Secrets, ChainPartialBefore: chainKeys.PartialBefore, Log: threadStore, Clock: s.Clock})
