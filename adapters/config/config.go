@@ -313,7 +313,7 @@ func Load(path string, environ []string) (Config, error) {
 
 var knownSections = map[string]bool{"server": true, "database": true, "registry": true, "auth": true, "security": true, "log": true,
 	"limits": true, "metrics": true, "retention": true, "notifications": true, "alerts": true, "telemetry": true, "audit": true,
-	"threads": true, "contracts": true}
+	"threads": true, "contracts": true, "transparency": true}
 
 var knownKeys = map[string]bool{
 	"server.listen": true, "server.public_url": true, "server.shutdown_timeout": true, "server.trusted_proxies": true, "server.pprof_listen": true,
