@@ -16,6 +16,8 @@ import (
 	"github.com/knadh/koanf/providers/confmap"
 	"github.com/knadh/koanf/providers/file"
 	"github.com/knadh/koanf/v2"
+
+	"github.com/threadengine/engine/domain"
 )
 
 // EnvPrefix starts every environment override.
@@ -63,6 +65,18 @@ type Transparency struct {
 	Origin string `koanf:"origin"`
 	// CheckpointInterval is how often a checkpoint is signed while the log grows.
 	CheckpointInterval time.Duration `koanf:"checkpoint_interval"`
+	// Witnesses cosign checkpoints (C2SP tlog-witness); none by default.
+	Witnesses []Witness `koanf:"witnesses"`
+}
+
+// Witness is one witness of the transparency log
+// (docs/operators/transparency-witnesses.md).
+type Witness struct {
+	// URL is the witness's submission prefix (POST URL/add-checkpoint).
+	URL string `koanf:"url"`
+	// Key is its verifier key (C2SP Ed25519 cosignature key,
+	// name+hash+base64).
+	Key string `koanf:"key"`
 }
 
 // Alerts configures alert webhooks (docs/operators/alerts.md).
@@ -299,7 +313,7 @@ func Load(path string, environ []string) (Config, error) {
 
 var knownSections = map[string]bool{"server": true, "database": true, "registry": true, "auth": true, "security": true, "log": true,
 	"limits": true, "metrics": true, "retention": true, "notifications": true, "alerts": true, "telemetry": true, "audit": true,
-	"threads": true, "contracts": true}
+	"threads": true, "contracts": true, "transparency": true}
 
 var knownKeys = map[string]bool{
 	"server.listen": true, "server.public_url": true, "server.shutdown_timeout": true, "server.trusted_proxies": true, "server.pprof_listen": true,
@@ -417,6 +431,14 @@ func (c *Config) Validate() error {
 	}
 	if c.Transparency.CheckpointInterval < 10*time.Millisecond || c.Transparency.CheckpointInterval > time.Hour {
 		return fmt.Errorf("config: transparency.checkpoint_interval must be between 10ms and 1h")
+	}
+	for i, w := range c.Transparency.Witnesses {
+		if u, err := url.Parse(w.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("config: transparency.witnesses[%d].url must be an http(s) URL", i)
+		}
+		if _, err := domain.NewCosignatureVerifier(w.Key); err != nil {
+			return fmt.Errorf("config: transparency.witnesses[%d].key: %w", i, err)
+		}
 	}
 	if c.OTLP.TraceQuietPeriod < 100*time.Millisecond || c.OTLP.TraceQuietPeriod > 24*time.Hour {
 		return fmt.Errorf("config: otlp.trace_quiet_period must be between 100ms and 24h")

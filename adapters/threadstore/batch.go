@@ -92,6 +92,7 @@ func (s *Store) appendBatch(ctx context.Context, tx *sqlx.Tx, jobs []*appendJob,
 		rounds = max(rounds, round[i]+1)
 	}
 	idx := make([]int, 0, len(jobs))
+	var written []ports.StepPlan
 	for r := 0; r < rounds; r++ {
 		idx = idx[:0]
 		for i := range jobs {
@@ -99,18 +100,27 @@ func (s *Store) appendBatch(ctx context.Context, tx *sqlx.Tx, jobs []*appendJob,
 				idx = append(idx, i)
 			}
 		}
-		if err := s.appendRound(ctx, tx, jobs, idx, outs, errs); err != nil {
+		plans, err := s.appendRound(ctx, tx, jobs, idx, outs, errs)
+		if err != nil {
 			return err
 		}
+		written = append(written, plans...)
+	}
+	// On SQLite the steps' leaves go to the tree in this transaction, all
+	// rounds' at once (one tlog_state update and one insert per table per
+	// group commit), in the order the rounds wrote them.
+	if !s.noLog && s.logInPlace() && len(written) > 0 {
+		return s.appendStepLeaves(ctx, tx, written)
 	}
 	return nil
 }
 
-// appendRound: jobs[idx] are on distinct threads.
-func (s *Store) appendRound(ctx context.Context, tx *sqlx.Tx, jobs []*appendJob, idx []int, outs []ports.StepPlan, errs []error) error {
+// appendRound: jobs[idx] are on distinct threads. It returns the plans it
+// wrote.
+func (s *Store) appendRound(ctx context.Context, tx *sqlx.Tx, jobs []*appendJob, idx []int, outs []ports.StepPlan, errs []error) ([]ports.StepPlan, error) {
 	views, err := s.lockForSteps(ctx, tx, jobs, idx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	plans := make([]ports.StepPlan, 0, len(idx))
 	for _, i := range idx {
@@ -122,7 +132,7 @@ func (s *Store) appendRound(ctx context.Context, tx *sqlx.Tx, jobs []*appendJob,
 		}
 		if j.withStates {
 			if view.States, err = s.states(ctx, tx, j.threadID, "", ""); err != nil {
-				return err
+				return nil, err
 			}
 			view.Current = nil
 			for k := range view.States {
@@ -135,7 +145,7 @@ func (s *Store) appendRound(ctx context.Context, tx *sqlx.Tx, jobs []*appendJob,
 			}
 			if j.writer.WithGrants {
 				if view.Grants, err = s.grants(ctx, tx, j.threadID); err != nil {
-					return err
+					return nil, err
 				}
 			}
 		}
@@ -149,7 +159,7 @@ func (s *Store) appendRound(ctx context.Context, tx *sqlx.Tx, jobs []*appendJob,
 			plans = append(plans, p)
 		}
 	}
-	return s.writePlans(ctx, tx, plans)
+	return plans, s.writePlans(ctx, tx, plans)
 }
 
 // lockForSteps locks the threads of jobs[idx] (distinct) and, in the same
@@ -402,17 +412,12 @@ func (s *Store) writePlans(ctx context.Context, tx *sqlx.Tx, plans []ports.StepP
 	parts = append(parts, s.processMapParts(plans)...)
 	// Each step's leaf goes to the log's outbox in the step's own
 	// statement; the sequencer moves it into the tree (tlog.go). On SQLite
-	// the leaves are appended to the tree in this transaction instead.
+	// the leaves are appended to the tree in this transaction instead
+	// (appendBatch).
 	if !s.noLog && !s.logInPlace() {
 		parts = append(parts, pendingParts(plans)...)
 	}
-	if err := s.execParts(ctx, tx, append(parts, s.threadParts(plans)...)); err != nil {
-		return err
-	}
-	if !s.noLog && s.logInPlace() {
-		return s.appendStepLeaves(ctx, tx, plans)
-	}
-	return nil
+	return s.execParts(ctx, tx, append(parts, s.threadParts(plans)...))
 }
 
 // threadParts updates the round's thread rows: one statement on PostgreSQL.
