@@ -31,7 +31,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	_ "github.com/lib/pq"
+	"github.com/lib/pq"
 
 	"github.com/threadengine/engine/adapters/graphqlapi"
 	"github.com/threadengine/engine/adapters/sqldb"
@@ -309,21 +309,28 @@ func freshDatabase(ctx context.Context, server string, n int, keep bool) (string
 	if err != nil {
 		return "", nil, err
 	}
-	admin, err := sql.Open("postgres", server)
+	// The URL's database names the one to create (scale_<n> when it names
+	// none or the server's default), so two runs on one server can keep apart.
+	name := strings.TrimPrefix(u.Path, "/")
+	if name == "" || name == "postgres" {
+		name = fmt.Sprintf("scale_%d", n)
+	}
+	au := *u
+	au.Path = "/postgres"
+	admin, err := sql.Open("postgres", au.String())
 	if err != nil {
 		return "", nil, err
 	}
-	name := fmt.Sprintf("scale_%d", n)
-	if _, err := admin.ExecContext(ctx, `DROP DATABASE IF EXISTS `+name); err != nil {
+	if _, err := admin.ExecContext(ctx, `DROP DATABASE IF EXISTS `+pq.QuoteIdentifier(name)); err != nil {
 		return "", nil, err
 	}
-	if _, err := admin.ExecContext(ctx, `CREATE DATABASE `+name); err != nil {
+	if _, err := admin.ExecContext(ctx, `CREATE DATABASE `+pq.QuoteIdentifier(name)); err != nil {
 		return "", nil, err
 	}
 	u.Path = "/" + name
 	return u.String(), func() {
 		if !keep {
-			_, _ = admin.ExecContext(ctx, `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`)
+			_, _ = admin.ExecContext(ctx, `DROP DATABASE IF EXISTS `+pq.QuoteIdentifier(name)+` WITH (FORCE)`)
 		}
 		_ = admin.Close()
 	}, nil
