@@ -29,8 +29,17 @@ const maxQueuedAcks = 10_000
 const ackChunk = 500
 
 // expireEvery is how often the settler expires what can no longer be
-// delivered, and forgets claims older than the retention.
+// delivered, forgets claims older than the retention and prunes settled
+// rows.
 const expireEvery = 30 * time.Second
+
+// Settled rows are deleted in batches of pruneBatch, at most pruneBatches
+// a round (a backlog, e.g. after an upgrade, is worked off over several
+// rounds instead of one long write that holds up acknowledgements).
+const (
+	pruneBatch   = 1000
+	pruneBatches = 50
+)
 
 // queueAck hands req to the settler, or settles it at once when the settler
 // is not running (before Run, after shutdown) or is too far behind.
@@ -148,6 +157,34 @@ func (h *Hub) expire(ctx context.Context) {
 	if exp > 0 || drop > 0 {
 		h.log.Warn("notifications settled undelivered", "expired", exp, "dropped_after_max_deliveries", drop,
 			"retention", cfg.Retention.String())
+	}
+	h.prune(ctx, now.Add(-cfg.SettledRetention))
+}
+
+// prune deletes the rows settled before cutoff: once settled a row is only
+// the thread's notification history, kept for notifications.settled_retention.
+// They are most of what notifications would otherwise take on disk (two
+// rows per step).
+func (h *Hub) prune(ctx context.Context, cutoff time.Time) {
+	total := 0
+	for range pruneBatches {
+		if ctx.Err() != nil {
+			break
+		}
+		n, err := h.logStore.PruneNotifications(ctx, cutoff, pruneBatch)
+		total += n
+		if err != nil {
+			if ctx.Err() == nil {
+				h.log.Warn("notifications: prune", "err", err)
+			}
+			break
+		}
+		if n < pruneBatch {
+			break
+		}
+	}
+	if total > 0 {
+		h.log.Debug("notifications pruned", "rows", total)
 	}
 }
 

@@ -32,6 +32,9 @@ type HubConfig struct {
 	// Retention: a notification nobody acknowledged within it is expired
 	// (settled and counted). Default 24 h.
 	Retention time.Duration
+	// SettledRetention: a settled notification (acknowledged, expired or
+	// dropped) is deleted this long after it was settled. Default 24 h.
+	SettledRetention time.Duration
 	// PollEvery is how often the log is read without a wake-up (leases that
 	// ended, a missed wake-up). Default 1 s.
 	PollEvery time.Duration
@@ -50,6 +53,9 @@ func (c HubConfig) withDefaults() HubConfig {
 	}
 	if c.Retention <= 0 {
 		c.Retention = 24 * time.Hour
+	}
+	if c.SettledRetention <= 0 {
+		c.SettledRetention = 24 * time.Hour
 	}
 	if c.PollEvery <= 0 {
 		c.PollEvery = time.Second
