@@ -47,17 +47,18 @@ func main() {
 	n := flag.Int("threads", 100_000, "threads to seed")
 	reps := flag.Int("reps", 20, "timed runs per request (after 2 warm-up runs)")
 	keep := flag.Bool("keep", false, "keep the database")
+	name := flag.String("name", "", "PostgreSQL database name (default scale_<threads>)")
 	sweep := flag.Float64("sweep", 0.1, "fraction of threads the retention sweep deletes at the end (0: no sweep)")
 	flag.Parse()
-	if err := run(*dbURL, *n, *reps, *keep, *sweep); err != nil {
+	if err := run(*dbURL, *name, *n, *reps, *keep, *sweep); err != nil {
 		fmt.Fprintln(os.Stderr, "scale:", err)
 		os.Exit(1)
 	}
 }
 
-func run(server string, n, reps int, keep bool, sweepFrac float64) error {
+func run(server, name string, n, reps int, keep bool, sweepFrac float64) error {
 	ctx := context.Background()
-	dbURL, drop, err := freshDatabase(ctx, server, n, keep)
+	dbURL, drop, err := freshDatabase(ctx, server, name, n, keep)
 	if err != nil {
 		return err
 	}
@@ -92,7 +93,8 @@ func run(server string, n, reps int, keep bool, sweepFrac float64) error {
 			break
 		}
 	}
-	h, err := graphqlapi.New(readmodel.New(readmodel.Deps{Store: store, Stats: store}), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h, err := graphqlapi.New(readmodel.New(readmodel.Deps{Store: store, Stats: store, Problems: store, ProcessMaps: store,
+		Contracts: seedContracts{}}), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		return err
 	}
@@ -222,7 +224,33 @@ func requests(exec func(string, map[string]any) (map[string]any, error), sample 
 		{"contractStats", `{ contractStats { name version threads active completed failed violated } }`, nil, list("contractStats")},
 		{"stepStats", `{ stepStats(contractName: "contract-3") { stepName attempts failed violated warnings } }`, nil, list("stepStats")},
 		{"UI thread list page (50)", uiQuery, map[string]any{"limit": 50, "offset": 0}, conn("threads")},
+		{"problems (24 h)", problemsQuery, map[string]any{"hours": 24}, problemGroups},
+		{"problems (30 days)", problemsQuery, map[string]any{"hours": 720}, problemGroups},
+		{"processMap (24 h)", processMapQuery, map[string]any{"from": nil}, processEdges},
+		{"processMap (7 days)", processMapQuery, map[string]any{"from": time.Now().Add(-7 * 24 * time.Hour).UTC().Format(time.RFC3339)}, processEdges},
+		{"processMap (30 days)", processMapQuery, map[string]any{"from": time.Now().Add(-30 * 24 * time.Hour).UTC().Format(time.RFC3339)}, processEdges},
 	}, nil
+}
+
+// The Problems view's and the process map's queries (web/assets/views/
+// problems.js, processmap.js: the map's two requests in one).
+const (
+	problemsQuery = `query($hours: Int) { problems(hours: $hours) { since until bucketHours buckets total truncated
+  groups { contractName contractVersion rule step messageClass count trend exampleThreadId } } }`
+	processMapQuery = `query($from: String) { processMap(contractName: "contract-3", version: 2, from: $from) {
+  since until started neverReached nodes { step count p50Ms p95Ms inContract } edges { from to count p50Ms p95Ms allowed exampleThreadId } } }`
+)
+
+func problemGroups(m map[string]any) int {
+	p, _ := m["problems"].(map[string]any)
+	l, _ := p["groups"].([]any)
+	return len(l)
+}
+
+func processEdges(m map[string]any) int {
+	p, _ := m["processMap"].(map[string]any)
+	l, _ := p["edges"].([]any)
+	return len(l)
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
@@ -293,7 +321,7 @@ func dbSize(ctx context.Context, db *sqldb.DB, dbURL string) (int64, error) {
 
 // freshDatabase creates an empty database: scale_<n> on the PostgreSQL
 // server, or a temporary SQLite file.
-func freshDatabase(ctx context.Context, server string, n int, keep bool) (string, func(), error) {
+func freshDatabase(ctx context.Context, server, name string, n int, keep bool) (string, func(), error) {
 	if server == "" {
 		dir, err := os.MkdirTemp("", "threadengine-scale-")
 		if err != nil {
@@ -313,7 +341,9 @@ func freshDatabase(ctx context.Context, server string, n int, keep bool) (string
 	if err != nil {
 		return "", nil, err
 	}
-	name := fmt.Sprintf("scale_%d", n)
+	if name == "" {
+		name = fmt.Sprintf("scale_%d", n)
+	}
 	if _, err := admin.ExecContext(ctx, `DROP DATABASE IF EXISTS `+name); err != nil {
 		return "", nil, err
 	}

@@ -60,6 +60,7 @@ type gen struct {
 	start  time.Time
 	span   time.Duration
 	noteSq int64
+	pm     map[pmKey]*pmRow // the process map roll-up (processmap.go)
 }
 
 func newGen(n int, now time.Time) *gen {
@@ -96,11 +97,11 @@ func (g *gen) thread(s sink, i int) (string, error) {
 	created = sqldb.Time(created)
 	var contract, contractID any
 	var version any
-	cname := ""
+	cname, cversion := "", 0
 	if g.r.IntN(10) > 0 {
 		c := g.r.IntN(5)
-		cname = fmt.Sprintf("contract-%d", c)
-		contract, contractID, version = cname, fmt.Sprintf("ct-%d", c), 1+g.r.IntN(2)
+		cname, cversion = fmt.Sprintf("contract-%d", c), 1+g.r.IntN(2)
+		contract, contractID, version = cname, fmt.Sprintf("ct-%d", c), cversion
 	}
 	status := "completed"
 	switch p := g.r.IntN(100); {
@@ -127,6 +128,11 @@ func (g *gen) thread(s sink, i int) (string, error) {
 		stepID := g.uuid()
 		started := at
 		at = at.Add(time.Duration(50+g.r.IntN(5000)) * time.Millisecond)
+		prevAt, prevStep := time.Time{}, ""
+		if s0 > 1 {
+			prevAt, prevStep = started, fmt.Sprintf("step-%d", s0-1)
+		}
+		g.pmStep(cname, cversion, id, prevStep, name, started, at, prevAt)
 		st := "success"
 		if status == "failed" && s0 == steps {
 			st = "failed"
@@ -319,6 +325,9 @@ func seed(ctx context.Context, db *sqldb.DB, n int, now time.Time, progress func
 			sample = append(sample, id)
 			progress(i + 1)
 		}
+	}
+	if _, err := g.writeProcessMap(ctx, db); err != nil {
+		return nil, 0, err
 	}
 	if restore != nil {
 		if err := restore(); err != nil {
