@@ -15,8 +15,8 @@ import (
 
 // layoutJS lists what is wrong with the page's layout, as text: sideways
 // scroll, visible text under 10 px (SVG text at its drawn size), text cut
-// off by a box that hides its overflow without an ellipsis, and chart or
-// graph labels drawn over each other.
+// off by a box that hides its overflow without an ellipsis, and chart,
+// graph or time-axis labels drawn over each other.
 const layoutJS = `(() => {
   const out = [];
   const name = (e) => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + (e.classList.length ? '.' + [...e.classList].join('.') : '');
@@ -29,14 +29,16 @@ const layoutJS = `(() => {
     const s = getComputedStyle(e);
     let px = parseFloat(s.fontSize);
     if (e instanceof SVGElement && e.getScreenCTM) { const m = e.getScreenCTM(); if (m) px *= Math.hypot(m.a, m.b); }
-    if (px < 9.5) out.push('text ' + px.toFixed(1) + ' px: ' + name(e) + ' "' + e.textContent.trim().slice(0, 30) + '"');
-    if (!(e instanceof SVGElement) && (s.overflowX === 'hidden' || s.overflowX === 'clip') && s.textOverflow !== 'ellipsis' && e.scrollWidth > e.clientWidth + 2) {
+    if (px < 9.9) out.push('text ' + px.toFixed(1) + ' px: ' + name(e) + ' "' + e.textContent.trim().slice(0, 30) + '"');
+    if (!(e instanceof SVGElement) && (s.overflowX === 'hidden' || s.overflowX === 'clip') && (s.textOverflow !== 'ellipsis' || s.display.includes('flex')) && e.scrollWidth > e.clientWidth + 2) {
       out.push('clipped: ' + name(e) + ' "' + e.textContent.trim().slice(0, 30) + '" ' + e.scrollWidth + '>' + e.clientWidth);
     }
   }
-  for (const svg of document.querySelectorAll('main svg')) {
+  const groups = [...document.querySelectorAll('main svg')].map((svg) => [svg, [...svg.querySelectorAll('text')]]);
+  for (const axis of document.querySelectorAll('main .wf-axis .wf-track')) groups.push([axis, [...axis.querySelectorAll('.wf-tick')]]);
+  for (const [svg, texts] of groups) {
     if (!visible(svg)) continue;
-    const labels = [...svg.querySelectorAll('text')].filter((t) => visible(t) && t.textContent.trim() !== '').map((t) => [t, t.getBoundingClientRect()]);
+    const labels = texts.filter((t) => visible(t) && t.textContent.trim() !== '').map((t) => [t, t.getBoundingClientRect()]);
     for (let i = 0; i < labels.length; i++) {
       for (let j = i + 1; j < labels.length; j++) {
         const [a, ra] = labels[i]; const [b, rb] = labels[j];
@@ -100,7 +102,9 @@ func TestEveryPageLaysOut(t *testing.T) {
 				setWidth(t, ctx, w)
 				for _, p := range pages {
 					do(t, ctx, p.name, chromedp.Navigate(eng.URL+"/ui/"+p.path), chromedp.WaitVisible(css(p.ready)),
-						void(chromedp.Poll[bool](`!document.querySelector('main .loading')`)))
+						void(chromedp.Poll[bool](`!document.querySelector('main .loading')`)),
+						// A graph has fitted its viewport (one unit one pixel).
+						void(chromedp.Poll[bool](`[...document.querySelectorAll('.graph-viewport svg')].every((s) => Math.abs(s.viewBox.baseVal.width - s.clientWidth) < 2)`)))
 					bad := get(t, ctx, "layout of "+p.name, chromedp.Evaluate[[]string](layoutJS))
 					shot(t, ctx, fmt.Sprintf("walk-%s-%d-%s", d, w, p.name))
 					if len(bad) > 0 {

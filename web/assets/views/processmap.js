@@ -48,7 +48,7 @@ export function processMapPanel(name, version, graph) {
         { taken, violations, edgeLabels, nodeNotes, faded: new Set(pm.neverReached) }, `Process map of ${name} v${version}`))));
     }
     body.appendChild(table([
-      { label: 'From', render: (e) => e.from ? h('code', {}, e.from) : h('span', { class: 'muted' }, 'start') },
+      { label: 'From', render: (e) => e.from ? h('code', {}, e.from) : h('span', { class: 'muted' }, '(thread start)') },
       { label: 'To', render: (e) => h('code', {}, e.to) },
       { label: 'Threads', render: (e) => h('span', { class: 'num' + (e.allowed ? '' : ' bad-text'), 'data-count': String(e.count) }, String(e.count)) },
       { label: 'p50 · p95', render: (e) => h('span', { class: 'num' }, `${ms(e.p50Ms)} · ${ms(e.p95Ms)}`) },
