@@ -226,8 +226,8 @@ func TestProblemRowsEqualACountOverThreads(t *testing.T) {
 }
 
 // Deleting a thread clears it as the process map's example, in the hours
-// its steps were counted; the counts stay, and a row another thread is the
-// example of keeps it.
+// and days its steps were counted; the counts stay, and a row another
+// thread is the example of keeps it.
 func TestDeletedThreadIsNoProcessMapExample(t *testing.T) {
 	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
 		db := sqldbtest.Open(t, d)
@@ -262,8 +262,19 @@ func TestDeletedThreadIsNoProcessMapExample(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		// The day rows, as appends write them: one example per row.
+		for _, r := range []struct{ kind, from, to, example string }{{"N", "", "a", "kept"}, {"E", "", "a", "gone"}, {"N", "", "b", "gone"}, {"E", "a", "b", "gone"}} {
+			if _, err := db.Exec(db.Rebind(`INSERT INTO process_map_daily (contract_name, contract_version, kind, from_step, to_step, day, bucket, n, example_thread)
+ VALUES ('pm', 1, ?, ?, ?, ?, 3, 2, ?)`), r.kind, r.from, r.to, sqldb.Time(h1.Truncate(24*time.Hour)), r.example); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if _, err := threadstore.New(db).DeleteThreads(ctx, []string{"gone"}); err != nil {
 			t.Fatal(err)
+		}
+		var left int
+		if err := db.Get(&left, `SELECT COUNT(*) FROM process_map_daily WHERE example_thread = 'gone'`); err != nil || left != 0 {
+			t.Fatalf("%d day rows still name the deleted thread (%v)", left, err)
 		}
 		rows, err := threadquery.New(db).ProcessMapRows(ctx, "pm", 1, h1, h2.Add(time.Hour))
 		if err != nil {

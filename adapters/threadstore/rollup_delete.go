@@ -92,8 +92,9 @@ func (s *Store) unrollProblems(ctx context.Context, tx *sqlx.Tx, ids []string) e
 }
 
 // clearMapExamples clears the threads about to be deleted as examples of
-// the process map's rows (migration 00060): the rows of their contract
-// version in the hours their steps were counted in (processMapParts).
+// the process map's rows (migrations 00060, 00090): the rows of their
+// contract version in the hours (and days) their steps were counted in
+// (processMapParts).
 // Counts stay: the map says how threads ran, as the step statistics do.
 // A row whose example is cleared takes the next thread written to it as
 // its example; the map reads the other hours' examples meanwhile.
@@ -151,13 +152,30 @@ func (s *Store) clearMapExamples(ctx context.Context, tx *sqlx.Tx, ids []string)
 		for id := range threads[k] {
 			ts = append(ts, id)
 		}
-		q, args, err := sqlx.In(`UPDATE process_map_hourly SET example_thread = '' WHERE contract_name = ? AND contract_version = ?
- AND hour IN (?) AND example_thread IN (?)`, k.name, k.v, hs, ts)
-		if err != nil {
-			return err
+		dayset := map[time.Time]bool{}
+		for h := range hours[k] {
+			dayset[h.Truncate(24*time.Hour)] = true
 		}
-		if _, err := tx.ExecContext(ctx, s.q(q), args...); err != nil {
-			return err
+		ds := make([]any, 0, len(dayset))
+		for d := range dayset {
+			ds = append(ds, sqldb.Time(d))
+		}
+		for _, u := range []struct {
+			q    string
+			keys []any
+		}{
+			{`UPDATE process_map_hourly SET example_thread = '' WHERE contract_name = ? AND contract_version = ?
+ AND hour IN (?) AND example_thread IN (?)`, hs},
+			{`UPDATE process_map_daily SET example_thread = '' WHERE contract_name = ? AND contract_version = ?
+ AND day IN (?) AND example_thread IN (?)`, ds},
+		} {
+			q, args, err := sqlx.In(u.q, k.name, k.v, u.keys, ts)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, s.q(q), args...); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

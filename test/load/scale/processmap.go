@@ -11,7 +11,7 @@ import (
 	"github.com/threadengine/engine/domain"
 )
 
-// The process map roll-up (process_map_hourly) as the engine fills it on
+// The process map roll-ups (process_map_hourly, _daily) as the engine fills them on
 // append (threadstore.processMapParts): for each step of a contract thread
 // (all first attempts here), one on its node row (the attempt's duration
 // bucket) and one on its edge row from the previous step (the time since
@@ -60,12 +60,36 @@ func (g *gen) pmStep(cname string, version int, id, prevStep, step string, start
 	}
 }
 
-// writeProcessMap writes the accumulated roll-up rows.
+// writeProcessMap writes the accumulated roll-up rows, by hour and by day.
 func (g *gen) writeProcessMap(ctx context.Context, db *sqldb.DB) (int, error) {
+	days := map[pmKey]*pmRow{}
+	for k, r := range g.pm {
+		d := k
+		d.hour = k.hour.Truncate(24 * time.Hour)
+		a := days[d]
+		if a == nil {
+			a = &pmRow{}
+			days[d] = a
+		}
+		a.n += r.n
+		a.example = max(a.example, r.example)
+	}
+	for _, t := range []struct {
+		table, col string
+		rows       map[pmKey]*pmRow
+	}{{"process_map_hourly", "hour", g.pm}, {"process_map_daily", "day", days}} {
+		if err := writePM(ctx, db, t.table, t.col, t.rows); err != nil {
+			return 0, err
+		}
+	}
+	return len(g.pm), nil
+}
+
+func writePM(ctx context.Context, db *sqldb.DB, table, col string, rows map[pmKey]*pmRow) error {
 	const cols = 9
 	per := 30000 / cols
-	keys := make([]pmKey, 0, len(g.pm))
-	for k := range g.pm {
+	keys := make([]pmKey, 0, len(rows))
+	for k := range rows {
 		keys = append(keys, k)
 	}
 	mark := "(" + strings.TrimSuffix(strings.Repeat("?,", cols), ",") + ")"
@@ -73,17 +97,17 @@ func (g *gen) writeProcessMap(ctx context.Context, db *sqldb.DB) (int, error) {
 		k := min(per, len(keys))
 		args := make([]any, 0, k*cols)
 		for _, key := range keys[:k] {
-			r := g.pm[key]
+			r := rows[key]
 			args = append(args, key.name, key.version, key.kind, key.from, key.to, sqldb.Time(key.hour), key.bucket, r.n, r.example)
 		}
-		q := `INSERT INTO process_map_hourly (contract_name, contract_version, kind, from_step, to_step, hour, bucket, n, example_thread) VALUES ` +
+		q := `INSERT INTO ` + table + ` (contract_name, contract_version, kind, from_step, to_step, ` + col + `, bucket, n, example_thread) VALUES ` +
 			strings.TrimSuffix(strings.Repeat(mark+",", k), ",")
 		if _, err := db.ExecContext(ctx, db.Rebind(q), args...); err != nil {
-			return 0, fmt.Errorf("process map: %w", err)
+			return fmt.Errorf("%s: %w", table, err)
 		}
 		keys = keys[k:]
 	}
-	return len(g.pm), nil
+	return nil
 }
 
 // seedContracts answers GetContract for the seeded contract versions: steps
