@@ -357,7 +357,7 @@ func (r *threadResolver) CompanyID() string    { return CompanyID }
 func (r *threadResolver) EndReason() *string   { return r.t.EndReason }
 func (r *threadResolver) CreatedBy() *string   { return strPtr(r.t.OwnerID) }
 func (r *threadResolver) LastHash() *string    { return strPtr(r.t.LastHash) }
-func (r *threadResolver) StartedAt() *string   { return timePtr(&r.t.CreatedAt) }
+func (r *threadResolver) StartedAt() *string   { s := r.t.Started(); return timePtr(&s) }
 func (r *threadResolver) CompletedAt() *string { return timePtr(r.t.CompletedAt) }
 func (r *threadResolver) ContractVersion() *int32 {
 	if r.t.ContractVersion == nil {

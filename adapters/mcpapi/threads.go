@@ -377,7 +377,7 @@ func (t *tools) verifyIntegrity(ctx context.Context, _ *mcp.CallToolRequest, in 
 func threadJSON(v ports.ThreadView, refs map[string]string) ThreadJSON {
 	j := ThreadJSON{ID: v.ID, Label: deref(v.Label), Status: v.Status, Error: deref(v.Error),
 		ContractName: deref(v.ContractName), OwnerKind: v.OwnerKind, OwnerID: v.OwnerID,
-		ServiceName: deref(v.ServiceName), StepCount: v.StepCount, Refs: refs, StartedAt: v.CreatedAt.UTC(),
+		ServiceName: deref(v.ServiceName), StepCount: v.StepCount, Refs: refs, StartedAt: v.Started().UTC(),
 		UpdatedAt: v.UpdatedAt.UTC(), CompletedAt: utc(v.CompletedAt), LastHash: v.LastHash}
 	if v.ContractVersion != nil {
 		j.ContractVersion = *v.ContractVersion

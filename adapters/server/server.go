@@ -43,6 +43,7 @@ import (
 	"github.com/threadengine/engine/app/contracts"
 	"github.com/threadengine/engine/app/delivery"
 	"github.com/threadengine/engine/app/identity"
+	"github.com/threadengine/engine/app/ingest"
 	"github.com/threadengine/engine/app/ops"
 	"github.com/threadengine/engine/app/readmodel"
 	"github.com/threadengine/engine/app/signin"
@@ -121,7 +122,7 @@ type Server struct {
 	Alerts   *ops.AlertSweep
 	// QuietTraces ends OTLP trace threads after otlp.trace_quiet_period
 	// (run in the background; tests call Handle with a moved clock).
-	QuietTraces threads.EndQuietTracesHandler
+	QuietTraces ingest.EndQuietTracesHandler
 	// Queries are the read use cases (GraphQL, MCP); GraphQL executes
 	// operations with the cost limit (POST/GET /graphql, MCP graphql_query).
 	Queries *readmodel.Queries
@@ -251,7 +252,8 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	// Registered before everything that appends steps, so it runs after
 	// them (closers run in reverse), and before the database closes.
 	s.OnClose(threadStore.Close)
-	s.Threads = threads.New(threadstore.NewTraced(threadStore, tp()), s.threadContracts(), s.Clock, nil, s.Log)
+	tracedThreads := threadstore.NewTraced(threadStore, tp())
+	s.Threads = threads.New(tracedThreads, s.threadContracts(), s.Clock, nil, s.Log)
 	s.Threads.UseChainKeys(chainKeys)
 	s.Threads.SetOptions(threads.Options{InvitationMaxTTL: s.Config.Threads.InvitationMaxTTL, Classifier: semantic})
 	s.Threads.SetMetrics(s.EngineMetrics)
@@ -269,12 +271,14 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 		defer cancel()
 		return ws.Shutdown(ctx)
 	})
-	(&otlp.Handler{Threads: s.Threads, Log: s.Log, Limits: s.Config.Limits.OTLP, Refusals: s.Refusals}).Mount(s.Echo, s.Auth.Middleware())
+	// OTLP spans are recorded through the thread use cases, built above
+	// with their final settings.
+	(&otlp.Handler{Threads: s.Threads, Ingest: ingest.FromThreads(s.Threads.Application(), tracedThreads, s.Clock, s.EngineMetrics), Log: s.Log, Limits: s.Config.Limits.OTLP, Refusals: s.Refusals}).Mount(s.Echo, s.Auth.Middleware())
 	{
 		// Trace threads end once their root span ended and they went quiet
 		// (otlp.trace_quiet_period); every replica runs it, the thread's
 		// lock ends each once.
-		s.QuietTraces = threads.NewEndQuietTracesHandler(threadStore, s.Threads.Hub(), s.Clock, s.EngineMetrics, s.Config.OTLP.TraceQuietPeriod)
+		s.QuietTraces = ingest.NewEndQuietTracesHandler(threadStore, s.Threads.Hub(), s.Clock, s.EngineMetrics, s.Config.OTLP.TraceQuietPeriod)
 		ctx, stop := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { defer close(done); s.QuietTraces.Run(ctx, 0, s.Log) }()

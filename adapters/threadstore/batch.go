@@ -198,7 +198,7 @@ func (s *Store) lockForSteps(ctx context.Context, tx *sqlx.Tx, jobs []*appendJob
 	err := s.selectTx(ctx, tx, &rows, `WITH v(tid, pid, prole, sname, ikey, inv) AS (VALUES `+placeholders(len(idx), 6)+`)
  SELECT t.id, t.contract_id, t.contract_name, t.contract_version, t.label,
  t.owner_kind, t.owner_id, t.service_name, t.status, t.error, t.end_reason, t.last_hash, t.step_count, CAST(t.tags AS TEXT) AS tags,
- t.created_at, t.updated_at, t.completed_at, t.failed_steps, t.critical_issues, t.major_issues, t.warning_issues,
+ t.created_at, t.updated_at, t.completed_at, t.trace_started_at, t.failed_steps, t.critical_issues, t.major_issues, t.warning_issues,
  t.first_issue_step, t.first_issue_type, t.first_issue_message, t.first_issue_severity, t.last_activity_at, v.pid AS v_pid, v.sname AS v_sname, v.ikey AS v_ikey,
  COALESCE((SELECT a.step_name FROM thread_activities a WHERE a.thread_id = t.id AND a.seq = t.step_count), '') AS last_step,
  (SELECT `+roles+` FROM thread_access x WHERE x.thread_id = t.id AND x.principal_id = v.pid) AS party_roles,

@@ -69,11 +69,11 @@ func useCaseOf(m Message) string {
 	}
 	switch {
 	case m.Str("cancel") == "true":
-		return "delivery.CancelGrant"
+		return "waits.CancelGrant"
 	case m.Str("stepId") != "":
-		return "delivery.WaitForValidation"
+		return "waits.WaitForValidation"
 	}
-	return "delivery.WaitForPermission"
+	return "waits.WaitForPermission"
 }
 
 // frame is one frame being handled: when it began, its spans and, once it

@@ -72,6 +72,9 @@ type Handler struct {
 	live       map[*session]struct{}
 	closing    bool
 	sessions   sync.WaitGroup
+
+	// messageTimeout replaces messageReadTimeout (tests).
+	messageTimeout time.Duration
 }
 
 // Mount adds the route; the client address is echo's (server.trusted_proxies).
@@ -456,9 +459,13 @@ func (s *session) readFrameAndHandle(typ websocket.MessageType, r io.Reader) (do
 	if s.authenticated() == nil {
 		limit, name = MaxPreConnectBytes, limits.WSPreConnectBytes
 	}
+	// The deadline covers the whole message: for one over the limit, its
+	// drain too (the reading slot is held meanwhile).
 	stop := s.messageDeadline()
 	data, over, hold, err := s.readFrame(r, limit)
-	stop()
+	if over == nil {
+		stop()
+	}
 	switch {
 	case errors.Is(err, errPendingShare):
 		s.h.Refusals.Refused(limits.WSPendingBytes)
@@ -477,8 +484,9 @@ func (s *session) readFrameAndHandle(typ websocket.MessageType, r io.Reader) (do
 		_, _ = f.Write(data)
 		hold.release() // the rest is scanned, not kept
 		_, _ = f.Write(over)
-		if _, err := io.Copy(&f, r); err != nil {
-			return true
+		_, err := io.Copy(&f, r)
+		if !stop() || err != nil {
+			return true // the deadline closed the socket, or it broke
 		}
 		action := f.action()
 		if action == "" {

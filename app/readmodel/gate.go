@@ -46,7 +46,15 @@ type Gate struct {
 	mu      sync.Mutex
 	mine    map[string]*principalSlots
 	buckets map[string]*rate.Limiter
+	swept   time.Time // the last sweep of idle buckets
 }
+
+// bucketSweepEvery is how often spend drops the buckets of idle
+// principals: a bucket back at its burst is the same as a new one, so it is
+// forgotten without giving its principal anything, and the map holds only
+// the principals that spent points within the time their bucket takes to
+// refill (plus one interval).
+const bucketSweepEvery = time.Minute
 
 type principalSlots struct {
 	ch    chan struct{}
@@ -120,16 +128,19 @@ func (g *Gate) spend(who string, cost int) error {
 	if g.lim.PointsPerSecond <= 0 {
 		return nil
 	}
+	cost = min(max(cost, 1), g.lim.PointsBurst)
+	now := time.Now()
+	// The reservation is made under g.mu so a sweep never drops a bucket
+	// between its lookup and its use (the points would be lost).
 	g.mu.Lock()
+	g.sweep(now)
 	b := g.buckets[who]
 	if b == nil {
 		b = rate.NewLimiter(rate.Limit(g.lim.PointsPerSecond), g.lim.PointsBurst)
 		g.buckets[who] = b
 	}
-	g.mu.Unlock()
-	cost = min(max(cost, 1), g.lim.PointsBurst)
-	now := time.Now()
 	r := b.ReserveN(now, cost)
+	g.mu.Unlock()
 	if d := r.DelayFrom(now); d > 0 {
 		r.CancelAt(now)
 		g.refused(LimitReadPoints)
@@ -142,6 +153,20 @@ func (g *Gate) spend(who string, cost int) error {
 	return nil
 }
 
+// sweep drops the buckets that are full again (g.mu held), at most once
+// per bucketSweepEvery.
+func (g *Gate) sweep(now time.Time) {
+	if now.Sub(g.swept) < bucketSweepEvery {
+		return
+	}
+	g.swept = now
+	for who, b := range g.buckets {
+		if b.TokensAt(now) >= float64(b.Burst()) {
+			delete(g.buckets, who)
+		}
+	}
+}
+
 // Charge takes n more points from who's budget without refusing: what an
 // admitted operation turned out to cost beyond its price at Enter (the
 // steps of the threads it reads). The next operations wait for them.
@@ -150,9 +175,8 @@ func (g *Gate) Charge(who string, n int) {
 		return
 	}
 	g.mu.Lock()
-	b := g.buckets[who]
-	g.mu.Unlock()
-	if b != nil {
+	defer g.mu.Unlock()
+	if b := g.buckets[who]; b != nil {
 		b.ReserveN(time.Now(), min(n, g.lim.PointsBurst))
 	}
 }

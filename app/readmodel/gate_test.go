@@ -3,7 +3,9 @@ package readmodel
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/threadengine/engine/domain"
@@ -156,4 +158,62 @@ func TestGateExpensive(t *testing.T) {
 	if g.Running() != 0 || len(g.heavy) != 0 {
 		t.Fatalf("places held after leaving: %d, %d", g.Running(), len(g.heavy))
 	}
+}
+
+// The point buckets of principals that stopped reading are forgotten once
+// they are full again (a full bucket is a new one), so the gate's memory
+// follows the principals reading now, not every principal that ever read;
+// a principal whose bucket is still refilling keeps it (its debt is not
+// forgiven by the sweep).
+func TestGateForgetsIdleBuckets(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		// 200 points refill in 200 s: longer than the sweep interval.
+		g := NewGate(GateLimits{MaxConcurrent: 4, MaxConcurrentPerPrincipal: 2, QueueTimeout: time.Second,
+			PointsPerSecond: 1, PointsBurst: 200}, nil)
+		ctx := context.Background()
+		enter := func(who string, cost int) error {
+			leave, err := g.Enter(ctx, who, cost)
+			if err == nil {
+				leave()
+			}
+			return err
+		}
+		buckets := func() int {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			return len(g.buckets)
+		}
+		for i := range 1000 {
+			if err := enter(fmt.Sprintf("p%d", i), 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := enter("debtor", 200); err != nil {
+			t.Fatal(err)
+		}
+		if n := buckets(); n != 1001 {
+			t.Fatalf("%d buckets, want 1001", n)
+		}
+		// After a sweep interval the 1,000 one-point buckets are full again
+		// (1 point a second) and go; the debtor's (200 points spent) is not.
+		time.Sleep(bucketSweepEvery + time.Second)
+		if err := enter("newcomer", 1); err != nil {
+			t.Fatal(err)
+		}
+		if n := buckets(); n != 2 {
+			t.Errorf("%d buckets after the sweep, want the debtor's and the newcomer's", n)
+		}
+		if err := enter("debtor", 200); limitOf(err) != LimitReadPoints {
+			t.Errorf("the debtor's refilling bucket was forgotten: %v", err)
+		}
+		// Once it is full again it goes too, at the next sweep.
+		time.Sleep(200 * time.Second)
+		if err := enter("newcomer", 1); err != nil {
+			t.Fatal(err)
+		}
+		if n := buckets(); n != 1 {
+			t.Errorf("%d buckets after the debtor refilled, want the newcomer's", n)
+		}
+	})
 }

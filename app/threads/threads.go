@@ -15,7 +15,7 @@ import (
 )
 
 // Limits on one write; they bound the size of rows and of the hash input.
-// (An invocation id's bound is delivery.MaxInvocationIDLen: it names a grant
+// (An invocation id's bound is waits.MaxInvocationIDLen: it names a grant
 // too.)
 const (
 	MaxRefs        = 64
@@ -28,7 +28,7 @@ const (
 
 // Module wires the thread use cases: threads, steps (append-only, hash
 // chained, contract validated), refs, parties, and the waits of waitFor
-// (app/delivery), with the notification hub they publish to. It holds what
+// (app/waits), with the notification hub (app/delivery) they publish to. It holds what
 // the use cases share (the store behind its id check, the contract cache,
 // the chain keys, the hub) and builds one handler per use case
 // (Application), each given only the ports it uses. Every rule they apply is
@@ -142,7 +142,9 @@ func countStep(metrics ports.ThreadMetrics, plan ports.StepPlan) {
 // now is the thread use cases' clock: UTC, at the microsecond the stores keep.
 func now(c ports.Clock) time.Time { return c.Now().UTC().Truncate(time.Microsecond) }
 
-func threadEvent(th domain.Thread, status domain.ThreadStatus, msg string, now time.Time) ports.NotificationRecord {
+// ThreadEvent is the notification of a thread ending (or changing status)
+// with msg; the thread use cases and app/ingest publish it.
+func ThreadEvent(th domain.Thread, status domain.ThreadStatus, msg string, now time.Time) ports.NotificationRecord {
 	return ports.NotificationRecord{ID: uuid.NewString(), ThreadID: th.ID, StepName: "global",
 		ContractName: th.ContractName, OwnerID: th.OwnerID, Source: "thread", NotificationType: "thread." + string(status),
 		ValidationStatus: "none", Severity: "info", Message: msg, CreatedAt: now}
