@@ -416,7 +416,7 @@ func (s *Server) startHub() {
 	hub := s.Threads.Hub()
 	n := s.Config.Notifications
 	hub.Configure(delivery.HubConfig{RedeliverAfter: n.RedeliverAfter, MaxDeliveries: n.MaxDeliveries, Retention: n.Retention,
-		WaitRecheck: n.WaitRecheck})
+		WaitRecheck: n.WaitRecheck, SettledRetention: n.SettledRetention})
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); hub.Run(ctx, s.Broadcast) }()

@@ -3,7 +3,6 @@ package threadstore
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"sort"
 	"strconv"
 	"strings"
@@ -187,7 +186,6 @@ func (s *Store) lockForSteps(ctx context.Context, tx *sqlx.Tx, jobs []*appendJob
 		CurPrev     sql.NullString `db:"cur_prev"`
 		CurActor    sql.NullString `db:"cur_actor"`
 		CurService  sql.NullString `db:"cur_service"`
-		CurContext  sql.NullString `db:"cur_context"`
 		CurFirst    sql.NullTime   `db:"cur_first"`
 		CurUpdated  sql.NullTime   `db:"cur_updated"`
 		CurStarted  sql.NullTime   `db:"cur_started"`
@@ -216,7 +214,7 @@ func (s *Store) lockForSteps(ctx context.Context, tx *sqlx.Tx, jobs []*appendJob
  p.granted_at AS p_granted_at, p.expires_at AS p_expires_at,
  s.status AS cur_status, s.retry_count AS cur_retry, s.latest_step_id AS cur_step_id,
  s.invocation_id AS cur_invocation, s.previous_step AS cur_prev,
- s.actor AS cur_actor, s.actor_service AS cur_service, CAST(s.latest_context AS TEXT) AS cur_context,
+ s.actor AS cur_actor, s.actor_service AS cur_service,
  s.first_seen_at AS cur_first, s.last_updated_at AS cur_updated, s.started_at AS cur_started, s.finished_at AS cur_finished,
  (SELECT g.status FROM step_grants g WHERE g.thread_id = t.id AND g.invocation_id = v.inv AND v.inv <> '') AS grant_status
  FROM v JOIN threads t ON t.id = v.tid
@@ -248,7 +246,9 @@ func (s *Store) lockForSteps(ctx context.Context, tx *sqlx.Tx, jobs []*appendJob
 				PreviousStep: r.CurPrev.String,
 				Actor:        r.CurActor.String, ActorService: r.CurService.String, FirstSeenAt: r.CurFirst.Time.UTC(),
 				LastUpdatedAt: r.CurUpdated.Time.UTC(), StartedAt: sqldb.FromNullTime(r.CurStarted), FinishedAt: sqldb.FromNullTime(r.CurFinished)}
-			_ = json.Unmarshal([]byte(r.CurContext.String), &st.LatestContext)
+			// st.LatestContext stays empty: deciding a step never reads the
+			// current attempt's context (content references read the
+			// thread's states through store.states, from the attempts).
 			v.Current = &st
 		}
 		out[r.ID] = v
