@@ -260,7 +260,7 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	s.Threads.SetRefusalRetention(s.Config.Retention.StepRefusals)
 	s.backfillHealth(threadStore)
 	s.startHub()
-	ws := &wsapi.Handler{Threads: s.Threads, Authn: s.Auth.Authn, Log: s.Log, Limits: s.Config.Limits.WS, Refusals: s.Refusals,
+	ws := &wsapi.Handler{Threads: s.Threads, Authn: s.Auth.Authn, Log: s.Log, Limits: s.Config.Limits.WS, Refusals: s.Refusals, Metrics: s.EngineMetrics,
 		Tracer: tp(), Clock: s.Clock}
 	ws.Mount(s.Echo)
 	s.Identity.OnCredentialsChanged(ws.RecheckPrincipal)
@@ -273,7 +273,7 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	})
 	// OTLP spans are recorded through the thread use cases, built above
 	// with their final settings.
-	(&otlp.Handler{Threads: s.Threads, Ingest: ingest.FromThreads(s.Threads.Application(), tracedThreads, s.Clock, s.EngineMetrics), Log: s.Log, Limits: s.Config.Limits.OTLP, Refusals: s.Refusals}).Mount(s.Echo, s.Auth.Middleware())
+	(&otlp.Handler{Ingest: ingest.FromThreads(s.Threads.Application(), tracedThreads, s.Clock, s.EngineMetrics), Log: s.Log, Limits: s.Config.Limits.OTLP, Refusals: s.Refusals}).Mount(s.Echo, s.Auth.Middleware())
 	{
 		// Trace threads end once their root span ended and they went quiet
 		// (otlp.trace_quiet_period); every replica runs it, the thread's
@@ -415,7 +415,7 @@ func (s *Server) startHub() {
 	hub := s.Threads.Hub()
 	n := s.Config.Notifications
 	hub.Configure(delivery.HubConfig{RedeliverAfter: n.RedeliverAfter, MaxDeliveries: n.MaxDeliveries, Retention: n.Retention,
-		WaitRecheck: n.WaitRecheck})
+		WaitRecheck: n.WaitRecheck, SettledRetention: n.SettledRetention})
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); hub.Run(ctx, s.Broadcast) }()
