@@ -172,7 +172,7 @@ func (s *session) rateBeforeDecoding(data []byte, start time.Time) (rated, refus
 	s.leaveReadSlot()
 	r := s.fail(action, err)
 	s.send(f.requestID(), r)
-	s.h.Threads.Metrics().ActionHandled(actionLabel(action), r.Code, time.Since(start))
+	s.h.metrics().ActionHandled(actionLabel(action), r.Code, time.Since(start))
 	return true, true
 }
 
