@@ -170,7 +170,9 @@ func TestExpensiveReadsDoNotStarveWriters(t *testing.T) {
 					}
 				}()
 				c2 := e.cpu(t)
+				profiled := e.profile(t, fmt.Sprint("round", round), window)
 				under := writers(t, e, normal, 4, window)
+				profiled()
 				underCPU := cpuWindow{e.cpu(t) - c2, under}
 				close(stop)
 				wg.Wait()
