@@ -221,7 +221,7 @@ func writePG(db *sqldb.DB, b batch) error {
 		return err
 	}
 	for _, t := range seedTables {
-		st, err := tx.Prepare(pq.CopyIn(t.name, t.cols...))
+		st, err := tx.Prepare(`COPY ` + t.name + ` (` + strings.Join(t.cols, ", ") + `) FROM STDIN`)
 		if err != nil {
 			return err
 		}
