@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
@@ -69,6 +70,13 @@ func NewIngestTraceHandler(start TraceStarter, has StepSeen, record StepRecorder
 // after the module's last Set* call: the handlers are values).
 func FromThreads(app threads.Application, store ports.ThreadUpdater, clock ports.Clock, metrics ports.SpanMetrics) IngestTraceHandler {
 	return NewIngestTraceHandler(app.Commands.StartThreadWithKey, app.Queries.HasStep, app.Commands.RecordStep, store, clock, metrics)
+}
+
+// Authorize refuses a caller that may not write threads, before a
+// transport reads a request body; every span's write checks the same again.
+func Authorize(ctx context.Context) error {
+	_, err := authz.Require(ctx, domain.PermThreadsWrite)
+	return err
 }
 
 // ValidateTraces checks every span and orders each trace's spans by start
@@ -159,8 +167,8 @@ func (tr Trace) joinsThread() bool {
 	return false
 }
 
-// observe moves the thread's start to its earliest span and marks its root
-// span ended (domain.Thread.ObserveTrace).
+// observe moves the thread's start (StartedAt; CreatedAt never moves) to its
+// earliest span and marks its root span ended (domain.Thread.ObserveTrace).
 // Nothing is written when neither moves (the appends updated the thread).
 func (h IngestTraceHandler) observe(ctx context.Context, th domain.Thread, spans []domain.Span) error {
 	var first time.Time
@@ -174,7 +182,7 @@ func (h IngestTraceHandler) observe(ctx context.Context, th domain.Thread, spans
 			rootEnd = sp.End
 		}
 	}
-	if rootEnd.IsZero() && (first.IsZero() || !first.Before(th.CreatedAt)) {
+	if rootEnd.IsZero() && (first.IsZero() || !first.Before(th.StartedAt())) {
 		return nil
 	}
 	_, err := h.threads.UpdateThread(ctx, th.ID, func(th *domain.Thread) (ports.ThreadEffects, error) {
