@@ -94,8 +94,16 @@ func Tombstone(t Thread, reason string, at time.Time) LogLeaf {
 		DeletedAt: at}
 }
 
-// Data is the leaf's bytes in the log: RFC 8785 canonical JSON.
+// Data is the leaf's bytes in the log: RFC 8785 canonical JSON. A leaf
+// holds identifiers, hashes and small integers, so it is written directly in
+// canonical form (keys in order, strings needing no escape); anything else
+// goes through the general canonicaliser. The direct path is on every
+// step's ingest path (jcs.Transform re-parses the JSON: the largest share
+// of the log's CPU cost, docs/contributors/performance.md).
 func (l LogLeaf) Data() []byte {
+	if out, ok := l.plainData(); ok {
+		return out
+	}
 	var v any
 	switch l.Type {
 	case LeafThreadDeleted:
@@ -110,6 +118,75 @@ func (l LogLeaf) Data() []byte {
 		return b
 	}
 	return out
+}
+
+// plainData writes the leaf's canonical JSON directly when every string is
+// printable ASCII without '"' or '\\' (JCS writes those bytes as they are)
+// and every integer is exactly representable as an IEEE double (JCS writes
+// those in plain decimal); ok is false otherwise. Members are in JCS order
+// (keys sorted; all keys are ASCII, so by byte).
+func (l LogLeaf) plainData() ([]byte, bool) {
+	var ss []string
+	var ns []int
+	var keys []string
+	switch l.Type {
+	case LeafThreadDeleted:
+		keys = []string{"deleted_at", "last_hash", "reason", "step_count", "thread_id", "type"}
+		ss = []string{RecordTime(l.DeletedAt), l.LastHash, l.Reason, "", l.ThreadID, l.Type}
+		ns = []int{0, 0, 0, l.StepCount, 0, 0}
+	default:
+		if l.RecordHash != "" {
+			keys = []string{"hash", "record_hash", "seq", "step_id", "thread_id", "type"}
+			ss = []string{l.Hash, l.RecordHash, "", l.StepID, l.ThreadID, LeafStep}
+			ns = []int{0, 0, l.Seq, 0, 0, 0}
+		} else {
+			keys = []string{"hash", "seq", "step_id", "thread_id", "type"}
+			ss = []string{l.Hash, "", l.StepID, l.ThreadID, LeafStep}
+			ns = []int{0, l.Seq, 0, 0, 0}
+		}
+	}
+	size := 2
+	for i, k := range keys {
+		if k == "seq" || k == "step_count" {
+			if ns[i] > 1<<53 || ns[i] < -(1<<53) {
+				return nil, false
+			}
+			size += len(k) + 24
+			continue
+		}
+		if !plainString(ss[i]) {
+			return nil, false
+		}
+		size += len(k) + len(ss[i]) + 6
+	}
+	out := make([]byte, 0, size)
+	out = append(out, '{')
+	for i, k := range keys {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, '"')
+		out = append(out, k...)
+		out = append(out, '"', ':')
+		if k == "seq" || k == "step_count" {
+			out = strconv.AppendInt(out, int64(ns[i]), 10)
+			continue
+		}
+		out = append(out, '"')
+		out = append(out, ss[i]...)
+		out = append(out, '"')
+	}
+	return append(out, '}'), true
+}
+
+// plainString: printable ASCII other than '"' and '\\'.
+func plainString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // ParseLogLeaf reads a leaf's bytes; the bytes must be exactly the canonical

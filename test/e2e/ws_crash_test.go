@@ -162,7 +162,9 @@ func startEngine(t *testing.T, bin, dir string, env []string, addr string) *exec
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
-	deadline := time.Now().Add(20 * time.Second)
+	// A hang guard, not a speed requirement: a fresh database migrates
+	// first, and the machine may be shared.
+	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
 		resp, err := http.Get("http://" + addr + "/healthz")
 		if err == nil {

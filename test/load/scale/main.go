@@ -8,6 +8,10 @@
 //
 //	go run ./test/load/scale --db 'postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable' --threads 100000
 //	go run ./test/load/scale --threads 100000            # SQLite in a temporary file
+//	go run ./test/load/scale --db sqlite:///var/tmp/scale.db --threads 100000 --keep
+//
+// --keep keeps the database; --reuse measures a kept one again (after this
+// binary's migrations) without seeding it.
 //
 // With --db postgres://…/name the tool creates a fresh database named
 // scale_<n> on that server (dropped at the end unless --keep). Figures are
@@ -31,7 +35,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	_ "github.com/lib/pq"
+	"github.com/lib/pq"
 
 	"github.com/threadengine/engine/adapters/graphqlapi"
 	"github.com/threadengine/engine/adapters/sqldb"
@@ -47,17 +51,20 @@ func main() {
 	n := flag.Int("threads", 100_000, "threads to seed")
 	reps := flag.Int("reps", 20, "timed runs per request (after 2 warm-up runs)")
 	keep := flag.Bool("keep", false, "keep the database")
+	name := flag.String("name", "", "PostgreSQL database to create (default scale_<threads>; pick your own when others run the tool on the same server)")
+	reuse := flag.Bool("reuse", false, "measure a kept database (scale_<n>, or the --db sqlite:// file) again instead of seeding it anew")
 	sweep := flag.Float64("sweep", 0.1, "fraction of threads the retention sweep deletes at the end (0: no sweep)")
+	sweepBatch := flag.Int("sweep-batch", 100, "threads per retention batch (retention.batch_size)")
 	flag.Parse()
-	if err := run(*dbURL, *n, *reps, *keep, *sweep); err != nil {
+	if err := run(*dbURL, *name, *n, *reps, *keep, *reuse, *sweep, *sweepBatch); err != nil {
 		fmt.Fprintln(os.Stderr, "scale:", err)
 		os.Exit(1)
 	}
 }
 
-func run(server string, n, reps int, keep bool, sweepFrac float64) error {
+func run(server, name string, n, reps int, keep, reuse bool, sweepFrac float64, sweepBatch int) error {
 	ctx := context.Background()
-	dbURL, drop, err := freshDatabase(ctx, server, n, keep)
+	dbURL, drop, err := freshDatabase(ctx, server, name, n, keep, reuse)
 	if err != nil {
 		return err
 	}
@@ -69,18 +76,41 @@ func run(server string, n, reps int, keep bool, sweepFrac float64) error {
 	defer db.Close()
 	now := time.Now().UTC()
 	fmt.Printf("scale: %s, %d threads, machine: %s\n", db.Dialect, n, machine())
-	sample, took, err := seed(ctx, db, n, now, func(done int) {
-		if done%100_000 == 0 {
-			fmt.Printf("  seeded %d\n", done)
+	var have int
+	if reuse {
+		if err := db.GetContext(ctx, &have, `SELECT COUNT(*) FROM threads`); err != nil {
+			return err
 		}
-	})
-	if err != nil {
-		return fmt.Errorf("seed: %w", err)
 	}
-	fmt.Printf("seeded %d threads in %s (%.0f threads/s)\n", n, took.Round(time.Second), float64(n)/took.Seconds())
+	var sample []string
+	if have > 0 {
+		// A kept database (--keep, then --reuse): measure it again, after
+		// this binary's migrations, without seeding.
+		var mid string
+		if err := db.GetContext(ctx, &mid, db.Rebind(`SELECT id FROM threads ORDER BY created_at, id LIMIT 1 OFFSET ?`), have/2); err != nil {
+			return err
+		}
+		sample = []string{mid}
+		n = have
+		fmt.Printf("reusing %d seeded threads\n", have)
+	} else {
+		var took time.Duration
+		sample, took, err = seed(ctx, db, n, now, func(done int) {
+			if done%100_000 == 0 {
+				fmt.Printf("  seeded %d (%s)\n", done, machine())
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("seed: %w", err)
+		}
+		fmt.Printf("seeded %d threads in %s (%.0f threads/s)\n", n, took.Round(time.Second), float64(n)/took.Seconds())
+	}
+	phase := time.Now()
 	if err := analyze(ctx, db); err != nil {
 		return err
 	}
+	fmt.Printf("  analyzed in %s\n", time.Since(phase).Round(time.Second))
+	phase = time.Now()
 	store := threadquery.New(db)
 	defer store.Close()
 	for { // the engine rolls up in the background, a day per call
@@ -92,7 +122,9 @@ func run(server string, n, reps int, keep bool, sweepFrac float64) error {
 			break
 		}
 	}
-	h, err := graphqlapi.New(readmodel.New(readmodel.Deps{Store: store, Stats: store}), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	fmt.Printf("  rolled up in %s, machine: %s\n", time.Since(phase).Round(time.Second), machine())
+	h, err := graphqlapi.New(readmodel.New(readmodel.Deps{Store: store, Stats: store, Problems: store, ProcessMaps: store,
+		Contracts: seedContracts{}}), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		return err
 	}
@@ -111,10 +143,13 @@ func run(server string, n, reps int, keep bool, sweepFrac float64) error {
 	if err != nil {
 		return err
 	}
+	if reps < 1 { // --reps 0: only the size and the sweep
+		reqs = nil
+	}
 	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "request\tmedian\tp95\trows\t\n")
 	// The machine's noise floor: one trivial statement through the same pool.
-	{
+	if reps > 0 {
 		var ds []time.Duration
 		for i := 0; i < reps+2; i++ {
 			began := time.Now()
@@ -135,6 +170,12 @@ func run(server string, n, reps int, keep bool, sweepFrac float64) error {
 		for i := 0; i < reps+2; i++ {
 			began := time.Now()
 			m, err := exec(r.query, r.vars)
+			if err == nil && r.then != "" { // the page's second request
+				var m2 map[string]any
+				if m2, err = exec(r.then, r.vars); err == nil {
+					m = m2
+				}
+			}
 			d := time.Since(began)
 			if err != nil {
 				return fmt.Errorf("%s: %w", r.name, err)
@@ -154,7 +195,7 @@ func run(server string, n, reps int, keep bool, sweepFrac float64) error {
 	}
 	fmt.Printf("database: %.1f MiB, %.2f GiB per million threads\n", float64(size)/(1<<20), float64(size)/float64(n)*1e6/(1<<30))
 	if sweepFrac > 0 {
-		if err := sweep(ctx, db, now, n, sweepFrac); err != nil {
+		if err := sweep(ctx, db, now, n, sweepFrac, sweepBatch); err != nil {
 			return fmt.Errorf("sweep: %w", err)
 		}
 	}
@@ -166,7 +207,8 @@ type request struct {
 	name  string
 	query string
 	vars  map[string]any
-	rows  func(map[string]any) int
+	rows  func(map[string]any) int // of the last query's answer
+	then  string                   // a second query timed with it (a page's pair)
 }
 
 // uiFields are the thread list page's fields (web/assets/views/threads.js).
@@ -206,31 +248,60 @@ func requests(exec func(string, map[string]any) (map[string]any, error), sample 
 				t, _ := m["thread"].(map[string]any)
 				l, _ := t["steps"].([]any)
 				return len(l)
-			}},
-		{"threads(limit: 50) + totalCount", `{ threads(limit: 50) { totalCount threads { id status contractName startedAt completedAt } } }`, nil, conn("threads")},
-		{"threads(limit: 50), no totalCount", `{ threads(limit: 50) { threads { id status contractName startedAt completedAt } } }`, nil, conn("threads")},
-		{"threads(offset: 10000)", `{ threads(limit: 50, offset: 10000) { threads { id } } }`, nil, conn("threads")},
-		{"threads(after: cursor 10000 deep)", `query($c: String) { threads(limit: 50, after: $c) { threads { id } } }`, map[string]any{"c": cursor}, conn("threads")},
-		{"threads(orderBy: DURATION)", `{ threads(limit: 50, orderBy: DURATION) { threads { id durationMs } } }`, nil, conn("threads")},
-		{"threadsByRef(refValue) one match", `query($v: String!) { threadsByRef(refValue: $v) { totalCount threads { id refs } } }`, map[string]any{"v": one}, conn("threadsByRef")},
-		{"threads(refKey, refValue) one match", `query($v: String) { threads(refKey: "orderId", refValue: $v) { totalCount threads { id } } }`, map[string]any{"v": one}, conn("threads")},
-		{"threads(idPrefix: \"ab\")", `{ threads(limit: 50, idPrefix: "ab") { totalCount threads { id } } }`, nil, conn("threads")},
-		{"threads(tag: \"priority\")", `{ threads(limit: 50, tag: "priority") { totalCount threads { id } } }`, nil, conn("threads")},
-		{"threads(health: [VIOLATED])", `{ threads(limit: 50, health: [VIOLATED]) { totalCount threads { id } } }`, nil, conn("threads")},
-		{"threadsByContract", `{ threadsByContract(contractName: "contract-3", limit: 50) { totalCount threads { id } } }`, nil, conn("threadsByContract")},
-		{"threadsByContract(version 2, failed)", `{ threadsByContract(contractName: "contract-3", contractVersion: 2, status: "failed", limit: 50) { totalCount threads { id } } }`, nil, conn("threadsByContract")},
-		{"contractStats", `{ contractStats { name version threads active completed failed violated } }`, nil, list("contractStats")},
-		{"stepStats", `{ stepStats(contractName: "contract-3") { stepName attempts failed violated warnings } }`, nil, list("stepStats")},
-		{"UI thread list page (50)", uiQuery, map[string]any{"limit": 50, "offset": 0}, conn("threads")},
+			}, ""},
+		{"threads(limit: 50) + totalCount", `{ threads(limit: 50) { totalCount threads { id status contractName startedAt completedAt } } }`, nil, conn("threads"), ""},
+		{"threads(limit: 50), no totalCount", `{ threads(limit: 50) { threads { id status contractName startedAt completedAt } } }`, nil, conn("threads"), ""},
+		{"threads(offset: 10000)", `{ threads(limit: 50, offset: 10000) { threads { id } } }`, nil, conn("threads"), ""},
+		{"threads(after: cursor 10000 deep)", `query($c: String) { threads(limit: 50, after: $c) { threads { id } } }`, map[string]any{"c": cursor}, conn("threads"), ""},
+		{"threads(orderBy: DURATION)", `{ threads(limit: 50, orderBy: DURATION) { threads { id durationMs } } }`, nil, conn("threads"), ""},
+		{"threadsByRef(refValue) one match", `query($v: String!) { threadsByRef(refValue: $v) { totalCount threads { id refs } } }`, map[string]any{"v": one}, conn("threadsByRef"), ""},
+		{"threads(refKey, refValue) one match", `query($v: String) { threads(refKey: "orderId", refValue: $v) { totalCount threads { id } } }`, map[string]any{"v": one}, conn("threads"), ""},
+		{"threads(idPrefix: \"ab\")", `{ threads(limit: 50, idPrefix: "ab") { totalCount threads { id } } }`, nil, conn("threads"), ""},
+		{"threads(tag: \"priority\")", `{ threads(limit: 50, tag: "priority") { totalCount threads { id } } }`, nil, conn("threads"), ""},
+		{"threads(health: [VIOLATED])", `{ threads(limit: 50, health: [VIOLATED]) { totalCount threads { id } } }`, nil, conn("threads"), ""},
+		{"threadsByContract", `{ threadsByContract(contractName: "contract-3", limit: 50) { totalCount threads { id } } }`, nil, conn("threadsByContract"), ""},
+		{"threadsByContract(version 2, failed)", `{ threadsByContract(contractName: "contract-3", contractVersion: 2, status: "failed", limit: 50) { totalCount threads { id } } }`, nil, conn("threadsByContract"), ""},
+		{"contractStats", `{ contractStats { name version threads active completed failed violated } }`, nil, list("contractStats"), ""},
+		{"stepStats", `{ stepStats(contractName: "contract-3") { stepName attempts failed violated warnings } }`, nil, list("stepStats"), ""},
+		{"UI thread list page (50)", uiQuery, map[string]any{"limit": 50, "offset": 0}, conn("threads"), ""},
+		{"problems (24 h)", problemsQuery, map[string]any{"hours": 24}, problemGroups, ""},
+		{"problems (30 days)", problemsQuery, map[string]any{"hours": 720}, problemGroups, ""},
+		{"processMap nodes+edges (24 h)", processMapNodes, map[string]any{"from": nil}, processEdges, processMapEdges},
+		{"processMap nodes+edges (7 days)", processMapNodes, map[string]any{"from": time.Now().Add(-7 * 24 * time.Hour).UTC().Format(time.RFC3339)}, processEdges, processMapEdges},
+		{"processMap nodes+edges (30 days)", processMapNodes, map[string]any{"from": time.Now().Add(-30 * 24 * time.Hour).UTC().Format(time.RFC3339)}, processEdges, processMapEdges},
 	}, nil
+}
+
+// The Problems view's and the process map's queries (web/assets/views/
+// problems.js, processmap.js: the map's two requests, each under the
+// complexity limit, timed one after the other).
+const (
+	problemsQuery = `query($hours: Int) { problems(hours: $hours) { since until bucketHours buckets total truncated
+  groups { contractName contractVersion rule step messageClass count trend exampleThreadId } } }`
+	processMapNodes = `query($from: String) { processMap(contractName: "contract-3", version: 2, from: $from) {
+  since until started neverReached nodes { step count p50Ms p95Ms inContract } } }`
+	processMapEdges = `query($from: String) { processMap(contractName: "contract-3", version: 2, from: $from) {
+  edges { from to count p50Ms p95Ms allowed exampleThreadId } } }`
+)
+
+func problemGroups(m map[string]any) int {
+	p, _ := m["problems"].(map[string]any)
+	l, _ := p["groups"].([]any)
+	return len(l)
+}
+
+func processEdges(m map[string]any) int {
+	p, _ := m["processMap"].(map[string]any)
+	l, _ := p["edges"].([]any)
+	return len(l)
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
 
 // sweep ages a fraction of the ended threads past retention and times the
-// retention store's batches (ExpiredThreads + DeleteThreads, 100 a batch, as
+// retention store's batches (ExpiredThreads + DeleteThreads, --sweep-batch a batch, as
 // app/ops.Retention runs them).
-func sweep(ctx context.Context, db *sqldb.DB, now time.Time, n int, frac float64) error {
+func sweep(ctx context.Context, db *sqldb.DB, now time.Time, n int, frac float64, batch int) error {
 	old := sqldb.Time(now.Add(-400 * 24 * time.Hour))
 	want := int(float64(n) * frac)
 	if _, err := db.ExecContext(ctx, db.Rebind(`UPDATE threads SET updated_at = ? WHERE id IN
@@ -245,7 +316,7 @@ func sweep(ctx context.Context, db *sqldb.DB, now time.Time, n int, frac float64
 	began := time.Now()
 	deleted := 0
 	for {
-		ids, err := st.ExpiredThreads(ctx, cutoff, time.Time{}, 100)
+		ids, err := st.ExpiredThreads(ctx, cutoff, time.Time{}, batch)
 		if err != nil {
 			return err
 		}
@@ -259,7 +330,8 @@ func sweep(ctx context.Context, db *sqldb.DB, now time.Time, n int, frac float64
 		deleted += len(gone)
 	}
 	d := time.Since(began)
-	fmt.Printf("sweep: deleted %d threads in %s (%.0f threads/s)\n", deleted, d.Round(time.Millisecond), float64(deleted)/d.Seconds())
+	fmt.Printf("sweep: deleted %d threads in %s (%.0f threads/s, %d a batch), machine: %s\n", deleted, d.Round(time.Millisecond),
+		float64(deleted)/d.Seconds(), batch, machine())
 	return nil
 }
 
@@ -293,7 +365,21 @@ func dbSize(ctx context.Context, db *sqldb.DB, dbURL string) (int64, error) {
 
 // freshDatabase creates an empty database: scale_<n> on the PostgreSQL
 // server, or a temporary SQLite file.
-func freshDatabase(ctx context.Context, server string, n int, keep bool) (string, func(), error) {
+func freshDatabase(ctx context.Context, server, name string, n int, keep, reuse bool) (string, func(), error) {
+	if f, ok := strings.CutPrefix(server, "sqlite://"); ok {
+		if !reuse {
+			for _, suffix := range []string{"", "-wal", "-shm"} {
+				_ = os.Remove(f + suffix)
+			}
+		}
+		return server, func() {
+			if !keep {
+				for _, suffix := range []string{"", "-wal", "-shm"} {
+					_ = os.Remove(f + suffix)
+				}
+			}
+		}, nil
+	}
 	if server == "" {
 		dir, err := os.MkdirTemp("", "threadengine-scale-")
 		if err != nil {
@@ -313,17 +399,26 @@ func freshDatabase(ctx context.Context, server string, n int, keep bool) (string
 	if err != nil {
 		return "", nil, err
 	}
-	name := fmt.Sprintf("scale_%d", n)
-	if _, err := admin.ExecContext(ctx, `DROP DATABASE IF EXISTS `+name); err != nil {
+	if name == "" {
+		name = fmt.Sprintf("scale_%d", n)
+	}
+	quoted := pq.QuoteIdentifier(name)
+	var exists bool
+	if err := admin.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name).Scan(&exists); err != nil {
 		return "", nil, err
 	}
-	if _, err := admin.ExecContext(ctx, `CREATE DATABASE `+name); err != nil {
-		return "", nil, err
+	if !reuse || !exists {
+		if _, err := admin.ExecContext(ctx, `DROP DATABASE IF EXISTS `+quoted); err != nil {
+			return "", nil, err
+		}
+		if _, err := admin.ExecContext(ctx, `CREATE DATABASE `+quoted); err != nil {
+			return "", nil, err
+		}
 	}
 	u.Path = "/" + name
 	return u.String(), func() {
 		if !keep {
-			_, _ = admin.ExecContext(ctx, `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`)
+			_, _ = admin.ExecContext(ctx, `DROP DATABASE IF EXISTS `+quoted+` WITH (FORCE)`)
 		}
 		_ = admin.Close()
 	}, nil

@@ -1,0 +1,301 @@
+package readgate
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/threadengine/engine/domain"
+)
+
+// Names of the read limits a Gate refuses by (the limit label of
+// threadengine_limit_refusals_total and the "limit" detail of the error).
+const (
+	LimitReadsConcurrent   = "graphql_concurrent"
+	LimitReadsPerPrincipal = "graphql_concurrent_per_principal"
+	LimitReadPoints        = "graphql_points"
+	LimitExpensiveReads    = "graphql_expensive"
+	LimitExpensiveTime     = "graphql_expensive_time"
+)
+
+// GateLimits configure a Gate (config limits.graphql).
+type GateLimits struct {
+	MaxConcurrent, MaxConcurrentPerPrincipal int
+	QueueTimeout                             time.Duration
+	// PointsPerSecond and PointsBurst: one principal's token bucket of
+	// cost points.
+	PointsPerSecond, PointsBurst int
+	// An operation costing at least ExpensiveCost points also takes one of
+	// MaxExpensive places: expensive reads never run on every core (on
+	// SQLite they run in the engine's process), so writers and cheap reads
+	// always find one free.
+	ExpensiveCost, MaxExpensive int
+	// ExpensiveShare is the share of the time expensive operations may
+	// run, on average, on this replica (0: no bound): what they ran is
+	// taken from a bucket of run time refilled at ExpensiveShare seconds a
+	// second (bursts of expensiveTimeBurst), and an expensive operation
+	// finding it in debt is refused at once when the debt is not paid
+	// within the queue timeout. The places bound how many run at once;
+	// this bounds how much of a core they take over time, so a client
+	// looping expensive reads within its points cannot keep a core busy
+	// (on SQLite the read runs in the engine's process).
+	ExpensiveShare float64
+}
+
+// expensiveTimeBurst is the run time expensive operations may take in a
+// burst before ExpensiveShare paces them: one operation at the default
+// deadline.
+const expensiveTimeBurst = 5 * time.Second
+
+// Gate bounds the reads running at once, overall and per principal, and
+// each principal's read budget in cost points, so one client's reads can
+// neither take every read connection nor run one expensive operation
+// after another. A nil Gate lets everything through.
+type Gate struct {
+	lim   GateLimits
+	all   chan struct{}
+	heavy chan struct{} // places of expensive operations
+	// heavyTime is the run time of expensive operations, in milliseconds
+	// (nil: not bounded).
+	heavyTime *rate.Limiter
+	refused   func(limit string)
+
+	mu      sync.Mutex
+	mine    map[string]*principalSlots
+	buckets map[string]*rate.Limiter
+	swept   time.Time // the last sweep of idle buckets
+}
+
+// bucketSweepEvery is how often spend drops the buckets of idle
+// principals: a bucket back at its burst is the same as a new one, so it is
+// forgotten without giving its principal anything, and the map holds only
+// the principals that spent points within the time their bucket takes to
+// refill (plus one interval).
+const bucketSweepEvery = time.Minute
+
+type principalSlots struct {
+	ch    chan struct{}
+	users int // callers holding or waiting for ch; the entry goes at 0
+}
+
+// NewGate returns a gate with lim; refused (may be nil) counts each
+// refusal by its limit name.
+func NewGate(lim GateLimits, refused func(limit string)) *Gate {
+	if refused == nil {
+		refused = func(string) {}
+	}
+	g := &Gate{lim: lim, all: make(chan struct{}, lim.MaxConcurrent), heavy: make(chan struct{}, max(1, lim.MaxExpensive)), refused: refused,
+		mine: map[string]*principalSlots{}, buckets: map[string]*rate.Limiter{}}
+	if lim.ExpensiveShare > 0 && lim.ExpensiveCost > 0 {
+		g.heavyTime = rate.NewLimiter(rate.Limit(lim.ExpensiveShare*1000), int(expensiveTimeBurst/time.Millisecond))
+	}
+	return g
+}
+
+// Enter admits one read of cost points for principal who: it takes the
+// points from who's budget (refused at once, with the wait as
+// Retry-After, when they are not there), then waits for a place among
+// who's reads and among all reads, at most QueueTimeout and never past
+// ctx. leave gives the places back.
+func (g *Gate) Enter(ctx context.Context, who string, cost int) (leave func(), err error) {
+	if g == nil {
+		return func() {}, nil
+	}
+	if err := g.spend(who, cost); err != nil {
+		return nil, err
+	}
+	wait, cancel := context.WithTimeout(ctx, g.lim.QueueTimeout)
+	defer cancel()
+	s := g.slots(who)
+	select {
+	case s.ch <- struct{}{}:
+	case <-wait.Done():
+		g.drop(who, s)
+		return nil, g.busy(ctx, LimitReadsPerPrincipal, "%d reads of this principal are running", g.lim.MaxConcurrentPerPrincipal)
+	}
+	select {
+	case g.all <- struct{}{}:
+	case <-wait.Done():
+		<-s.ch
+		g.drop(who, s)
+		return nil, g.busy(ctx, LimitReadsConcurrent, "%d reads are running on this engine", g.lim.MaxConcurrent)
+	}
+	heavy := g.lim.ExpensiveCost > 0 && cost >= g.lim.ExpensiveCost
+	if heavy {
+		if err := g.heavyTurn(ctx, wait); err != nil {
+			<-g.all
+			<-s.ch
+			g.drop(who, s)
+			return nil, err
+		}
+		select {
+		case g.heavy <- struct{}{}:
+		case <-wait.Done():
+			<-g.all
+			<-s.ch
+			g.drop(who, s)
+			return nil, g.busy(ctx, LimitExpensiveReads, "%d expensive reads are running on this engine", max(1, g.lim.MaxExpensive))
+		}
+	}
+	var once sync.Once
+	began := time.Now()
+	return func() {
+		once.Do(func() {
+			if heavy {
+				g.ranHeavy(time.Since(began))
+				<-g.heavy
+			}
+			<-g.all
+			<-s.ch
+			g.drop(who, s)
+		})
+	}, nil
+}
+
+// heavyTurn waits until the expensive operations' run time is out of
+// debt (ExpensiveShare); a debt not paid before wait ends is refused at
+// once, with the time it needs as Retry-After, so a refusal costs nothing.
+func (g *Gate) heavyTurn(ctx, wait context.Context) error {
+	if g.heavyTime == nil {
+		return nil
+	}
+	now := time.Now()
+	r := g.heavyTime.ReserveN(now, 1)
+	d := r.DelayFrom(now)
+	if d == 0 {
+		return nil
+	}
+	if dl, ok := wait.Deadline(); !ok || now.Add(d).After(dl) {
+		r.CancelAt(now)
+		if err := ctx.Err(); err != nil {
+			return g.busy(ctx, LimitExpensiveTime, "", 0)
+		}
+		g.refused(LimitExpensiveTime)
+		e := domain.LimitExceeded(domain.KindRateLimited, LimitExpensiveTime,
+			"expensive reads may run %.0f%% of the time on this engine and have used it; retry in %s",
+			100*g.lim.ExpensiveShare, d.Round(time.Millisecond))
+		e.RetryAfter = d
+		return e
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-wait.Done():
+		r.Cancel()
+		return g.busy(ctx, LimitExpensiveTime, "expensive reads may run %d%% of the time on this engine", int(100*g.lim.ExpensiveShare))
+	}
+}
+
+// ranHeavy takes what an expensive operation ran from the run-time bucket
+// (into debt: the next ones wait for it).
+func (g *Gate) ranHeavy(d time.Duration) {
+	if g.heavyTime == nil {
+		return
+	}
+	ms := int(min(d, expensiveTimeBurst) / time.Millisecond)
+	if ms > 0 {
+		g.heavyTime.ReserveN(time.Now(), ms)
+	}
+}
+
+// spend takes cost points from who's bucket.
+func (g *Gate) spend(who string, cost int) error {
+	if g.lim.PointsPerSecond <= 0 {
+		return nil
+	}
+	cost = min(max(cost, 1), g.lim.PointsBurst)
+	now := time.Now()
+	// The reservation is made under g.mu so a sweep never drops a bucket
+	// between its lookup and its use (the points would be lost).
+	g.mu.Lock()
+	g.sweep(now)
+	b := g.buckets[who]
+	if b == nil {
+		b = rate.NewLimiter(rate.Limit(g.lim.PointsPerSecond), g.lim.PointsBurst)
+		g.buckets[who] = b
+	}
+	r := b.ReserveN(now, cost)
+	g.mu.Unlock()
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		g.refused(LimitReadPoints)
+		e := domain.LimitExceeded(domain.KindRateLimited, LimitReadPoints,
+			"the read budget of %d points per second (burst %d) is spent: this operation costs %d; retry in %s",
+			g.lim.PointsPerSecond, g.lim.PointsBurst, cost, d.Round(time.Millisecond))
+		e.RetryAfter = d
+		return e
+	}
+	return nil
+}
+
+// sweep drops the buckets that are full again (g.mu held), at most once
+// per bucketSweepEvery.
+func (g *Gate) sweep(now time.Time) {
+	if now.Sub(g.swept) < bucketSweepEvery {
+		return
+	}
+	g.swept = now
+	for who, b := range g.buckets {
+		if b.TokensAt(now) >= float64(b.Burst()) {
+			delete(g.buckets, who)
+		}
+	}
+}
+
+// Charge takes n more points from who's budget without refusing: what an
+// admitted operation turned out to cost beyond its price at Enter (the
+// steps of the threads it reads). The next operations wait for them.
+func (g *Gate) Charge(who string, n int) {
+	if g == nil || n <= 0 || g.lim.PointsPerSecond <= 0 {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if b := g.buckets[who]; b != nil {
+		b.ReserveN(time.Now(), min(n, g.lim.PointsBurst))
+	}
+}
+
+// busy is the refusal of a read that found no place in time: the
+// caller's own end (cancelled, past its deadline) is reported as such.
+func (g *Gate) busy(ctx context.Context, limit, msg string, n int) error {
+	if err := ctx.Err(); err != nil {
+		return &domain.Error{Kind: domain.KindUnavailable, Code: domain.CodeUnavailable, Message: "the request was cancelled or timed out", Err: err}
+	}
+	g.refused(limit)
+	e := domain.LimitExceeded(domain.KindRateLimited, limit, msg+"; retry later", n)
+	e.RetryAfter = time.Second
+	return e
+}
+
+func (g *Gate) slots(who string) *principalSlots {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := g.mine[who]
+	if s == nil {
+		s = &principalSlots{ch: make(chan struct{}, g.lim.MaxConcurrentPerPrincipal)}
+		g.mine[who] = s
+	}
+	s.users++
+	return s
+}
+
+func (g *Gate) drop(who string, s *principalSlots) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if s.users--; s.users == 0 {
+		delete(g.mine, who)
+	}
+}
+
+// Running reports the reads holding a place (for tests and gauges).
+func (g *Gate) Running() int {
+	if g == nil {
+		return 0
+	}
+	return len(g.all)
+}

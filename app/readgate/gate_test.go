@@ -1,0 +1,275 @@
+package readgate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/threadengine/engine/domain"
+)
+
+func limitOf(err error) string {
+	var de *domain.Error
+	if !errors.As(err, &de) || de.Code != domain.CodeLimitExceeded || de.Kind != domain.KindRateLimited {
+		return ""
+	}
+	l, _ := de.Details["limit"].(string)
+	return l
+}
+
+// One principal's reads wait for each other beyond its share, and are
+// refused after the queue timeout; another principal is not held up by
+// them until the engine-wide cap is reached.
+func TestGateConcurrency(t *testing.T) {
+	t.Parallel()
+	var refused []string
+	g := NewGate(GateLimits{MaxConcurrent: 3, MaxConcurrentPerPrincipal: 2, QueueTimeout: time.Millisecond},
+		func(l string) { refused = append(refused, l) })
+	ctx := context.Background()
+	a1, err := g.Enter(ctx, "a", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a2, err := g.Enter(ctx, "a", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Enter(ctx, "a", 1); limitOf(err) != LimitReadsPerPrincipal {
+		t.Fatalf("a's third read: %v", err)
+	}
+	b1, err := g.Enter(ctx, "b", 1)
+	if err != nil {
+		t.Fatalf("b is held up by a: %v", err)
+	}
+	if _, err := g.Enter(ctx, "c", 1); limitOf(err) != LimitReadsConcurrent {
+		t.Fatalf("a fourth read on the engine: %v", err)
+	}
+	if g.Running() != 3 {
+		t.Fatalf("running %d", g.Running())
+	}
+	a1()
+	a1() // leaving twice gives back one place
+	c1, err := g.Enter(ctx, "c", 1)
+	if err != nil {
+		t.Fatalf("a place was given back: %v", err)
+	}
+	a2()
+	b1()
+	c1()
+	if g.Running() != 0 || len(g.mine) != 0 {
+		t.Fatalf("running %d, principals tracked %d", g.Running(), len(g.mine))
+	}
+	if len(refused) != 2 {
+		t.Fatalf("refusals counted %v", refused)
+	}
+	// A waiter gets the place given back while it waits.
+	g2 := NewGate(GateLimits{MaxConcurrent: 1, MaxConcurrentPerPrincipal: 1, QueueTimeout: time.Hour}, nil)
+	hold, _ := g2.Enter(ctx, "a", 1)
+	got := make(chan error)
+	go func() {
+		leave, err := g2.Enter(ctx, "a", 1)
+		if err == nil {
+			leave()
+		}
+		got <- err
+	}()
+	hold()
+	if err := <-got; err != nil {
+		t.Fatalf("waiter: %v", err)
+	}
+	// A caller whose own context ends while waiting is told so, not
+	// counted as a refusal.
+	hold, _ = g2.Enter(ctx, "a", 1)
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := g2.Enter(cctx, "a", 1); domain.Public(err).Code != domain.CodeUnavailable {
+		t.Fatalf("cancelled waiter: %v", err)
+	}
+	hold()
+}
+
+// The points budget: a principal spending more than its burst is refused
+// with the wait until its points are back as Retry-After; others are not.
+func TestGatePointsBudget(t *testing.T) {
+	t.Parallel()
+	g := NewGate(GateLimits{MaxConcurrent: 10, MaxConcurrentPerPrincipal: 10, QueueTimeout: time.Second,
+		PointsPerSecond: 10, PointsBurst: 1000}, nil)
+	ctx := context.Background()
+	leave, err := g.Enter(ctx, "a", 900)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leave()
+	_, err = g.Enter(ctx, "a", 900)
+	if limitOf(err) != LimitReadPoints {
+		t.Fatalf("second 900 points: %v", err)
+	}
+	var de *domain.Error
+	errors.As(err, &de)
+	if de.RetryAfter <= 0 || de.RetryAfter > 80*time.Second { // (900-100)/10 s, less what refilled
+		t.Fatalf("retry after %s", de.RetryAfter)
+	}
+	if leave, err := g.Enter(ctx, "b", 900); err != nil {
+		t.Fatalf("b pays for a: %v", err)
+	} else {
+		leave()
+	}
+	// What an admitted read costs beyond its price is charged too.
+	g.Charge("b", 100)
+	if _, err := g.Enter(ctx, "b", 50); limitOf(err) != LimitReadPoints {
+		t.Fatalf("after a charge: %v", err)
+	}
+	var nilGate *Gate
+	if leave, err := nilGate.Enter(ctx, "a", 1<<30); err != nil {
+		t.Fatal(err)
+	} else {
+		leave()
+	}
+}
+
+// Expensive operations take one of fewer places; cheap ones pass beside
+// them.
+func TestGateExpensive(t *testing.T) {
+	t.Parallel()
+	g := NewGate(GateLimits{MaxConcurrent: 4, MaxConcurrentPerPrincipal: 4, QueueTimeout: time.Millisecond,
+		ExpensiveCost: 100, MaxExpensive: 1}, nil)
+	ctx := context.Background()
+	heavy, err := g.Enter(ctx, "a", 500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Enter(ctx, "b", 100); limitOf(err) != LimitExpensiveReads {
+		t.Fatalf("a second expensive read: %v", err)
+	}
+	cheap, err := g.Enter(ctx, "b", 99)
+	if err != nil {
+		t.Fatalf("a cheap read beside an expensive one: %v", err)
+	}
+	cheap()
+	heavy()
+	if leave, err := g.Enter(ctx, "b", 100); err != nil {
+		t.Fatalf("the expensive place was given back: %v", err)
+	} else {
+		leave()
+	}
+	if g.Running() != 0 || len(g.heavy) != 0 {
+		t.Fatalf("places held after leaving: %d, %d", g.Running(), len(g.heavy))
+	}
+}
+
+// The point buckets of principals that stopped reading are forgotten once
+// they are full again (a full bucket is a new one), so the gate's memory
+// follows the principals reading now, not every principal that ever read;
+// a principal whose bucket is still refilling keeps it (its debt is not
+// forgiven by the sweep).
+func TestGateForgetsIdleBuckets(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		// 200 points refill in 200 s: longer than the sweep interval.
+		g := NewGate(GateLimits{MaxConcurrent: 4, MaxConcurrentPerPrincipal: 2, QueueTimeout: time.Second,
+			PointsPerSecond: 1, PointsBurst: 200}, nil)
+		ctx := context.Background()
+		enter := func(who string, cost int) error {
+			leave, err := g.Enter(ctx, who, cost)
+			if err == nil {
+				leave()
+			}
+			return err
+		}
+		buckets := func() int {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			return len(g.buckets)
+		}
+		for i := range 1000 {
+			if err := enter(fmt.Sprintf("p%d", i), 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := enter("debtor", 200); err != nil {
+			t.Fatal(err)
+		}
+		if n := buckets(); n != 1001 {
+			t.Fatalf("%d buckets, want 1001", n)
+		}
+		// After a sweep interval the 1,000 one-point buckets are full again
+		// (1 point a second) and go; the debtor's (200 points spent) is not.
+		time.Sleep(bucketSweepEvery + time.Second)
+		if err := enter("newcomer", 1); err != nil {
+			t.Fatal(err)
+		}
+		if n := buckets(); n != 2 {
+			t.Errorf("%d buckets after the sweep, want the debtor's and the newcomer's", n)
+		}
+		if err := enter("debtor", 200); limitOf(err) != LimitReadPoints {
+			t.Errorf("the debtor's refilling bucket was forgotten: %v", err)
+		}
+		// Once it is full again it goes too, at the next sweep.
+		time.Sleep(200 * time.Second)
+		if err := enter("newcomer", 1); err != nil {
+			t.Fatal(err)
+		}
+		if n := buckets(); n != 1 {
+			t.Errorf("%d buckets after the debtor refilled, want the newcomer's", n)
+		}
+	})
+}
+
+// Expensive operations share the time: once they ran more than
+// ExpensiveShare of it (beyond a burst of one deadline), the next is
+// refused at once with the wait as its retry time when the wait is longer
+// than the queue timeout, waits for its turn when shorter, and cheap reads
+// are not held up meanwhile.
+func TestGateExpensiveReadsShareTheTime(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var refused []string
+		g := NewGate(GateLimits{MaxConcurrent: 4, MaxConcurrentPerPrincipal: 4, QueueTimeout: time.Second,
+			ExpensiveCost: 100, MaxExpensive: 1, ExpensiveShare: 0.25}, func(l string) { refused = append(refused, l) })
+		ctx := context.Background()
+		run := func(who string, cost int, d time.Duration) error {
+			leave, err := g.Enter(ctx, who, cost)
+			if err != nil {
+				return err
+			}
+			time.Sleep(d)
+			leave()
+			return nil
+		}
+		// Two 5 s operations: the first spends the 5 s burst (refilled by
+		// 1.25 s as it runs), the second leaves 3.75 s of debt, paid in 15 s
+		// at a quarter of a second a second.
+		for i := range 2 {
+			if err := run("a", 100, 5*time.Second); err != nil {
+				t.Fatalf("expensive read %d within the burst: %v", i, err)
+			}
+		}
+		began := time.Now()
+		_, err := g.Enter(ctx, "b", 500)
+		var de *domain.Error
+		if limitOf(err) != LimitExpensiveTime || !errors.As(err, &de) || de.RetryAfter < 14*time.Second || de.RetryAfter > 16*time.Second {
+			t.Fatalf("an expensive read in debt: %v", err)
+		}
+		if time.Since(began) != 0 {
+			t.Errorf("the refusal waited %v", time.Since(began))
+		}
+		if err := run("b", 99, time.Second); err != nil {
+			t.Errorf("a cheap read while expensive ones are in debt: %v", err)
+		}
+		// 14.5 s later the debt is a fraction of a second: the next waits for it.
+		time.Sleep(13500 * time.Millisecond)
+		began = time.Now()
+		if err := run("b", 500, 0); err != nil {
+			t.Fatalf("an expensive read once the debt is nearly paid: %v", err)
+		}
+		if w := time.Since(began); w <= 0 || w > time.Second {
+			t.Errorf("it waited %v, want the rest of the debt (under the 1 s queue timeout)", w)
+		}
+		if fmt.Sprint(refused) != "[graphql_expensive_time]" {
+			t.Errorf("refusals %v", refused)
+		}
+	})
+}
