@@ -36,7 +36,7 @@ var checkBuild struct {
 }
 
 // checkTool builds deploy/check (its own module, see its main.go) once per
-// test process.
+// test process (linked once per source, see below).
 func checkTool(t *testing.T) string {
 	t.Helper()
 	checkBuild.once.Do(func() {
@@ -47,7 +47,9 @@ func checkTool(t *testing.T) string {
 		}
 		checkBuild.tempDir = dir
 		checkBuild.bin = filepath.Join(dir, "check")
-		cmd := exec.Command("go", "build", "-o", checkBuild.bin, ".")
+		// go run -exec cp: the go command keeps what go run links in its
+		// build cache, so after the first run this is a copy, not a link.
+		cmd := exec.Command("go", "run", "-exec", "cp", ".", checkBuild.bin)
 		cmd.Dir = "check"
 		checkBuild.out, checkBuild.err = cmd.CombinedOutput()
 	})
@@ -64,6 +66,9 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if checkBuild.tempDir != "" {
 		os.RemoveAll(checkBuild.tempDir)
+	}
+	if helmBuild.dir != "" {
+		os.RemoveAll(helmBuild.dir)
 	}
 	os.Exit(code)
 }
@@ -89,22 +94,40 @@ func tryCheck(t *testing.T, args ...string) ([]byte, string, error) {
 	return stdout.Bytes(), stderr.String(), err
 }
 
+var helmBuild struct {
+	once sync.Once
+	dir  string
+	bin  string
+	out  []byte
+	err  error
+}
+
 // helm returns the command that runs Helm: an installed helm, else the
-// pinned release through the go command; it skips when neither can run.
+// pinned release, linked once per test process by the go command (which
+// keeps it in its build cache, so `go run -exec cp` is a copy after the
+// first run) instead of a `go run` per invocation loading Helm's module
+// graph each time; it skips when neither can run.
 func helm(t *testing.T) []string {
 	t.Helper()
 	if p, err := exec.LookPath("helm"); err == nil {
 		return []string{p}
 	}
-	cmd := exec.Command("go", "run", helmModule, "version", "--short")
-	cmd.Dir = t.TempDir() // outside the engine's module
-	if out, err := cmd.CombinedOutput(); err != nil {
-		if offline(out) {
-			t.Skipf("helm is not installed and %s cannot be downloaded: %s", helmModule, out)
+	helmBuild.once.Do(func() {
+		if helmBuild.dir, helmBuild.err = os.MkdirTemp("", "threadengine-deploy-helm-"); helmBuild.err != nil {
+			return
 		}
-		t.Fatalf("go run %s: %v\n%s", helmModule, err, out)
+		helmBuild.bin = filepath.Join(helmBuild.dir, "helm")
+		cmd := exec.Command("go", "run", "-exec", "cp", helmModule, helmBuild.bin)
+		cmd.Dir = helmBuild.dir // outside the engine's module
+		helmBuild.out, helmBuild.err = cmd.CombinedOutput()
+	})
+	if helmBuild.err != nil {
+		if offline(helmBuild.out) {
+			t.Skipf("helm is not installed and %s cannot be downloaded: %s", helmModule, helmBuild.out)
+		}
+		t.Fatalf("go run %s: %v\n%s", helmModule, helmBuild.err, helmBuild.out)
 	}
-	return []string{"go", "run", helmModule}
+	return []string{helmBuild.bin}
 }
 
 // runHelm runs Helm with args from outside the module; it returns stdout and

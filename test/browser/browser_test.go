@@ -1,5 +1,6 @@
 // Package browser_test drives the web UI in headless Chromium (chromedp)
-// against a real engine on loopback. Screenshots go to test/artifacts/.
+// against a real engine on loopback. Screenshots go to test/artifacts/
+// (a failure's always, every page's with THREADENGINE_TEST_SCREENSHOTS=1).
 package browser_test
 
 import (
@@ -139,8 +140,19 @@ func artifacts(t *testing.T) string {
 	return dir
 }
 
+// screenshots reports whether the pages a passing test walks through are
+// saved too (THREADENGINE_TEST_SCREENSHOTS=1, for reviewing the UI):
+// full-page PNGs took a quarter of the browser tests' time, so by default
+// only a failure's page is saved.
+func screenshots() bool { return os.Getenv("THREADENGINE_TEST_SCREENSHOTS") != "" }
+
+// shot saves the page as test/artifacts/ui-<name>.png: always for a
+// failure (a name starting with FAILED-), else when screenshots() says so.
 func shot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
+	if !strings.HasPrefix(name, "FAILED-") && !screenshots() {
+		return
+	}
 	c, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	buf, err := chromedp.Run(c, chromedp.FullScreenshot(100))

@@ -102,7 +102,7 @@ func Start(t testing.TB, d sqldb.Dialect, opts ...Option) *Engine {
 		fn(&cfg, &o)
 	}
 	if cfg.Database.URL == "" {
-		cfg.Database.URL = sqldbtest.URL(t, d)
+		cfg.Database.URL = sqldbtest.MigratedURL(t, d) // the engine finds nothing to migrate
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

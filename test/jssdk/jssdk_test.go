@@ -111,7 +111,7 @@ func TestJavaScriptSDK(t *testing.T) {
 	}
 	dir := sdkDir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel) // after the parallel passes below
 
 	hasDeps := npmInstalled(ctx, t, dir)
 	hasWS := hasDeps || fileExists(filepath.Join(dir, "node_modules", "ws", "package.json"))
@@ -165,11 +165,17 @@ func TestJavaScriptSDK(t *testing.T) {
 		}
 	}
 	// SQLite: every pass. PostgreSQL: the first pass (the transport does not
-	// depend on the store), one fresh schema per test file.
+	// depend on the store), one fresh schema per test file. The passes share
+	// nothing (each test file starts its own engine on its own database and
+	// port) and mostly wait on their engines, so they run in parallel.
 	for _, p := range passes {
-		t.Run("sqlite/"+p.name, func(t *testing.T) { run(t, p) })
+		t.Run("sqlite/"+p.name, func(t *testing.T) {
+			t.Parallel()
+			run(t, p)
+		})
 	}
 	t.Run("postgres/"+passes[0].name, func(t *testing.T) {
+		t.Parallel()
 		dbs := map[string]string{}
 		for _, f := range files {
 			src, err := os.ReadFile(f)

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/jmoiron/sqlx"
@@ -58,7 +59,7 @@ func ForEachDB(t *testing.T, fn func(t *testing.T, db *sqldb.DB)) {
 // is unset.
 func Open(t testing.TB, d sqldb.Dialect) *sqldb.DB {
 	t.Helper()
-	u := URL(t, d)
+	u := MigratedURL(t, d)
 	db, err := sqldb.Open(context.Background(), u)
 	if err != nil {
 		t.Fatalf("open %s: %v", d, err)
@@ -68,8 +69,23 @@ func Open(t testing.TB, d sqldb.Dialect) *sqldb.DB {
 }
 
 // URL returns a database URL for a fresh, empty database of the dialect (not
-// yet migrated), for tests that start a whole engine.
+// yet migrated), for tests of migrations and of processes that migrate.
 func URL(t testing.TB, d sqldb.Dialect) string {
+	t.Helper()
+	return newURL(t, d, false)
+}
+
+// MigratedURL returns a database URL for a fresh database of the dialect
+// with every migration applied, as the engine would leave it: on
+// PostgreSQL a copy of one migrated template schema (template.go), made
+// without running the migrations again; where that copy cannot be made
+// (no pg_dump) the schema is empty and whoever opens it migrates it.
+func MigratedURL(t testing.TB, d sqldb.Dialect) string {
+	t.Helper()
+	return newURL(t, d, true)
+}
+
+func newURL(t testing.TB, d sqldb.Dialect, migrated bool) string {
 	t.Helper()
 	switch d {
 	case sqldb.Postgres:
@@ -78,11 +94,19 @@ func URL(t testing.TB, d sqldb.Dialect) string {
 			t.Skipf("postgres: skipped (%s not set)", PostgresEnv)
 		}
 		schema := "t_" + randomHex(8)
+		create := "CREATE SCHEMA " + schema
+		if migrated {
+			if script, err := templateScript(base); err != nil {
+				t.Logf("postgres: migrating the schema (no template copy: %v)", err)
+			} else {
+				create = strings.ReplaceAll(script, schemaToken, schema)
+			}
+		}
 		admin, err := sqlx.Open("postgres", base)
 		if err != nil {
 			t.Fatalf("postgres: %v", err)
 		}
-		if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
+		if _, err := admin.Exec(create); err != nil {
 			admin.Close()
 			t.Fatalf("postgres: create schema: %v", err)
 		}
