@@ -14,7 +14,7 @@ type ProblemRow struct {
 	ContractName    string // "" for free-form threads
 	ContractVersion int
 	Rule, Step      string
-	MessageClass    string // free-form threads only
+	MessageClass    string    // free-form threads only
 	Start           time.Time // the bucket's start
 	Count           int
 	Example         string // one thread id of the row; "" when all its threads were deleted
