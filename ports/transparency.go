@@ -2,6 +2,7 @@ package ports
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"golang.org/x/mod/sumdb/tlog"
@@ -73,6 +74,10 @@ type Checkpoints interface {
 	CheckpointAtLeast(ctx context.Context, size int64) (SignedCheckpoint, error)
 	// SaveCheckpoint stores c (a checkpoint of that size already stored is kept).
 	SaveCheckpoint(ctx context.Context, c SignedCheckpoint) error
+	// AddCosignature stores a witness's cosignature line(s) of the
+	// checkpoint of size (one per witness and size: a later one is
+	// dropped); Checkpoint returns the note with them appended.
+	AddCosignature(ctx context.Context, size int64, witness, lines string) error
 }
 
 type deletionReasonKey struct{}
@@ -90,4 +95,20 @@ func DeletionReason(ctx context.Context) string {
 		return r
 	}
 	return domain.DeletedByOperator
+}
+
+// Witness is one witness of the log (C2SP tlog-witness): AddCheckpoint
+// submits a signed checkpoint with a consistency proof from oldSize (the
+// latest size the witness cosigned) and returns its cosignature lines; a
+// *WitnessConflict says oldSize is not the witness's latest size.
+type Witness interface {
+	AddCheckpoint(ctx context.Context, oldSize int64, proof []tlog.Hash, checkpoint []byte) ([]byte, error)
+}
+
+// WitnessConflict: the witness's latest cosigned size is Size (or it saw
+// another root at that size).
+type WitnessConflict struct{ Size int64 }
+
+func (e *WitnessConflict) Error() string {
+	return "witness: its latest cosigned checkpoint has size " + strconv.FormatInt(e.Size, 10)
 }

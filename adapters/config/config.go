@@ -16,6 +16,8 @@ import (
 	"github.com/knadh/koanf/providers/confmap"
 	"github.com/knadh/koanf/providers/file"
 	"github.com/knadh/koanf/v2"
+
+	"github.com/threadengine/engine/domain"
 )
 
 // EnvPrefix starts every environment override.
@@ -63,6 +65,18 @@ type Transparency struct {
 	Origin string `koanf:"origin"`
 	// CheckpointInterval is how often a checkpoint is signed while the log grows.
 	CheckpointInterval time.Duration `koanf:"checkpoint_interval"`
+	// Witnesses cosign checkpoints (C2SP tlog-witness); none by default.
+	Witnesses []Witness `koanf:"witnesses"`
+}
+
+// Witness is one witness of the transparency log
+// (docs/operators/transparency-witnesses.md).
+type Witness struct {
+	// URL is the witness's submission prefix (POST URL/add-checkpoint).
+	URL string `koanf:"url"`
+	// Key is its verifier key (C2SP Ed25519 cosignature key,
+	// name+hash+base64).
+	Key string `koanf:"key"`
 }
 
 // Alerts configures alert webhooks (docs/operators/alerts.md).
@@ -141,6 +155,10 @@ type Notifications struct {
 	// WaitRecheck: a pending wait (waitForPermission, waitForValidation)
 	// re-reads what it waits for this often even when nothing wakes it.
 	WaitRecheck time.Duration `koanf:"wait_recheck"`
+	// SettledRetention is how long a settled notification (acknowledged,
+	// expired or dropped) is kept before it is deleted: it stays in the
+	// thread's notification history that long.
+	SettledRetention time.Duration `koanf:"settled_retention"`
 }
 
 // Server configures the HTTP listener.
@@ -219,13 +237,14 @@ type Log struct {
 // Defaults returns the configuration used when nothing is set.
 func Defaults() Config {
 	return Config{
-		Server:        Server{Listen: "127.0.0.1:8081", ShutdownTimeout: 30 * time.Second},
-		Registry:      Registry{Product: "threadengine", CheckInterval: 15 * time.Minute},
-		Auth:          Auth{SessionTTL: 8 * time.Hour, CacheTTL: 5 * time.Second},
-		Log:           Log{Level: "info", Format: "text"},
-		Limits:        DefaultLimits(),
-		Retention:     Retention{SweepInterval: time.Hour, BatchSize: 100, BatchPause: 200 * time.Millisecond, StepRefusals: 30 * 24 * time.Hour},
-		Notifications: Notifications{Retention: 24 * time.Hour, RedeliverAfter: 30 * time.Second, MaxDeliveries: 3, WaitRecheck: 30 * time.Second},
+		Server:    Server{Listen: "127.0.0.1:8081", ShutdownTimeout: 30 * time.Second},
+		Registry:  Registry{Product: "threadengine", CheckInterval: 15 * time.Minute},
+		Auth:      Auth{SessionTTL: 8 * time.Hour, CacheTTL: 5 * time.Second},
+		Log:       Log{Level: "info", Format: "text"},
+		Limits:    DefaultLimits(),
+		Retention: Retention{SweepInterval: time.Hour, BatchSize: 100, BatchPause: 200 * time.Millisecond, StepRefusals: 30 * 24 * time.Hour},
+		Notifications: Notifications{Retention: 24 * time.Hour, RedeliverAfter: 30 * time.Second, MaxDeliveries: 3, WaitRecheck: 30 * time.Second,
+			SettledRetention: 24 * time.Hour},
 		Alerts: Alerts{SweepInterval: time.Minute, PollInterval: time.Second, Timeout: 10 * time.Second,
 			RetryBase: 10 * time.Second, RetryMax: time.Hour, MaxAttempts: 8, Concurrency: 4,
 			DeliveryLogRetention: 7 * 24 * time.Hour},
@@ -244,18 +263,19 @@ func Load(path string, environ []string) (Config, error) {
 	k := koanf.New(".")
 	d := Defaults()
 	if err := k.Load(confmap.Provider(map[string]any{
-		"server.listen":                 d.Server.Listen,
-		"server.shutdown_timeout":       d.Server.ShutdownTimeout.String(),
-		"registry.product":              d.Registry.Product,
-		"registry.check_interval":       d.Registry.CheckInterval.String(),
-		"auth.session_ttl":              d.Auth.SessionTTL.String(),
-		"auth.cache_ttl":                d.Auth.CacheTTL.String(),
-		"log.level":                     d.Log.Level,
-		"log.format":                    d.Log.Format,
-		"notifications.retention":       d.Notifications.Retention.String(),
-		"notifications.redeliver_after": d.Notifications.RedeliverAfter.String(),
-		"notifications.max_deliveries":  d.Notifications.MaxDeliveries,
-		"notifications.wait_recheck":    d.Notifications.WaitRecheck.String(),
+		"server.listen":                   d.Server.Listen,
+		"server.shutdown_timeout":         d.Server.ShutdownTimeout.String(),
+		"registry.product":                d.Registry.Product,
+		"registry.check_interval":         d.Registry.CheckInterval.String(),
+		"auth.session_ttl":                d.Auth.SessionTTL.String(),
+		"auth.cache_ttl":                  d.Auth.CacheTTL.String(),
+		"log.level":                       d.Log.Level,
+		"log.format":                      d.Log.Format,
+		"notifications.retention":         d.Notifications.Retention.String(),
+		"notifications.redeliver_after":   d.Notifications.RedeliverAfter.String(),
+		"notifications.max_deliveries":    d.Notifications.MaxDeliveries,
+		"notifications.wait_recheck":      d.Notifications.WaitRecheck.String(),
+		"notifications.settled_retention": d.Notifications.SettledRetention.String(),
 	}, "."), nil); err != nil {
 		return Config{}, err
 	}
@@ -299,7 +319,7 @@ func Load(path string, environ []string) (Config, error) {
 
 var knownSections = map[string]bool{"server": true, "database": true, "registry": true, "auth": true, "security": true, "log": true,
 	"limits": true, "metrics": true, "retention": true, "notifications": true, "alerts": true, "telemetry": true, "audit": true,
-	"threads": true, "contracts": true}
+	"threads": true, "contracts": true, "transparency": true}
 
 var knownKeys = map[string]bool{
 	"server.listen": true, "server.public_url": true, "server.shutdown_timeout": true, "server.trusted_proxies": true, "server.pprof_listen": true,
@@ -312,7 +332,7 @@ var knownKeys = map[string]bool{
 	"metrics.token":          true,
 	"retention.threads_days": true, "retention.active_idle_days": true, "retention.sweep_interval": true,
 	"retention.batch_size": true, "retention.batch_pause": true, "retention.step_refusals": true,
-	"notifications.retention": true, "notifications.redeliver_after": true, "notifications.max_deliveries": true, "notifications.wait_recheck": true,
+	"notifications.retention": true, "notifications.redeliver_after": true, "notifications.max_deliveries": true, "notifications.wait_recheck": true, "notifications.settled_retention": true,
 	"alerts.sweep_interval": true, "alerts.silent_after": true, "alerts.poll_interval": true, "alerts.timeout": true,
 	"alerts.retry_base": true, "alerts.retry_max": true, "alerts.max_attempts": true, "alerts.concurrency": true,
 	"alerts.delivery_log_retention": true, "alerts.allowed_hosts": true, "alerts.block_private_addresses": true,
@@ -380,6 +400,9 @@ func (c *Config) Validate() error {
 	if c.Notifications.WaitRecheck < time.Second || c.Notifications.WaitRecheck > 24*time.Hour {
 		return fmt.Errorf("config: notifications.wait_recheck must be between 1s and 24h")
 	}
+	if c.Notifications.SettledRetention < time.Minute {
+		return fmt.Errorf("config: notifications.settled_retention must be at least 1m")
+	}
 	if c.Server.ShutdownTimeout <= 0 {
 		return fmt.Errorf("config: server.shutdown_timeout must be positive")
 	}
@@ -417,6 +440,14 @@ func (c *Config) Validate() error {
 	}
 	if c.Transparency.CheckpointInterval < 10*time.Millisecond || c.Transparency.CheckpointInterval > time.Hour {
 		return fmt.Errorf("config: transparency.checkpoint_interval must be between 10ms and 1h")
+	}
+	for i, w := range c.Transparency.Witnesses {
+		if u, err := url.Parse(w.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("config: transparency.witnesses[%d].url must be an http(s) URL", i)
+		}
+		if _, err := domain.NewCosignatureVerifier(w.Key); err != nil {
+			return fmt.Errorf("config: transparency.witnesses[%d].key: %w", i, err)
+		}
 	}
 	if c.OTLP.TraceQuietPeriod < 100*time.Millisecond || c.OTLP.TraceQuietPeriod > 24*time.Hour {
 		return fmt.Errorf("config: otlp.trace_quiet_period must be between 100ms and 24h")

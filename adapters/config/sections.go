@@ -32,10 +32,12 @@ type Classifier struct {
 	Timeout time.Duration `koanf:"timeout"`
 }
 
-// sectionKeys are the keys of the threads and contracts sections.
+// sectionKeys are the keys of the threads, contracts and transparency
+// sections (transparency.witnesses is a list: one key).
 var sectionKeys = map[string]bool{
 	"threads.invitation_max_ttl": true,
-	"contracts.classifier.url":   true, "contracts.classifier.model": true,
+	"transparency.origin":        true, "transparency.checkpoint_interval": true, "transparency.witnesses": true,
+	"contracts.classifier.url": true, "contracts.classifier.model": true,
 	"contracts.classifier.key": true, "contracts.classifier.timeout": true,
 }
 

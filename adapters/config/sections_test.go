@@ -48,3 +48,38 @@ func TestThreadsAndContractsSections(t *testing.T) {
 		}
 	}
 }
+
+// The transparency section is read from a file and the environment (it
+// was refused in a file and ignored in the environment before witnesses);
+// witnesses are off by default, and a bad URL or key names the key.
+func TestTransparencySection(t *testing.T) {
+	c, err := Load("", nil)
+	if err != nil || len(c.Transparency.Witnesses) != 0 || c.Transparency.CheckpointInterval != time.Second {
+		t.Fatalf("defaults: %+v %v", c.Transparency, err)
+	}
+	const key = "witness.example/w1+122834fe+BCZ1KxGsLBUOXVif4ZgYNhpFDqSTPA0qNgtgs4TNFMno"
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(p, []byte("transparency:\n  origin: example.com/log\n  witnesses:\n    - url: http://127.0.0.1:9\n      key: "+key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err = Load(p, []string{"THREADENGINE_TRANSPARENCY__CHECKPOINT_INTERVAL=250ms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Transparency.Origin != "example.com/log" || c.Transparency.CheckpointInterval != 250*time.Millisecond ||
+		len(c.Transparency.Witnesses) != 1 || c.Transparency.Witnesses[0] != (Witness{URL: "http://127.0.0.1:9", Key: key}) {
+		t.Fatalf("loaded %+v", c.Transparency)
+	}
+	for body, want := range map[string]string{
+		"transparency:\n  witnesses:\n    - url: ftp://x\n      key: " + key + "\n":       "transparency.witnesses[0].url",
+		"transparency:\n  witnesses:\n    - url: http://x\n      key: not-a-key\n":        "transparency.witnesses[0].key",
+		"transparency:\n  witnesses:\n    - url: http://x\n      key: " + key[:40] + "\n": "transparency.witnesses[0].key",
+	} {
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Load(p, nil); err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("%q: %v", body, err)
+		}
+	}
+}

@@ -171,7 +171,7 @@ func (t *tools) loadThread(ctx context.Context, in GetThreadInput) (GetThreadOut
 	var out GetThreadOutput
 	d, err := t.d.Queries.ThreadDetail(ctx, readmodel.ThreadDetailArgs{
 		ThreadLocator: readmodel.ThreadLocator{ThreadID: in.ThreadID, RefKey: in.RefKey, RefValue: in.RefValue},
-		Validations:   threadValidations, Notifications: threadNotifications, LinkDepth: linkedDepth})
+		Parts:         readmodel.AllDetailParts(threadValidations, threadNotifications, linkedDepth)})
 	if err != nil {
 		return out, err
 	}

@@ -30,7 +30,6 @@ import (
 	"github.com/threadengine/engine/adapters/httperr"
 	"github.com/threadengine/engine/adapters/limits"
 	"github.com/threadengine/engine/app/ingest"
-	threadsapp "github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 )
 
@@ -41,7 +40,6 @@ type Ingester interface {
 
 // Handler serves POST /v1/traces.
 type Handler struct {
-	Threads *threadsapp.Module
 	// Ingest writes the decoded traces (app/ingest's IngestTrace).
 	Ingest Ingester
 	Log    *slog.Logger
@@ -73,7 +71,7 @@ func (h *Handler) export(c echo.Context) error {
 			"unsupported Content-Type %s: use application/x-protobuf or application/json", ct))
 	}
 	// Before a byte of the body is read: who may write, and a decoding slot.
-	if err := h.Threads.AuthorizeIngest(req.Context()); err != nil {
+	if err := ingest.Authorize(req.Context()); err != nil {
 		return h.fail(c, asJSON, err)
 	}
 	release, err := h.acquire(req, lim)

@@ -260,7 +260,7 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	s.Threads.SetRefusalRetention(s.Config.Retention.StepRefusals)
 	s.backfillHealth(threadStore)
 	s.startHub()
-	ws := &wsapi.Handler{Threads: s.Threads, Authn: s.Auth.Authn, Log: s.Log, Limits: s.Config.Limits.WS, Refusals: s.Refusals,
+	ws := &wsapi.Handler{Threads: s.Threads, Authn: s.Auth.Authn, Log: s.Log, Limits: s.Config.Limits.WS, Refusals: s.Refusals, Metrics: s.EngineMetrics,
 		Tracer: tp(), Clock: s.Clock}
 	ws.Mount(s.Echo)
 	s.Identity.OnCredentialsChanged(ws.RecheckPrincipal)
@@ -273,7 +273,7 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	})
 	// OTLP spans are recorded through the thread use cases, built above
 	// with their final settings.
-	(&otlp.Handler{Threads: s.Threads, Ingest: ingest.FromThreads(s.Threads.Application(), tracedThreads, s.Clock, s.EngineMetrics), Log: s.Log, Limits: s.Config.Limits.OTLP, Refusals: s.Refusals}).Mount(s.Echo, s.Auth.Middleware())
+	(&otlp.Handler{Ingest: ingest.FromThreads(s.Threads.Application(), tracedThreads, s.Clock, s.EngineMetrics), Log: s.Log, Limits: s.Config.Limits.OTLP, Refusals: s.Refusals}).Mount(s.Echo, s.Auth.Middleware())
 	{
 		// Trace threads end once their root span ended and they went quiet
 		// (otlp.trace_quiet_period); every replica runs it, the thread's
@@ -306,7 +306,7 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	tqr.SetListContextBytes(rl.ListContextBytes)
 	s.readGate = readmodel.NewGate(readmodel.GateLimits{MaxConcurrent: rl.MaxConcurrent, MaxConcurrentPerPrincipal: rl.MaxConcurrentPerPrincipal,
 		QueueTimeout: rl.QueueTimeout, PointsPerSecond: rl.PointsPerSecond, PointsBurst: rl.PointsBurst,
-		ExpensiveCost: rl.ExpensiveCost, MaxExpensive: rl.MaxExpensive},
+		ExpensiveCost: rl.ExpensiveCost, MaxExpensive: rl.MaxExpensive, ExpensiveShare: rl.ExpensiveShare},
 		func(l string) { s.Refusals.Refused(limits.Name(l)) })
 	s.Queries = readmodel.New(readmodel.Deps{Store: tqr, Stats: tqr, Problems: tqr, ProcessMaps: tqr, Contracts: s.threadContracts(),
 		ChainSecrets: chainKeys.Secrets, ChainPartialBefore: chainKeys.PartialBefore, Log: threadStore, Clock: s.Clock})
@@ -337,8 +337,10 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 		Clock: s.Clock, NewID: func() string { return uuid.NewString() }, Deleted: s.Threads.ForgetThreads, Log: s.Log,
 		ConfigDays: rc.ThreadsDays, IdleDays: rc.ActiveIdleDays, BatchSize: rc.BatchSize, BatchPause: rc.BatchPause})
 	s.startAlerts(threadStore)
+	exports := readmodel.NewExports(s.Queries.ThreadReads, s.Queries.IntegrityReads, tqr)
+	exports.SetMaxThreadBytes(rl.ExportThreadMaxBytes)
 	(&opshttp.Handler{Erasure: s.Erasure, Audit: ops.NewAuditLog(s.Store, readmodel.NewActors(s.Store, s.Store)),
-		Exports: readmodel.NewExports(s.Queries.ThreadReads, s.Queries.IntegrityReads, tqr), Retention: s.Retention,
+		Exports: exports, Retention: s.Retention,
 		Webhooks: s.Webhooks, Queries: s.Queries, Log: s.TLog, MaxExportBytes: rl.ExportMaxBytes, Refused: s.Refusals.Refused,
 		StepRefusals: ops.NewStepRefusals(threadStore)}).Mount(s.Echo, s.Auth.Middleware())
 	(&opshttp.LogHandler{Log: *s.TLog}).Mount(s.Echo, s.Auth.Middleware())
@@ -413,7 +415,7 @@ func (s *Server) startHub() {
 	hub := s.Threads.Hub()
 	n := s.Config.Notifications
 	hub.Configure(delivery.HubConfig{RedeliverAfter: n.RedeliverAfter, MaxDeliveries: n.MaxDeliveries, Retention: n.Retention,
-		WaitRecheck: n.WaitRecheck})
+		WaitRecheck: n.WaitRecheck, SettledRetention: n.SettledRetention})
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); hub.Run(ctx, s.Broadcast) }()

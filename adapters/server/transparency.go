@@ -5,7 +5,9 @@ import (
 	"time"
 
 	"github.com/threadengine/engine/adapters/threadstore"
+	"github.com/threadengine/engine/adapters/witnesshttp"
 	"github.com/threadengine/engine/app/transparency"
+	"github.com/threadengine/engine/domain"
 )
 
 // startTransparencyLog runs the log's sequencer (queued leaves into the
@@ -13,8 +15,17 @@ import (
 // installation, in the background) and signs checkpoints while the log
 // grows, until Close.
 func (s *Server) startTransparencyLog(store *threadstore.Store, keys threadstore.LogKeys) {
+	var witnesses []transparency.Witness
+	for _, w := range s.Config.Transparency.Witnesses {
+		v, err := domain.NewCosignatureVerifier(w.Key) // checked by config.Validate
+		if err != nil {
+			s.Log.Error("transparency log: a witness key does not parse; the witness is skipped", "url", w.URL, "err", err)
+			continue
+		}
+		witnesses = append(witnesses, transparency.Witness{Verifier: v, Client: witnesshttp.NewClient(w.URL)})
+	}
 	tl := transparency.New(transparency.Deps{Log: store, Signer: keys.Signer, Verifiers: keys.Verifiers,
-		Threads: s.Queries.ThreadReads, Clock: s.Clock, Logger: s.Log})
+		Threads: s.Queries.ThreadReads, Clock: s.Clock, Logger: s.Log, Witnesses: witnesses})
 	s.TLog = &tl
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -482,7 +482,7 @@ func (s *Store) Steps(ctx context.Context, threadIDs []string, f ports.StepFilte
 	q := `SELECT thread_id, step_name, idempotency_key, status, retry_count, latest_step_id, latest_seq, previous_step,
  actor, actor_service, latest_context, first_seen_at, last_updated_at, started_at, finished_at, hash, prev_hash, rn
  FROM (SELECT s.thread_id, s.step_name, s.idempotency_key, s.status, s.retry_count, s.latest_step_id,
- a.seq AS latest_seq, s.previous_step, s.actor, s.actor_service, CAST(s.latest_context AS TEXT) AS latest_context,
+ a.seq AS latest_seq, s.previous_step, s.actor, s.actor_service, CAST(a.context AS TEXT) AS latest_context,
  s.first_seen_at, s.last_updated_at, s.started_at, s.finished_at, a.hash, a.prev_hash,
  ROW_NUMBER() OVER (PARTITION BY s.thread_id ORDER BY s.first_seen_at, a.seq, s.step_name, s.idempotency_key) AS rn
  FROM ` + source + ` LEFT JOIN thread_activities a ON a.id = s.latest_step_id

@@ -3,7 +3,6 @@ package threadstore
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"sort"
 	"strconv"
 	"strings"
@@ -92,6 +91,7 @@ func (s *Store) appendBatch(ctx context.Context, tx *sqlx.Tx, jobs []*appendJob,
 		rounds = max(rounds, round[i]+1)
 	}
 	idx := make([]int, 0, len(jobs))
+	var written []ports.StepPlan
 	for r := 0; r < rounds; r++ {
 		idx = idx[:0]
 		for i := range jobs {
@@ -99,18 +99,27 @@ func (s *Store) appendBatch(ctx context.Context, tx *sqlx.Tx, jobs []*appendJob,
 				idx = append(idx, i)
 			}
 		}
-		if err := s.appendRound(ctx, tx, jobs, idx, outs, errs); err != nil {
+		plans, err := s.appendRound(ctx, tx, jobs, idx, outs, errs)
+		if err != nil {
 			return err
 		}
+		written = append(written, plans...)
+	}
+	// On SQLite the steps' leaves go to the tree in this transaction, all
+	// rounds' at once (one tlog_state update and one insert per table per
+	// group commit), in the order the rounds wrote them.
+	if !s.noLog && s.logInPlace() && len(written) > 0 {
+		return s.appendStepLeaves(ctx, tx, written)
 	}
 	return nil
 }
 
-// appendRound: jobs[idx] are on distinct threads.
-func (s *Store) appendRound(ctx context.Context, tx *sqlx.Tx, jobs []*appendJob, idx []int, outs []ports.StepPlan, errs []error) error {
+// appendRound: jobs[idx] are on distinct threads. It returns the plans it
+// wrote.
+func (s *Store) appendRound(ctx context.Context, tx *sqlx.Tx, jobs []*appendJob, idx []int, outs []ports.StepPlan, errs []error) ([]ports.StepPlan, error) {
 	views, err := s.lockForSteps(ctx, tx, jobs, idx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	plans := make([]ports.StepPlan, 0, len(idx))
 	for _, i := range idx {
@@ -122,7 +131,7 @@ func (s *Store) appendRound(ctx context.Context, tx *sqlx.Tx, jobs []*appendJob,
 		}
 		if j.withStates {
 			if view.States, err = s.states(ctx, tx, j.threadID, "", ""); err != nil {
-				return err
+				return nil, err
 			}
 			view.Current = nil
 			for k := range view.States {
@@ -135,7 +144,7 @@ func (s *Store) appendRound(ctx context.Context, tx *sqlx.Tx, jobs []*appendJob,
 			}
 			if j.writer.WithGrants {
 				if view.Grants, err = s.grants(ctx, tx, j.threadID); err != nil {
-					return err
+					return nil, err
 				}
 			}
 		}
@@ -149,7 +158,7 @@ func (s *Store) appendRound(ctx context.Context, tx *sqlx.Tx, jobs []*appendJob,
 			plans = append(plans, p)
 		}
 	}
-	return s.writePlans(ctx, tx, plans)
+	return plans, s.writePlans(ctx, tx, plans)
 }
 
 // lockForSteps locks the threads of jobs[idx] (distinct) and, in the same
@@ -177,7 +186,6 @@ func (s *Store) lockForSteps(ctx context.Context, tx *sqlx.Tx, jobs []*appendJob
 		CurPrev     sql.NullString `db:"cur_prev"`
 		CurActor    sql.NullString `db:"cur_actor"`
 		CurService  sql.NullString `db:"cur_service"`
-		CurContext  sql.NullString `db:"cur_context"`
 		CurFirst    sql.NullTime   `db:"cur_first"`
 		CurUpdated  sql.NullTime   `db:"cur_updated"`
 		CurStarted  sql.NullTime   `db:"cur_started"`
@@ -206,7 +214,7 @@ func (s *Store) lockForSteps(ctx context.Context, tx *sqlx.Tx, jobs []*appendJob
  p.granted_at AS p_granted_at, p.expires_at AS p_expires_at,
  s.status AS cur_status, s.retry_count AS cur_retry, s.latest_step_id AS cur_step_id,
  s.invocation_id AS cur_invocation, s.previous_step AS cur_prev,
- s.actor AS cur_actor, s.actor_service AS cur_service, CAST(s.latest_context AS TEXT) AS cur_context,
+ s.actor AS cur_actor, s.actor_service AS cur_service,
  s.first_seen_at AS cur_first, s.last_updated_at AS cur_updated, s.started_at AS cur_started, s.finished_at AS cur_finished,
  (SELECT g.status FROM step_grants g WHERE g.thread_id = t.id AND g.invocation_id = v.inv AND v.inv <> '') AS grant_status
  FROM v JOIN threads t ON t.id = v.tid
@@ -238,7 +246,9 @@ func (s *Store) lockForSteps(ctx context.Context, tx *sqlx.Tx, jobs []*appendJob
 				PreviousStep: r.CurPrev.String,
 				Actor:        r.CurActor.String, ActorService: r.CurService.String, FirstSeenAt: r.CurFirst.Time.UTC(),
 				LastUpdatedAt: r.CurUpdated.Time.UTC(), StartedAt: sqldb.FromNullTime(r.CurStarted), FinishedAt: sqldb.FromNullTime(r.CurFinished)}
-			_ = json.Unmarshal([]byte(r.CurContext.String), &st.LatestContext)
+			// st.LatestContext stays empty: deciding a step never reads the
+			// current attempt's context (content references read the
+			// thread's states through store.states, from the attempts).
 			v.Current = &st
 		}
 		out[r.ID] = v
@@ -402,17 +412,12 @@ func (s *Store) writePlans(ctx context.Context, tx *sqlx.Tx, plans []ports.StepP
 	parts = append(parts, s.processMapParts(plans)...)
 	// Each step's leaf goes to the log's outbox in the step's own
 	// statement; the sequencer moves it into the tree (tlog.go). On SQLite
-	// the leaves are appended to the tree in this transaction instead.
+	// the leaves are appended to the tree in this transaction instead
+	// (appendBatch).
 	if !s.noLog && !s.logInPlace() {
 		parts = append(parts, pendingParts(plans)...)
 	}
-	if err := s.execParts(ctx, tx, append(parts, s.threadParts(plans)...)); err != nil {
-		return err
-	}
-	if !s.noLog && s.logInPlace() {
-		return s.appendStepLeaves(ctx, tx, plans)
-	}
-	return nil
+	return s.execParts(ctx, tx, append(parts, s.threadParts(plans)...))
 }
 
 // threadParts updates the round's thread rows: one statement on PostgreSQL.

@@ -17,7 +17,7 @@ var _ ports.ThreadEraser = (*Store)(nil)
 // parents (sub-steps reference activities; everything references threads).
 // A table added with a thread_id column belongs here: the storage test fails
 // until it is (it looks for rows of a deleted thread in every such table).
-var threadTables = []string{"step_substeps", "thread_validations", "thread_notifications", "thread_step_states",
+var threadTables = []string{"thread_tags", "step_substeps", "thread_validations", "thread_notifications", "thread_step_states",
 	"thread_activities", "thread_refs", "thread_access", "thread_keys", "step_grants", "thread_alerts", "webhook_deliveries",
 	"step_refusals"}
 

@@ -83,7 +83,7 @@ func newEraseFixture(t *testing.T, d sqldb.Dialect) *eraseFixture {
 func (f *eraseFixture) populate(t *testing.T, label string, end bool) domain.Thread {
 	t.Helper()
 	th, _, err := f.threads.Application().Commands.StartThreadWithKey.Handle(f.ctx, threadsapp.KeyApp, uuid.NewString(), threadsapp.StartThreadInput{Contract: "flow", Role: "p", Label: label,
-		Refs: map[string]string{"order": label}})
+		Refs: map[string]string{"order": label}, Tags: []string{"web", label}})
 	if err != nil {
 		t.Fatal(err)
 	}

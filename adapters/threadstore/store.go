@@ -509,7 +509,7 @@ func (s *Store) states(ctx context.Context, q sqlx.QueryerContext, threadID, ste
 	var rows []stateRow
 	query := `SELECT s.step_name, s.idempotency_key, s.status, s.retry_count,
  s.latest_step_id, a.seq AS latest_seq, s.invocation_id, s.previous_step, s.actor, s.actor_service,
- CAST(s.latest_context AS TEXT) AS latest_context, s.first_seen_at, s.last_updated_at, s.started_at, s.finished_at
+ CAST(a.context AS TEXT) AS latest_context, s.first_seen_at, s.last_updated_at, s.started_at, s.finished_at
  FROM thread_step_states s JOIN thread_activities a ON a.id = s.latest_step_id WHERE s.thread_id = ?`
 	args := []any{threadID}
 	if stepName != "" {

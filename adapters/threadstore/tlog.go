@@ -11,6 +11,7 @@ package threadstore
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"sync"
 	"time"
@@ -115,10 +116,34 @@ func (r *hashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 	return out, nil
 }
 
+// leafIn is a leaf to append: its canonical bytes and the columns the leaf
+// row is looked up by (stepID nil for a tombstone).
+type leafIn struct {
+	kind, threadID string
+	stepID         any
+	data           []byte
+}
+
+func leafOf(l domain.LogLeaf) leafIn {
+	in := leafIn{kind: l.Type, threadID: l.ThreadID, data: l.Data()}
+	if l.Type == domain.LeafStep {
+		in.stepID = l.StepID
+	}
+	return in
+}
+
+func leavesOf(ls []domain.LogLeaf) []leafIn {
+	out := make([]leafIn, len(ls))
+	for i, l := range ls {
+		out[i] = leafOf(l)
+	}
+	return out
+}
+
 // appendLeaves appends leaves to the log inside tx and returns the index of
 // the first. It must be the transaction's last write before commit: the
 // tlog_state row stays locked until then.
-func (s *Store) appendLeaves(ctx context.Context, tx *sqlx.Tx, leaves []domain.LogLeaf, now time.Time) (int64, error) {
+func (s *Store) appendLeaves(ctx context.Context, tx *sqlx.Tx, leaves []leafIn, now time.Time) (int64, error) {
 	if len(leaves) == 0 {
 		return 0, nil
 	}
@@ -144,8 +169,7 @@ func (s *Store) appendLeaves(ctx context.Context, tx *sqlx.Tx, leaves []domain.L
 	var newHashes []tlog.Hash
 	for i, l := range leaves {
 		n := start + int64(i)
-		data := l.Data()
-		hs, err := tlog.StoredHashes(n, data, r)
+		hs, err := tlog.StoredHashes(n, l.data, r)
 		if err != nil {
 			return 0, fmt.Errorf("transparency log: %w", err)
 		}
@@ -156,11 +180,7 @@ func (s *Store) appendLeaves(ctx context.Context, tx *sqlx.Tx, leaves []domain.L
 			hashRows = append(hashRows, []any{x, h[:]})
 			newIdx, newHashes = append(newIdx, x), append(newHashes, h)
 		}
-		var step any
-		if l.Type == domain.LeafStep {
-			step = l.StepID
-		}
-		leafRows = append(leafRows, []any{n, l.Type, l.ThreadID, step, string(data), sqldb.Time(now)})
+		leafRows = append(leafRows, []any{n, l.kind, l.threadID, l.stepID, string(l.data), sqldb.Time(now)})
 	}
 	parts := rowsParts(`INSERT INTO tlog_leaves (idx, kind, thread_id, step_id, data, created_at) VALUES `, `(?,?,?,?,?,?)`, "", 6, leafRows)
 	parts = append(parts, rowsParts(`INSERT INTO tlog_hashes (idx, hash) VALUES `, `(?,?)`, "", 2, hashRows)...)
@@ -249,10 +269,10 @@ func (s *Store) logInPlace() bool { return s.db.Dialect == sqldb.SQLite && !s.qu
 // appendStepLeaves appends the leaves of the steps plans write to the tree
 // inside tx (logInPlace).
 func (s *Store) appendStepLeaves(ctx context.Context, tx *sqlx.Tx, plans []ports.StepPlan) error {
-	leaves := make([]domain.LogLeaf, len(plans))
+	leaves := make([]leafIn, len(plans))
 	for i, p := range plans {
 		a := p.Activity
-		leaves[i] = domain.StepLeaf(a.ThreadID, a.ID, a.Seq, a.Hash)
+		leaves[i] = leafOf(domain.StepLeaf(a.ThreadID, a.ID, a.Seq, a.Hash))
 	}
 	_, err := s.appendLeaves(ctx, tx, leaves, plans[0].Activity.RecordedAt)
 	return err
@@ -286,24 +306,29 @@ func (s *Store) FlushLog(ctx context.Context) (int, error) {
 			if err := tx.GetContext(ctx, &size, `SELECT size FROM tlog_state WHERE id = 1`+s.db.ForUpdate()); err != nil {
 				return err
 			}
+			// The queued row's bytes and columns are the leaf's as the
+			// step's transaction wrote them: appended as they are, not
+			// parsed and written again.
 			var rows []struct {
-				Seq  int64  `db:"seq"`
-				Data string `db:"data"`
+				Seq      int64          `db:"seq"`
+				Kind     string         `db:"kind"`
+				ThreadID string         `db:"thread_id"`
+				StepID   sql.NullString `db:"step_id"`
+				Data     string         `db:"data"`
 			}
-			if err := tx.SelectContext(ctx, &rows, s.q(`SELECT seq, data FROM tlog_pending ORDER BY seq LIMIT ?`), flushBatch); err != nil {
+			if err := tx.SelectContext(ctx, &rows, s.q(`SELECT seq, kind, thread_id, step_id, data FROM tlog_pending ORDER BY seq LIMIT ?`), flushBatch); err != nil {
 				return err
 			}
 			if len(rows) == 0 {
 				return nil
 			}
-			leaves := make([]domain.LogLeaf, len(rows))
+			leaves := make([]leafIn, len(rows))
 			seqs := make([]int64, len(rows))
 			for i, r := range rows {
-				l, err := domain.ParseLogLeaf([]byte(r.Data))
-				if err != nil {
-					return fmt.Errorf("tlog_pending %d: %w", r.Seq, err)
+				leaves[i], seqs[i] = leafIn{kind: r.Kind, threadID: r.ThreadID, data: []byte(r.Data)}, r.Seq
+				if r.StepID.Valid {
+					leaves[i].stepID = r.StepID.String
 				}
-				leaves[i], seqs[i] = l, r.Seq
 			}
 			if _, err := s.appendLeaves(ctx, tx, leaves, time.Now()); err != nil {
 				return err
@@ -379,7 +404,7 @@ func (s *Store) AppendTombstones(ctx context.Context, tx *sqlx.Tx, threads []dom
 	for _, t := range threads {
 		leaves = append(leaves, domain.Tombstone(t, reason, now))
 	}
-	_, err := s.appendLeaves(ctx, tx, leaves, now)
+	_, err := s.appendLeaves(ctx, tx, leavesOf(leaves), now)
 	return err
 }
 
@@ -426,7 +451,7 @@ func (s *Store) BackfillLog(ctx context.Context) (int, error) {
 				leaves[i] = legacyLeaf(a.ThreadID, a.ID, a.Seq, a.Hash, a.Record())
 			}
 			next, n = ids[len(ids)-1], len(ids)
-			_, err = s.appendLeaves(ctx, tx, leaves, time.Now())
+			_, err = s.appendLeaves(ctx, tx, leavesOf(leaves), time.Now())
 			return err
 		})
 		if err != nil {

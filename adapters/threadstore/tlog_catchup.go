@@ -92,7 +92,7 @@ func (s *Store) CatchUpLog(ctx context.Context, now time.Time) (int, error) {
 				leaves[i] = legacyLeaf(a.ThreadID, a.ID, a.Seq, a.Hash, a.Record())
 			}
 			n = len(leaves)
-			_, err = s.appendLeaves(ctx, tx, leaves, time.Now())
+			_, err = s.appendLeaves(ctx, tx, leavesOf(leaves), time.Now())
 			return err
 		})
 		if err != nil {

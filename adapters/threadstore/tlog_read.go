@@ -197,7 +197,15 @@ func (s *Store) checkpoint(ctx context.Context, q string, args ...any) (ports.Si
 	if err != nil {
 		return ports.SignedCheckpoint{}, sqldb.TranslateError(err)
 	}
-	return r.record(), nil
+	c := r.record()
+	var lines []string
+	if err := s.db.SelectContext(ctx, &lines, s.q(`SELECT lines FROM tlog_cosignatures WHERE size = ? ORDER BY witness`), c.Size); err != nil {
+		return ports.SignedCheckpoint{}, sqldb.TranslateError(err)
+	}
+	for _, l := range lines {
+		c.Note += l // signature lines, each ending in a newline
+	}
+	return c, nil
 }
 
 // Checkpoint: see ports.TransparencyLog.
@@ -219,6 +227,16 @@ func (s *Store) SaveCheckpoint(ctx context.Context, c ports.SignedCheckpoint) er
  ON CONFLICT (size) DO NOTHING`), c.Size, c.Root[:], c.Note, sqldb.Time(c.CreatedAt))
 	if err != nil {
 		return fmt.Errorf("tlog_checkpoints: %w", err)
+	}
+	return nil
+}
+
+// AddCosignature: see ports.Checkpoints.
+func (s *Store) AddCosignature(ctx context.Context, size int64, witness, lines string) error {
+	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO tlog_cosignatures (size, witness, lines, created_at) VALUES (?,?,?,?)
+ ON CONFLICT (size, witness) DO NOTHING`), size, witness, lines, sqldb.Time(time.Now()))
+	if err != nil {
+		return fmt.Errorf("tlog_cosignatures: %w", err)
 	}
 	return nil
 }

@@ -60,6 +60,9 @@ type Handler struct {
 	// the delivery lag (nil: the system clock).
 	Tracer trace.TracerProvider
 	Clock  ports.Clock
+	// Metrics counts sockets, actions and the delivery lag (nil: not
+	// counted).
+	Metrics ports.Metrics
 
 	tracerOnce sync.Once
 	tracerV    trace.Tracer
@@ -75,6 +78,14 @@ type Handler struct {
 
 	// messageTimeout replaces messageReadTimeout (tests).
 	messageTimeout time.Duration
+}
+
+// metrics is where the sockets are counted (never nil).
+func (h *Handler) metrics() ports.Metrics {
+	if h.Metrics == nil {
+		return ports.NopMetrics{}
+	}
+	return h.Metrics
 }
 
 // Mount adds the route; the client address is echo's (server.trusted_proxies).
@@ -109,7 +120,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, addr string) {
 		return
 	}
 	conn.SetReadLimit(preConnectReadLimit)
-	m := h.Threads.Metrics()
+	m := h.metrics()
 	m.SessionOpened()
 	defer m.SessionClosed()
 	log := h.Log

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
@@ -69,6 +70,13 @@ func NewIngestTraceHandler(start TraceStarter, has StepSeen, record StepRecorder
 // after the module's last Set* call: the handlers are values).
 func FromThreads(app threads.Application, store ports.ThreadUpdater, clock ports.Clock, metrics ports.SpanMetrics) IngestTraceHandler {
 	return NewIngestTraceHandler(app.Commands.StartThreadWithKey, app.Queries.HasStep, app.Commands.RecordStep, store, clock, metrics)
+}
+
+// Authorize refuses a caller that may not write threads, before a
+// transport reads a request body; every span's write checks the same again.
+func Authorize(ctx context.Context) error {
+	_, err := authz.Require(ctx, domain.PermThreadsWrite)
+	return err
 }
 
 // ValidateTraces checks every span and orders each trace's spans by start

@@ -217,3 +217,59 @@ func TestGateForgetsIdleBuckets(t *testing.T) {
 		}
 	})
 }
+
+// Expensive operations share the time: once they ran more than
+// ExpensiveShare of it (beyond a burst of one deadline), the next is
+// refused at once with the wait as its retry time when the wait is longer
+// than the queue timeout, waits for its turn when shorter, and cheap reads
+// are not held up meanwhile.
+func TestGateExpensiveReadsShareTheTime(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var refused []string
+		g := NewGate(GateLimits{MaxConcurrent: 4, MaxConcurrentPerPrincipal: 4, QueueTimeout: time.Second,
+			ExpensiveCost: 100, MaxExpensive: 1, ExpensiveShare: 0.25}, func(l string) { refused = append(refused, l) })
+		ctx := context.Background()
+		run := func(who string, cost int, d time.Duration) error {
+			leave, err := g.Enter(ctx, who, cost)
+			if err != nil {
+				return err
+			}
+			time.Sleep(d)
+			leave()
+			return nil
+		}
+		// Two 5 s operations: the first spends the 5 s burst (refilled by
+		// 1.25 s as it runs), the second leaves 3.75 s of debt, paid in 15 s
+		// at a quarter of a second a second.
+		for i := range 2 {
+			if err := run("a", 100, 5*time.Second); err != nil {
+				t.Fatalf("expensive read %d within the burst: %v", i, err)
+			}
+		}
+		began := time.Now()
+		_, err := g.Enter(ctx, "b", 500)
+		var de *domain.Error
+		if limitOf(err) != LimitExpensiveTime || !errors.As(err, &de) || de.RetryAfter < 14*time.Second || de.RetryAfter > 16*time.Second {
+			t.Fatalf("an expensive read in debt: %v", err)
+		}
+		if time.Since(began) != 0 {
+			t.Errorf("the refusal waited %v", time.Since(began))
+		}
+		if err := run("b", 99, time.Second); err != nil {
+			t.Errorf("a cheap read while expensive ones are in debt: %v", err)
+		}
+		// 14.5 s later the debt is a fraction of a second: the next waits for it.
+		time.Sleep(13500 * time.Millisecond)
+		began = time.Now()
+		if err := run("b", 500, 0); err != nil {
+			t.Fatalf("an expensive read once the debt is nearly paid: %v", err)
+		}
+		if w := time.Since(began); w <= 0 || w > time.Second {
+			t.Errorf("it waited %v, want the rest of the debt (under the 1 s queue timeout)", w)
+		}
+		if fmt.Sprint(refused) != "[graphql_expensive_time]" {
+			t.Errorf("refusals %v", refused)
+		}
+	})
+}

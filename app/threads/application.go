@@ -1,6 +1,7 @@
 package threads
 
 import (
+	"github.com/threadengine/engine/app/decisions"
 	"github.com/threadengine/engine/app/waits"
 	"github.com/threadengine/engine/ports"
 )
@@ -41,10 +42,15 @@ type Queries struct {
 	VerifyIntegrity   VerifyIntegrityHandler
 	ThreadDetails     ThreadDetailsHandler
 	WaitForValidation waits.WaitForValidationHandler
-	// The decision queries: read-only advice, never a grant.
-	Can    CanHandler
-	Should ShouldHandler
-	Next   NextHandler
+	// The decision queries (app/decisions): read-only advice, never a grant.
+	Can    decisions.CanHandler
+	Should decisions.ShouldHandler
+	Next   decisions.NextHandler
+}
+
+// Decisions returns the decision queries.
+func (q Queries) Decisions() decisions.Decisions {
+	return decisions.Decisions{Can: q.Can, Should: q.Should, Next: q.Next}
 }
 
 // Application returns the thread use cases.
@@ -89,9 +95,9 @@ func (m *Module) build() Application {
 			VerifyIntegrity:   NewVerifyIntegrityHandler(store, store, m.keys.Keyring(), clock),
 			ThreadDetails:     NewThreadDetailsHandler(store),
 			WaitForValidation: waits.NewWaitForValidationHandler(store, store, m.hub, clock),
-			Can:               NewCanHandler(store, m.contracts, m.opts.Classifier, clock),
-			Should:            NewShouldHandler(store, store, m.contracts, m.opts.Classifier, clock),
-			Next:              NewNextHandler(store, m.contracts, clock),
+			Can:               decisions.NewCanHandler(store, m.contracts, m.opts.Classifier, clock),
+			Should:            decisions.NewShouldHandler(store, store, m.contracts, m.opts.Classifier, clock),
+			Next:              decisions.NewNextHandler(store, m.contracts, clock),
 		},
 	}
 }

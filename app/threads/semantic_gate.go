@@ -102,7 +102,7 @@ func (g semanticGate) judge(ctx context.Context, c *domain.Contract, who domain.
 			return semanticVerdict{}, nil // a duplicate: answered as one
 		}
 	}
-	snapshots := domain.NewDecisionThread(th, *c, nil, ports.Recorded(v.States), stateContexts(v.States), nil).Snapshots
+	snapshots := domain.NewDecisionThread(th, *c, nil, ports.Recorded(v.States), ports.StateContexts(v.States), nil).Snapshots
 	if domain.JudgeContent(st, status, in.Context, snapshots) != nil {
 		return semanticVerdict{}, nil // RecordStep refuses it for its content rules
 	}
@@ -124,7 +124,7 @@ func (g semanticGate) judge(ctx context.Context, c *domain.Contract, who domain.
 // th with states: the validated (registered) context of the latest success
 // of each context step the rules name, as judge reads it.
 func semanticBasis(c *domain.Contract, st domain.ContractStep, th domain.Thread, states []ports.StepState) map[string]map[string]string {
-	snapshots := domain.NewDecisionThread(th, *c, nil, ports.Recorded(states), stateContexts(states), nil).Snapshots
+	snapshots := domain.NewDecisionThread(th, *c, nil, ports.Recorded(states), ports.StateContexts(states), nil).Snapshots
 	return contextBasis(st, snapshots)
 }
 
@@ -144,15 +144,6 @@ func contextBasis(st domain.ContractStep, snapshots map[string]map[string]string
 
 func basisEqual(a, b map[string]map[string]string) bool {
 	return maps.EqualFunc(a, b, func(x, y map[string]string) bool { return maps.Equal(x, y) })
-}
-
-// stateContexts are the latest contexts of states, in their order.
-func stateContexts(states []ports.StepState) []map[string]string {
-	out := make([]map[string]string, len(states))
-	for i, s := range states {
-		out[i] = s.LatestContext
-	}
-	return out
 }
 
 // withSemanticGate gives h the module's classifier (Options.Classifier).

@@ -54,6 +54,9 @@ type Deps struct {
 	Threads ThreadVisibility
 	Clock   ports.Clock
 	Logger  *slog.Logger
+	// Witnesses cosign the checkpoints the engine signs on its interval
+	// (none: checkpoints carry the log's signature only).
+	Witnesses []Witness
 }
 
 // New builds the log's use cases; they share one checkpoint signer.
@@ -68,7 +71,8 @@ func New(d Deps) Application {
 	checkpoint := NewCheckpointHandler(d.Log, signer, rate.NewLimiter(freshPerSecond, freshPerSecond))
 	return Application{
 		Commands: Commands{
-			SignCheckpoint: NewSignCheckpointHandler(signer, d.Logger),
+			SignCheckpoint: NewSignCheckpointHandler(signer, d.Logger).withWitnesses(
+				&witnessing{tree: d.Log, checkpoints: d.Log, list: d.Witnesses, log: d.Logger, known: map[string]int64{}}),
 		},
 		Queries: Queries{
 			Checkpoint:    checkpoint,

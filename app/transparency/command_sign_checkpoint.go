@@ -14,8 +14,15 @@ import (
 // of the Commands. The engine runs it every interval (Run); it is not a
 // route.
 type SignCheckpointHandler struct {
-	signer *checkpointSigner
-	log    *slog.Logger
+	signer    *checkpointSigner
+	log       *slog.Logger
+	witnesses *witnessing
+}
+
+// withWitnesses makes Run submit each checkpoint to the witnesses.
+func (h SignCheckpointHandler) withWitnesses(w *witnessing) SignCheckpointHandler {
+	h.witnesses = w
+	return h
 }
 
 // NewSignCheckpointHandler builds SignCheckpoint over the shared signer.
@@ -29,7 +36,8 @@ func (h SignCheckpointHandler) Handle(ctx context.Context) (ports.SignedCheckpoi
 	return h.signer.sign(ctx)
 }
 
-// Run signs a checkpoint every interval while the log grows, until ctx ends.
+// Run signs a checkpoint every interval while the log grows, and has the
+// witnesses (if any) cosign the latest, until ctx ends.
 func (h SignCheckpointHandler) Run(ctx context.Context, interval time.Duration) {
 	if interval <= 0 {
 		interval = time.Second
@@ -37,8 +45,12 @@ func (h SignCheckpointHandler) Run(ctx context.Context, interval time.Duration) 
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		if _, err := h.Handle(ctx); err != nil && ctx.Err() == nil {
+		cp, err := h.Handle(ctx)
+		if err != nil && ctx.Err() == nil {
 			h.log.Warn("transparency log: signing a checkpoint failed", "err", err)
+		}
+		if err == nil && h.witnesses != nil {
+			h.witnesses.cosign(ctx, cp)
 		}
 		select {
 		case <-ctx.Done():

@@ -54,14 +54,15 @@ func main() {
 	name := flag.String("name", "", "PostgreSQL database to create (default scale_<threads>; pick your own when others run the tool on the same server)")
 	reuse := flag.Bool("reuse", false, "measure a kept database (scale_<n>, or the --db sqlite:// file) again instead of seeding it anew")
 	sweep := flag.Float64("sweep", 0.1, "fraction of threads the retention sweep deletes at the end (0: no sweep)")
+	sweepBatch := flag.Int("sweep-batch", 100, "threads per retention batch (retention.batch_size)")
 	flag.Parse()
-	if err := run(*dbURL, *name, *n, *reps, *keep, *reuse, *sweep); err != nil {
+	if err := run(*dbURL, *name, *n, *reps, *keep, *reuse, *sweep, *sweepBatch); err != nil {
 		fmt.Fprintln(os.Stderr, "scale:", err)
 		os.Exit(1)
 	}
 }
 
-func run(server, name string, n, reps int, keep, reuse bool, sweepFrac float64) error {
+func run(server, name string, n, reps int, keep, reuse bool, sweepFrac float64, sweepBatch int) error {
 	ctx := context.Background()
 	dbURL, drop, err := freshDatabase(ctx, server, name, n, keep, reuse)
 	if err != nil {
@@ -142,10 +143,13 @@ func run(server, name string, n, reps int, keep, reuse bool, sweepFrac float64) 
 	if err != nil {
 		return err
 	}
+	if reps < 1 { // --reps 0: only the size and the sweep
+		reqs = nil
+	}
 	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "request\tmedian\tp95\trows\t\n")
 	// The machine's noise floor: one trivial statement through the same pool.
-	{
+	if reps > 0 {
 		var ds []time.Duration
 		for i := 0; i < reps+2; i++ {
 			began := time.Now()
@@ -191,7 +195,7 @@ func run(server, name string, n, reps int, keep, reuse bool, sweepFrac float64) 
 	}
 	fmt.Printf("database: %.1f MiB, %.2f GiB per million threads\n", float64(size)/(1<<20), float64(size)/float64(n)*1e6/(1<<30))
 	if sweepFrac > 0 {
-		if err := sweep(ctx, db, now, n, sweepFrac); err != nil {
+		if err := sweep(ctx, db, now, n, sweepFrac, sweepBatch); err != nil {
 			return fmt.Errorf("sweep: %w", err)
 		}
 	}
@@ -295,9 +299,9 @@ func processEdges(m map[string]any) int {
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
 
 // sweep ages a fraction of the ended threads past retention and times the
-// retention store's batches (ExpiredThreads + DeleteThreads, 100 a batch, as
+// retention store's batches (ExpiredThreads + DeleteThreads, --sweep-batch a batch, as
 // app/ops.Retention runs them).
-func sweep(ctx context.Context, db *sqldb.DB, now time.Time, n int, frac float64) error {
+func sweep(ctx context.Context, db *sqldb.DB, now time.Time, n int, frac float64, batch int) error {
 	old := sqldb.Time(now.Add(-400 * 24 * time.Hour))
 	want := int(float64(n) * frac)
 	if _, err := db.ExecContext(ctx, db.Rebind(`UPDATE threads SET updated_at = ? WHERE id IN
@@ -312,7 +316,7 @@ func sweep(ctx context.Context, db *sqldb.DB, now time.Time, n int, frac float64
 	began := time.Now()
 	deleted := 0
 	for {
-		ids, err := st.ExpiredThreads(ctx, cutoff, time.Time{}, 100)
+		ids, err := st.ExpiredThreads(ctx, cutoff, time.Time{}, batch)
 		if err != nil {
 			return err
 		}
@@ -326,7 +330,8 @@ func sweep(ctx context.Context, db *sqldb.DB, now time.Time, n int, frac float64
 		deleted += len(gone)
 	}
 	d := time.Since(began)
-	fmt.Printf("sweep: deleted %d threads in %s (%.0f threads/s)\n", deleted, d.Round(time.Millisecond), float64(deleted)/d.Seconds())
+	fmt.Printf("sweep: deleted %d threads in %s (%.0f threads/s, %d a batch), machine: %s\n", deleted, d.Round(time.Millisecond),
+		float64(deleted)/d.Seconds(), batch, machine())
 	return nil
 }
 

@@ -20,7 +20,9 @@ import (
 // contracts × 2 versions (10 % free-form threads), 80 % completed / 10 %
 // failed / 5 % active / 5 % cancelled, ~10 % violated, 3–8 steps, 1–2 refs,
 // one or two tags, 20 service accounts. Per step: an attempt, a step state,
-// a validation (governed threads) and two notifications (acknowledged).
+// a validation (governed threads) and two notifications (acknowledged) if
+// the step is younger than notifications.settled_retention (24 h by
+// default): the engine deletes settled notifications after it.
 // Not seeded: the transparency log's rows (a leaf and ~2 hashes per step).
 
 // table is one table's seeded columns.
@@ -60,11 +62,16 @@ type gen struct {
 	start  time.Time
 	span   time.Duration
 	noteSq int64
-	pm     map[pmKey]*pmRow // the process map roll-ups (processmap.go)
+	// notesAfter: steps recorded before it have no notification rows left
+	// (acknowledged at once, then pruned by the hub after the default
+	// notifications.settled_retention).
+	notesAfter time.Time
+	pm         map[pmKey]*pmRow // the process map roll-ups (processmap.go)
 }
 
 func newGen(n int, now time.Time) *gen {
-	return &gen{r: rand.New(rand.NewPCG(28, uint64(n))), n: n, start: now.Add(-30 * 24 * time.Hour), span: 30*24*time.Hour - time.Hour}
+	return &gen{r: rand.New(rand.NewPCG(28, uint64(n))), n: n, start: now.Add(-30 * 24 * time.Hour), span: 30*24*time.Hour - time.Hour,
+		notesAfter: now.Add(-24 * time.Hour)}
 }
 
 func (g *gen) uuid() string {
@@ -165,6 +172,10 @@ func (g *gen) thread(s sink, i int) (string, error) {
 			}
 		}
 		for _, src := range []string{"execution", "validation"} {
+			nid := g.uuid() // drawn either way: the rest of the seed does not depend on what is kept
+			if at.Before(g.notesAfter) {
+				continue
+			}
 			g.noteSq++
 			sev, vst := "info", ""
 			if src == "validation" {
@@ -173,7 +184,7 @@ func (g *gen) thread(s sink, i int) (string, error) {
 					sev = "critical"
 				}
 			}
-			if err := s.add(tNotifications, g.uuid(), g.noteSq, id, stepID, name, key, cname, sa, src, src+"."+st, st, vst, sev,
+			if err := s.add(tNotifications, nid, g.noteSq, id, stepID, name, key, cname, sa, src, src+"."+st, st, vst, sev,
 				fmt.Sprintf("%s %s: %s", name, src, st), `{"attempt":1}`, at, "acked", 1, at); err != nil {
 				return "", err
 			}
