@@ -162,3 +162,35 @@ func TestOversizedFrameDrainHasADeadline(t *testing.T) {
 		return h.admission.total == 0
 	})
 }
+
+// A frame over its principal's rates is refused from a scan of its bytes,
+// before it is decoded: a frame that would not even decode gets
+// rate_limited with its action and requestId once the rate is spent (and
+// the invalid-JSON error while it is not), and a free action is still
+// decoded and run.
+func TestRateIsCheckedBeforeDecoding(t *testing.T) {
+	t.Parallel()
+	h, reg := floodHandler(t, func(l *config.WSLimits) {
+		l.FramesPerSecond, l.FrameBurst = 0.001, 1 // no token comes back during the test
+	})
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	c := dialWS(t, strings.Replace(srv.URL, "http", "ws", 1))
+	if r := c.ask(`{"action":"connect","apiKey":"good"}`); r["status"] != "success" {
+		t.Fatalf("connect: %v", r)
+	}
+	broken := `{"action":"startThread","requestId":"r1","label":"x",}`
+	if r := c.ask(broken); r["code"] != "validation_failed" {
+		t.Fatalf("a broken frame within the rate: %v, want the decoding error", r)
+	}
+	r := c.ask(strings.Replace(broken, "r1", "r2", 1))
+	if r["code"] != "rate_limited" || r["action"] != "startThread" || r["requestId"] != "r2" || r["retryAfterMs"] == nil {
+		t.Errorf("a broken frame over the rate: %v, want rate_limited naming its action and requestId", r)
+	}
+	if r := c.ask(`{"action":"subscribe","stepName":"s","requestId":"s"}`); r["status"] != "success" {
+		t.Errorf("a free action over the rate: %v", r)
+	}
+	if n := refused(t, reg, limits.WSFrameRate); n != 1 {
+		t.Errorf("ws_frame_rate counted %d, want 1", n)
+	}
+}

@@ -2,7 +2,11 @@ package abuse
 
 import (
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -66,4 +70,45 @@ func rssMiB(t *testing.T, e *engine) float64 {
 func loadavg() string {
 	b, _ := os.ReadFile("/proc/loadavg")
 	return strings.TrimSpace(string(b))
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// profile records the engine's CPU profile for d into
+// $ABUSE_PPROF_DIR/<test>-<name>.pprof when that is set (a diagnosis aid:
+// where the engine's CPU goes under an attack); wait blocks until it is
+// written. Nothing happens without the variable.
+func (e *engine) profile(t *testing.T, name string, d time.Duration) (wait func()) {
+	dir := os.Getenv("ABUSE_PPROF_DIR")
+	if dir == "" || e.pprof == "" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	file := filepath.Join(dir, strings.NewReplacer("/", "-", " ", "_").Replace(t.Name()+"-"+name)+".pprof")
+	go func() {
+		defer close(done)
+		resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", e.pprof, max(1, int(d/time.Second))))
+		if err != nil {
+			t.Logf("profile %s: %v", name, err)
+			return
+		}
+		defer resp.Body.Close()
+		f, err := os.Create(file)
+		if err != nil {
+			t.Logf("profile %s: %v", name, err)
+			return
+		}
+		defer f.Close()
+		_, _ = io.Copy(f, resp.Body)
+		t.Logf("CPU profile of %s: %s", name, file)
+	}()
+	return func() { <-done }
 }

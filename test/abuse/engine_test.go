@@ -66,6 +66,7 @@ type engine struct {
 	cmd      *exec.Cmd
 	logs     *bytes.Buffer
 	logMu    *sync.Mutex
+	pprof    string // the engine's profiler address (ABUSE_PPROF_DIR set), else ""
 }
 
 // start runs the engine on a fresh database of dialect d with the given
@@ -86,6 +87,11 @@ func start(t *testing.T, d sqldb.Dialect, env ...string) *engine {
 	base := append(os.Environ(), "THREADENGINE_DATABASE__URL="+dbURL, "THREADENGINE_SERVER__LISTEN="+addr,
 		"THREADENGINE_LOG__LEVEL=warn")
 	base = append(base, env...)
+	pprofAddr := ""
+	if os.Getenv("ABUSE_PPROF_DIR") != "" {
+		pprofAddr = freeAddr(t)
+		base = append(base, "THREADENGINE_SERVER__PPROF_LISTEN="+pprofAddr)
+	}
 
 	boot := exec.Command(binary, "bootstrap-owner", "--email", "owner@example.com")
 	boot.Dir, boot.Env = dir, base
@@ -93,7 +99,7 @@ func start(t *testing.T, d sqldb.Dialect, env ...string) *engine {
 	if err != nil {
 		t.Fatalf("bootstrap-owner: %v", err)
 	}
-	e := &engine{URL: "http://" + addr, AdminKey: strings.TrimSpace(string(out)), logs: &bytes.Buffer{}, logMu: &sync.Mutex{}}
+	e := &engine{URL: "http://" + addr, AdminKey: strings.TrimSpace(string(out)), logs: &bytes.Buffer{}, logMu: &sync.Mutex{}, pprof: pprofAddr}
 	e.cmd = exec.Command(binary, "serve")
 	e.cmd.Dir, e.cmd.Env = dir, base
 	stderr, _ := e.cmd.StderrPipe()

@@ -15,16 +15,6 @@ import (
 	"time"
 )
 
-// metricWith reads one sample of /metrics whose labels include label="value".
-func (e *engine) metricWith(t *testing.T, name, label, value string) float64 {
-	t.Helper()
-	v, ok := sampleWith(e.scrape(t), name, label, value)
-	if !ok {
-		t.Fatalf("/metrics has no %s{%s=%q}", name, label, value)
-	}
-	return v
-}
-
 // scrape reads /metrics once, uncompressed: a sampler scraping the engine
 // every few milliseconds with gzip took a quarter of its CPU (pprof), which
 // the throughput figures then charged to the attack.
@@ -180,7 +170,9 @@ func TestExpensiveReadsDoNotStarveWriters(t *testing.T) {
 					}
 				}()
 				c2 := e.cpu(t)
+				profiled := e.profile(t, fmt.Sprint("round", round), window)
 				under := writers(t, e, normal, 4, window)
+				profiled()
 				underCPU := cpuWindow{e.cpu(t) - c2, under}
 				close(stop)
 				wg.Wait()

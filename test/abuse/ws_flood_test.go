@@ -82,7 +82,9 @@ func TestWriteFloodPerPrincipal(t *testing.T) {
 				}()
 			}
 			c2 := e.cpu(t)
+			profiled := e.profile(t, "flood", window)
 			under := writers(t, e, bystander, 4, window)
+			profiled()
 			underCPU := cpuWindow{e.cpu(t) - c2, under}
 			stop()
 			wg.Wait()

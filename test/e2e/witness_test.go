@@ -169,7 +169,7 @@ func TestWitnessCosignsAndRefusesAFork(t *testing.T) {
 			}
 		}
 	}
-	a = startEngine(t, bin, dirA, withWitness(envA), addrA)
+	startEngine(t, bin, dirA, withWitness(envA), addrA) // stopped by its cleanup
 	write(engA, key, 3, "a3")
 	third := cosigned(engA, size(second)+3)
 
@@ -212,7 +212,7 @@ func TestWitnessCosignsAndRefusesAFork(t *testing.T) {
 	// with the witness, submits its checkpoint with a consistency proof from
 	// the witness's size: 422, no cosignature.
 	stop(b)
-	b = startEngine(t, bin, dirB, withWitness(envB), addrB)
+	startEngine(t, bin, dirB, withWitness(envB), addrB) // stopped by its cleanup
 	write(engB, key, 2, "b2")
 	waitFor(t, "the witness refusing the fork's engine", func() bool { return strings.Contains(wout.String(), `"status":422`) })
 	resp, ckB := engB.Do(t, http.MethodGet, "/v1/log/checkpoint", "", nil)
