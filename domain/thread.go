@@ -42,6 +42,10 @@ type Thread struct {
 	// traceRootEndedAt is when a trace thread's root span ended
 	// (ObserveTrace); its quiet period runs from UpdatedAt.
 	traceRootEndedAt *time.Time
+	// traceStartedAt is when a trace thread's earliest span started, when
+	// that is before CreatedAt (ObserveTrace). CreatedAt never moves: lists
+	// page and overdue alerts measure by it.
+	traceStartedAt *time.Time
 }
 
 // LastHash is the chain head: the hash of the thread's latest attempt (""

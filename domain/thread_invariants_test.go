@@ -79,12 +79,20 @@ func TestTraceThreadTimesAndEnd(t *testing.T) {
 	now := time.Unix(10000, 0)
 	th := Thread{Status: ThreadActive, CreatedAt: now, UpdatedAt: now}
 	th.ObserveTrace(now.Add(-1500*time.Millisecond), time.Time{}, now)
-	if !th.CreatedAt.Equal(now.Add(-1500*time.Millisecond)) || th.TraceRootEndedAt() != nil {
-		t.Fatalf("created %v, root %v", th.CreatedAt, th.TraceRootEndedAt())
+	if !th.StartedAt().Equal(now.Add(-1500*time.Millisecond)) || th.TraceRootEndedAt() != nil {
+		t.Fatalf("started %v, root %v", th.StartedAt(), th.TraceRootEndedAt())
+	}
+	// The thread's creation (list order, overdue alerts) never moves.
+	if !th.CreatedAt.Equal(now) {
+		t.Fatalf("created %v moved with the trace's start", th.CreatedAt)
+	}
+	th.ObserveTrace(now.Add(-time.Second), time.Time{}, now) // a later span does not move the start forward
+	if !th.StartedAt().Equal(now.Add(-1500 * time.Millisecond)) {
+		t.Fatalf("started %v after a later span", th.StartedAt())
 	}
 	th.ObserveTrace(now.Add(-100*24*time.Hour), now.Add(-50*time.Millisecond), now) // a wrong exporter clock
-	if !th.CreatedAt.Equal(now.Add(-1500 * time.Millisecond).Add(-MaxTraceSkew)) {
-		t.Errorf("created %v: moved further than MaxTraceSkew", th.CreatedAt)
+	if !th.StartedAt().Equal(now.Add(-MaxTraceSkew)) || !th.CreatedAt.Equal(now) {
+		t.Errorf("started %v, created %v: moved further than MaxTraceSkew", th.StartedAt(), th.CreatedAt)
 	}
 	if th.EndTrace(nil, time.Minute, now.Add(30*time.Second)) {
 		t.Error("ended within its quiet period")

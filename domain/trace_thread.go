@@ -4,7 +4,7 @@ import "time"
 
 // MaxTraceSkew bounds how far before its creation a trace thread's start
 // may move to its earliest span: span times are the exporter's clock, and a
-// wrong clock must not date a thread years back (retention, lists).
+// wrong clock must not date a thread years back.
 const MaxTraceSkew = 24 * time.Hour
 
 // DefaultTraceQuietPeriod is how long after its root span ended, with no
@@ -12,19 +12,25 @@ const MaxTraceSkew = 24 * time.Hour
 const DefaultTraceQuietPeriod = 30 * time.Second
 
 // ObserveTrace applies a batch of a trace's spans to the trace's thread: the
-// thread starts at its earliest span (within MaxTraceSkew of its creation,
-// never after it), and a root span that ended marks the trace as waiting
-// for its quiet period (TraceQuiet). Arrival is now: the quiet period runs
-// from the last span received. A closed thread is left as it is.
+// thread started at its earliest span (StartedAt; within MaxTraceSkew of its
+// creation, never after it), and a root span that ended marks the trace as
+// waiting for its quiet period (TraceQuiet). Arrival is now: the quiet
+// period runs from the last span received. CreatedAt, the time the engine
+// first saw the thread, does not move: a list paging by it, or an overdue
+// alert measuring from it, must not see the thread jump back. A closed
+// thread is left as it is.
 func (t *Thread) ObserveTrace(firstStart, rootEnd, now time.Time) {
 	if t.Status.Closed() {
 		return
 	}
-	if !firstStart.IsZero() && firstStart.Before(t.CreatedAt) {
+	if !firstStart.IsZero() && firstStart.Before(t.StartedAt()) {
 		if floor := t.CreatedAt.Add(-MaxTraceSkew); firstStart.Before(floor) {
 			firstStart = floor
 		}
-		t.CreatedAt = firstStart
+		if firstStart.Before(t.StartedAt()) {
+			fs := firstStart
+			t.traceStartedAt = &fs
+		}
 	}
 	if !rootEnd.IsZero() && (t.traceRootEndedAt == nil || rootEnd.After(*t.traceRootEndedAt)) {
 		re := rootEnd
@@ -34,6 +40,28 @@ func (t *Thread) ObserveTrace(firstStart, rootEnd, now time.Time) {
 		t.UpdatedAt = now
 	}
 }
+
+// StartedAt is when the thread started: its trace's earliest span when
+// that was before the engine saw it (ObserveTrace), else CreatedAt. The
+// duration runs from it.
+func (t Thread) StartedAt() time.Time {
+	if t.traceStartedAt != nil && t.traceStartedAt.Before(t.CreatedAt) {
+		return *t.traceStartedAt
+	}
+	return t.CreatedAt
+}
+
+// TraceStartedAt is the trace's start when it is before CreatedAt (nil
+// otherwise), as a store writes it.
+func (t Thread) TraceStartedAt() *time.Time {
+	if t.traceStartedAt != nil && t.traceStartedAt.Before(t.CreatedAt) {
+		return t.traceStartedAt
+	}
+	return nil
+}
+
+// RestoreTraceStarted sets what TraceStartedAt reads, as loaded by a store.
+func (t *Thread) RestoreTraceStarted(at *time.Time) { t.traceStartedAt = at }
 
 // TraceRootEndedAt is when the trace's root span ended (nil: no root span
 // that ended was received, or the thread is not a trace's).
@@ -70,7 +98,7 @@ func (t *Thread) EndTrace(spans []SpanNode, quiet time.Duration, now time.Time) 
 	if t.traceRootEndedAt != nil && t.traceRootEndedAt.After(end) {
 		end = *t.traceRootEndedAt
 	}
-	if end.IsZero() || end.After(now) || end.Before(t.CreatedAt) {
+	if end.IsZero() || end.After(now) || end.Before(t.StartedAt()) {
 		end = now
 	}
 	deepest, failed := DeepestFailure(spans)

@@ -43,4 +43,9 @@ type ThreadLister interface {
 	// ListThreadIDs returns up to limit threads matching f ordered by
 	// (created_at, id), after the cursor when it is not nil.
 	ListThreadIDs(ctx context.Context, f ExportFilter, after *ThreadCursor, limit int) ([]ThreadCursor, error)
+	// StoredBytes returns, for each thread that has any, the bytes of the
+	// JSON an export of it reads whole: its attempts' contexts and metadata
+	// and its steps' latest contexts. It is summed in the database, so an
+	// export knows what a thread would cost before loading it.
+	StoredBytes(ctx context.Context, threadIDs []string) (map[string]int64, error)
 }

@@ -61,6 +61,13 @@ type NotificationLog interface {
 	// expired, and rows pushed maxDeliveries times whose lease ended before
 	// now as dropped; it returns how many of each.
 	ExpireNotifications(ctx context.Context, cutoff, now time.Time, maxDeliveries int) (expired, dropped int, err error)
+	// PruneNotifications deletes up to limit rows settled (acknowledged,
+	// expired or dropped) before settledBefore and returns how many it
+	// deleted. Pending rows are never deleted, nor the row with the highest
+	// seq (SQLite numbers the next row from it, and the hubs' cursors must
+	// never see a seq again), nor a row a webhook delivery still waits on
+	// (the delivery reads its trace parent).
+	PruneNotifications(ctx context.Context, settledBefore time.Time, limit int) (int, error)
 }
 
 // NotificationPublisher is told about notifications that were just

@@ -31,6 +31,9 @@ type ThreadView struct {
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 	CompletedAt *time.Time
+	// TraceStartedAt is an OTLP trace thread's earliest span's start when
+	// it is before CreatedAt (domain.Thread.StartedAt); nil otherwise.
+	TraceStartedAt *time.Time
 	// Refs are the thread's refs (key → value), read with the row.
 	Refs map[string]string
 	Tags []string
@@ -42,6 +45,16 @@ type ThreadView struct {
 	// ExactRef is set by ListThreads in a refValue search when one of the
 	// thread's ref values equals the search exactly (those sort first).
 	ExactRef bool
+}
+
+// Started is when the thread started as its readers show it (startedAt):
+// its trace's earliest span, else CreatedAt. Lists order and page by
+// CreatedAt, which never moves.
+func (v ThreadView) Started() time.Time {
+	if v.TraceStartedAt != nil && v.TraceStartedAt.Before(v.CreatedAt) {
+		return *v.TraceStartedAt
+	}
+	return v.CreatedAt
 }
 
 // Thread list orders.

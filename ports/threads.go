@@ -308,6 +308,16 @@ func Recorded(states []StepState) []domain.RecordedStep {
 	return history
 }
 
+// StateContexts are the latest contexts of states, in their order (beside
+// Recorded, for domain.NewDecisionThread).
+func StateContexts(states []StepState) []map[string]string {
+	out := make([]map[string]string, len(states))
+	for i, s := range states {
+		out[i] = s.LatestContext
+	}
+	return out
+}
+
 func orZero(t *time.Time) time.Time {
 	if t == nil {
 		return time.Time{}

@@ -155,6 +155,10 @@ type Notifications struct {
 	// WaitRecheck: a pending wait (waitForPermission, waitForValidation)
 	// re-reads what it waits for this often even when nothing wakes it.
 	WaitRecheck time.Duration `koanf:"wait_recheck"`
+	// SettledRetention is how long a settled notification (acknowledged,
+	// expired or dropped) is kept before it is deleted: it stays in the
+	// thread's notification history that long.
+	SettledRetention time.Duration `koanf:"settled_retention"`
 }
 
 // Server configures the HTTP listener.
@@ -233,13 +237,14 @@ type Log struct {
 // Defaults returns the configuration used when nothing is set.
 func Defaults() Config {
 	return Config{
-		Server:        Server{Listen: "127.0.0.1:8081", ShutdownTimeout: 30 * time.Second},
-		Registry:      Registry{Product: "threadengine", CheckInterval: 15 * time.Minute},
-		Auth:          Auth{SessionTTL: 8 * time.Hour, CacheTTL: 5 * time.Second},
-		Log:           Log{Level: "info", Format: "text"},
-		Limits:        DefaultLimits(),
-		Retention:     Retention{SweepInterval: time.Hour, BatchSize: 100, BatchPause: 200 * time.Millisecond, StepRefusals: 30 * 24 * time.Hour},
-		Notifications: Notifications{Retention: 24 * time.Hour, RedeliverAfter: 30 * time.Second, MaxDeliveries: 3, WaitRecheck: 30 * time.Second},
+		Server:    Server{Listen: "127.0.0.1:8081", ShutdownTimeout: 30 * time.Second},
+		Registry:  Registry{Product: "threadengine", CheckInterval: 15 * time.Minute},
+		Auth:      Auth{SessionTTL: 8 * time.Hour, CacheTTL: 5 * time.Second},
+		Log:       Log{Level: "info", Format: "text"},
+		Limits:    DefaultLimits(),
+		Retention: Retention{SweepInterval: time.Hour, BatchSize: 100, BatchPause: 200 * time.Millisecond, StepRefusals: 30 * 24 * time.Hour},
+		Notifications: Notifications{Retention: 24 * time.Hour, RedeliverAfter: 30 * time.Second, MaxDeliveries: 3, WaitRecheck: 30 * time.Second,
+			SettledRetention: 24 * time.Hour},
 		Alerts: Alerts{SweepInterval: time.Minute, PollInterval: time.Second, Timeout: 10 * time.Second,
 			RetryBase: 10 * time.Second, RetryMax: time.Hour, MaxAttempts: 8, Concurrency: 4,
 			DeliveryLogRetention: 7 * 24 * time.Hour},
@@ -258,18 +263,19 @@ func Load(path string, environ []string) (Config, error) {
 	k := koanf.New(".")
 	d := Defaults()
 	if err := k.Load(confmap.Provider(map[string]any{
-		"server.listen":                 d.Server.Listen,
-		"server.shutdown_timeout":       d.Server.ShutdownTimeout.String(),
-		"registry.product":              d.Registry.Product,
-		"registry.check_interval":       d.Registry.CheckInterval.String(),
-		"auth.session_ttl":              d.Auth.SessionTTL.String(),
-		"auth.cache_ttl":                d.Auth.CacheTTL.String(),
-		"log.level":                     d.Log.Level,
-		"log.format":                    d.Log.Format,
-		"notifications.retention":       d.Notifications.Retention.String(),
-		"notifications.redeliver_after": d.Notifications.RedeliverAfter.String(),
-		"notifications.max_deliveries":  d.Notifications.MaxDeliveries,
-		"notifications.wait_recheck":    d.Notifications.WaitRecheck.String(),
+		"server.listen":                   d.Server.Listen,
+		"server.shutdown_timeout":         d.Server.ShutdownTimeout.String(),
+		"registry.product":                d.Registry.Product,
+		"registry.check_interval":         d.Registry.CheckInterval.String(),
+		"auth.session_ttl":                d.Auth.SessionTTL.String(),
+		"auth.cache_ttl":                  d.Auth.CacheTTL.String(),
+		"log.level":                       d.Log.Level,
+		"log.format":                      d.Log.Format,
+		"notifications.retention":         d.Notifications.Retention.String(),
+		"notifications.redeliver_after":   d.Notifications.RedeliverAfter.String(),
+		"notifications.max_deliveries":    d.Notifications.MaxDeliveries,
+		"notifications.wait_recheck":      d.Notifications.WaitRecheck.String(),
+		"notifications.settled_retention": d.Notifications.SettledRetention.String(),
 	}, "."), nil); err != nil {
 		return Config{}, err
 	}
@@ -326,7 +332,7 @@ var knownKeys = map[string]bool{
 	"metrics.token":          true,
 	"retention.threads_days": true, "retention.active_idle_days": true, "retention.sweep_interval": true,
 	"retention.batch_size": true, "retention.batch_pause": true, "retention.step_refusals": true,
-	"notifications.retention": true, "notifications.redeliver_after": true, "notifications.max_deliveries": true, "notifications.wait_recheck": true,
+	"notifications.retention": true, "notifications.redeliver_after": true, "notifications.max_deliveries": true, "notifications.wait_recheck": true, "notifications.settled_retention": true,
 	"alerts.sweep_interval": true, "alerts.silent_after": true, "alerts.poll_interval": true, "alerts.timeout": true,
 	"alerts.retry_base": true, "alerts.retry_max": true, "alerts.max_attempts": true, "alerts.concurrency": true,
 	"alerts.delivery_log_retention": true, "alerts.allowed_hosts": true, "alerts.block_private_addresses": true,
@@ -393,6 +399,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Notifications.WaitRecheck < time.Second || c.Notifications.WaitRecheck > 24*time.Hour {
 		return fmt.Errorf("config: notifications.wait_recheck must be between 1s and 24h")
+	}
+	if c.Notifications.SettledRetention < time.Minute {
+		return fmt.Errorf("config: notifications.settled_retention must be at least 1m")
 	}
 	if c.Server.ShutdownTimeout <= 0 {
 		return fmt.Errorf("config: server.shutdown_timeout must be positive")

@@ -42,6 +42,10 @@ type ReadLimits struct {
 	// reads never take every core).
 	ExpensiveCost int `koanf:"expensive_cost"`
 	MaxExpensive  int `koanf:"max_expensive"`
+	// ExpensiveShare is the share of the time (0 < share ≤ 1) expensive
+	// operations may run on average on a replica; beyond it they are
+	// refused 429 graphql_expensive_time with the wait as Retry-After.
+	ExpensiveShare float64 `koanf:"expensive_share"`
 	// PointsPerSecond and PointsBurst are one principal's read budget in
 	// cost points (a token bucket): an operation whose cost is not in the
 	// bucket is refused with 429 and Retry-After.
@@ -57,6 +61,10 @@ type ReadLimits struct {
 	// ExportMaxBytes is the most one NDJSON export response streams; an
 	// export reaching it ends with a truncation line naming where to go on.
 	ExportMaxBytes int64 `koanf:"export_max_bytes"`
+	// ExportThreadMaxBytes bounds the stored bytes (contexts, metadata) of
+	// one thread an export loads at once: GET /v1/threads/{id}/export of a
+	// larger thread is refused 413, a stream names it in a skipped line.
+	ExportThreadMaxBytes int64 `koanf:"export_thread_max_bytes"`
 }
 
 // HTTPLimits are the HTTP server's timeouts.
@@ -155,8 +163,8 @@ func DefaultLimits() Limits {
 		SignIn: SignInLimits{FailuresPerWindow: 20, Window: time.Minute},
 		GraphQL: ReadLimits{MaxDuration: 5 * time.Second, PoolConns: 8, MaxConcurrent: 4, MaxConcurrentPerPrincipal: 2,
 			QueueTimeout: 2 * time.Second, PointsPerSecond: 10000, PointsBurst: 50000,
-			ExpensiveCost: 100, MaxExpensive: max(1, runtime.NumCPU()/2), MaxResponseBytes: 16 << 20,
-			ListContextBytes: 16 << 10, ExportMaxBytes: 256 << 20},
+			ExpensiveCost: 100, MaxExpensive: max(1, runtime.NumCPU()/2), ExpensiveShare: 0.25, MaxResponseBytes: 16 << 20,
+			ListContextBytes: 16 << 10, ExportMaxBytes: 256 << 20, ExportThreadMaxBytes: 32 << 20},
 	}
 }
 
@@ -216,11 +224,15 @@ func (l *Limits) validate() error {
 		"limits.graphql.max_response_bytes":           int64(l.GraphQL.MaxResponseBytes),
 		"limits.graphql.list_context_bytes":           int64(l.GraphQL.ListContextBytes),
 		"limits.graphql.export_max_bytes":             l.GraphQL.ExportMaxBytes,
+		"limits.graphql.export_thread_max_bytes":      l.GraphQL.ExportThreadMaxBytes,
 	}
 	for key, n := range counts {
 		if n <= 0 {
 			return fmt.Errorf("config: %s must be positive", key)
 		}
+	}
+	if l.GraphQL.ExpensiveShare <= 0 || l.GraphQL.ExpensiveShare > 1 {
+		return fmt.Errorf("config: limits.graphql.expensive_share must be above 0 and at most 1")
 	}
 	if l.WS.FramesPerSecond <= 0 || l.WS.BytesPerSecond <= 0 {
 		return fmt.Errorf("config: limits.ws.frames_per_second and limits.ws.bytes_per_second must be positive")

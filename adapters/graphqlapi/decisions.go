@@ -5,13 +5,13 @@ import (
 
 	graphql "github.com/graph-gophers/graphql-go"
 
-	"github.com/threadengine/engine/app/threads"
+	"github.com/threadengine/engine/app/decisions"
 	"github.com/threadengine/engine/domain"
 )
 
 // SetDecisions serves can, should and next with d, the same app/threads
 // handlers the MCP tools call. Call it before serving.
-func (h *Handler) SetDecisions(d threads.Decisions) { h.decisions = &d }
+func (h *Handler) SetDecisions(d decisions.Decisions) { h.decisions = &d }
 
 var errNoDecisions = domain.NewBase(domain.KindUnavailable, domain.CodeUnavailable, "decision queries are not available on this server")
 
@@ -25,9 +25,9 @@ func (r *queryResolver) Can(ctx context.Context, a decisionArgs) (*canResolver, 
 	if r.h.decisions == nil {
 		return nil, errNoDecisions
 	}
-	in := threads.CanInput{ThreadID: string(a.ThreadID), Action: deref(a.Action), Goal: deref(a.Goal)}
+	in := decisions.CanInput{ThreadID: string(a.ThreadID), Action: deref(a.Action), Goal: deref(a.Goal)}
 	if a.Context != nil && *a.Context != "null" {
-		c, err := threads.ParseCandidateContext(string(*a.Context))
+		c, err := decisions.ParseCandidateContext(string(*a.Context))
 		if err != nil {
 			return nil, err
 		}
@@ -47,7 +47,7 @@ func (r *queryResolver) Should(ctx context.Context, a struct {
 	if r.h.decisions == nil {
 		return nil, errNoDecisions
 	}
-	d, err := r.h.decisions.Should.Handle(ctx, threads.ShouldInput{ThreadID: string(a.ThreadID), Action: deref(a.Action), Goal: deref(a.Goal)})
+	d, err := r.h.decisions.Should.Handle(ctx, decisions.ShouldInput{ThreadID: string(a.ThreadID), Action: deref(a.Action), Goal: deref(a.Goal)})
 	if err != nil {
 		return nil, err
 	}

@@ -26,8 +26,8 @@ import (
 	"github.com/threadengine/engine/adapters/limits"
 	"github.com/threadengine/engine/adapters/tracing"
 	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/app/decisions"
 	"github.com/threadengine/engine/app/readmodel"
-	"github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 	"github.com/threadengine/engine/schema"
@@ -103,7 +103,7 @@ type Response struct {
 // Handler executes GraphQL operations for the principal in the context.
 type Handler struct {
 	// decisions serve can, should and next (nil: they are unavailable).
-	decisions *threads.Decisions
+	decisions *decisions.Decisions
 
 	queries *readmodel.Queries
 	schema  *graphql.Schema

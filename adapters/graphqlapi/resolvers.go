@@ -75,6 +75,10 @@ func deref(p *string) string {
 // queryResolver is the Query root.
 type queryResolver struct{ h *Handler }
 
+// Thread is the ThreadDetail query (app/readmodel; MCP's get_thread too) on
+// the row read while pricing: it reads the argument-free parts the client
+// selected, and the thread's group serves them to the field resolvers; the
+// parts with arguments load through the group, as a list's do.
 func (r *queryResolver) Thread(ctx context.Context, args struct{ ID graphql.ID }) (*threadResolver, error) {
 	t, err, ok := prefetchedThread(ctx, args.ID)
 	if !ok {
@@ -84,7 +88,19 @@ func (r *queryResolver) Thread(ctx context.Context, args struct{ ID graphql.ID }
 	if err != nil || t == nil {
 		return nil, err
 	}
-	return newThreadGroup(r.h.queries, []ports.ThreadView{*t}).resolvers([]ports.ThreadView{*t})[0], nil
+	counts := graphql.HasSelectedField(ctx, "notificationSummary")
+	d, err := r.h.queries.ThreadDetail(ctx, readmodel.ThreadDetailArgs{Located: t,
+		Parts: readmodel.DetailParts{NotificationCounts: counts}})
+	if err != nil {
+		return nil, err
+	}
+	g := newThreadGroup(r.h.queries, []ports.ThreadView{d.Thread})
+	if counts {
+		_, _ = g.counts.get(func() (map[string]ports.NotificationCounts, error) {
+			return map[string]ports.NotificationCounts{d.Thread.ID: d.NotificationCounts}, nil
+		})
+	}
+	return g.resolvers([]ports.ThreadView{d.Thread})[0], nil
 }
 
 type threadsArgs struct {
@@ -348,7 +364,7 @@ func (r *threadResolver) CompanyID() string    { return CompanyID }
 func (r *threadResolver) EndReason() *string   { return r.t.EndReason }
 func (r *threadResolver) CreatedBy() *string   { return strPtr(r.t.OwnerID) }
 func (r *threadResolver) LastHash() *string    { return strPtr(r.t.LastHash) }
-func (r *threadResolver) StartedAt() *string   { return timePtr(&r.t.CreatedAt) }
+func (r *threadResolver) StartedAt() *string   { s := r.t.Started(); return timePtr(&s) }
 func (r *threadResolver) CompletedAt() *string { return timePtr(r.t.CompletedAt) }
 func (r *threadResolver) ContractVersion() *int32 {
 	if r.t.ContractVersion == nil {

@@ -58,9 +58,11 @@ const (
 	GraphQLConcurrentPerPrincipal Name = "graphql_concurrent_per_principal"
 	GraphQLPoints                 Name = "graphql_points"
 	GraphQLExpensive              Name = "graphql_expensive"
+	GraphQLExpensiveTime          Name = "graphql_expensive_time"
 	GraphQLDuration               Name = "graphql_duration"
 	GraphQLResponseBytes          Name = "graphql_response_bytes"
 	ExportBytes                   Name = "export_bytes"
+	ExportThreadBytes             Name = "export_thread_bytes"
 )
 
 // All is every limit, so each is exported as 0 before its first refusal.
@@ -68,8 +70,8 @@ var All = []Name{HTTPReadTimeout, BodyBytes, OTLPBodyBytes, OTLPDecodedBytes, OT
 	SignInFailures, WSConnectTimeout, WSSockets, WSUnauthenticated, WSPerPrincipal, WSSubscriptions,
 	WSSubscriptionKeyBytes, WSMessageBytes, WSMessageFields, WSPreConnectBytes, WSUnauthPerAddress, WSCredentialsWithdrawn,
 	ReplaysPerCaller, ReplaysRunning, WSWaitsPerSocket, WSWaitsPerPrincipal, WSFrameRate, WSPendingBytes, WSFramesInFlight,
-	WSMessageTimeout, GraphQLConcurrent, GraphQLConcurrentPerPrincipal, GraphQLPoints, GraphQLExpensive, GraphQLDuration,
-	GraphQLResponseBytes, ExportBytes}
+	WSMessageTimeout, GraphQLConcurrent, GraphQLConcurrentPerPrincipal, GraphQLPoints, GraphQLExpensive, GraphQLExpensiveTime, GraphQLDuration,
+	GraphQLResponseBytes, ExportBytes, ExportThreadBytes}
 
 // Budget names a byte budget whose use is exported as
 // threadengine_budget_bytes{budget} (held now, all holders together) and

@@ -9,7 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/threadengine/engine/app/threads"
+	"github.com/threadengine/engine/app/decisions"
 	"github.com/threadengine/engine/domain"
 )
 
@@ -78,13 +78,13 @@ type CanOutput struct {
 }
 
 func (t *tools) can(ctx context.Context, _ *mcp.CallToolRequest, in CanInput) (*mcp.CallToolResult, CanOutput, error) {
-	q := threads.CanInput{ThreadID: in.ThreadID, Action: in.Action, Goal: in.Goal}
+	q := decisions.CanInput{ThreadID: in.ThreadID, Action: in.Action, Goal: in.Goal}
 	if in.Context != nil {
 		raw, err := json.Marshal(in.Context)
 		if err != nil {
 			return nil, CanOutput{}, t.toolErr(ctx, ToolCan, invalidArg("context", "context must be a JSON object"))
 		}
-		if q.Context, err = threads.ParseCandidateContext(string(raw)); err != nil {
+		if q.Context, err = decisions.ParseCandidateContext(string(raw)); err != nil {
 			return nil, CanOutput{}, t.toolErr(ctx, ToolCan, err)
 		}
 	}
@@ -114,7 +114,7 @@ type ShouldOutput struct {
 }
 
 func (t *tools) should(ctx context.Context, _ *mcp.CallToolRequest, in ShouldInput) (*mcp.CallToolResult, ShouldOutput, error) {
-	d, err := t.d.Decisions.Should.Handle(ctx, threads.ShouldInput{ThreadID: in.ThreadID, Action: in.Action, Goal: in.Goal})
+	d, err := t.d.Decisions.Should.Handle(ctx, decisions.ShouldInput{ThreadID: in.ThreadID, Action: in.Action, Goal: in.Goal})
 	if err != nil {
 		return nil, ShouldOutput{}, t.toolErr(ctx, ToolShould, err)
 	}

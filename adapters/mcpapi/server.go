@@ -16,8 +16,8 @@ import (
 
 	"github.com/threadengine/engine/adapters/httperr"
 	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/app/decisions"
 	"github.com/threadengine/engine/app/readmodel"
-	"github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -38,7 +38,7 @@ type GraphQLFunc func(ctx context.Context, query, operationName string, variable
 type Deps struct {
 	// Decisions serve the can, should and next tools (optional: without
 	// them those tools are not offered).
-	Decisions *threads.Decisions
+	Decisions *decisions.Decisions
 
 	// Queries are the read use cases GraphQL resolves with.
 	Queries *readmodel.Queries

@@ -171,7 +171,7 @@ func (t *tools) loadThread(ctx context.Context, in GetThreadInput) (GetThreadOut
 	var out GetThreadOutput
 	d, err := t.d.Queries.ThreadDetail(ctx, readmodel.ThreadDetailArgs{
 		ThreadLocator: readmodel.ThreadLocator{ThreadID: in.ThreadID, RefKey: in.RefKey, RefValue: in.RefValue},
-		Validations:   threadValidations, Notifications: threadNotifications, LinkDepth: linkedDepth})
+		Parts:         readmodel.AllDetailParts(threadValidations, threadNotifications, linkedDepth)})
 	if err != nil {
 		return out, err
 	}
@@ -377,7 +377,7 @@ func (t *tools) verifyIntegrity(ctx context.Context, _ *mcp.CallToolRequest, in 
 func threadJSON(v ports.ThreadView, refs map[string]string) ThreadJSON {
 	j := ThreadJSON{ID: v.ID, Label: deref(v.Label), Status: v.Status, Error: deref(v.Error),
 		ContractName: deref(v.ContractName), OwnerKind: v.OwnerKind, OwnerID: v.OwnerID,
-		ServiceName: deref(v.ServiceName), StepCount: v.StepCount, Refs: refs, StartedAt: v.CreatedAt.UTC(),
+		ServiceName: deref(v.ServiceName), StepCount: v.StepCount, Refs: refs, StartedAt: v.Started().UTC(),
 		UpdatedAt: v.UpdatedAt.UTC(), CompletedAt: utc(v.CompletedAt), LastHash: v.LastHash}
 	if v.ContractVersion != nil {
 		j.ContractVersion = *v.ContractVersion

@@ -186,6 +186,9 @@ func toExportJSON(x readmodel.ThreadExport) ExportJSON {
 func (h *Handler) exportThread(c echo.Context) error {
 	x, err := h.Exports.Thread(c.Request().Context(), c.Param("id"))
 	if err != nil {
+		if de := domain.AsError(err); de.Details["limit"] == readmodel.LimitExportThreadBytes && h.Refused != nil {
+			h.Refused(limits.ExportThreadBytes)
+		}
 		return err
 	}
 	since, err := int64Param(c, "since", false)
@@ -236,6 +239,13 @@ func (h *Handler) exportThreads(c echo.Context) error {
 			return errExportBudget
 		}
 		last = &at
+		if x.TooLarge > 0 {
+			if h.Refused != nil {
+				h.Refused(limits.ExportThreadBytes)
+			}
+			return enc.Encode(SkippedJSON{Skipped: Skipped{ID: x.Thread.ID, Limit: readmodel.LimitExportThreadBytes, Bytes: x.TooLarge,
+				Max: h.Exports.MaxThreadBytes()}})
+		}
 		out := toExportJSON(x)
 		var err error
 		if out.Log, err = h.exportLog(ctx, x.Thread.ID, since); err != nil {
@@ -264,6 +274,21 @@ func (h *Handler) exportThreads(c echo.Context) error {
 	}
 	w.Flush()
 	return nil
+}
+
+// SkippedJSON is the line of an export stream in place of a thread whose
+// stored bytes are over limits.graphql.export_thread_max_bytes: the thread
+// was not loaded; the stream goes on with the next one.
+type SkippedJSON struct {
+	Skipped Skipped `json:"skipped"`
+}
+
+// Skipped names the thread left out and why.
+type Skipped struct {
+	ID    string `json:"id"`
+	Limit string `json:"limit"` // "export_thread_bytes"
+	Bytes int64  `json:"bytes"` // its stored contexts and metadata
+	Max   int64  `json:"max"`
 }
 
 // StreamErrorJSON is the last line of an export stream that failed midway.

@@ -26,7 +26,8 @@ import (
 // export's own types: a thread, or the error line that ends a cut stream).
 type exportLine struct {
 	ExportJSON
-	Error *StreamError `json:"error"`
+	Error   *StreamError `json:"error"`
+	Skipped *Skipped     `json:"skipped"`
 }
 
 // ThreadReport is what the offline verifier found about one exported thread.
@@ -89,6 +90,13 @@ func VerifyOffline(in OfflineInput) ([]ThreadReport, error) {
 		}
 		if d.Error != nil {
 			return out, fmt.Errorf("export: the stream ends with an error: %s: %s", d.Error.Code, d.Error.Message)
+		}
+		if d.Skipped != nil {
+			// Not in the export, so not verified: a failure, never a pass.
+			out = append(out, ThreadReport{ThreadID: d.Skipped.ID, Failures: []string{fmt.Sprintf(
+				"not exported: its %d bytes are over %s (%d); export it alone with a higher limits.graphql.export_thread_max_bytes",
+				d.Skipped.Bytes, d.Skipped.Limit, d.Skipped.Max)}})
+			continue
 		}
 		out = append(out, verifyDoc(d, keys, saved))
 	}

@@ -2,7 +2,7 @@
 // optionally gzip) on POST /v1/traces. It decodes and encodes only: the
 // OpenTelemetry Collector's pdata unmarshals the body (after decode.go has
 // bounded its bytes and counted its objects), spans.go turns it into
-// domain.Span, and the IngestTrace use case (app/threads) makes a trace a
+// domain.Span, and the IngestTrace use case (app/ingest) makes a trace a
 // thread, a span a step, a span event a sub-step. The whole body is decoded
 // and validated before anything is written, so a malformed request writes
 // nothing. The write permission is checked before the body is read, and a
@@ -29,19 +29,18 @@ import (
 	"github.com/threadengine/engine/adapters/config"
 	"github.com/threadengine/engine/adapters/httperr"
 	"github.com/threadengine/engine/adapters/limits"
-	threadsapp "github.com/threadengine/engine/app/threads"
+	"github.com/threadengine/engine/app/ingest"
 	"github.com/threadengine/engine/domain"
 )
 
-// Ingester is the IngestTrace use case (threadsapp.IngestTraceHandler).
+// Ingester is the IngestTrace use case (ingest.IngestTraceHandler).
 type Ingester interface {
-	Handle(ctx context.Context, traces []threadsapp.Trace) (threadsapp.IngestResult, error)
+	Handle(ctx context.Context, traces []ingest.Trace) (ingest.IngestResult, error)
 }
 
 // Handler serves POST /v1/traces.
 type Handler struct {
-	Threads *threadsapp.Module
-	// Ingest writes the decoded traces (nil: Threads' IngestTrace).
+	// Ingest writes the decoded traces (app/ingest's IngestTrace).
 	Ingest Ingester
 	Log    *slog.Logger
 	// Limits bound one request (zero: config.DefaultLimits().OTLP).
@@ -72,7 +71,7 @@ func (h *Handler) export(c echo.Context) error {
 			"unsupported Content-Type %s: use application/x-protobuf or application/json", ct))
 	}
 	// Before a byte of the body is read: who may write, and a decoding slot.
-	if err := h.Threads.AuthorizeIngest(req.Context()); err != nil {
+	if err := ingest.Authorize(req.Context()); err != nil {
 		return h.fail(c, asJSON, err)
 	}
 	release, err := h.acquire(req, lim)
@@ -89,11 +88,7 @@ func (h *Handler) export(c echo.Context) error {
 	if len(traces) == 0 {
 		return h.reply(c, asJSON, 0, "")
 	}
-	ingest := h.Ingest
-	if ingest == nil {
-		ingest = h.Threads.Application().Commands.IngestTrace
-	}
-	res, err := ingest.Handle(req.Context(), traces)
+	res, err := h.Ingest.Handle(req.Context(), traces)
 	if err != nil {
 		return h.fail(c, asJSON, err)
 	}
@@ -102,7 +97,7 @@ func (h *Handler) export(c echo.Context) error {
 
 // decode reads, counts and parses the body, and validates every span; the
 // body and its parsed form are garbage once the spans are collected.
-func (h *Handler) decode(req *http.Request, lim config.OTLPLimits, asJSON bool) ([]threadsapp.Trace, error) {
+func (h *Handler) decode(req *http.Request, lim config.OTLPLimits, asJSON bool) ([]ingest.Trace, error) {
 	body, err := readBody(req, lim)
 	if err != nil {
 		return nil, err

@@ -19,7 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/threadengine/engine/adapters/config"
-	threadsapp "github.com/threadengine/engine/app/threads"
+	"github.com/threadengine/engine/app/ingest"
 	"github.com/threadengine/engine/domain"
 )
 
@@ -32,7 +32,7 @@ type heldIngester struct {
 	calls   atomic.Int64
 }
 
-func (h *heldIngester) Handle(ctx context.Context, traces []threadsapp.Trace) (threadsapp.IngestResult, error) {
+func (h *heldIngester) Handle(ctx context.Context, traces []ingest.Trace) (ingest.IngestResult, error) {
 	n := h.inside.Add(1)
 	defer h.inside.Add(-1)
 	for {
@@ -44,7 +44,7 @@ func (h *heldIngester) Handle(ctx context.Context, traces []threadsapp.Trace) (t
 	h.calls.Add(1)
 	<-h.release
 	runtime.KeepAlive(traces) // the decoded spans are alive while they are written
-	return threadsapp.IngestResult{}, nil
+	return ingest.IngestResult{}, nil
 }
 
 // fiveMiB is a legitimate request within the default limits: 5 MiB of

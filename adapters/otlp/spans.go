@@ -11,7 +11,7 @@ import (
 
 	"github.com/threadengine/engine/adapters/config"
 	"github.com/threadengine/engine/adapters/limits"
-	threadsapp "github.com/threadengine/engine/app/threads"
+	"github.com/threadengine/engine/app/ingest"
 	"github.com/threadengine/engine/domain"
 )
 
@@ -20,7 +20,7 @@ import (
 // the ids pdata leaves to the receiver. A resource's attributes are read
 // once and shared by its spans; the count of what a span sees once its
 // resource's attributes apply to it still bounds the request (MaxObjects).
-func collect(td ptrace.Traces, lim config.OTLPLimits) ([]threadsapp.Trace, error) {
+func collect(td ptrace.Traces, lim config.OTLPLimits) ([]ingest.Trace, error) {
 	rss := td.ResourceSpans()
 	copies := 0
 	for i := 0; i < rss.Len(); i++ {
@@ -33,7 +33,7 @@ func collect(td ptrace.Traces, lim config.OTLPLimits) ([]threadsapp.Trace, error
 		}
 	}
 	byID := map[pcommon.TraceID]int{}
-	var out []threadsapp.Trace
+	var out []ingest.Trace
 	total := 0
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
@@ -67,13 +67,13 @@ func collect(td ptrace.Traces, lim config.OTLPLimits) ([]threadsapp.Trace, error
 				if !ok {
 					n = len(out)
 					byID[s.TraceID()] = n
-					out = append(out, threadsapp.Trace{ID: sp.TraceID})
+					out = append(out, ingest.Trace{ID: sp.TraceID})
 				}
 				out[n].Spans = append(out[n].Spans, sp)
 			}
 		}
 	}
-	return out, threadsapp.ValidateTraces(out)
+	return out, ingest.ValidateTraces(out)
 }
 
 func nanos(n pcommon.Timestamp) time.Time {

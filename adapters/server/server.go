@@ -43,6 +43,7 @@ import (
 	"github.com/threadengine/engine/app/contracts"
 	"github.com/threadengine/engine/app/delivery"
 	"github.com/threadengine/engine/app/identity"
+	"github.com/threadengine/engine/app/ingest"
 	"github.com/threadengine/engine/app/ops"
 	"github.com/threadengine/engine/app/readmodel"
 	"github.com/threadengine/engine/app/signin"
@@ -121,7 +122,7 @@ type Server struct {
 	Alerts   *ops.AlertSweep
 	// QuietTraces ends OTLP trace threads after otlp.trace_quiet_period
 	// (run in the background; tests call Handle with a moved clock).
-	QuietTraces threads.EndQuietTracesHandler
+	QuietTraces ingest.EndQuietTracesHandler
 	// Queries are the read use cases (GraphQL, MCP); GraphQL executes
 	// operations with the cost limit (POST/GET /graphql, MCP graphql_query).
 	Queries *readmodel.Queries
@@ -251,14 +252,15 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	// Registered before everything that appends steps, so it runs after
 	// them (closers run in reverse), and before the database closes.
 	s.OnClose(threadStore.Close)
-	s.Threads = threads.New(threadstore.NewTraced(threadStore, tp()), s.threadContracts(), s.Clock, nil, s.Log)
+	tracedThreads := threadstore.NewTraced(threadStore, tp())
+	s.Threads = threads.New(tracedThreads, s.threadContracts(), s.Clock, nil, s.Log)
 	s.Threads.UseChainKeys(chainKeys)
 	s.Threads.SetOptions(threads.Options{InvitationMaxTTL: s.Config.Threads.InvitationMaxTTL, Classifier: semantic})
 	s.Threads.SetMetrics(s.EngineMetrics)
 	s.Threads.SetRefusalRetention(s.Config.Retention.StepRefusals)
 	s.backfillHealth(threadStore)
 	s.startHub()
-	ws := &wsapi.Handler{Threads: s.Threads, Authn: s.Auth.Authn, Log: s.Log, Limits: s.Config.Limits.WS, Refusals: s.Refusals,
+	ws := &wsapi.Handler{Threads: s.Threads, Authn: s.Auth.Authn, Log: s.Log, Limits: s.Config.Limits.WS, Refusals: s.Refusals, Metrics: s.EngineMetrics,
 		Tracer: tp(), Clock: s.Clock}
 	ws.Mount(s.Echo)
 	s.Identity.OnCredentialsChanged(ws.RecheckPrincipal)
@@ -269,12 +271,14 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 		defer cancel()
 		return ws.Shutdown(ctx)
 	})
-	(&otlp.Handler{Threads: s.Threads, Log: s.Log, Limits: s.Config.Limits.OTLP, Refusals: s.Refusals}).Mount(s.Echo, s.Auth.Middleware())
+	// OTLP spans are recorded through the thread use cases, built above
+	// with their final settings.
+	(&otlp.Handler{Ingest: ingest.FromThreads(s.Threads.Application(), tracedThreads, s.Clock, s.EngineMetrics), Log: s.Log, Limits: s.Config.Limits.OTLP, Refusals: s.Refusals}).Mount(s.Echo, s.Auth.Middleware())
 	{
 		// Trace threads end once their root span ended and they went quiet
 		// (otlp.trace_quiet_period); every replica runs it, the thread's
 		// lock ends each once.
-		s.QuietTraces = threads.NewEndQuietTracesHandler(threadStore, s.Threads.Hub(), s.Clock, s.EngineMetrics, s.Config.OTLP.TraceQuietPeriod)
+		s.QuietTraces = ingest.NewEndQuietTracesHandler(threadStore, s.Threads.Hub(), s.Clock, s.EngineMetrics, s.Config.OTLP.TraceQuietPeriod)
 		ctx, stop := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { defer close(done); s.QuietTraces.Run(ctx, 0, s.Log) }()
@@ -302,7 +306,7 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	tqr.SetListContextBytes(rl.ListContextBytes)
 	s.readGate = readmodel.NewGate(readmodel.GateLimits{MaxConcurrent: rl.MaxConcurrent, MaxConcurrentPerPrincipal: rl.MaxConcurrentPerPrincipal,
 		QueueTimeout: rl.QueueTimeout, PointsPerSecond: rl.PointsPerSecond, PointsBurst: rl.PointsBurst,
-		ExpensiveCost: rl.ExpensiveCost, MaxExpensive: rl.MaxExpensive},
+		ExpensiveCost: rl.ExpensiveCost, MaxExpensive: rl.MaxExpensive, ExpensiveShare: rl.ExpensiveShare},
 		func(l string) { s.Refusals.Refused(limits.Name(l)) })
 	s.Queries = readmodel.New(readmodel.Deps{Store: tqr, Stats: tqr, Problems: tqr, ProcessMaps: tqr, Contracts: s.threadContracts(),
 		ChainSecrets: chainKeys.Secrets, ChainPartialBefore: chainKeys.PartialBefore, Log: threadStore, Clock: s.Clock})
@@ -333,8 +337,10 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 		Clock: s.Clock, NewID: func() string { return uuid.NewString() }, Deleted: s.Threads.ForgetThreads, Log: s.Log,
 		ConfigDays: rc.ThreadsDays, IdleDays: rc.ActiveIdleDays, BatchSize: rc.BatchSize, BatchPause: rc.BatchPause})
 	s.startAlerts(threadStore)
+	exports := readmodel.NewExports(s.Queries.ThreadReads, s.Queries.IntegrityReads, tqr)
+	exports.SetMaxThreadBytes(rl.ExportThreadMaxBytes)
 	(&opshttp.Handler{Erasure: s.Erasure, Audit: ops.NewAuditLog(s.Store, readmodel.NewActors(s.Store, s.Store)),
-		Exports: readmodel.NewExports(s.Queries.ThreadReads, s.Queries.IntegrityReads, tqr), Retention: s.Retention,
+		Exports: exports, Retention: s.Retention,
 		Webhooks: s.Webhooks, Queries: s.Queries, Log: s.TLog, MaxExportBytes: rl.ExportMaxBytes, Refused: s.Refusals.Refused,
 		StepRefusals: ops.NewStepRefusals(threadStore)}).Mount(s.Echo, s.Auth.Middleware())
 	(&opshttp.LogHandler{Log: *s.TLog}).Mount(s.Echo, s.Auth.Middleware())
@@ -409,7 +415,7 @@ func (s *Server) startHub() {
 	hub := s.Threads.Hub()
 	n := s.Config.Notifications
 	hub.Configure(delivery.HubConfig{RedeliverAfter: n.RedeliverAfter, MaxDeliveries: n.MaxDeliveries, Retention: n.Retention,
-		WaitRecheck: n.WaitRecheck})
+		WaitRecheck: n.WaitRecheck, SettledRetention: n.SettledRetention})
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); hub.Run(ctx, s.Broadcast) }()

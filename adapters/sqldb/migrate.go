@@ -43,9 +43,21 @@ func EmbeddedSchema(d Dialect) int64 {
 // (or a migration job) starting together apply each migration once; the
 // lock's key is derived from the current schema, so installations in
 // other schemas of the same database (tests) do not wait for each other.
+//
+// Out-of-order migrations are allowed: a number merged below one already
+// applied (00040–00042 and 00055 arrived after a development build had
+// applied higher ones) is applied on the next start, not refused with
+// "missing migrations". Every migration stands alone (it creates what it
+// uses), so applying a lower one late is safe.
 func (d *DB) provider(ctx context.Context) (*goose.Provider, error) {
-	fsys, dia := migrations(d.Dialect)
-	var opts []goose.ProviderOption
+	fsys, _ := migrations(d.Dialect)
+	return d.providerFS(ctx, fsys)
+}
+
+// providerFS is provider over the migrations in fsys (tests pass their own).
+func (d *DB) providerFS(ctx context.Context, fsys fs.FS) (*goose.Provider, error) {
+	_, dia := migrations(d.Dialect)
+	opts := []goose.ProviderOption{goose.WithAllowOutofOrder(true)}
 	if d.Dialect == Postgres {
 		var schema string
 		if err := d.GetContext(ctx, &schema, `SELECT current_schema()`); err != nil {

@@ -14,14 +14,17 @@ import (
 // contractStats reads a roll-up (migration 00041): the threads of each
 // contract version by status and health, for the threads that ended before
 // stats_rollup 'threads'.rolled_until. An ended thread never changes its
-// contract, status or health again, so it is counted once, when the roll-up
-// passes its end; the threads still active or ended since are counted from
-// threads (a few per cent of them: what is in flight, not history; every
-// ended thread has its completed_at, domain.Thread.End). Both
-// halves are bounded by the watermark read in the same statement, so a
-// roll-up committing meanwhile neither loses nor double-counts a thread.
-// Deleting an ended thread (retention, erasure) subtracts it in the delete's
-// transaction (threadstore.unrollContractStats).
+// contract, status, health or updated_at again, so it is counted once, when
+// the roll-up passes its end; the threads still active or ended since are
+// counted from threads (a few per cent of them: what is in flight, not
+// history). "Ended" is updated_at, the time the thread ended in the engine,
+// not completed_at: a trace thread's completed_at is its last span's end,
+// which can be behind the watermark when it ends (an exporter that batched
+// for minutes), and would then be counted by neither half. Both halves are
+// bounded by the watermark read in the same statement, so a roll-up
+// committing meanwhile neither loses nor double-counts a thread. Deleting
+// an ended thread (retention, erasure) subtracts it in the delete's
+// transaction (threadstore.unrollContractStats), by the same key.
 
 // ThreadsRollup is the stats_rollup row of the contract statistics.
 const ThreadsRollup = "threads"
@@ -36,7 +39,7 @@ const contractStatsQuery = `SELECT contract_name, contract_version, status, heal
  UNION ALL
  SELECT contract_name, COALESCE(contract_version, 0), status, health, COUNT(*) FROM threads
  WHERE contract_name IS NOT NULL AND status <> 'active'
- AND completed_at >= COALESCE((SELECT rolled_until FROM stats_rollup WHERE name = 'threads'), ?)
+ AND updated_at >= COALESCE((SELECT rolled_until FROM stats_rollup WHERE name = 'threads'), ?)
  GROUP BY contract_name, COALESCE(contract_version, 0), status, health
 ) x GROUP BY contract_name, contract_version, status, health ORDER BY contract_name, contract_version DESC`
 
@@ -73,7 +76,7 @@ func (s *Store) rollUpContractStats(ctx context.Context, tx *sqlx.Tx, until time
 	from, to := sqldb.Time(w.T), sqldb.Time(until)
 	if _, err := tx.ExecContext(ctx, s.db.Rebind(`INSERT INTO contract_stats_rollup (contract_name, contract_version, status, health, threads)
  SELECT contract_name, COALESCE(contract_version, 0), status, health, COUNT(*) FROM threads
- WHERE contract_name IS NOT NULL AND status <> 'active' AND completed_at >= ? AND completed_at < ?
+ WHERE contract_name IS NOT NULL AND status <> 'active' AND updated_at >= ? AND updated_at < ?
  GROUP BY contract_name, COALESCE(contract_version, 0), status, health
  ON CONFLICT (contract_name, contract_version, status, health) DO UPDATE SET threads = contract_stats_rollup.threads + excluded.threads`),
 		from, to); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/adapters/threadquery"
 	"github.com/threadengine/engine/adapters/threadstore"
+	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
 
@@ -160,5 +161,74 @@ func TestContractStatsRollup(t *testing.T) {
 			t.Fatal(err)
 		}
 		check("rolled twice")
+	})
+}
+
+// A contract-bound trace thread that fails ends with completed_at at its
+// last span's end, which can be behind the roll-up's watermark (an exporter
+// that batched for minutes). The roll-up keys on when the thread ended in
+// the engine (updated_at), so contractStats counts it from its end on, a
+// later roll-up takes it in once, and deleting it subtracts exactly it.
+func TestContractStatsCountTraceEndedBehindTheWatermark(t *testing.T) {
+	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
+		db := sqldbtest.Open(t, d)
+		ctx := context.Background()
+		now := time.Now().UTC().Truncate(time.Microsecond)
+		s := threadquery.New(db)
+		if _, err := s.RollUp(ctx, now); err != nil { // the watermark is now − RollupLag
+			t.Fatal(err)
+		}
+		lastSpanEnd := now.Add(-20 * time.Minute)
+		if _, err := db.Exec(db.Rebind(`INSERT INTO threads (id, contract_id, contract_name, contract_version, owner_kind, owner_id, status, health, health_version, created_at, updated_at, trace_root_ended_at)
+ VALUES ('tr1', 'tr', 'tr', 1, 'service_account', 'sa1', 'active', 'OK', 1, ?, ?, ?)`),
+			sqldb.Time(now.Add(-2*time.Hour)), sqldb.Time(now.Add(-time.Minute)), sqldb.Time(lastSpanEnd)); err != nil {
+			t.Fatal(err)
+		}
+		store := threadstore.New(db)
+		th, err := store.UpdateThread(ctx, "tr1", func(th *domain.Thread) (ports.ThreadEffects, error) {
+			if !th.EndTrace([]domain.SpanNode{{SpanID: "r", StepName: "root", Failed: true, End: lastSpanEnd}}, 30*time.Second, now) {
+				t.Fatal("the trace did not end")
+			}
+			return ports.ThreadEffects{}, nil
+		})
+		if err != nil || th.Status != domain.ThreadFailed || !th.CompletedAt.Equal(lastSpanEnd) {
+			t.Fatalf("ended %s at %v, %v", th.Status, th.CompletedAt, err)
+		}
+		failed := func(stage string, want int) {
+			t.Helper()
+			stats, err := s.ContractStats(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := 0
+			for _, c := range stats {
+				if c.Name == "tr" {
+					got = c.Failed
+				}
+			}
+			if got != want {
+				t.Errorf("%s: contractStats counts %d failed, want %d", stage, got, want)
+			}
+			var negative int
+			if err := db.Get(&negative, `SELECT COUNT(*) FROM contract_stats_rollup WHERE threads < 0`); err != nil {
+				t.Fatal(err)
+			}
+			if negative != 0 {
+				t.Errorf("%s: %d roll-up rows below zero", stage, negative)
+			}
+		}
+		failed("ended", 1)
+		if _, err := s.RollUp(ctx, now.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		failed("rolled up", 1)
+		if _, err := s.RollUp(ctx, now.Add(2*time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		failed("rolled again", 1)
+		if gone, err := store.DeleteThreads(ctx, []string{"tr1"}); err != nil || len(gone) != 1 {
+			t.Fatalf("delete: %v %v", gone, err)
+		}
+		failed("deleted", 0)
 	})
 }

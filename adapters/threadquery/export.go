@@ -53,3 +53,37 @@ func (s *Store) ListThreadIDs(ctx context.Context, f ports.ExportFilter, after *
 	}
 	return out, nil
 }
+
+type storedBytesRow struct {
+	ThreadID string `db:"thread_id"`
+	Bytes    int64  `db:"bytes"`
+}
+
+// StoredBytes: see ports.ThreadLister. Octets, not characters (SQLite's
+// length of a blob, PostgreSQL's octet_length), read from the rows'
+// thread_id indexes.
+func (s *Store) StoredBytes(ctx context.Context, threadIDs []string) (map[string]int64, error) {
+	out := map[string]int64{}
+	if len(threadIDs) == 0 {
+		return out, nil
+	}
+	size := func(col string) string {
+		if s.db.Dialect == sqldb.SQLite {
+			return `COALESCE(length(CAST(` + col + ` AS BLOB)), 0)`
+		}
+		return `COALESCE(octet_length(CAST(` + col + ` AS TEXT)), 0)`
+	}
+	q := `SELECT thread_id, SUM(b) AS bytes FROM (
+ SELECT a.thread_id, ` + size("a.context") + ` + ` + size("a.metadata") + ` AS b FROM thread_activities a WHERE a.thread_id IN (?)
+ UNION ALL
+ SELECT s.thread_id, ` + size("s.latest_context") + ` AS b FROM thread_step_states s WHERE s.thread_id IN (?)
+) x GROUP BY thread_id`
+	var rows []storedBytesRow
+	if err := s.selectIn(ctx, &rows, q, threadIDs, threadIDs); err != nil {
+		return nil, sqldb.TranslateError(err)
+	}
+	for _, r := range rows {
+		out[r.ThreadID] = r.Bytes
+	}
+	return out, nil
+}

@@ -2,7 +2,6 @@ package threadquery
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 
 	"github.com/threadengine/engine/adapters/sqldb"
@@ -23,6 +22,9 @@ type listQuery struct {
 	// with its arguments; "0" without a refValue.
 	exact     string
 	exactArgs []any
+	// tag is the tag filter's tag; with no other condition CountThreads
+	// counts thread_tags' index entries alone.
+	tag string
 }
 
 func (s *Store) listWhere(f ports.ThreadFilter) listQuery {
@@ -87,12 +89,10 @@ func (s *Store) listWhere(f ports.ThreadFilter) listQuery {
 		add(`t.health IN (`+strings.TrimSuffix(strings.Repeat("?,", len(f.Health)), ",")+`)`, args...)
 	}
 	if f.Tag != "" {
-		if s.db.Dialect == sqldb.Postgres {
-			b, _ := json.Marshal([]string{f.Tag})
-			add(`t.tags @> CAST(? AS JSONB)`, string(b))
-		} else {
-			add(`EXISTS (SELECT 1 FROM json_each(t.tags) j WHERE j.value = ?)`, f.Tag)
-		}
+		// thread_tags (migration 00087): a primary-key probe per listed
+		// thread, or for a rare tag its (tag, created_at, thread_id) range.
+		add(`EXISTS (SELECT 1 FROM thread_tags g WHERE g.thread_id = t.id AND g.tag = ?)`, f.Tag)
+		q.tag = f.Tag
 	}
 	if f.IDPrefix != "" {
 		p := strings.ToLower(f.IDPrefix)
@@ -306,8 +306,12 @@ func (s *Store) CountThreads(ctx context.Context, f ports.ThreadFilter, upTo int
 	}
 	q := s.listWhere(f)
 	var n []int
-	err := s.selectRaw(ctx, &n, `SELECT COUNT(*) FROM (SELECT 1 FROM threads t`+q.whereSQL()+` LIMIT ?) x`,
-		append(append([]any{}, q.args...), upTo)...)
+	query, args := `SELECT COUNT(*) FROM (SELECT 1 FROM threads t`+q.whereSQL()+` LIMIT ?) x`, append(append([]any{}, q.args...), upTo)
+	if q.tag != "" && len(q.where) == 1 {
+		// Every thread_tags row is a thread's: its index answers alone.
+		query, args = `SELECT COUNT(*) FROM (SELECT 1 FROM thread_tags WHERE tag = ? LIMIT ?) x`, []any{q.tag, upTo}
+	}
+	err := s.selectRaw(ctx, &n, query, args...)
 	if err != nil {
 		return 0, err
 	}

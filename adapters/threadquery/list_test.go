@@ -28,9 +28,10 @@ func seedList(t *testing.T, db *sqldb.DB, n int) {
 		if i%3 == 0 {
 			health = domain.HealthViolated
 		}
-		if _, err := db.ExecContext(ctx, db.Rebind(`INSERT INTO threads (id, owner_kind, owner_id, status, created_at, updated_at, duration_ms, health, contract_name)
- VALUES (?, 'user', 'u1', ?, ?, ?, ?, ?, ?)`), id, []string{"completed", "failed"}[i%2], at, at, int64(i%5)*1000, string(health),
-			fmt.Sprintf("c%d", i%2)); err != nil {
+		tags := []string{`["web","priority"]`, `["web"]`, `[]`, `["api","web","api"]`}[i%4]
+		if _, err := db.ExecContext(ctx, db.Rebind(`INSERT INTO threads (id, owner_kind, owner_id, status, created_at, updated_at, duration_ms, health, contract_name, tags)
+ VALUES (?, 'user', 'u1', ?, ?, ?, ?, ?, ?, ?)`), id, []string{"completed", "failed"}[i%2], at, at, int64(i%5)*1000, string(health),
+			fmt.Sprintf("c%d", i%2), tags); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := db.ExecContext(ctx, db.Rebind(`INSERT INTO thread_refs (thread_id, ref_key, ref_value) VALUES (?, 'orderId', ?)`),
@@ -70,6 +71,9 @@ func TestListKeysetPaging(t *testing.T) {
 			{ContractName: "c1"},
 			{IDPrefix: "2"},
 			{IDPrefix: "4A"}, // case-insensitive: ids are stored lowercase
+			{Tag: "priority"},
+			{Tag: "web", Status: "completed", OrderBy: ports.OrderDuration},
+			{Tag: "api", Ascending: true},
 		} {
 			t.Run(fmt.Sprintf("%+v", f), func(t *testing.T) {
 				all := f
@@ -141,6 +145,79 @@ func TestListKeysetPaging(t *testing.T) {
 		rows, err := s.ListThreads(ctx, ports.ThreadFilter{RefValue: "ORD-1", Limit: 100})
 		if err != nil || len(rows) != 11 || rows[0].ID != "25-0001" || !rows[0].ExactRef || rows[1].ExactRef {
 			t.Fatalf("exact first: %v %v", ids(rows), err)
+		}
+	})
+}
+
+// TestTagFilterFollowsTheThread: thread_tags (kept by triggers on threads)
+// follows a thread's tags and start time through inserts and updates, and
+// the tag filter's page and counts (the tag alone: thread_tags only) agree
+// with the threads' own tags.
+func TestTagFilterFollowsTheThread(t *testing.T) {
+	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
+		db := sqldbtest.Open(t, d)
+		seedList(t, db, 12)
+		s := threadquery.New(db)
+		ctx := context.Background()
+		check := func(stage, tag string, want []string) {
+			t.Helper()
+			got, err := s.ListThreads(ctx, ports.ThreadFilter{Tag: tag, Limit: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(ids(got), want) {
+				t.Fatalf("%s: tag %q lists %v, want %v", stage, tag, ids(got), want)
+			}
+			for _, f := range []ports.ThreadFilter{{Tag: tag}, {Tag: tag, Ascending: true}} {
+				if n, err := s.CountThreads(ctx, f, 100); err != nil || n != len(want) {
+					t.Fatalf("%s: tag %q counts %d %v, want %d", stage, tag, n, err, len(want))
+				}
+			}
+			if len(want) > 1 {
+				if n, err := s.CountThreads(ctx, ports.ThreadFilter{Tag: tag}, 1); err != nil || n != 1 {
+					t.Fatalf("%s: tag %q counts up to 1: %d %v", stage, tag, n, err)
+				}
+			}
+		}
+		// From the threads' own column, newest first.
+		expect := func(tag string) []string {
+			var out []string
+			q := `SELECT id FROM threads t WHERE EXISTS (SELECT 1 FROM json_each(t.tags) j WHERE j.value = ?) ORDER BY created_at DESC, id DESC`
+			if d == sqldb.Postgres {
+				q = `SELECT id FROM threads t WHERE t.tags @> jsonb_build_array(CAST($1 AS TEXT)) ORDER BY created_at DESC, id DESC`
+				if err := db.Select(&out, q, tag); err != nil {
+					t.Fatal(err)
+				}
+				return out
+			}
+			if err := db.Select(&out, q, tag); err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+		for _, tag := range []string{"web", "priority", "api", "none"} {
+			check("seeded", tag, expect(tag))
+		}
+		if len(expect("api")) == 0 || len(expect("priority")) == 0 {
+			t.Fatal("the seed has no tagged threads; the test would prove nothing")
+		}
+		// Retagged, and moved back in time (an OTLP trace's earlier start).
+		var first string
+		if err := db.Get(&first, `SELECT id FROM threads ORDER BY created_at DESC, id DESC LIMIT 1`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(db.Rebind(`UPDATE threads SET tags = ? WHERE id = ?`), `["api","new"]`, first); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(db.Rebind(`UPDATE threads SET created_at = ? WHERE id = ?`), sqldb.Time(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)), first); err != nil {
+			t.Fatal(err)
+		}
+		for _, tag := range []string{"web", "priority", "api", "new"} {
+			want := expect(tag)
+			check("updated", tag, want)
+			if tag == "api" && want[len(want)-1] != first {
+				t.Fatalf("the moved thread is not the oldest api thread: %v", want)
+			}
 		}
 	})
 }

@@ -285,6 +285,7 @@ type threadRow struct {
 	CreatedAt       dbTime `db:"created_at"`
 	UpdatedAt       dbTime `db:"updated_at"`
 	CompletedAt     dbTime `db:"completed_at"`
+	TraceStarted    dbTime `db:"trace_started_at"`
 	Tags            dbText `db:"tags"`
 	Health          string `db:"health"`
 	FailedSteps     int    `db:"failed_steps"`
@@ -304,7 +305,7 @@ type threadRow struct {
 
 const threadCols = `t.id, t.contract_id, t.contract_name, t.contract_version, t.label, t.owner_kind, t.owner_id,
  t.service_name, t.status, t.error, t.end_reason, t.last_hash, t.step_count, t.created_at, t.updated_at, t.completed_at,
- CAST(t.tags AS TEXT) AS tags, t.health, t.failed_steps, t.critical_issues, t.major_issues, t.warning_issues,
+ t.trace_started_at, CAST(t.tags AS TEXT) AS tags, t.health, t.failed_steps, t.critical_issues, t.major_issues, t.warning_issues,
  t.first_issue_step, t.first_issue_type, t.first_issue_message, t.first_issue_severity, t.last_activity_at, t.duration_ms`
 
 // refsCol reads a thread's refs as one JSON object in the same statement:
@@ -320,7 +321,7 @@ func (s *Store) refsCol() string {
 func (r *threadRow) dest() []any {
 	return []any{&r.ID, &r.ContractID, &r.ContractName, &r.ContractVersion, &r.Label, &r.OwnerKind, &r.OwnerID,
 		&r.ServiceName, &r.Status, &r.Error, &r.EndReason, &r.LastHash, &r.StepCount, &r.CreatedAt, &r.UpdatedAt, &r.CompletedAt,
-		&r.Tags, &r.Health, &r.FailedSteps, &r.Critical, &r.Major, &r.Warnings, &r.IssueStep, &r.IssueType,
+		&r.TraceStarted, &r.Tags, &r.Health, &r.FailedSteps, &r.Critical, &r.Major, &r.Warnings, &r.IssueStep, &r.IssueType,
 		&r.IssueMessage, &r.IssueSeverity, &r.LastActivityAt, &r.DurationMs,
 		&r.Refs, &r.Total, &r.Exact}
 }
@@ -345,7 +346,7 @@ func (r threadRow) view() ports.ThreadView {
 		ContractVersion: r.ContractVersion.ptr(), Label: r.Label.ptr(), OwnerKind: r.OwnerKind,
 		OwnerID: r.OwnerID, ServiceName: r.ServiceName.ptr(), Status: r.Status, Error: r.Error.ptr(), EndReason: r.EndReason.ptr(),
 		LastHash: r.LastHash, StepCount: r.StepCount, CreatedAt: r.CreatedAt.T, UpdatedAt: r.UpdatedAt.T,
-		CompletedAt: r.CompletedAt.ptr(),
+		CompletedAt: r.CompletedAt.ptr(), TraceStartedAt: r.TraceStarted.ptr(),
 	}
 }
 
@@ -481,7 +482,7 @@ func (s *Store) Steps(ctx context.Context, threadIDs []string, f ports.StepFilte
 	q := `SELECT thread_id, step_name, idempotency_key, status, retry_count, latest_step_id, latest_seq, previous_step,
  actor, actor_service, latest_context, first_seen_at, last_updated_at, started_at, finished_at, hash, prev_hash, rn
  FROM (SELECT s.thread_id, s.step_name, s.idempotency_key, s.status, s.retry_count, s.latest_step_id,
- a.seq AS latest_seq, s.previous_step, s.actor, s.actor_service, CAST(s.latest_context AS TEXT) AS latest_context,
+ a.seq AS latest_seq, s.previous_step, s.actor, s.actor_service, CAST(a.context AS TEXT) AS latest_context,
  s.first_seen_at, s.last_updated_at, s.started_at, s.finished_at, a.hash, a.prev_hash,
  ROW_NUMBER() OVER (PARTITION BY s.thread_id ORDER BY s.first_seen_at, a.seq, s.step_name, s.idempotency_key) AS rn
  FROM ` + source + ` LEFT JOIN thread_activities a ON a.id = s.latest_step_id

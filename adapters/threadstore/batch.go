@@ -3,7 +3,6 @@ package threadstore
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"sort"
 	"strconv"
 	"strings"
@@ -187,7 +186,6 @@ func (s *Store) lockForSteps(ctx context.Context, tx *sqlx.Tx, jobs []*appendJob
 		CurPrev     sql.NullString `db:"cur_prev"`
 		CurActor    sql.NullString `db:"cur_actor"`
 		CurService  sql.NullString `db:"cur_service"`
-		CurContext  sql.NullString `db:"cur_context"`
 		CurFirst    sql.NullTime   `db:"cur_first"`
 		CurUpdated  sql.NullTime   `db:"cur_updated"`
 		CurStarted  sql.NullTime   `db:"cur_started"`
@@ -208,7 +206,7 @@ func (s *Store) lockForSteps(ctx context.Context, tx *sqlx.Tx, jobs []*appendJob
 	err := s.selectTx(ctx, tx, &rows, `WITH v(tid, pid, prole, sname, ikey, inv) AS (VALUES `+placeholders(len(idx), 6)+`)
  SELECT t.id, t.contract_id, t.contract_name, t.contract_version, t.label,
  t.owner_kind, t.owner_id, t.service_name, t.status, t.error, t.end_reason, t.last_hash, t.step_count, CAST(t.tags AS TEXT) AS tags,
- t.created_at, t.updated_at, t.completed_at, t.failed_steps, t.critical_issues, t.major_issues, t.warning_issues,
+ t.created_at, t.updated_at, t.completed_at, t.trace_started_at, t.failed_steps, t.critical_issues, t.major_issues, t.warning_issues,
  t.first_issue_step, t.first_issue_type, t.first_issue_message, t.first_issue_severity, t.last_activity_at, v.pid AS v_pid, v.sname AS v_sname, v.ikey AS v_ikey,
  COALESCE((SELECT a.step_name FROM thread_activities a WHERE a.thread_id = t.id AND a.seq = t.step_count), '') AS last_step,
  (SELECT `+roles+` FROM thread_access x WHERE x.thread_id = t.id AND x.principal_id = v.pid) AS party_roles,
@@ -216,7 +214,7 @@ func (s *Store) lockForSteps(ctx context.Context, tx *sqlx.Tx, jobs []*appendJob
  p.granted_at AS p_granted_at, p.expires_at AS p_expires_at,
  s.status AS cur_status, s.retry_count AS cur_retry, s.latest_step_id AS cur_step_id,
  s.invocation_id AS cur_invocation, s.previous_step AS cur_prev,
- s.actor AS cur_actor, s.actor_service AS cur_service, CAST(s.latest_context AS TEXT) AS cur_context,
+ s.actor AS cur_actor, s.actor_service AS cur_service,
  s.first_seen_at AS cur_first, s.last_updated_at AS cur_updated, s.started_at AS cur_started, s.finished_at AS cur_finished,
  (SELECT g.status FROM step_grants g WHERE g.thread_id = t.id AND g.invocation_id = v.inv AND v.inv <> '') AS grant_status
  FROM v JOIN threads t ON t.id = v.tid
@@ -248,7 +246,9 @@ func (s *Store) lockForSteps(ctx context.Context, tx *sqlx.Tx, jobs []*appendJob
 				PreviousStep: r.CurPrev.String,
 				Actor:        r.CurActor.String, ActorService: r.CurService.String, FirstSeenAt: r.CurFirst.Time.UTC(),
 				LastUpdatedAt: r.CurUpdated.Time.UTC(), StartedAt: sqldb.FromNullTime(r.CurStarted), FinishedAt: sqldb.FromNullTime(r.CurFinished)}
-			_ = json.Unmarshal([]byte(r.CurContext.String), &st.LatestContext)
+			// st.LatestContext stays empty: deciding a step never reads the
+			// current attempt's context (content references read the
+			// thread's states through store.states, from the attempts).
 			v.Current = &st
 		}
 		out[r.ID] = v

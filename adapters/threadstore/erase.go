@@ -17,7 +17,7 @@ var _ ports.ThreadEraser = (*Store)(nil)
 // parents (sub-steps reference activities; everything references threads).
 // A table added with a thread_id column belongs here: the storage test fails
 // until it is (it looks for rows of a deleted thread in every such table).
-var threadTables = []string{"step_substeps", "thread_validations", "thread_notifications", "thread_step_states",
+var threadTables = []string{"thread_tags", "step_substeps", "thread_validations", "thread_notifications", "thread_step_states",
 	"thread_activities", "thread_refs", "thread_access", "thread_keys", "step_grants", "thread_alerts", "webhook_deliveries",
 	"step_refusals"}
 
@@ -83,7 +83,8 @@ type rolledRow struct {
 
 // unrollContractStats subtracts, from the contract statistics roll-up
 // (migration 00041, threadquery/contract_rollup.go), the threads about to be
-// deleted that it counts: those that ended before its watermark. The
+// deleted that it counts: those that ended (in the engine: updated_at, the
+// roll-up's key) before its watermark. The
 // watermark row is locked first, so a roll-up cannot pass these threads
 // between this read and the delete's commit.
 func (s *Store) unrollContractStats(ctx context.Context, tx *sqlx.Tx, ids []string) error {
@@ -95,7 +96,7 @@ func (s *Store) unrollContractStats(ctx context.Context, tx *sqlx.Tx, ids []stri
 		return nil
 	}
 	q, args, err := sqlx.In(`SELECT contract_name, COALESCE(contract_version, 0) AS contract_version, status, health, COUNT(*) AS n
- FROM threads WHERE id IN (?) AND contract_name IS NOT NULL AND status <> 'active' AND completed_at < ?
+ FROM threads WHERE id IN (?) AND contract_name IS NOT NULL AND status <> 'active' AND updated_at < ?
  GROUP BY contract_name, COALESCE(contract_version, 0), status, health`, ids, sqldb.Time(w[0]))
 	if err != nil {
 		return err

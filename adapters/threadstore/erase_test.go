@@ -15,9 +15,9 @@ import (
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/adapters/threadstore"
 	"github.com/threadengine/engine/app/authz"
-	"github.com/threadengine/engine/app/delivery"
 	"github.com/threadengine/engine/app/ops"
 	threadsapp "github.com/threadengine/engine/app/threads"
+	"github.com/threadengine/engine/app/waits"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -83,7 +83,7 @@ func newEraseFixture(t *testing.T, d sqldb.Dialect) *eraseFixture {
 func (f *eraseFixture) populate(t *testing.T, label string, end bool) domain.Thread {
 	t.Helper()
 	th, _, err := f.threads.Application().Commands.StartThreadWithKey.Handle(f.ctx, threadsapp.KeyApp, uuid.NewString(), threadsapp.StartThreadInput{Contract: "flow", Role: "p", Label: label,
-		Refs: map[string]string{"order": label}})
+		Refs: map[string]string{"order": label}, Tags: []string{"web", label}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func (f *eraseFixture) populate(t *testing.T, label string, end bool) domain.Thr
 			t.Fatal(err)
 		}
 		if i == 1 { // a waitFor grant for b (step_grants)
-			if r, err := f.threads.Application().Commands.WaitForPermission.Handle(f.ctx, th.ID, "p", "b", "inv-b", time.Second); err != nil || r.Decision != delivery.DecisionAllowed {
+			if r, err := f.threads.Application().Commands.WaitForPermission.Handle(f.ctx, th.ID, "p", "b", "inv-b", time.Second); err != nil || r.Decision != waits.DecisionAllowed {
 				t.Fatalf("grant for b: %+v, %v", r, err)
 			}
 		}

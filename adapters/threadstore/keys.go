@@ -125,7 +125,7 @@ func (s *Store) StepValidation(ctx context.Context, threadID, stepID string) (*p
 		Issues sql.NullString `db:"issues"`
 	}
 	err := s.db.GetContext(ctx, &r, s.q(`SELECT v.overall_status, CAST(v.issues AS TEXT) AS issues
- FROM thread_activities a LEFT JOIN thread_validations v ON v.step_id = a.id
+ FROM thread_activities a LEFT JOIN thread_validations v ON v.thread_id = a.thread_id AND v.step_id = a.id
  WHERE a.id = ? AND a.thread_id = ?`), stepID, threadID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, false, nil

@@ -199,3 +199,31 @@ func (s *Store) FollowedNotifications(ctx context.Context, q ports.FollowQuery) 
 	}
 	return s.selectNotifications(ctx, query, args)
 }
+
+// PruneNotifications: see ports.NotificationLog. The batch is chosen on
+// thread_notifications_settled (00084: settled rows by settled_at), so a
+// batch reads only what it deletes; the pending webhook deliveries are few
+// (webhook_deliveries_due holds just them).
+func (s *Store) PruneNotifications(ctx context.Context, settledBefore time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	// Every replica's hub prunes; on PostgreSQL each takes the rows no other
+	// is deleting (SKIP LOCKED) instead of queueing behind it, and the batch
+	// is deleted by primary key (= ANY(ARRAY(…)): with IN (…) the planner
+	// may hash-join the batch against a scan of the whole table).
+	open, skip, end := `id IN (`, "", `)`
+	if s.db.Dialect == sqldb.Postgres {
+		open, skip, end = `id = ANY(ARRAY(`, " FOR UPDATE OF n SKIP LOCKED", `))`
+	}
+	res, err := s.db.ExecContext(ctx, s.q(`DELETE FROM thread_notifications WHERE `+open+`SELECT n.id FROM thread_notifications n
+ WHERE n.delivery IS NOT NULL AND n.settled_at < ?
+ AND n.seq < (SELECT MAX(m.seq) FROM thread_notifications m)
+ AND n.id NOT IN (SELECT d.notification_id FROM webhook_deliveries d WHERE d.state = 'pending' AND d.notification_id IS NOT NULL)
+ ORDER BY n.settled_at LIMIT ?`+skip+end), sqldb.Time(settledBefore), limit)
+	if err != nil {
+		return 0, sqldb.TranslateError(err)
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
+}

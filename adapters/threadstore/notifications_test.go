@@ -214,3 +214,86 @@ func TestNotificationLogFollowAndDrop(t *testing.T) {
 		}
 	})
 }
+
+// Settled rows are pruned in batches, oldest settled first, once settled
+// before the cutoff; pending rows, the row with the highest seq and rows a
+// pending webhook delivery reads stay, and the next row still gets a higher
+// seq than any before it.
+func TestNotificationLogPrune(t *testing.T) {
+	t.Parallel()
+	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
+		threads, db, ctx := setup(t, d)
+		store := threadstore.New(db)
+		th, err := threads.Application().Commands.StartThread.Handle(ctx, threadsapp.StartThreadInput{Label: "prune"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		record := func(key string) {
+			t.Helper()
+			if _, err := threads.Application().Commands.RecordStep.Handle(ctx, threadsapp.RecordStepInput{ThreadID: th.ID, StepName: "ship",
+				Status: "success", IdempotencyKey: key, Context: map[string]string{}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range 4 {
+			record(fmt.Sprint("k", i))
+		}
+		type row struct {
+			ID  string `db:"id"`
+			Seq int64  `db:"seq"`
+		}
+		rows := func() []row {
+			t.Helper()
+			var rs []row
+			if err := db.Select(&rs, `SELECT id, seq FROM thread_notifications ORDER BY seq`); err != nil {
+				t.Fatal(err)
+			}
+			return rs
+		}
+		all := rows()
+		if len(all) < 4 {
+			t.Fatalf("rows: %v", all)
+		}
+		ids := make([]string, len(all))
+		for i, r := range all {
+			ids[i] = r.ID
+		}
+		now := time.Now()
+		// All settled but the first (pending); the second is the
+		// notification a pending webhook delivery reads.
+		if got, err := store.AckNotifications(ctx, ids[1:], now); err != nil || len(got) != len(ids)-1 {
+			t.Fatalf("ack: %v %v", got, err)
+		}
+		if _, err := db.Exec(db.Rebind(`INSERT INTO webhooks (id, name, url, secret, created_at, updated_at) VALUES ('w1','w','http://x','s',?,?)`), now, now); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(db.Rebind(`INSERT INTO webhook_deliveries (id, webhook_id, notification_id, event_type, payload, next_attempt_at, created_at)
+ VALUES ('d1','w1',?,'x','{}',?,?)`), ids[1], now, now); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := store.PruneNotifications(ctx, now, 100); err != nil || n != 0 {
+			t.Fatalf("pruned %d (%v) settled at the cutoff, want none", n, err)
+		}
+		later := now.Add(time.Second)
+		n, err := store.PruneNotifications(ctx, later, 1)
+		if err != nil || n != 1 {
+			t.Fatalf("first batch: %d %v, want 1", n, err)
+		}
+		if n, err = store.PruneNotifications(ctx, later, 100); err != nil || n != len(ids)-4 {
+			t.Fatalf("second batch: %d %v, want %d", n, err, len(ids)-4)
+		}
+		left := rows()
+		if len(left) != 3 || left[0].ID != ids[0] || left[1].ID != ids[1] || left[2].ID != ids[len(ids)-1] {
+			t.Fatalf("left %v; want the pending row, the webhook's and the last of %v", left, ids)
+		}
+		record("k9")
+		if after := rows(); after[len(after)-1].Seq <= all[len(all)-1].Seq {
+			t.Fatalf("a seq was numbered again: %v after %v", after, all)
+		}
+		// The former last row is no longer the highest: it goes now; the
+		// new rows are pending.
+		if n, err := store.PruneNotifications(ctx, later, 100); err != nil || n != 1 {
+			t.Fatalf("pruned %d (%v), want the former last row only", n, err)
+		}
+	})
+}

@@ -206,6 +206,9 @@ type threadRow struct {
 	// TraceRootEnded: not read by the group-committed appends (batch.go),
 	// which never change it.
 	TraceRootEnded sql.NullTime `db:"trace_root_ended_at"`
+	// TraceStarted is read by the appends too: a trace thread's duration
+	// runs from it (domain.Thread.StartedAt).
+	TraceStarted sql.NullTime `db:"trace_started_at"`
 	healthCols
 }
 
@@ -239,7 +242,7 @@ const healthColNames = `failed_steps, critical_issues, major_issues, warning_iss
 
 const threadCols = `id, contract_id, contract_name, contract_version, label, owner_kind, owner_id, service_name,
  status, error, end_reason, last_hash, step_count, CAST(tags AS TEXT) AS tags, created_at, updated_at, completed_at,
- trace_root_ended_at, ` + healthColNames
+ trace_root_ended_at, trace_started_at, ` + healthColNames
 
 // healthValues are the values of the health columns written with a thread
 // row, in this order: health, failed_steps, critical_issues, major_issues,
@@ -256,7 +259,7 @@ func healthValues(t domain.Thread) []any {
 		last = sqldb.Time(h.LastActivityAt)
 	}
 	return []any{string(h.Status(string(t.Status))), h.FailedSteps, h.Critical, h.Major, h.Warnings, step, typ, msg, sev, last,
-		h.Duration(t.CreatedAt, t.CompletedAt).Milliseconds()}
+		h.Duration(t.StartedAt(), t.CompletedAt).Milliseconds()}
 }
 
 func (r threadRow) record() domain.Thread {
@@ -271,6 +274,7 @@ func (r threadRow) record() domain.Thread {
 	_ = json.Unmarshal([]byte(r.Tags), &t.Tags)
 	t.RestoreHead(r.LastHash, r.StepCount)
 	t.RestoreTraceRootEnded(sqldb.FromNullTime(r.TraceRootEnded))
+	t.RestoreTraceStarted(sqldb.FromNullTime(r.TraceStarted))
 	return t
 }
 
@@ -505,7 +509,7 @@ func (s *Store) states(ctx context.Context, q sqlx.QueryerContext, threadID, ste
 	var rows []stateRow
 	query := `SELECT s.step_name, s.idempotency_key, s.status, s.retry_count,
  s.latest_step_id, a.seq AS latest_seq, s.invocation_id, s.previous_step, s.actor, s.actor_service,
- CAST(s.latest_context AS TEXT) AS latest_context, s.first_seen_at, s.last_updated_at, s.started_at, s.finished_at
+ CAST(a.context AS TEXT) AS latest_context, s.first_seen_at, s.last_updated_at, s.started_at, s.finished_at
  FROM thread_step_states s JOIN thread_activities a ON a.id = s.latest_step_id WHERE s.thread_id = ?`
 	args := []any{threadID}
 	if stepName != "" {
@@ -540,12 +544,14 @@ func (s *Store) ListStepStates(ctx context.Context, threadID string) ([]ports.St
 }
 
 func (s *Store) writeThread(ctx context.Context, tx *sqlx.Tx, t domain.Thread) error {
-	// created_at moves only to a trace's earliest span (Thread.ObserveTrace).
+	// created_at never changes: a trace's earliest span moves
+	// trace_started_at (Thread.ObserveTrace).
 	args := []any{string(t.Status), nullStr(t.Error), nullStr(t.EndReason), t.LastHash(),
-		t.StepCount(), sqldb.Time(t.CreatedAt), sqldb.Time(t.UpdatedAt), sqldb.TimePtr(t.CompletedAt), sqldb.TimePtr(t.TraceRootEndedAt())}
+		t.StepCount(), sqldb.Time(t.UpdatedAt), sqldb.TimePtr(t.CompletedAt), sqldb.TimePtr(t.TraceRootEndedAt()),
+		sqldb.TimePtr(t.TraceStartedAt())}
 	args = append(append(args, healthValues(t)...), t.ID)
 	return s.exec(ctx, tx, `UPDATE threads SET status = ?, error = ?, end_reason = ?, last_hash = ?, step_count = ?,
- created_at = ?, updated_at = ?, completed_at = ?, trace_root_ended_at = ?, `+healthSet+` WHERE id = ?`, args...)
+ updated_at = ?, completed_at = ?, trace_root_ended_at = ?, trace_started_at = ?, `+healthSet+` WHERE id = ?`, args...)
 }
 
 // threadPart is an append's thread row update (end_reason never changes there).

@@ -10,6 +10,7 @@ import (
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/adapters/threadstore"
 	"github.com/threadengine/engine/app/authz"
+	ingestapp "github.com/threadengine/engine/app/ingest"
 	threadsapp "github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
@@ -30,8 +31,9 @@ type noPublish struct{}
 
 func (noPublish) Published(context.Context, []ports.NotificationRecord) {}
 
-// An OTLP trace whose child span fails: the thread starts and ends at the
-// spans' times (not the ingest's), ends failed once its root span has ended
+// An OTLP trace whose child span fails: the thread starts (StartedAt, the
+// UI's startedAt and the duration) and ends at the spans' times (not the
+// ingest's; created_at stays the ingest's), ends failed once its root span has ended
 // and the quiet period passed without a span, and names the deepest
 // failing span with its status message; a retry event is a retry.
 func TestTraceThreadEndsFromItsSpans(t *testing.T) {
@@ -39,7 +41,7 @@ func TestTraceThreadEndsFromItsSpans(t *testing.T) {
 	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
 		spanT0 := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
 		db, store, clock, threads, ctx := traceSetup(t, d, spanT0.Add(2*time.Second)) // spans arrive after they ended
-		ingest := threads.Application().Commands.IngestTrace
+		ingest := ingestapp.FromThreads(threads.Application(), store, clock, nil)
 		const traceID, rootID, childID, leafID = "0102030405060708090a0b0c0d0e0f10", "00000000000000a1", "00000000000000b2", "00000000000000c3"
 		res := map[string]string{"service.name": "checkout-service"}
 
@@ -51,28 +53,33 @@ func TestTraceThreadEndsFromItsSpans(t *testing.T) {
 			{TraceID: traceID, SpanID: leafID, ParentID: childID, Name: "provider.call", Start: spanT0.Add(700 * time.Millisecond),
 				End: spanT0.Add(1100 * time.Millisecond), Resource: res, Failed: true, StatusMessage: "HTTP 429 Too Many Requests"},
 		}
-		r, err := ingest.Handle(ctx, []threadsapp.Trace{{ID: traceID, Spans: children}})
+		r, err := ingest.Handle(ctx, []ingestapp.Trace{{ID: traceID, Spans: children}})
 		if err != nil || r.Rejected != 0 {
 			t.Fatalf("children: %+v %v", r, err)
 		}
 		clock.Advance(time.Second)
 		root := domain.Span{TraceID: traceID, SpanID: rootID, Name: "POST /checkout", Start: spanT0, End: spanT0.Add(1450 * time.Millisecond),
 			Resource: res, Failed: true, StatusMessage: "checkout failed"}
-		if r, err = ingest.Handle(ctx, []threadsapp.Trace{{ID: traceID, Spans: []domain.Span{root}}}); err != nil || r.Rejected != 0 {
+		if r, err = ingest.Handle(ctx, []ingestapp.Trace{{ID: traceID, Spans: []domain.Span{root}}}); err != nil || r.Rejected != 0 {
 			t.Fatalf("root: %+v %v", r, err)
 		}
 		th, err := store.FindThreadByKey(ctx, threadsapp.KeyTrace, traceID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !th.CreatedAt.Equal(spanT0) {
-			t.Errorf("thread starts at %v, want the root span's start %v", th.CreatedAt, spanT0)
+		if !th.StartedAt().Equal(spanT0) {
+			t.Errorf("thread starts at %v, want the root span's start %v", th.StartedAt(), spanT0)
+		}
+		// created_at is when the engine first saw the thread: list order,
+		// cursors and overdue alerts do not move with the spans' times.
+		if !th.CreatedAt.Equal(spanT0.Add(2 * time.Second)) {
+			t.Errorf("created_at %v moved, want the first ingest's %v", th.CreatedAt, spanT0.Add(2*time.Second))
 		}
 		if th.Status != domain.ThreadActive || th.TraceRootEndedAt() == nil {
 			t.Fatalf("before the quiet period: %s, root ended %v", th.Status, th.TraceRootEndedAt())
 		}
 
-		end := threadsapp.NewEndQuietTracesHandler(store, noPublish{}, clock, nil, 30*time.Second)
+		end := ingestapp.NewEndQuietTracesHandler(store, noPublish{}, clock, nil, 30*time.Second)
 		clock.Advance(29 * time.Second)
 		if n, err := end.Handle(ctx); err != nil || n != 0 {
 			t.Fatalf("within the quiet period: ended %d, %v", n, err)
@@ -136,11 +143,11 @@ func TestTraceThreadCompletesAndJoinedThreadsStayOpen(t *testing.T) {
 		ok := domain.Span{TraceID: "11111111111111111111111111111111", SpanID: "1111111111111111", Name: "GET /", Start: t0, End: t0.Add(80 * time.Millisecond)}
 		joined := domain.Span{TraceID: "22222222222222222222222222222222", SpanID: "2222222222222222", Name: "job", Start: t0, End: t0.Add(time.Millisecond),
 			Attributes: map[string]string{"threadify.thread_id": sdk.ID}}
-		if _, err := threads.Application().Commands.IngestTrace.Handle(ctx, []threadsapp.Trace{{ID: ok.TraceID, Spans: []domain.Span{ok}}, {ID: joined.TraceID, Spans: []domain.Span{joined}}}); err != nil {
+		if _, err := ingestapp.FromThreads(threads.Application(), store, clock, nil).Handle(ctx, []ingestapp.Trace{{ID: ok.TraceID, Spans: []domain.Span{ok}}, {ID: joined.TraceID, Spans: []domain.Span{joined}}}); err != nil {
 			t.Fatal(err)
 		}
 		clock.Advance(time.Minute)
-		if n, err := threadsapp.NewEndQuietTracesHandler(store, noPublish{}, clock, nil, 0).Handle(ctx); err != nil || n != 1 {
+		if n, err := ingestapp.NewEndQuietTracesHandler(store, noPublish{}, clock, nil, 0).Handle(ctx); err != nil || n != 1 {
 			t.Fatalf("ended %d, %v", n, err)
 		}
 		th, err := store.FindThreadByKey(ctx, threadsapp.KeyTrace, ok.TraceID)

@@ -63,6 +63,13 @@ func (b *byteBudget) tryTake(n int64) bool {
 	return true
 }
 
+// held is the bytes taken and not given back.
+func (b *byteBudget) held() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
+}
+
 func (b *byteBudget) give(n int64) {
 	if n <= 0 {
 		return

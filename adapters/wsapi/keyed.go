@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/threadengine/engine/app/delivery"
 	"github.com/threadengine/engine/app/threads"
+	waitsapp "github.com/threadengine/engine/app/waits"
 	"github.com/threadengine/engine/domain"
 )
 
@@ -110,7 +110,7 @@ func (s *session) waitFor(ctx context.Context, m Message) (reply, error) {
 	go func() {
 		defer release()
 		defer cancel()
-		var res delivery.WaitResult
+		var res waitsapp.WaitResult
 		var err error
 		defer func() { frameOf(ctx).end(err) }()
 		if base.StepID != "" {
@@ -163,7 +163,7 @@ func connRole(th domain.Thread, p *domain.Principal, role string) string {
 // stepVerdict adds the verdict of the step just recorded to its reply, for a
 // recordThreadEvent frame sent with waitFor:true.
 func stepVerdict(r *stepReply, res threads.StepResult) {
-	v := delivery.ValidationVerdict(res.Validation)
+	v := waitsapp.ValidationVerdict(res.Validation)
 	r.Validation = &verdictJSON{Decision: v.Decision, StepID: res.StepID, Message: v.Message, Violations: v.Violations}
 }
 

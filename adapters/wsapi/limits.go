@@ -23,7 +23,17 @@ type admission struct {
 	unauth       int
 	perAddress   map[string]int // unauthenticated sockets by client address
 	perPrincipal map[string]*principalShare
+	swept        time.Time // the last sweep of idle shares (shareSweepEvery)
 }
+
+// shareSweepEvery is how often promote drops the shares of principals
+// without sockets whose rates have refilled and whose budgets are empty: a
+// share kept after its principal's last socket closed is what makes a
+// principal that reconnects find its rates where it left them (a spent
+// rate does not start over with a new socket), and one that is idle again
+// is the same as a new one, so the map holds the principals connected or
+// active within one interval plus the time their rates take to refill.
+const shareSweepEvery = time.Minute
 
 // principalShare is what the sockets of one principal share on this
 // replica: their count, their frame rate, the bytes queued for them and the
@@ -59,16 +69,22 @@ func (h *Handler) newShare() *principalShare {
 }
 
 // messageReadTimeout bounds reading one message once its reading slot is
-// taken: a fragmented message that never finishes would otherwise hold its
-// slot and its bytes for as long as the socket lives.
+// taken, a message over the frame limit included (it is drained to its end
+// to answer it, up to hardReadLimit): a fragmented message that never
+// finishes, or an oversized one trickled in, would otherwise hold its slot
+// and its bytes for as long as the socket lives.
 const messageReadTimeout = 15 * time.Second
 
 // messageDeadline closes the socket (1008, counted) if the message being
 // read is not complete within messageReadTimeout; stop cancels it.
 func (s *session) messageDeadline() (stop func() bool) {
-	return time.AfterFunc(messageReadTimeout, func() {
+	d := s.h.messageTimeout
+	if d <= 0 {
+		d = messageReadTimeout
+	}
+	return time.AfterFunc(d, func() {
 		s.h.Refusals.Refused(limits.WSMessageTimeout)
-		s.closeWith(websocket.StatusPolicyViolation, "a message must arrive within "+messageReadTimeout.String())
+		s.closeWith(websocket.StatusPolicyViolation, "a message must arrive within "+d.String())
 	}).Stop
 }
 
@@ -235,6 +251,7 @@ func (h *Handler) promote(s *session, p domain.Principal) error {
 	a := &h.admission
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.sweep(time.Now())
 	key := principalKey(p)
 	sh := a.perPrincipal[key]
 	if sh != nil && sh.sockets >= lim.MaxPerPrincipal {
@@ -268,13 +285,33 @@ func (h *Handler) release(s *session) {
 		a.leaveUnauthenticated(s.addr)
 		return
 	}
-	// The share is forgotten with the principal's last socket; a socket
-	// still draining keeps its pointer and gives its bytes back to it.
+	// The share outlives the principal's last socket until it is idle
+	// (sweep): reconnecting does not refill its rates.
 	if sh := a.perPrincipal[s.admitted]; sh != nil {
-		if sh.sockets--; sh.sockets <= 0 {
-			delete(a.perPrincipal, s.admitted)
+		sh.sockets--
+	}
+}
+
+// sweep drops the idle shares (a.mu held), at most once per
+// shareSweepEvery.
+func (a *admission) sweep(now time.Time) {
+	if now.Sub(a.swept) < shareSweepEvery {
+		return
+	}
+	a.swept = now
+	for key, sh := range a.perPrincipal {
+		if sh.idle(now) {
+			delete(a.perPrincipal, key)
 		}
 	}
+}
+
+// idle: no socket, both rates full again, nothing queued or pending and
+// no frame being read, so a new share would be the same.
+func (sh *principalShare) idle(now time.Time) bool {
+	return sh.sockets <= 0 && len(sh.reading) == 0 &&
+		sh.frames.TokensAt(now) >= float64(sh.frames.Burst()) && sh.bytes.TokensAt(now) >= float64(sh.bytes.Burst()) &&
+		sh.queued.held() == 0 && sh.pending.held() == 0
 }
 
 // connectDeadline closes the socket if it has not authenticated in time.

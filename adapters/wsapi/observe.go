@@ -69,11 +69,11 @@ func useCaseOf(m Message) string {
 	}
 	switch {
 	case m.Str("cancel") == "true":
-		return "delivery.CancelGrant"
+		return "waits.CancelGrant"
 	case m.Str("stepId") != "":
-		return "delivery.WaitForValidation"
+		return "waits.WaitForValidation"
 	}
-	return "delivery.WaitForPermission"
+	return "waits.WaitForPermission"
 }
 
 // frame is one frame being handled: when it began, its spans and, once it
@@ -94,7 +94,7 @@ type frameKey struct{}
 // exporters, the otel_trace_id and otel_span_id refs of the span it
 // records.
 func (s *session) beginFrame(m Message, start time.Time) (context.Context, *frame) {
-	f := &frame{metrics: s.h.Threads.Metrics(), action: actionLabel(m.Action), start: start}
+	f := &frame{metrics: s.h.metrics(), action: actionLabel(m.Action), start: start}
 	ctx := s.ctx
 	if tp := m.Str("traceparent"); tp != "" {
 		ctx = tracing.WithParent(ctx, tp)
@@ -146,7 +146,7 @@ func (f *frame) end(err error) {
 
 // refused counts a frame refused before it could be decoded.
 func (s *session) refused(code string, start time.Time) {
-	s.h.Threads.Metrics().ActionHandled(actionUnknown, code, time.Since(start))
+	s.h.metrics().ActionHandled(actionUnknown, code, time.Since(start))
 }
 
 // pushed observes a notification push: its delivery lag on its first push,
@@ -154,7 +154,7 @@ func (s *session) refused(code string, start time.Time) {
 // notification carries from the step's commit).
 func (s *session) pushed(n ports.NotificationRecord, queued bool) {
 	if queued && n.Deliveries <= 1 {
-		s.h.Threads.Metrics().DeliveryLag(s.h.clock().Now().Sub(n.CreatedAt))
+		s.h.metrics().DeliveryLag(s.h.clock().Now().Sub(n.CreatedAt))
 	}
 	if n.TraceParent == "" {
 		return

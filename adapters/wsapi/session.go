@@ -60,6 +60,9 @@ type Handler struct {
 	// the delivery lag (nil: the system clock).
 	Tracer trace.TracerProvider
 	Clock  ports.Clock
+	// Metrics counts sockets, actions and the delivery lag (nil: not
+	// counted).
+	Metrics ports.Metrics
 
 	tracerOnce sync.Once
 	tracerV    trace.Tracer
@@ -72,6 +75,17 @@ type Handler struct {
 	live       map[*session]struct{}
 	closing    bool
 	sessions   sync.WaitGroup
+
+	// messageTimeout replaces messageReadTimeout (tests).
+	messageTimeout time.Duration
+}
+
+// metrics is where the sockets are counted (never nil).
+func (h *Handler) metrics() ports.Metrics {
+	if h.Metrics == nil {
+		return ports.NopMetrics{}
+	}
+	return h.Metrics
 }
 
 // Mount adds the route; the client address is echo's (server.trusted_proxies).
@@ -106,7 +120,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, addr string) {
 		return
 	}
 	conn.SetReadLimit(preConnectReadLimit)
-	m := h.Threads.Metrics()
+	m := h.metrics()
 	m.SessionOpened()
 	defer m.SessionClosed()
 	log := h.Log
@@ -456,9 +470,13 @@ func (s *session) readFrameAndHandle(typ websocket.MessageType, r io.Reader) (do
 	if s.authenticated() == nil {
 		limit, name = MaxPreConnectBytes, limits.WSPreConnectBytes
 	}
+	// The deadline covers the whole message: for one over the limit, its
+	// drain too (the reading slot is held meanwhile).
 	stop := s.messageDeadline()
 	data, over, hold, err := s.readFrame(r, limit)
-	stop()
+	if over == nil {
+		stop()
+	}
 	switch {
 	case errors.Is(err, errPendingShare):
 		s.h.Refusals.Refused(limits.WSPendingBytes)
@@ -477,8 +495,9 @@ func (s *session) readFrameAndHandle(typ websocket.MessageType, r io.Reader) (do
 		_, _ = f.Write(data)
 		hold.release() // the rest is scanned, not kept
 		_, _ = f.Write(over)
-		if _, err := io.Copy(&f, r); err != nil {
-			return true
+		_, err := io.Copy(&f, r)
+		if !stop() || err != nil {
+			return true // the deadline closed the socket, or it broke
 		}
 		action := f.action()
 		if action == "" {

@@ -29,8 +29,14 @@ const maxQueuedAcks = 10_000
 const ackChunk = 500
 
 // expireEvery is how often the settler expires what can no longer be
-// delivered, and forgets claims older than the retention.
+// delivered and forgets claims older than the retention, and how often the
+// pruner looks for settled rows to delete.
 const expireEvery = 30 * time.Second
+
+// Settled rows are deleted in batches of pruneBatch, one statement each
+// (short write transactions beside ingestion), back to back while full
+// batches come back; then the pruner waits for its next round.
+const pruneBatch = 1000
 
 // queueAck hands req to the settler, or settles it at once when the settler
 // is not running (before Run, after shutdown) or is too far behind.
@@ -148,6 +154,46 @@ func (h *Hub) expire(ctx context.Context) {
 	if exp > 0 || drop > 0 {
 		h.log.Warn("notifications settled undelivered", "expired", exp, "dropped_after_max_deliveries", drop,
 			"retention", cfg.Retention.String())
+	}
+}
+
+// pruner deletes settled rows every expireEvery until ctx ends. It is its
+// own goroutine so that working off a backlog (after an upgrade: every row
+// ever settled) never holds up the settler's acknowledgements.
+func (h *Hub) pruner(ctx context.Context) {
+	tick, stop := newTicker(h.clock, expireEvery)
+	defer stop()
+	for {
+		h.prune(ctx)
+		select {
+		case <-tick:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// prune deletes the rows settled before notifications.settled_retention:
+// once settled a row is only the thread's notification history. Two rows
+// per step kept forever were a third of the database (issue 28).
+func (h *Hub) prune(ctx context.Context) {
+	cutoff := h.clock.Now().Add(-h.config().SettledRetention)
+	total := 0
+	for ctx.Err() == nil {
+		n, err := h.logStore.PruneNotifications(ctx, cutoff, pruneBatch)
+		total += n
+		if err != nil {
+			if ctx.Err() == nil {
+				h.log.Warn("notifications: prune", "err", err)
+			}
+			break
+		}
+		if n < pruneBatch {
+			break
+		}
+	}
+	if total > 0 {
+		h.log.Debug("notifications pruned", "rows", total)
 	}
 }
 

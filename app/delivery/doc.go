@@ -1,4 +1,4 @@
 // Package delivery pushes the notification log to live subscribers (the
-// hub, its acknowledgements) and answers the waits of waitFor: whether a
-// step may run now, and a recorded step's validation verdict.
+// hub, its acknowledgements and claims) and wakes the waits of waitFor
+// (app/waits) when their thread changes, on any replica.
 package delivery

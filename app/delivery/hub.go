@@ -32,6 +32,9 @@ type HubConfig struct {
 	// Retention: a notification nobody acknowledged within it is expired
 	// (settled and counted). Default 24 h.
 	Retention time.Duration
+	// SettledRetention: a settled notification (acknowledged, expired or
+	// dropped) is deleted this long after it was settled. Default 24 h.
+	SettledRetention time.Duration
 	// PollEvery is how often the log is read without a wake-up (leases that
 	// ended, a missed wake-up). Default 1 s.
 	PollEvery time.Duration
@@ -50,6 +53,9 @@ func (c HubConfig) withDefaults() HubConfig {
 	}
 	if c.Retention <= 0 {
 		c.Retention = 24 * time.Hour
+	}
+	if c.SettledRetention <= 0 {
+		c.SettledRetention = 24 * time.Hour
 	}
 	if c.PollEvery <= 0 {
 		c.PollEvery = time.Second
@@ -76,10 +82,10 @@ func (c HubConfig) withDefaults() HubConfig {
 //
 // What the hub knows — sessions, cursor, leases, claims, follows — is one
 // pure ledger (ledger.go) behind one mutex, never held across I/O or a
-// push. Three goroutines own the work: Run itself is the poller (reads,
-// leases, pushes), and it starts the settler (acknowledgements, expiry)
-// and the notifier (tells the other replicas what changed here), and waits
-// for both before it returns.
+// push. Four goroutines own the work: Run itself is the poller (reads,
+// leases, pushes), and it starts the settler (acknowledgements, expiry),
+// the pruner (deletes settled rows, acks.go) and the notifier (tells the
+// other replicas what changed here), and waits for them before it returns.
 type Hub struct {
 	logStore ports.NotificationLog // nil: nothing is delivered
 	clock    ports.Clock
@@ -182,6 +188,10 @@ func (h *Hub) Run(ctx context.Context, bus ports.Broadcast) {
 	defer wg.Wait()
 	wg.Add(1)
 	go func() { defer wg.Done(); h.settler(ctx) }()
+	if h.logStore != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); h.pruner(ctx) }()
+	}
 	if bus != nil {
 		bus.Listen(ports.ChannelNotifications, h.heard)
 		wg.Add(1)

@@ -62,18 +62,21 @@ type memLog struct {
 	// failLease fails the next lease (the database blinked).
 	failLease bool
 	reads     int
+	seq       int64
 }
 
 type memRow struct {
-	n       ports.NotificationRecord
-	settled string
-	lease   time.Time
+	n         ports.NotificationRecord
+	settled   string
+	settledAt time.Time
+	lease     time.Time
 }
 
 func (l *memLog) add(n ports.NotificationRecord) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	n.Seq = int64(len(l.rows) + 1)
+	l.seq++
+	n.Seq = l.seq
 	l.rows = append(l.rows, &memRow{n: n})
 }
 
@@ -141,26 +144,42 @@ func (l *memLog) ReleaseNotifications(_ context.Context, ids []string, now time.
 	return nil
 }
 
-func (l *memLog) settle(ids []string, how string) []string {
+func (l *memLog) settle(ids []string, how string, now time.Time) []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var got []string
 	for _, r := range l.rows {
 		if slices.Contains(ids, r.n.ID) && r.settled == "" {
-			r.settled, r.lease = how, time.Time{}
+			r.settled, r.settledAt, r.lease = how, now, time.Time{}
 			got = append(got, r.n.ID)
 		}
 	}
 	return got
 }
 
-func (l *memLog) AckNotifications(_ context.Context, ids []string, _ time.Time) ([]string, error) {
-	return l.settle(ids, "acked"), nil
+func (l *memLog) AckNotifications(_ context.Context, ids []string, now time.Time) ([]string, error) {
+	return l.settle(ids, "acked", now), nil
 }
 
-func (l *memLog) DropNotifications(_ context.Context, ids []string, _ time.Time) error {
-	l.settle(ids, "dropped")
+func (l *memLog) DropNotifications(_ context.Context, ids []string, now time.Time) error {
+	l.settle(ids, "dropped", now)
 	return nil
+}
+
+// PruneNotifications deletes settled rows as the store does: never a
+// pending one, never the one with the highest seq.
+func (l *memLog) PruneNotifications(_ context.Context, before time.Time, limit int) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	l.rows = slices.DeleteFunc(l.rows, func(r *memRow) bool {
+		del := n < limit && r.settled != "" && r.settledAt.Before(before) && r.n.Seq < l.seq
+		if del {
+			n++
+		}
+		return del
+	})
+	return n, nil
 }
 
 func (l *memLog) ExpireNotifications(_ context.Context, cutoff, now time.Time, max int) (int, int, error) {
@@ -171,10 +190,10 @@ func (l *memLog) ExpireNotifications(_ context.Context, cutoff, now time.Time, m
 		switch {
 		case r.settled != "":
 		case r.n.CreatedAt.Before(cutoff):
-			r.settled = "expired"
+			r.settled, r.settledAt = "expired", now
 			exp++
 		case r.n.Deliveries >= max && r.lease.Before(now):
-			r.settled = "dropped"
+			r.settled, r.settledAt = "dropped", now
 			drop++
 		}
 	}
@@ -299,6 +318,41 @@ func TestHubFlowControlAndExpiry(t *testing.T) {
 		if got := sub.ids(); strings.Join(got, ",") != "a,b,c,c,c" {
 			t.Fatalf("pushed %v, want c three times (MaxDeliveries)", got)
 		}
+	})
+}
+
+// Settled rows are deleted once they have been settled for
+// SettledRetention; pending ones stay, and delivery goes on after a prune.
+func TestHubPrunesSettledRows(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		log := &memLog{}
+		h := delivery.NewHub(log, ports.SystemClock{}, nil)
+		h.Configure(delivery.HubConfig{RedeliverAfter: time.Minute, Retention: 48 * time.Hour, SettledRetention: time.Hour})
+		run(t, h, nil)
+		sub := &fakeSub{}
+		s := h.Register(sub, "u1", 10)
+		s.Subscribe("ship", nil)
+		publish(h, log, note("a", "u1", "ship"), note("b", "u1", "ship"))
+		want(t, sub, "a", "b")
+		s.Ack(sub.token(0))
+		s.Ack(sub.token(1))
+		synctest.Wait()
+		publish(h, log, note("p", "u9", "ship"), note("z", "u1", "pack")) // nobody takes them: pending
+		time.Sleep(30 * time.Minute)
+		synctest.Wait()
+		if log.row("a").settled != "acked" {
+			t.Fatal("pruned before the settled retention")
+		}
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if log.row("a").n.ID != "" || log.row("b").n.ID != "" {
+			t.Fatalf("settled rows kept past the settled retention: a %+v, b %+v", log.row("a"), log.row("b"))
+		}
+		if log.row("p").n.ID != "p" || log.row("z").n.ID != "z" {
+			t.Fatal("a pending row was pruned")
+		}
+		publish(h, log, note("c", "u1", "ship")) // delivery goes on after a prune
+		want(t, sub, "a", "b", "c")
 	})
 }
 

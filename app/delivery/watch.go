@@ -151,3 +151,10 @@ func (w *threadWatch) changedAll() {
 // rounds made since start (one when a wait starts, one at each change of
 // its thread or safety interval).
 type WaitCounts struct{ Pending, Reads int64 }
+
+// defaultWaitRecheck: a pending wait also re-reads what it waits for this
+// often without a wake-up: a change nobody announced (a party's access
+// expiring, a thread deleted), or an announcement lost with a replica.
+// Cheap: one read per wait per interval, whatever else is written.
+// HubConfig.WaitRecheck (notifications.wait_recheck) replaces it.
+const defaultWaitRecheck = 30 * time.Second

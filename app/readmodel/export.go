@@ -21,6 +21,10 @@ const (
 // allRows is the per-thread limit of an export's paged reads: everything.
 const allRows = math.MaxInt32
 
+// LimitExportThreadBytes names the bound on the bytes one thread's export
+// loads (the limit label and the error's "limit" detail).
+const LimitExportThreadBytes = "export_thread_bytes"
+
 // ThreadExport is everything stored about one thread.
 type ThreadExport struct {
 	Thread        ports.ThreadView
@@ -30,6 +34,10 @@ type ThreadExport struct {
 	Validations   []ports.ValidationView
 	Notifications []ports.NotificationView
 	Chain         domain.ChainStatus
+	// TooLarge, in a stream, is the thread's stored bytes when they are
+	// over the per-thread bound: only Thread is filled, nothing else was
+	// loaded (the transport says so in place of the thread).
+	TooLarge int64
 }
 
 // Exports reads whole threads for download (threads.read, the same access as
@@ -38,6 +46,38 @@ type Exports struct {
 	threads   *ThreadReads
 	integrity *IntegrityReads
 	lister    ports.ThreadLister
+	// maxThreadBytes bounds what one thread's export loads (0: unbounded).
+	maxThreadBytes int64
+}
+
+// SetMaxThreadBytes bounds the stored bytes (contexts, metadata) one
+// export loads at once: a thread holding more is refused (Thread) or named
+// in place of its export (Stream) before any of its rows is read, and a
+// stream loads its threads in groups of at most that many bytes (or one
+// thread). The memory of an export is then a small multiple of n, however
+// large the threads. Call it before serving.
+func (x *Exports) SetMaxThreadBytes(n int64) { x.maxThreadBytes = max(n, 0) }
+
+// MaxThreadBytes is the bound SetMaxThreadBytes set (0: none).
+func (x *Exports) MaxThreadBytes() int64 { return x.maxThreadBytes }
+
+// storedBytes is the stored bytes of each of threads (nil when unbounded).
+func (x *Exports) storedBytes(ctx context.Context, threads []ports.ThreadView) (map[string]int64, error) {
+	if x.maxThreadBytes <= 0 || len(threads) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, len(threads))
+	for i, t := range threads {
+		ids[i] = t.ID
+	}
+	return x.lister.StoredBytes(ctx, ids)
+}
+
+// tooLarge is the refusal of one thread over the bound.
+func (x *Exports) tooLarge(id string, n int64) error {
+	return domain.LimitExceeded(domain.KindTooLarge, LimitExportThreadBytes,
+		"thread %s holds %d bytes of contexts and metadata; one thread's export is limited to %d (limits.graphql.export_thread_max_bytes)",
+		id, n, x.maxThreadBytes).WithDetail("bytes", n).WithDetail("max", x.maxThreadBytes)
 }
 
 // NewExports builds the export use cases over the read side: the threads
@@ -52,6 +92,15 @@ func (x *Exports) Thread(ctx context.Context, id string) (ThreadExport, error) {
 	threads, err := x.threads.Threads(ctx, []string{id})
 	if err != nil {
 		return ThreadExport{}, err
+	}
+	sizes, err := x.storedBytes(ctx, threads)
+	if err != nil {
+		return ThreadExport{}, err
+	}
+	for _, t := range threads {
+		if n := sizes[t.ID]; n > x.maxThreadBytes {
+			return ThreadExport{}, x.tooLarge(t.ID, n)
+		}
 	}
 	out, err := x.batch(ctx, threads)
 	if err != nil {
@@ -92,7 +141,18 @@ func (x *Exports) Stream(ctx context.Context, f ports.ExportFilter, after *ports
 		if err != nil {
 			return err
 		}
-		for _, group := range exportGroups(threads, ExportStepBudget) {
+		sizes, err := x.storedBytes(ctx, threads)
+		if err != nil {
+			return err
+		}
+		for _, group := range exportGroups(threads, ExportStepBudget, sizes, x.maxThreadBytes) {
+			if n := sizes[group[0].ID]; x.maxThreadBytes > 0 && n > x.maxThreadBytes {
+				// Alone in its group (exportGroups): named, not loaded.
+				if err := emit(ThreadExport{Thread: group[0], TooLarge: n}, at[group[0].ID]); err != nil {
+					return err
+				}
+				continue
+			}
 			batch, err := x.batch(ctx, group)
 			if err != nil {
 				return err
@@ -176,18 +236,22 @@ func (x *Exports) AuthorizeStream(ctx context.Context) error {
 }
 
 // exportGroups splits threads, in order, into groups of at most budget
-// steps each (a thread with more is a group of its own).
-func exportGroups(threads []ports.ThreadView, budget int) [][]ports.ThreadView {
+// steps and, when maxBytes > 0, at most maxBytes stored bytes (sizes) each;
+// a thread over either is a group of its own.
+func exportGroups(threads []ports.ThreadView, budget int, sizes map[string]int64, maxBytes int64) [][]ports.ThreadView {
 	var out [][]ports.ThreadView
 	var cur []ports.ThreadView
 	steps := 0
+	var bytes int64
 	for _, t := range threads {
-		if len(cur) > 0 && steps+t.StepCount > budget {
+		n := sizes[t.ID]
+		if len(cur) > 0 && (steps+t.StepCount > budget || maxBytes > 0 && bytes+n > maxBytes) {
 			out = append(out, cur)
-			cur, steps = nil, 0
+			cur, steps, bytes = nil, 0, 0
 		}
 		cur = append(cur, t)
 		steps += t.StepCount
+		bytes += n
 	}
 	if len(cur) > 0 {
 		out = append(out, cur)

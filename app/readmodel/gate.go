@@ -17,6 +17,7 @@ const (
 	LimitReadsPerPrincipal = "graphql_concurrent_per_principal"
 	LimitReadPoints        = "graphql_points"
 	LimitExpensiveReads    = "graphql_expensive"
+	LimitExpensiveTime     = "graphql_expensive_time"
 )
 
 // GateLimits configure a Gate (config limits.graphql).
@@ -31,22 +32,48 @@ type GateLimits struct {
 	// SQLite they run in the engine's process), so writers and cheap reads
 	// always find one free.
 	ExpensiveCost, MaxExpensive int
+	// ExpensiveShare is the share of the time expensive operations may
+	// run, on average, on this replica (0: no bound): what they ran is
+	// taken from a bucket of run time refilled at ExpensiveShare seconds a
+	// second (bursts of expensiveTimeBurst), and an expensive operation
+	// finding it in debt is refused at once when the debt is not paid
+	// within the queue timeout. The places bound how many run at once;
+	// this bounds how much of a core they take over time, so a client
+	// looping expensive reads within its points cannot keep a core busy
+	// (on SQLite the read runs in the engine's process).
+	ExpensiveShare float64
 }
+
+// expensiveTimeBurst is the run time expensive operations may take in a
+// burst before ExpensiveShare paces them: one operation at the default
+// deadline.
+const expensiveTimeBurst = 5 * time.Second
 
 // Gate bounds the reads running at once, overall and per principal, and
 // each principal's read budget in cost points, so one client's reads can
 // neither take every read connection nor run one expensive operation
 // after another. A nil Gate lets everything through.
 type Gate struct {
-	lim     GateLimits
-	all     chan struct{}
-	heavy   chan struct{} // places of expensive operations
-	refused func(limit string)
+	lim   GateLimits
+	all   chan struct{}
+	heavy chan struct{} // places of expensive operations
+	// heavyTime is the run time of expensive operations, in milliseconds
+	// (nil: not bounded).
+	heavyTime *rate.Limiter
+	refused   func(limit string)
 
 	mu      sync.Mutex
 	mine    map[string]*principalSlots
 	buckets map[string]*rate.Limiter
+	swept   time.Time // the last sweep of idle buckets
 }
+
+// bucketSweepEvery is how often spend drops the buckets of idle
+// principals: a bucket back at its burst is the same as a new one, so it is
+// forgotten without giving its principal anything, and the map holds only
+// the principals that spent points within the time their bucket takes to
+// refill (plus one interval).
+const bucketSweepEvery = time.Minute
 
 type principalSlots struct {
 	ch    chan struct{}
@@ -59,8 +86,12 @@ func NewGate(lim GateLimits, refused func(limit string)) *Gate {
 	if refused == nil {
 		refused = func(string) {}
 	}
-	return &Gate{lim: lim, all: make(chan struct{}, lim.MaxConcurrent), heavy: make(chan struct{}, max(1, lim.MaxExpensive)), refused: refused,
+	g := &Gate{lim: lim, all: make(chan struct{}, lim.MaxConcurrent), heavy: make(chan struct{}, max(1, lim.MaxExpensive)), refused: refused,
 		mine: map[string]*principalSlots{}, buckets: map[string]*rate.Limiter{}}
+	if lim.ExpensiveShare > 0 && lim.ExpensiveCost > 0 {
+		g.heavyTime = rate.NewLimiter(rate.Limit(lim.ExpensiveShare*1000), int(expensiveTimeBurst/time.Millisecond))
+	}
+	return g
 }
 
 // Enter admits one read of cost points for principal who: it takes the
@@ -93,6 +124,12 @@ func (g *Gate) Enter(ctx context.Context, who string, cost int) (leave func(), e
 	}
 	heavy := g.lim.ExpensiveCost > 0 && cost >= g.lim.ExpensiveCost
 	if heavy {
+		if err := g.heavyTurn(ctx, wait); err != nil {
+			<-g.all
+			<-s.ch
+			g.drop(who, s)
+			return nil, err
+		}
 		select {
 		case g.heavy <- struct{}{}:
 		case <-wait.Done():
@@ -103,9 +140,11 @@ func (g *Gate) Enter(ctx context.Context, who string, cost int) (leave func(), e
 		}
 	}
 	var once sync.Once
+	began := time.Now()
 	return func() {
 		once.Do(func() {
 			if heavy {
+				g.ranHeavy(time.Since(began))
 				<-g.heavy
 			}
 			<-g.all
@@ -115,21 +154,72 @@ func (g *Gate) Enter(ctx context.Context, who string, cost int) (leave func(), e
 	}, nil
 }
 
+// heavyTurn waits until the expensive operations' run time is out of
+// debt (ExpensiveShare); a debt not paid before wait ends is refused at
+// once, with the time it needs as Retry-After, so a refusal costs nothing.
+func (g *Gate) heavyTurn(ctx, wait context.Context) error {
+	if g.heavyTime == nil {
+		return nil
+	}
+	now := time.Now()
+	r := g.heavyTime.ReserveN(now, 1)
+	d := r.DelayFrom(now)
+	if d == 0 {
+		return nil
+	}
+	if dl, ok := wait.Deadline(); !ok || now.Add(d).After(dl) {
+		r.CancelAt(now)
+		if err := ctx.Err(); err != nil {
+			return g.busy(ctx, LimitExpensiveTime, "", 0)
+		}
+		g.refused(LimitExpensiveTime)
+		e := domain.LimitExceeded(domain.KindRateLimited, LimitExpensiveTime,
+			"expensive reads may run %.0f%% of the time on this engine and have used it; retry in %s",
+			100*g.lim.ExpensiveShare, d.Round(time.Millisecond))
+		e.RetryAfter = d
+		return e
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-wait.Done():
+		r.Cancel()
+		return g.busy(ctx, LimitExpensiveTime, "expensive reads may run %d%% of the time on this engine", int(100*g.lim.ExpensiveShare))
+	}
+}
+
+// ranHeavy takes what an expensive operation ran from the run-time bucket
+// (into debt: the next ones wait for it).
+func (g *Gate) ranHeavy(d time.Duration) {
+	if g.heavyTime == nil {
+		return
+	}
+	ms := int(min(d, expensiveTimeBurst) / time.Millisecond)
+	if ms > 0 {
+		g.heavyTime.ReserveN(time.Now(), ms)
+	}
+}
+
 // spend takes cost points from who's bucket.
 func (g *Gate) spend(who string, cost int) error {
 	if g.lim.PointsPerSecond <= 0 {
 		return nil
 	}
+	cost = min(max(cost, 1), g.lim.PointsBurst)
+	now := time.Now()
+	// The reservation is made under g.mu so a sweep never drops a bucket
+	// between its lookup and its use (the points would be lost).
 	g.mu.Lock()
+	g.sweep(now)
 	b := g.buckets[who]
 	if b == nil {
 		b = rate.NewLimiter(rate.Limit(g.lim.PointsPerSecond), g.lim.PointsBurst)
 		g.buckets[who] = b
 	}
-	g.mu.Unlock()
-	cost = min(max(cost, 1), g.lim.PointsBurst)
-	now := time.Now()
 	r := b.ReserveN(now, cost)
+	g.mu.Unlock()
 	if d := r.DelayFrom(now); d > 0 {
 		r.CancelAt(now)
 		g.refused(LimitReadPoints)
@@ -142,6 +232,20 @@ func (g *Gate) spend(who string, cost int) error {
 	return nil
 }
 
+// sweep drops the buckets that are full again (g.mu held), at most once
+// per bucketSweepEvery.
+func (g *Gate) sweep(now time.Time) {
+	if now.Sub(g.swept) < bucketSweepEvery {
+		return
+	}
+	g.swept = now
+	for who, b := range g.buckets {
+		if b.TokensAt(now) >= float64(b.Burst()) {
+			delete(g.buckets, who)
+		}
+	}
+}
+
 // Charge takes n more points from who's budget without refusing: what an
 // admitted operation turned out to cost beyond its price at Enter (the
 // steps of the threads it reads). The next operations wait for them.
@@ -150,9 +254,8 @@ func (g *Gate) Charge(who string, n int) {
 		return
 	}
 	g.mu.Lock()
-	b := g.buckets[who]
-	g.mu.Unlock()
-	if b != nil {
+	defer g.mu.Unlock()
+	if b := g.buckets[who]; b != nil {
 		b.ReserveN(time.Now(), min(n, g.lim.PointsBurst))
 	}
 }

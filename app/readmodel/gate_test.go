@@ -3,7 +3,9 @@ package readmodel
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/threadengine/engine/domain"
@@ -156,4 +158,118 @@ func TestGateExpensive(t *testing.T) {
 	if g.Running() != 0 || len(g.heavy) != 0 {
 		t.Fatalf("places held after leaving: %d, %d", g.Running(), len(g.heavy))
 	}
+}
+
+// The point buckets of principals that stopped reading are forgotten once
+// they are full again (a full bucket is a new one), so the gate's memory
+// follows the principals reading now, not every principal that ever read;
+// a principal whose bucket is still refilling keeps it (its debt is not
+// forgiven by the sweep).
+func TestGateForgetsIdleBuckets(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		// 200 points refill in 200 s: longer than the sweep interval.
+		g := NewGate(GateLimits{MaxConcurrent: 4, MaxConcurrentPerPrincipal: 2, QueueTimeout: time.Second,
+			PointsPerSecond: 1, PointsBurst: 200}, nil)
+		ctx := context.Background()
+		enter := func(who string, cost int) error {
+			leave, err := g.Enter(ctx, who, cost)
+			if err == nil {
+				leave()
+			}
+			return err
+		}
+		buckets := func() int {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			return len(g.buckets)
+		}
+		for i := range 1000 {
+			if err := enter(fmt.Sprintf("p%d", i), 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := enter("debtor", 200); err != nil {
+			t.Fatal(err)
+		}
+		if n := buckets(); n != 1001 {
+			t.Fatalf("%d buckets, want 1001", n)
+		}
+		// After a sweep interval the 1,000 one-point buckets are full again
+		// (1 point a second) and go; the debtor's (200 points spent) is not.
+		time.Sleep(bucketSweepEvery + time.Second)
+		if err := enter("newcomer", 1); err != nil {
+			t.Fatal(err)
+		}
+		if n := buckets(); n != 2 {
+			t.Errorf("%d buckets after the sweep, want the debtor's and the newcomer's", n)
+		}
+		if err := enter("debtor", 200); limitOf(err) != LimitReadPoints {
+			t.Errorf("the debtor's refilling bucket was forgotten: %v", err)
+		}
+		// Once it is full again it goes too, at the next sweep.
+		time.Sleep(200 * time.Second)
+		if err := enter("newcomer", 1); err != nil {
+			t.Fatal(err)
+		}
+		if n := buckets(); n != 1 {
+			t.Errorf("%d buckets after the debtor refilled, want the newcomer's", n)
+		}
+	})
+}
+
+// Expensive operations share the time: once they ran more than
+// ExpensiveShare of it (beyond a burst of one deadline), the next is
+// refused at once with the wait as its retry time when the wait is longer
+// than the queue timeout, waits for its turn when shorter, and cheap reads
+// are not held up meanwhile.
+func TestGateExpensiveReadsShareTheTime(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var refused []string
+		g := NewGate(GateLimits{MaxConcurrent: 4, MaxConcurrentPerPrincipal: 4, QueueTimeout: time.Second,
+			ExpensiveCost: 100, MaxExpensive: 1, ExpensiveShare: 0.25}, func(l string) { refused = append(refused, l) })
+		ctx := context.Background()
+		run := func(who string, cost int, d time.Duration) error {
+			leave, err := g.Enter(ctx, who, cost)
+			if err != nil {
+				return err
+			}
+			time.Sleep(d)
+			leave()
+			return nil
+		}
+		// Two 5 s operations: the first spends the 5 s burst (refilled by
+		// 1.25 s as it runs), the second leaves 3.75 s of debt, paid in 15 s
+		// at a quarter of a second a second.
+		for i := range 2 {
+			if err := run("a", 100, 5*time.Second); err != nil {
+				t.Fatalf("expensive read %d within the burst: %v", i, err)
+			}
+		}
+		began := time.Now()
+		_, err := g.Enter(ctx, "b", 500)
+		var de *domain.Error
+		if limitOf(err) != LimitExpensiveTime || !errors.As(err, &de) || de.RetryAfter < 14*time.Second || de.RetryAfter > 16*time.Second {
+			t.Fatalf("an expensive read in debt: %v", err)
+		}
+		if time.Since(began) != 0 {
+			t.Errorf("the refusal waited %v", time.Since(began))
+		}
+		if err := run("b", 99, time.Second); err != nil {
+			t.Errorf("a cheap read while expensive ones are in debt: %v", err)
+		}
+		// 14.5 s later the debt is a fraction of a second: the next waits for it.
+		time.Sleep(13500 * time.Millisecond)
+		began = time.Now()
+		if err := run("b", 500, 0); err != nil {
+			t.Fatalf("an expensive read once the debt is nearly paid: %v", err)
+		}
+		if w := time.Since(began); w <= 0 || w > time.Second {
+			t.Errorf("it waited %v, want the rest of the debt (under the 1 s queue timeout)", w)
+		}
+		if fmt.Sprint(refused) != "[graphql_expensive_time]" {
+			t.Errorf("refusals %v", refused)
+		}
+	})
 }

@@ -1,9 +1,11 @@
 package readmodel
 
-// The ThreadDetail query: one thread with everything needed to judge it
-// (MCP get_thread). GraphQL reads the same data through the same methods,
-// field by field (a client picks its fields), so both answer from one set
-// of reads.
+// The ThreadDetail query: one thread with what explains it, the parts its
+// caller asks for. MCP get_thread asks for every part (AllDetailParts);
+// GraphQL thread(id) asks for the thread row it read while pricing and the
+// argument-free parts its selection names, and loads the parts a client
+// passes arguments to (steps, validationResults, notifications,
+// threadChain) through the same methods, batched with the thread lists.
 
 import (
 	"context"
@@ -19,12 +21,34 @@ type ThreadLocator struct {
 	ThreadID, RefKey, RefValue string
 }
 
-// ThreadDetailArgs bound what ThreadDetail reads besides the thread and its
-// steps.
+// ThreadDetailArgs name the thread and the parts ThreadDetail reads besides
+// its row.
 type ThreadDetailArgs struct {
 	ThreadLocator
-	Validations, Notifications int // the newest this many
-	LinkDepth                  int // 2: the thread and its direct children
+	// Located is the thread's row when the caller read it already, through
+	// the same scope (GraphQL prices an operation by its rows); the locator
+	// is then not read.
+	Located *ports.ThreadView
+	Parts   DetailParts
+}
+
+// DetailParts are the parts of a thread's detail to read; a zero part is
+// not read.
+type DetailParts struct {
+	Refs               bool
+	Steps              *StepSelection
+	Validations        *ValidationArgs
+	Notifications      *NotificationArgs
+	NotificationCounts bool
+	// LinkDepth reads the threads linked below it (2: its direct children).
+	LinkDepth *int
+}
+
+// AllDetailParts is every part: the newest validations and notifications
+// (this many of each), and the links to linkDepth.
+func AllDetailParts(validations, notifications, linkDepth int) DetailParts {
+	return DetailParts{Refs: true, Steps: &StepSelection{}, Validations: &ValidationArgs{Limit: &validations},
+		Notifications: &NotificationArgs{Limit: &notifications}, NotificationCounts: true, LinkDepth: &linkDepth}
 }
 
 // ThreadDetail is one thread and what explains it.
@@ -80,50 +104,65 @@ func refDescription(key, value string) string {
 	return key + "=" + value
 }
 
-// ThreadDetail reads the thread a.ThreadLocator names with its refs, steps,
-// newest validations and notifications, notification counts and linked
-// threads, each in one statement through the caller's scope.
+// ThreadDetail reads the thread a.ThreadLocator names (or a.Located) and the
+// parts a.Parts asks for, each in one statement through the caller's scope.
 func (q *Queries) ThreadDetail(ctx context.Context, a ThreadDetailArgs) (ThreadDetail, error) {
 	var d ThreadDetail
-	th, others, err := q.Locate(ctx, a.ThreadLocator)
-	if err != nil {
-		return d, err
+	if a.Located != nil {
+		d.Thread = *a.Located
+	} else {
+		th, others, err := q.Locate(ctx, a.ThreadLocator)
+		if err != nil {
+			return d, err
+		}
+		d.Thread, d.OtherMatches = th, others
 	}
-	d.Thread, d.OtherMatches = th, others
+	th, p := d.Thread, a.Parts
 	ids := []string{th.ID}
-	refs, err := q.Refs(ctx, ids)
-	if err != nil {
-		return d, err
+	if p.Refs {
+		refs, err := q.Refs(ctx, ids)
+		if err != nil {
+			return d, err
+		}
+		d.Refs = refs[th.ID]
 	}
-	d.Refs = refs[th.ID]
-	steps, err := q.Steps(ctx, ids, StepSelection{})
-	if err != nil {
-		return d, err
+	if p.Steps != nil {
+		steps, err := q.Steps(ctx, ids, *p.Steps)
+		if err != nil {
+			return d, err
+		}
+		d.Steps = steps[th.ID]
 	}
-	d.Steps = steps[th.ID]
-	nv, nn, depth := a.Validations, a.Notifications, a.LinkDepth
-	vals, err := q.Validations(ctx, ids, ValidationArgs{Limit: &nv})
-	if err != nil {
-		return d, err
+	if p.Validations != nil {
+		vals, err := q.Validations(ctx, ids, *p.Validations)
+		if err != nil {
+			return d, err
+		}
+		d.Validations = vals[th.ID]
 	}
-	d.Validations = vals[th.ID]
-	notes, err := q.Notifications(ctx, ids, NotificationArgs{Limit: &nn})
-	if err != nil {
-		return d, err
+	if p.Notifications != nil {
+		notes, err := q.Notifications(ctx, ids, *p.Notifications)
+		if err != nil {
+			return d, err
+		}
+		d.Notifications = notes[th.ID]
 	}
-	d.Notifications = notes[th.ID]
-	counts, err := q.NotificationCounts(ctx, ids)
-	if err != nil {
-		return d, err
+	if p.NotificationCounts {
+		counts, err := q.NotificationCounts(ctx, ids)
+		if err != nil {
+			return d, err
+		}
+		d.NotificationCounts = counts[th.ID]
 	}
-	d.NotificationCounts = counts[th.ID]
-	chains, err := q.ThreadChains(ctx, ids, &depth)
-	if err != nil {
-		return d, err
-	}
-	for _, l := range chains[th.ID] {
-		if l.ID != th.ID {
-			d.Linked = append(d.Linked, l)
+	if p.LinkDepth != nil {
+		chains, err := q.ThreadChains(ctx, ids, p.LinkDepth)
+		if err != nil {
+			return d, err
+		}
+		for _, l := range chains[th.ID] {
+			if l.ID != th.ID {
+				d.Linked = append(d.Linked, l)
+			}
 		}
 	}
 	return d, nil

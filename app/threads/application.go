@@ -1,24 +1,25 @@
 package threads
 
 import (
-	"github.com/threadengine/engine/app/delivery"
+	"github.com/threadengine/engine/app/decisions"
+	"github.com/threadengine/engine/app/waits"
 	"github.com/threadengine/engine/ports"
 )
 
 // Application is the thread use cases one handler per use case, as
 // identity.Application is for identity (ThreeDotsLabs' wild-workouts shape):
 // each handler is a small type with one Handle method, in its own file
-// (command_*.go, query_*.go; the waits in app/delivery), built by a
-// constructor that takes only the ports it uses. The WebSocket and OTLP
-// adapters call them; see docs/contributors/architecture.md.
+// (command_*.go, query_*.go; the waits in app/waits), built by a
+// constructor that takes only the ports it uses. The WebSocket adapter and
+// app/ingest (OTLP) call them; see docs/contributors/architecture.md.
 type Application struct {
 	Commands Commands
 	Queries  Queries
 }
 
-// Commands write threads: start, record, link, invite, join, end, ingest an
-// OpenTelemetry trace, and the
-// waits and grants that decide whether a step may run (app/delivery).
+// Commands write threads: start, record, link, invite, join, end, and the
+// waits and grants that decide whether a step may run (app/waits).
+// OpenTelemetry traces are ingested by app/ingest on top of these.
 type Commands struct {
 	StartThread        StartThreadHandler
 	StartThreadWithKey StartThreadWithKeyHandler
@@ -27,10 +28,9 @@ type Commands struct {
 	InviteParty        InvitePartyHandler
 	JoinThread         JoinThreadHandler
 	EndThread          EndThreadHandler
-	IngestTrace        IngestTraceHandler
-	WaitForPermission  delivery.WaitForPermissionHandler
-	CancelGrant        delivery.CancelGrantHandler
-	ReleaseGrant       delivery.ReleaseGrantHandler
+	WaitForPermission  waits.WaitForPermissionHandler
+	CancelGrant        waits.CancelGrantHandler
+	ReleaseGrant       waits.ReleaseGrantHandler
 }
 
 // Queries read what the writers need: a thread by ref, whether a step is
@@ -41,11 +41,16 @@ type Queries struct {
 	HasStep           HasStepHandler
 	VerifyIntegrity   VerifyIntegrityHandler
 	ThreadDetails     ThreadDetailsHandler
-	WaitForValidation delivery.WaitForValidationHandler
-	// The decision queries: read-only advice, never a grant.
-	Can    CanHandler
-	Should ShouldHandler
-	Next   NextHandler
+	WaitForValidation waits.WaitForValidationHandler
+	// The decision queries (app/decisions): read-only advice, never a grant.
+	Can    decisions.CanHandler
+	Should decisions.ShouldHandler
+	Next   decisions.NextHandler
+}
+
+// Decisions returns the decision queries.
+func (q Queries) Decisions() decisions.Decisions {
+	return decisions.Decisions{Can: q.Can, Should: q.Should, Next: q.Next}
 }
 
 // Application returns the thread use cases.
@@ -66,7 +71,7 @@ func (m *Module) build() Application {
 	invites := inviteKeysOf(m.keys)
 	findByRef := NewFindThreadByRefHandler(store, store, clock)
 	keyed := NewStartThreadWithKeyHandler(store, store, store, findByRef, m.contracts, clock, metrics)
-	release := delivery.NewReleaseGrantHandler(store, m.hub)
+	release := waits.NewReleaseGrantHandler(store, m.hub)
 	hasStep := NewHasStepHandler(store, store, clock)
 	// One step recorder for every transport: OTLP spans are judged (content
 	// rules, the semantic gate) exactly as WebSocket steps are.
@@ -80,9 +85,8 @@ func (m *Module) build() Application {
 			InviteParty:        NewInvitePartyHandler(store, m.contracts, invites, clock, m.opts.InvitationMaxTTL),
 			JoinThread:         NewJoinThreadHandler(store, m.contracts, invites, clock),
 			EndThread:          NewEndThreadHandler(store, m.hub, clock, metrics),
-			IngestTrace:        NewIngestTraceHandler(keyed, hasStep, record, store, clock, metrics),
-			WaitForPermission:  delivery.NewWaitForPermissionHandler(store, m.contracts, m.hub, release, clock),
-			CancelGrant:        delivery.NewCancelGrantHandler(store, m.hub, clock),
+			WaitForPermission:  waits.NewWaitForPermissionHandler(store, m.contracts, m.hub, release, clock),
+			CancelGrant:        waits.NewCancelGrantHandler(store, m.hub, clock),
 			ReleaseGrant:       release,
 		},
 		Queries: Queries{
@@ -90,10 +94,10 @@ func (m *Module) build() Application {
 			HasStep:           hasStep,
 			VerifyIntegrity:   NewVerifyIntegrityHandler(store, store, m.keys.Keyring(), clock),
 			ThreadDetails:     NewThreadDetailsHandler(store),
-			WaitForValidation: delivery.NewWaitForValidationHandler(store, store, m.hub, clock),
-			Can:               NewCanHandler(store, m.contracts, m.opts.Classifier, clock),
-			Should:            NewShouldHandler(store, store, m.contracts, m.opts.Classifier, clock),
-			Next:              NewNextHandler(store, m.contracts, clock),
+			WaitForValidation: waits.NewWaitForValidationHandler(store, store, m.hub, clock),
+			Can:               decisions.NewCanHandler(store, m.contracts, m.opts.Classifier, clock),
+			Should:            decisions.NewShouldHandler(store, store, m.contracts, m.opts.Classifier, clock),
+			Next:              decisions.NewNextHandler(store, m.contracts, clock),
 		},
 	}
 }

@@ -62,7 +62,7 @@ func (h EndThreadHandler) Handle(ctx context.Context, in EndThreadInput) (domain
 		if reason != "" {
 			msg += ": " + reason
 		}
-		ev := threadEvent(*th, status, msg, now)
+		ev := ThreadEvent(*th, status, msg, now)
 		if reason != "" {
 			ev.Details = map[string]any{"reason": reasonValue(in.Reason, in.ReasonObject)}
 		}

@@ -5,6 +5,8 @@ package threads
 
 import (
 	"context"
+	"errors"
+	"time"
 
 	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
@@ -52,11 +54,38 @@ func (h RecordStepHandler) Handle(ctx context.Context, in RecordStepInput) (Step
 	}
 	now := now(h.clock)
 	who := authz.Actor(p, in.Role)
-	if err := h.semantic.judge(ctx, c, who, in, status); err != nil {
-		if refused(err) {
-			h.refusals.record(ctx, c, in, p.ID, err)
+	// The semantic verdict is taken outside the row lock; the append checks
+	// it still holds and, when the thread moved under it, judges again
+	// (semantic_gate.go).
+	for judgements := 1; ; judgements++ {
+		res, plan, err := h.judgeAndAppend(ctx, c, who, p.ID, in, status, subs, now)
+		if errors.Is(err, errSemanticStale) {
+			if judgements < maxSemanticJudgements {
+				continue
+			}
+			err = errSemanticBasisMoved(in.StepName)
 		}
-		return StepResult{}, err
+		if err != nil {
+			if refused(err) {
+				h.refusals.record(ctx, c, in, p.ID, err)
+			}
+			return StepResult{}, err
+		}
+		if !plan.Duplicate {
+			countStep(h.metrics, plan)
+			h.publisher.Published(ctx, plan.Notifications)
+		}
+		return res, nil
+	}
+}
+
+// judgeAndAppend judges the submission's semantic rules, then appends it
+// under the row lock (errSemanticStale: the verdict no longer holds there).
+func (h RecordStepHandler) judgeAndAppend(ctx context.Context, c *domain.Contract, who domain.Actor, principalID string,
+	in RecordStepInput, status domain.StepStatus, subs []domain.StepStatus, now time.Time) (StepResult, ports.StepPlan, error) {
+	verdict, err := h.semantic.judge(ctx, c, who, in, status)
+	if err != nil {
+		return StepResult{}, ports.StepPlan{}, err
 	}
 	attempt := domain.StepAttempt{Name: in.StepName, IdempotencyKey: in.IdempotencyKey, InvocationID: in.InvocationID,
 		Status: status, Context: in.Context, StartedAt: in.StartedAt, FinishedAt: in.FinishedAt}
@@ -65,7 +94,7 @@ func (h RecordStepHandler) Handle(ctx context.Context, in RecordStepInput) (Step
 	if c != nil {
 		step, _ = c.Step(in.StepName)
 	}
-	writer := ports.AppendWriter{PrincipalID: p.ID, Role: in.Role, InvocationID: in.InvocationID,
+	writer := ports.AppendWriter{PrincipalID: principalID, Role: in.Role, InvocationID: in.InvocationID,
 		WithGrants: len(step.FreshDependsOn) > 0}
 	plan, err := h.steps.AppendStep(ctx, in.ThreadID, writer, in.StepName,
 		in.IdempotencyKey, c != nil, func(v ports.StepTx) (ports.StepPlan, error) {
@@ -87,6 +116,9 @@ func (h RecordStepHandler) Handle(ctx context.Context, in RecordStepInput) (Step
 			if err != nil {
 				return ports.StepPlan{}, err
 			}
+			if !d.Duplicate && !verdict.holds(c, step, th, v.States) {
+				return ports.StepPlan{}, errSemanticStale
+			}
 			if d.Duplicate {
 				res = StepResult{Duplicate: true, SameInvocation: d.SameInvocation, StepID: v.Current.LatestStepID,
 					StepName: in.StepName, IdempotencyKey: in.IdempotencyKey, Status: v.Current.Status,
@@ -103,15 +135,5 @@ func (h RecordStepHandler) Handle(ctx context.Context, in RecordStepInput) (Step
 				ThreadStatus: plan.Thread.Status, Validation: d.Validation}
 			return plan, nil
 		})
-	if err != nil {
-		if refused(err) {
-			h.refusals.record(ctx, c, in, p.ID, err)
-		}
-		return StepResult{}, err
-	}
-	if !plan.Duplicate {
-		countStep(h.metrics, plan)
-		h.publisher.Published(ctx, plan.Notifications)
-	}
-	return res, nil
+	return res, plan, err
 }

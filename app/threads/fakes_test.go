@@ -33,6 +33,9 @@ type fakeThreads struct {
 	// afterList, when set, runs once after the next ListActivities (a
 	// writer committing between two reads).
 	afterList func()
+	// afterReadGrants, when set, runs once after the next ReadGrants (a
+	// writer committing between a lock-free read and an append).
+	afterReadGrants func()
 }
 
 func newFakeThreads() *fakeThreads {
@@ -273,6 +276,10 @@ func (f *fakeThreads) ListRefs(_ context.Context, threadID string) (map[string]s
 func (f *fakeThreads) ReadGrants(_ context.Context, threadID string) (ports.GrantTx, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if after := f.afterReadGrants; after != nil {
+		f.afterReadGrants = nil
+		defer func() { f.mu.Unlock(); after(); f.mu.Lock() }()
+	}
 	f.grantReads++
 	t, ok := f.threads[threadID]
 	if !ok {

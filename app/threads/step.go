@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/threadengine/engine/app/delivery"
+	"github.com/threadengine/engine/app/waits"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -146,12 +146,12 @@ func stepPlan(keys domain.ChainKeys, th domain.Thread, v ports.StepTx, c *domain
 	}
 	switch d.Ended {
 	case domain.ThreadCompleted:
-		plan.Notifications = append(plan.Notifications, threadEvent(th, domain.ThreadCompleted,
+		plan.Notifications = append(plan.Notifications, ThreadEvent(th, domain.ThreadCompleted,
 			"Thread completed by terminal step '"+in.StepName+"'", now))
 	case domain.ThreadFailed:
 		// Subscribers of the thread and thread.failed webhooks hear it,
 		// with the violation that failed it.
-		ev := threadEvent(th, domain.ThreadFailed, "Thread failed at step '"+in.StepName+"': "+th.Error, now)
+		ev := ThreadEvent(th, domain.ThreadFailed, "Thread failed at step '"+in.StepName+"': "+th.Error, now)
 		if d.Validation != nil {
 			if worst, ok := d.Validation.MostSevere(); ok {
 				ev.Severity, ev.ViolationType = string(worst.Severity), worst.Type
@@ -181,10 +181,10 @@ func checkStepInput(in RecordStepInput) (domain.StepStatus, []domain.StepStatus,
 		return "", nil, domain.Invalid("idempotencyKey", "Missing required field: idempotencyKey")
 	case in.Context == nil:
 		return "", nil, domain.Invalid("context", "Missing required field: context")
-	case utf8.RuneCountInString(in.InvocationID) > delivery.MaxInvocationIDLen:
-		return "", nil, domain.Invalid("invocationId", "invocationId must be at most %d characters", delivery.MaxInvocationIDLen)
-	case delivery.CheckInvocationPrefix(in.InvocationID) != nil:
-		return "", nil, delivery.CheckInvocationPrefix(in.InvocationID)
+	case utf8.RuneCountInString(in.InvocationID) > waits.MaxInvocationIDLen:
+		return "", nil, domain.Invalid("invocationId", "invocationId must be at most %d characters", waits.MaxInvocationIDLen)
+	case waits.CheckInvocationPrefix(in.InvocationID) != nil:
+		return "", nil, waits.CheckInvocationPrefix(in.InvocationID)
 	case len(in.SubSteps) > MaxSubSteps:
 		return "", nil, domain.Invalid("subSteps", "at most %d sub-steps", MaxSubSteps)
 	}

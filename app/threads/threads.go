@@ -1,21 +1,19 @@
 package threads
 
 import (
-	"context"
 	"log/slog"
 	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 
-	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/app/delivery"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
 
 // Limits on one write; they bound the size of rows and of the hash input.
-// (An invocation id's bound is delivery.MaxInvocationIDLen: it names a grant
+// (An invocation id's bound is waits.MaxInvocationIDLen: it names a grant
 // too.)
 const (
 	MaxRefs        = 64
@@ -28,7 +26,7 @@ const (
 
 // Module wires the thread use cases: threads, steps (append-only, hash
 // chained, contract validated), refs, parties, and the waits of waitFor
-// (app/delivery), with the notification hub they publish to. It holds what
+// (app/waits), with the notification hub (app/delivery) they publish to. It holds what
 // the use cases share (the store behind its id check, the contract cache,
 // the chain keys, the hub) and builds one handler per use case
 // (Application), each given only the ports it uses. Every rule they apply is
@@ -41,7 +39,7 @@ type Module struct {
 	clock     ports.Clock
 	keys      domain.ChainKeys
 	hub       *delivery.Hub
-	metrics   ports.Metrics
+	metrics   Metrics
 	refusals  refusals
 	app       Application
 }
@@ -77,9 +75,16 @@ func (m *Module) SetRefusalRetention(d time.Duration) {
 // Hub delivers the notification log to WebSocket sessions.
 func (m *Module) Hub() *delivery.Hub { return m.hub }
 
+// Metrics is what the thread use cases and their hub count (the engine's
+// ports.Metrics has it).
+type Metrics interface {
+	ports.ThreadMetrics
+	ports.DeliveryMetrics
+}
+
 // SetMetrics makes the thread use cases and their hub report to metrics.
 // Call it before serving requests.
-func (m *Module) SetMetrics(metrics ports.Metrics) {
+func (m *Module) SetMetrics(metrics Metrics) {
 	m.metrics = metrics
 	m.hub.SetMetrics(metrics)
 	m.app = m.build()
@@ -93,28 +98,11 @@ func (m *Module) UseChainKeys(k domain.ChainKeys) {
 	m.app = m.build()
 }
 
-// Metrics is where thread events are counted (never nil, even on a nil
-// *Module: adapter unit tests run handlers without the use cases).
-func (m *Module) Metrics() ports.Metrics {
-	if m == nil || m.metrics == nil {
-		return ports.NopMetrics{}
-	}
-	return m.metrics
-}
-
 // ForgetContract drops a deleted contract version from the cache.
 func (m *Module) ForgetContract(name string, version int) { m.contracts.forgetContract(name, version) }
 
 // ForgetThreads drops deleted threads from the thread → contract cache.
 func (m *Module) ForgetThreads(ids []string) { m.contracts.forgetThreads(ids) }
-
-// AuthorizeIngest refuses a caller that may not write threads, before a
-// transport reads a request body (OTLP); every write use case checks the
-// same again.
-func (m *Module) AuthorizeIngest(ctx context.Context) error {
-	_, err := authz.Require(ctx, domain.PermThreadsWrite)
-	return err
-}
 
 // countStep reports a committed append: the step, its validation (and each
 // of its issues worse than info, by contract and rule) and the thread's end when the step closed it (appends only plan on active threads).
@@ -142,7 +130,9 @@ func countStep(metrics ports.ThreadMetrics, plan ports.StepPlan) {
 // now is the thread use cases' clock: UTC, at the microsecond the stores keep.
 func now(c ports.Clock) time.Time { return c.Now().UTC().Truncate(time.Microsecond) }
 
-func threadEvent(th domain.Thread, status domain.ThreadStatus, msg string, now time.Time) ports.NotificationRecord {
+// ThreadEvent is the notification of a thread ending (or changing status)
+// with msg; the thread use cases and app/ingest publish it.
+func ThreadEvent(th domain.Thread, status domain.ThreadStatus, msg string, now time.Time) ports.NotificationRecord {
 	return ports.NotificationRecord{ID: uuid.NewString(), ThreadID: th.ID, StepName: "global",
 		ContractName: th.ContractName, OwnerID: th.OwnerID, Source: "thread", NotificationType: "thread." + string(status),
 		ValidationStatus: "none", Severity: "info", Message: msg, CreatedAt: now}

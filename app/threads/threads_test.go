@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/threadengine/engine/app/authz"
-	"github.com/threadengine/engine/app/delivery"
+	"github.com/threadengine/engine/app/waits"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports/portstest"
 )
@@ -232,7 +232,7 @@ func TestCancelledRepeatWaitKeepsTheEarlierGrant(t *testing.T) {
 	t.Parallel()
 	f, key, th := paidOrder(t)
 	first, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-1", time.Second)
-	if err != nil || first.Decision != delivery.DecisionAllowed || !first.NewGrant {
+	if err != nil || first.Decision != waits.DecisionAllowed || !first.NewGrant {
 		t.Fatalf("first wait: %+v %v", first, err)
 	}
 	cancelled, cancel := context.WithCancel(key)
@@ -255,10 +255,10 @@ func TestCancelledRepeatWaitKeepsTheEarlierGrant(t *testing.T) {
 func TestGiveBackLeavesAGrantARepeatWaitTookOver(t *testing.T) {
 	t.Parallel()
 	f, key, th := paidOrder(t)
-	wait := func() delivery.WaitResult {
+	wait := func() waits.WaitResult {
 		t.Helper()
 		r, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-1", time.Second)
-		if err != nil || r.Decision != delivery.DecisionAllowed || r.Answer == "" {
+		if err != nil || r.Decision != waits.DecisionAllowed || r.Answer == "" {
 			t.Fatalf("wait: %+v %v", r, err)
 		}
 		return r
@@ -296,7 +296,7 @@ func TestWaitTimesOutWhileTheRowLockIsHeld(t *testing.T) {
 		start := time.Now()
 		r, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-1", 300*time.Millisecond)
 		took := time.Since(start)
-		if err != nil || r.Decision != delivery.DecisionTimedOut {
+		if err != nil || r.Decision != waits.DecisionTimedOut {
 			t.Fatalf("wait behind a held row lock: %+v %v, want timed_out", r, err)
 		}
 		if took >= 300*time.Millisecond {
@@ -305,7 +305,7 @@ func TestWaitTimesOutWhileTheRowLockIsHeld(t *testing.T) {
 		lock() // the late round decides under the lock, and grants nothing
 		eventuallyGrants(t, f, th, func(locks int, gs []domain.StepGrant) bool { return locks == 1 && len(gs) == 0 })
 		next, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-2", time.Second)
-		if err != nil || next.Decision != delivery.DecisionAllowed {
+		if err != nil || next.Decision != waits.DecisionAllowed {
 			t.Fatalf("the next waiter on the same success: %+v %v, want allowed", next, err)
 		}
 	})
@@ -324,10 +324,10 @@ func TestRepeatWaitKeepsItsGrantWhenAnEarlierRoundFinishesLate(t *testing.T) {
 		f, key, th := paidOrder(t)
 		lock := f.holdRowLock(t)
 		first, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-1", 200*time.Millisecond)
-		if err != nil || first.Decision != delivery.DecisionTimedOut {
+		if err != nil || first.Decision != waits.DecisionTimedOut {
 			t.Fatalf("first wait: %+v %v", first, err)
 		}
-		second := make(chan delivery.WaitResult, 1)
+		second := make(chan waits.WaitResult, 1)
 		go func() {
 			r, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-1", 5*time.Second)
 			if err != nil {
@@ -337,7 +337,7 @@ func TestRepeatWaitKeepsItsGrantWhenAnEarlierRoundFinishesLate(t *testing.T) {
 		}()
 		synctest.Wait() // the second wait queues on the lock too
 		lock()
-		if r := <-second; r.Decision != delivery.DecisionAllowed {
+		if r := <-second; r.Decision != waits.DecisionAllowed {
 			t.Fatalf("repeat wait: %+v, want allowed", r)
 		}
 		synctest.Wait() // every round has ended: a late give-back, were there one, is made
@@ -419,7 +419,7 @@ func partyScoped(id string) context.Context {
 func (f threadsFixture) wantConsumed(t *testing.T, key context.Context, th string) {
 	t.Helper()
 	other, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-2", 200*time.Millisecond)
-	if err != nil || other.Decision != delivery.DecisionTimedOut {
+	if err != nil || other.Decision != waits.DecisionTimedOut {
 		t.Fatalf("a second invocation on the consumed success: %+v %v, want timed_out", other, err)
 	}
 }
@@ -474,7 +474,7 @@ func TestWaitLocksOnlyToGrant(t *testing.T) {
 	key := as("k1", domain.RoleMember)
 	th := orderForWarehouse(t, f, key)
 	r, err := f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-1", 100*time.Millisecond)
-	if err != nil || r.Decision != delivery.DecisionTimedOut {
+	if err != nil || r.Decision != waits.DecisionTimedOut {
 		t.Fatalf("wait before pay: %+v %v", r, err)
 	}
 	if f.store.grantLocks != 0 || f.store.grantReads == 0 {
@@ -482,7 +482,7 @@ func TestWaitLocksOnlyToGrant(t *testing.T) {
 	}
 	f.pay(t, key, th)
 	r, err = f.threads.Application().Commands.WaitForPermission.Handle(key, th, "warehouse", "ship", "inv-1", time.Second)
-	if err != nil || r.Decision != delivery.DecisionAllowed || !r.NewGrant || f.store.grantLocks != 1 {
+	if err != nil || r.Decision != waits.DecisionAllowed || !r.NewGrant || f.store.grantLocks != 1 {
 		t.Fatalf("granting wait: %+v %v, %d locked rounds", r, err, f.store.grantLocks)
 	}
 	if gs := f.store.grants[th]; len(gs) != 1 || gs[0].Consumed == "" {

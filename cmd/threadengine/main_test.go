@@ -52,6 +52,8 @@ func TestRunExitCodes(t *testing.T) {
 		{"migrate extra argument", []string{"migrate", "up", "now"}, 2},
 		{"healthcheck without an engine", []string{"--config", idle, "healthcheck", "--timeout", "2s"}, 1},
 		{"healthcheck bad flag", []string{"healthcheck", "--nope"}, 2},
+		{"rebuild step stats", []string{"rebuild-step-stats"}, 0},
+		{"rebuild step stats extra argument", []string{"rebuild-step-stats", "now"}, 2},
 	}
 	for _, c := range cases {
 		if got := run(c.args); got != c.want {

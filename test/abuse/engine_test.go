@@ -25,6 +25,7 @@ import (
 
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
+	"github.com/threadengine/engine/test/enginebin"
 )
 
 // Budgets every attack is held to. /healthz is held to answering (every
@@ -49,9 +50,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "threadengine")
-	build := exec.Command("go", "build", "-o", binary, "github.com/threadengine/engine/cmd/threadengine")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
+	if err := enginebin.Build("", binary); err != nil {
 		fmt.Fprintln(os.Stderr, "building the engine:", err)
 		os.Exit(1)
 	}

@@ -219,21 +219,26 @@ func TestWaitsDoNotStarveWriters(t *testing.T) {
 			w := e.during(t, nil)
 			var ratios []float64
 			for round := 0; round < 3; round++ {
+				c0 := e.cpu(t)
 				base := writers(t, e, normal, 4, window)
+				baseCPU := cpuWindow{e.cpu(t) - c0, base}
 				reads0, began := e.metric(t, "threadengine_wait_reads_total"), time.Now()
 				pending, refused, stop := attack(t, e, attacker, 100, 256)
 				// Each accepted wait reads once when it starts (a burst,
 				// spread over a few rounds at a time); measured from then.
 				reads := e.until(t, "threadengine_wait_reads_total", reads0+float64(pending))
 				firstReads := time.Since(began)
+				c2 := e.cpu(t)
 				under := writers(t, e, normal, 4, window)
+				underCPU := cpuWindow{e.cpu(t) - c2, under}
 				rechecked := e.metric(t, "threadengine_wait_reads_total") - reads
 				stop()
 				ratio := float64(under) / float64(base)
 				ratios = append(ratios, ratio)
 				load, _ := os.ReadFile("/proc/loadavg")
-				t.Logf("%s round %d: writers %d steps without the attack, %d with it (ratio %.2f); waits pending %d, refused %d, their first reads done in %v; reads during the writers' window %.0f; load %s",
-					d, round, base, under, ratio, pending, refused, firstReads.Round(time.Millisecond), rechecked, strings.TrimSpace(string(load)))
+				t.Logf("%s round %d: writers %d steps without the attack, %d with it (ratio %.2f); waits pending %d, refused %d, their first reads done in %v; reads during the writers' window %.0f; %s; RSS %.0f MiB; load %s",
+					d, round, base, under, ratio, pending, refused, firstReads.Round(time.Millisecond), rechecked, attackShare(baseCPU, underCPU),
+					rssMiB(t, e), strings.TrimSpace(string(load)))
 				if pending+refused != 100*256 || pending > 1024 || refused == 0 {
 					t.Fatalf("pending %d + refused %d, want every one of 25,600 waits accounted for, at most 1,024 pending", pending, refused)
 				}

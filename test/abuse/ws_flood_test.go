@@ -46,9 +46,13 @@ func TestWriteFloodPerPrincipal(t *testing.T) {
 			defer normal.close()
 			writers(t, e, bystander, 4, time.Second) // warm up
 			const window = 3 * time.Second
-			base := writers(t, e, bystander, 4, window)
-
+			// The watch (healthz probes, the normal client) runs in both
+			// windows, so neither figure charges its work to the flood.
 			w := e.during(t, normal.round)
+			c0 := e.cpu(t)
+			base := writers(t, e, bystander, 4, window)
+			baseCPU := cpuWindow{e.cpu(t) - c0, base}
+
 			ctx, stop := context.WithCancel(context.Background())
 			frame := []byte(`{"action":"startThread","refs":{"orderId":"flood"},"label":"` + strings.Repeat("x", 20<<10) + `"}`)
 			var sent atomic.Int64
@@ -77,7 +81,9 @@ func TestWriteFloodPerPrincipal(t *testing.T) {
 					}
 				}()
 			}
+			c2 := e.cpu(t)
 			under := writers(t, e, bystander, 4, window)
+			underCPU := cpuWindow{e.cpu(t) - c2, under}
 			stop()
 			wg.Wait()
 			for _, c := range conns {
@@ -87,8 +93,8 @@ func TestWriteFloodPerPrincipal(t *testing.T) {
 			refused := e.refusals(t, "ws_frame_rate")
 			queuedPeak := e.budgetPeak(t, "ws_queued_bytes")
 			t.Logf("%s: flood sent %d frames of 20 KB, %d refused rate_limited; queued bytes peak %.0f (budget 4 MiB); "+
-				"other writers %d steps in %v alone, %d under the flood (ratio %.2f; machine: 8 parallel agents on 2 cores)",
-				d, sent.Load(), refused, queuedPeak, base, window, under, float64(under)/float64(max(base, 1)))
+				"other writers %d steps in %v alone, %d under the flood (ratio %.2f); %s; load %s",
+				d, sent.Load(), refused, queuedPeak, base, window, under, float64(under)/float64(max(base, 1)), attackShare(baseCPU, underCPU), loadavg())
 			if refused == 0 {
 				t.Errorf("no flood frame was refused rate_limited")
 			}

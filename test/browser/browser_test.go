@@ -397,7 +397,9 @@ func TestWebUI(t *testing.T) {
 		shot(t, ctx, "05b-users-role-confirm")
 		do(t, ctx, "confirm role",
 			chromedp.Click(css(`dialog[open] .dialog-foot .btn-primary`)),
-			chromedp.WaitVisible(css(`#users-msg .alert.ok`)))
+			// The reactivation's own "ok" alert is still shown: wait for this
+			// change's message, not for any alert.
+			waitText(`#users-msg .alert.ok`, m.Email+` is now viewer.`))
 		if u, _ := eng.Server.Store.GetUser(context.Background(), m.ID); u.Role != domain.RoleViewer {
 			t.Fatalf("after role change: %s", u.Role)
 		}

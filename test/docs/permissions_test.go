@@ -67,7 +67,7 @@ func permissionChecks(fset *token.FileSet, f *ast.File) []string {
 // TestAdaptersLeavePermissionsToApp: every permission check is a use case's
 // (app); adapters decode, call app and encode. An adapter that must refuse
 // before doing work calls an app method for it (Queries.AuthorizeRead,
-// Exports.AuthorizeStream, threads.Module.AuthorizeIngest).
+// Exports.AuthorizeStream, ingest.Authorize).
 func TestAdaptersLeavePermissionsToApp(t *testing.T) {
 	t.Parallel()
 	root := repoRoot(t)

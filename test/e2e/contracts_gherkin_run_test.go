@@ -148,7 +148,7 @@ func freshScenario(t *testing.T, writer, w1, w2 *wsClient) {
 		w2.held = append(w2.held, r)
 		w2.mu.Unlock()
 		first, firstReq, firstInv, second, secondReq, secondInv = w2, "b", "inv-b", w1, "a", "inv-a"
-	case <-time.After(10 * time.Second):
+	case <-time.After(answerBound):
 		t.Fatal("no waiter was granted after the approval")
 	}
 	if r := first.replyFor(firstReq, time.Second); r["decision"] != "allowed" || r["invocationId"] != firstInv {

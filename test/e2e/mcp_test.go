@@ -35,7 +35,7 @@ func mcpConnect(t testing.TB, e *enginetest.Engine, key, protocol string) (*mcp.
 	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
 	tr := &mcp.StreamableClientTransport{Endpoint: e.URL + "/mcp", HTTPClient: &http.Client{Transport: bearerTransport{key}}, MaxRetries: -1}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), answerBound)
 	defer cancel()
 	var opts *mcp.ClientSessionOptions
 	if protocol != "" {
@@ -62,7 +62,7 @@ func mustConnect(t testing.TB, e *enginetest.Engine, key string) *mcp.ClientSess
 // report problems as results with IsError, never as protocol errors).
 func callTool(t *testing.T, cs *mcp.ClientSession, name string, args any) *mcp.CallToolResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), answerBound)
 	defer cancel()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
+	"github.com/threadengine/engine/test/enginebin"
 	"github.com/threadengine/engine/test/enginetest"
 )
 
@@ -40,10 +40,7 @@ func startReplicaSet(t *testing.T, n int) *replicaSet {
 		t.Skip("builds and runs the engine binary")
 	}
 	url := sqldbtest.URL(t, sqldb.Postgres)
-	bin := filepath.Join(t.TempDir(), "threadengine")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/threadengine").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := enginebin.Path(t)
 	rs := &replicaSet{bin: bin, url: url}
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "THREADENGINE_") {

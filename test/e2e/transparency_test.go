@@ -17,6 +17,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/threadengine/engine/domain"
+	"github.com/threadengine/engine/test/enginebin"
 	"github.com/threadengine/engine/test/enginetest"
 )
 
@@ -36,10 +37,7 @@ func engineBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "threadengine")
-		if out, err := exec.Command("go", "build", "-o", binPath, "../../cmd/threadengine").CombinedOutput(); err != nil {
-			binErr = err
-			t.Logf("go build: %s", out)
-		}
+		binErr = enginebin.Build("", binPath)
 	})
 	if binErr != nil {
 		t.Fatalf("building the engine: %v", binErr)

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -24,6 +23,7 @@ import (
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/adapters/threadstore"
 	"github.com/threadengine/engine/domain"
+	"github.com/threadengine/engine/test/enginebin"
 )
 
 const crashSecret = "crash-test-hash-chain-secret-0123456789"
@@ -38,11 +38,7 @@ func TestWSAckedStepsSurviveKill9(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("needs SIGKILL")
 	}
-	bin := filepath.Join(t.TempDir(), "threadengine")
-	build := exec.Command("go", "build", "-o", bin, "../../cmd/threadengine")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := enginebin.Path(t)
 	forEachDialectD(t, func(t *testing.T, d sqldb.Dialect) {
 		dir := t.TempDir()
 		var env []string
@@ -166,7 +162,9 @@ func startEngine(t *testing.T, bin, dir string, env []string, addr string) *exec
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
-	deadline := time.Now().Add(20 * time.Second)
+	// A hang guard, not a speed requirement: a fresh database migrates
+	// first, and the machine may be shared.
+	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
 		resp, err := http.Get("http://" + addr + "/healthz")
 		if err == nil {

@@ -85,7 +85,7 @@ func TestReplicasHeldNotifications(t *testing.T) {
 	back.ok(map[string]any{"action": "ack_notification", "requestId": "a", "ackToken": n["ackToken"]})
 	back.ok(map[string]any{"action": "unsubscribe", "requestId": "u", "stepName": "ship"})
 	// The release reaches b: what is raised now is held for nobody there.
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(answerBound)
 	for {
 		writer.ok(step(tid, "ship", "success", fmt.Sprint("late-", time.Now().UnixNano()), nil))
 		a.Clock.Advance(time.Minute)

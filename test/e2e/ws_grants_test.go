@@ -42,7 +42,7 @@ func grantScenario(t *testing.T, writer, w1, w2 *wsClient) {
 		w2.held = append(w2.held, r)
 		w2.mu.Unlock()
 		granted, grantedInv, other, otherReq = w2, "inv-b", w1, "a"
-	case <-time.After(3 * time.Second):
+	case <-time.After(answerBound):
 		t.Fatal("no waiter was granted after the predecessor succeeded")
 	}
 	grantedReq := "a"

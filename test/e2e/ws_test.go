@@ -28,7 +28,7 @@ func TestWSProtocolScenario(t *testing.T) {
 		}
 		select {
 		case <-bad.closed:
-		case <-time.After(5 * time.Second):
+		case <-time.After(answerBound):
 			t.Fatal("socket not closed after a bad key")
 		}
 
@@ -176,7 +176,7 @@ func TestWSProtocolScenario(t *testing.T) {
 		}
 		select {
 		case <-c.closed:
-		case <-time.After(5 * time.Second):
+		case <-time.After(answerBound):
 			t.Fatal("socket not closed after closeConnection")
 		}
 	})

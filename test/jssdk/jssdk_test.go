@@ -26,6 +26,7 @@ import (
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/adapters/wsapi"
+	"github.com/threadengine/engine/test/enginebin"
 )
 
 func sdkDir(t *testing.T) string {
@@ -116,10 +117,8 @@ func TestJavaScriptSDK(t *testing.T) {
 	hasWS := hasDeps || fileExists(filepath.Join(dir, "node_modules", "ws", "package.json"))
 
 	bin := filepath.Join(t.TempDir(), "threadengine")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/threadengine")
-	build.Dir = filepath.Join(dir, "..", "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build engine: %v\n%s", err, out)
+	if err := enginebin.Build(filepath.Join(dir, "..", ".."), bin); err != nil {
+		t.Fatalf("build engine: %v", err)
 	}
 
 	// Node 22+ has a global WebSocket, which the SDK prefers; 18–21 use ws,

@@ -19,6 +19,7 @@ import (
 
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
+	"github.com/threadengine/engine/test/enginebin"
 	"github.com/threadengine/engine/test/enginetest"
 )
 
@@ -46,16 +47,16 @@ ALTER TABLE upgrade_probe ADD COLUMN legacy_note TEXT;
 `
 )
 
-// buildFlags (with CGO_ENABLED=0) are the Dockerfile's compile flags, so
-// the packages compiled for deploy's image-binary test are reused here
-// and the four builds cost little more than their links.
-var buildFlags = []string{"build", "-trimpath", "-ldflags=-s -w"}
-
 // build compiles ./cmd/threadengine of the module at dir into out, with
-// extra migrations (file name → SQL) added through an overlay.
+// extra migrations (file name → SQL) added through an overlay. The
+// binaries are linked by enginebin with the Dockerfile's flags, so the
+// packages compiled for the other test packages' engines are reused here,
+// and each of the four binaries is linked once and then kept in the go
+// command's cache for the next run (the release before the gate included:
+// -trimpath makes its export directory's path irrelevant).
 func build(t *testing.T, dir, out string, extra map[string]string) {
 	t.Helper()
-	args := append([]string{}, buildFlags...)
+	var args []string
 	if len(extra) > 0 {
 		repl := map[string]string{}
 		tmp := t.TempDir()
@@ -75,12 +76,9 @@ func build(t *testing.T, dir, out string, extra map[string]string) {
 		}
 		args = append(args, "-overlay", ovFile)
 	}
-	cmd := exec.Command("go", append(args, "-o", out, "./cmd/threadengine")...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	start := time.Now()
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build in %s: %v\n%s", dir, err, b)
+	if err := enginebin.Build(dir, out, args...); err != nil {
+		t.Fatal(err)
 	}
 	t.Logf("built %s (%s)", filepath.Base(out), time.Since(start).Round(time.Millisecond))
 }

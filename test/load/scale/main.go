@@ -8,6 +8,10 @@
 //
 //	go run ./test/load/scale --db 'postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable' --threads 100000
 //	go run ./test/load/scale --threads 100000            # SQLite in a temporary file
+//	go run ./test/load/scale --db sqlite:///var/tmp/scale.db --threads 100000 --keep
+//
+// --keep keeps the database; --reuse measures a kept one again (after this
+// binary's migrations) without seeding it.
 //
 // With --db postgres://…/name the tool creates a fresh database named
 // scale_<n> on that server (dropped at the end unless --keep). Figures are
@@ -31,7 +35,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	_ "github.com/lib/pq"
+	"github.com/lib/pq"
 
 	"github.com/threadengine/engine/adapters/graphqlapi"
 	"github.com/threadengine/engine/adapters/sqldb"
@@ -47,17 +51,20 @@ func main() {
 	n := flag.Int("threads", 100_000, "threads to seed")
 	reps := flag.Int("reps", 20, "timed runs per request (after 2 warm-up runs)")
 	keep := flag.Bool("keep", false, "keep the database")
+	name := flag.String("name", "", "PostgreSQL database to create (default scale_<threads>; pick your own when others run the tool on the same server)")
+	reuse := flag.Bool("reuse", false, "measure a kept database (scale_<n>, or the --db sqlite:// file) again instead of seeding it anew")
 	sweep := flag.Float64("sweep", 0.1, "fraction of threads the retention sweep deletes at the end (0: no sweep)")
+	sweepBatch := flag.Int("sweep-batch", 100, "threads per retention batch (retention.batch_size)")
 	flag.Parse()
-	if err := run(*dbURL, *n, *reps, *keep, *sweep); err != nil {
+	if err := run(*dbURL, *name, *n, *reps, *keep, *reuse, *sweep, *sweepBatch); err != nil {
 		fmt.Fprintln(os.Stderr, "scale:", err)
 		os.Exit(1)
 	}
 }
 
-func run(server string, n, reps int, keep bool, sweepFrac float64) error {
+func run(server, name string, n, reps int, keep, reuse bool, sweepFrac float64, sweepBatch int) error {
 	ctx := context.Background()
-	dbURL, drop, err := freshDatabase(ctx, server, n, keep)
+	dbURL, drop, err := freshDatabase(ctx, server, name, n, keep, reuse)
 	if err != nil {
 		return err
 	}
@@ -69,18 +76,41 @@ func run(server string, n, reps int, keep bool, sweepFrac float64) error {
 	defer db.Close()
 	now := time.Now().UTC()
 	fmt.Printf("scale: %s, %d threads, machine: %s\n", db.Dialect, n, machine())
-	sample, took, err := seed(ctx, db, n, now, func(done int) {
-		if done%100_000 == 0 {
-			fmt.Printf("  seeded %d\n", done)
+	var have int
+	if reuse {
+		if err := db.GetContext(ctx, &have, `SELECT COUNT(*) FROM threads`); err != nil {
+			return err
 		}
-	})
-	if err != nil {
-		return fmt.Errorf("seed: %w", err)
 	}
-	fmt.Printf("seeded %d threads in %s (%.0f threads/s)\n", n, took.Round(time.Second), float64(n)/took.Seconds())
+	var sample []string
+	if have > 0 {
+		// A kept database (--keep, then --reuse): measure it again, after
+		// this binary's migrations, without seeding.
+		var mid string
+		if err := db.GetContext(ctx, &mid, db.Rebind(`SELECT id FROM threads ORDER BY created_at, id LIMIT 1 OFFSET ?`), have/2); err != nil {
+			return err
+		}
+		sample = []string{mid}
+		n = have
+		fmt.Printf("reusing %d seeded threads\n", have)
+	} else {
+		var took time.Duration
+		sample, took, err = seed(ctx, db, n, now, func(done int) {
+			if done%100_000 == 0 {
+				fmt.Printf("  seeded %d (%s)\n", done, machine())
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("seed: %w", err)
+		}
+		fmt.Printf("seeded %d threads in %s (%.0f threads/s)\n", n, took.Round(time.Second), float64(n)/took.Seconds())
+	}
+	phase := time.Now()
 	if err := analyze(ctx, db); err != nil {
 		return err
 	}
+	fmt.Printf("  analyzed in %s\n", time.Since(phase).Round(time.Second))
+	phase = time.Now()
 	store := threadquery.New(db)
 	defer store.Close()
 	for { // the engine rolls up in the background, a day per call
@@ -92,6 +122,7 @@ func run(server string, n, reps int, keep bool, sweepFrac float64) error {
 			break
 		}
 	}
+	fmt.Printf("  rolled up in %s, machine: %s\n", time.Since(phase).Round(time.Second), machine())
 	h, err := graphqlapi.New(readmodel.New(readmodel.Deps{Store: store, Stats: store}), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		return err
@@ -111,10 +142,13 @@ func run(server string, n, reps int, keep bool, sweepFrac float64) error {
 	if err != nil {
 		return err
 	}
+	if reps < 1 { // --reps 0: only the size and the sweep
+		reqs = nil
+	}
 	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "request\tmedian\tp95\trows\t\n")
 	// The machine's noise floor: one trivial statement through the same pool.
-	{
+	if reps > 0 {
 		var ds []time.Duration
 		for i := 0; i < reps+2; i++ {
 			began := time.Now()
@@ -154,7 +188,7 @@ func run(server string, n, reps int, keep bool, sweepFrac float64) error {
 	}
 	fmt.Printf("database: %.1f MiB, %.2f GiB per million threads\n", float64(size)/(1<<20), float64(size)/float64(n)*1e6/(1<<30))
 	if sweepFrac > 0 {
-		if err := sweep(ctx, db, now, n, sweepFrac); err != nil {
+		if err := sweep(ctx, db, now, n, sweepFrac, sweepBatch); err != nil {
 			return fmt.Errorf("sweep: %w", err)
 		}
 	}
@@ -228,9 +262,9 @@ func requests(exec func(string, map[string]any) (map[string]any, error), sample 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
 
 // sweep ages a fraction of the ended threads past retention and times the
-// retention store's batches (ExpiredThreads + DeleteThreads, 100 a batch, as
+// retention store's batches (ExpiredThreads + DeleteThreads, --sweep-batch a batch, as
 // app/ops.Retention runs them).
-func sweep(ctx context.Context, db *sqldb.DB, now time.Time, n int, frac float64) error {
+func sweep(ctx context.Context, db *sqldb.DB, now time.Time, n int, frac float64, batch int) error {
 	old := sqldb.Time(now.Add(-400 * 24 * time.Hour))
 	want := int(float64(n) * frac)
 	if _, err := db.ExecContext(ctx, db.Rebind(`UPDATE threads SET updated_at = ? WHERE id IN
@@ -245,7 +279,7 @@ func sweep(ctx context.Context, db *sqldb.DB, now time.Time, n int, frac float64
 	began := time.Now()
 	deleted := 0
 	for {
-		ids, err := st.ExpiredThreads(ctx, cutoff, time.Time{}, 100)
+		ids, err := st.ExpiredThreads(ctx, cutoff, time.Time{}, batch)
 		if err != nil {
 			return err
 		}
@@ -259,7 +293,8 @@ func sweep(ctx context.Context, db *sqldb.DB, now time.Time, n int, frac float64
 		deleted += len(gone)
 	}
 	d := time.Since(began)
-	fmt.Printf("sweep: deleted %d threads in %s (%.0f threads/s)\n", deleted, d.Round(time.Millisecond), float64(deleted)/d.Seconds())
+	fmt.Printf("sweep: deleted %d threads in %s (%.0f threads/s, %d a batch), machine: %s\n", deleted, d.Round(time.Millisecond),
+		float64(deleted)/d.Seconds(), batch, machine())
 	return nil
 }
 
@@ -293,7 +328,21 @@ func dbSize(ctx context.Context, db *sqldb.DB, dbURL string) (int64, error) {
 
 // freshDatabase creates an empty database: scale_<n> on the PostgreSQL
 // server, or a temporary SQLite file.
-func freshDatabase(ctx context.Context, server string, n int, keep bool) (string, func(), error) {
+func freshDatabase(ctx context.Context, server, name string, n int, keep, reuse bool) (string, func(), error) {
+	if f, ok := strings.CutPrefix(server, "sqlite://"); ok {
+		if !reuse {
+			for _, suffix := range []string{"", "-wal", "-shm"} {
+				_ = os.Remove(f + suffix)
+			}
+		}
+		return server, func() {
+			if !keep {
+				for _, suffix := range []string{"", "-wal", "-shm"} {
+					_ = os.Remove(f + suffix)
+				}
+			}
+		}, nil
+	}
 	if server == "" {
 		dir, err := os.MkdirTemp("", "threadengine-scale-")
 		if err != nil {
@@ -313,17 +362,26 @@ func freshDatabase(ctx context.Context, server string, n int, keep bool) (string
 	if err != nil {
 		return "", nil, err
 	}
-	name := fmt.Sprintf("scale_%d", n)
-	if _, err := admin.ExecContext(ctx, `DROP DATABASE IF EXISTS `+name); err != nil {
+	if name == "" {
+		name = fmt.Sprintf("scale_%d", n)
+	}
+	quoted := pq.QuoteIdentifier(name)
+	var exists bool
+	if err := admin.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name).Scan(&exists); err != nil {
 		return "", nil, err
 	}
-	if _, err := admin.ExecContext(ctx, `CREATE DATABASE `+name); err != nil {
-		return "", nil, err
+	if !reuse || !exists {
+		if _, err := admin.ExecContext(ctx, `DROP DATABASE IF EXISTS `+quoted); err != nil {
+			return "", nil, err
+		}
+		if _, err := admin.ExecContext(ctx, `CREATE DATABASE `+quoted); err != nil {
+			return "", nil, err
+		}
 	}
 	u.Path = "/" + name
 	return u.String(), func() {
 		if !keep {
-			_, _ = admin.ExecContext(ctx, `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`)
+			_, _ = admin.ExecContext(ctx, `DROP DATABASE IF EXISTS `+quoted+` WITH (FORCE)`)
 		}
 		_ = admin.Close()
 	}, nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
@@ -19,7 +20,9 @@ import (
 // contracts × 2 versions (10 % free-form threads), 80 % completed / 10 %
 // failed / 5 % active / 5 % cancelled, ~10 % violated, 3–8 steps, 1–2 refs,
 // one or two tags, 20 service accounts. Per step: an attempt, a step state,
-// a validation (governed threads) and two notifications (acknowledged).
+// a validation (governed threads) and two notifications (acknowledged) if
+// the step is younger than notifications.settled_retention (24 h by
+// default): the engine deletes settled notifications after it.
 // Not seeded: the transparency log's rows (a leaf and ~2 hashes per step).
 
 // table is one table's seeded columns.
@@ -49,7 +52,6 @@ var (
 // sink receives rows of one batch of threads.
 type sink interface {
 	add(t table, vals ...any) error
-	flush() error // ends the batch (commits)
 }
 
 // gen draws the seed deterministically, so runs at the same size seed the
@@ -60,10 +62,15 @@ type gen struct {
 	start  time.Time
 	span   time.Duration
 	noteSq int64
+	// notesAfter: steps recorded before it have no notification rows left
+	// (acknowledged at once, then pruned by the hub after the default
+	// notifications.settled_retention).
+	notesAfter time.Time
 }
 
 func newGen(n int, now time.Time) *gen {
-	return &gen{r: rand.New(rand.NewPCG(28, uint64(n))), n: n, start: now.Add(-30 * 24 * time.Hour), span: 30*24*time.Hour - time.Hour}
+	return &gen{r: rand.New(rand.NewPCG(28, uint64(n))), n: n, start: now.Add(-30 * 24 * time.Hour), span: 30*24*time.Hour - time.Hour,
+		notesAfter: now.Add(-24 * time.Hour)}
 }
 
 func (g *gen) uuid() string {
@@ -159,6 +166,10 @@ func (g *gen) thread(s sink, i int) (string, error) {
 			}
 		}
 		for _, src := range []string{"execution", "validation"} {
+			nid := g.uuid() // drawn either way: the rest of the seed does not depend on what is kept
+			if at.Before(g.notesAfter) {
+				continue
+			}
 			g.noteSq++
 			sev, vst := "info", ""
 			if src == "validation" {
@@ -167,7 +178,7 @@ func (g *gen) thread(s sink, i int) (string, error) {
 					sev = "critical"
 				}
 			}
-			if err := s.add(tNotifications, g.uuid(), g.noteSq, id, stepID, name, key, cname, sa, src, src+"."+st, st, vst, sev,
+			if err := s.add(tNotifications, nid, g.noteSq, id, stepID, name, key, cname, sa, src, src+"."+st, st, vst, sev,
 				fmt.Sprintf("%s %s: %s", name, src, st), `{"attempt":1}`, at, "acked", 1, at); err != nil {
 				return "", err
 			}
@@ -199,33 +210,33 @@ func (g *gen) thread(s sink, i int) (string, error) {
 	return id, nil
 }
 
-// pgSink copies rows with COPY, one transaction per batch; rows are kept per
-// table and copied in table order (threads before their children).
-type pgSink struct {
-	db   *sqldb.DB
-	rows map[string][][]any
-}
+// batch holds the rows of a batch of threads, per table; the generator
+// fills one while the previous one is written.
+type batch map[string][][]any
 
-func (p *pgSink) add(t table, vals ...any) error {
-	if p.rows == nil {
-		p.rows = map[string][][]any{}
-	}
-	p.rows[t.name] = append(p.rows[t.name], vals)
+func (b batch) add(t table, vals ...any) error {
+	b[t.name] = append(b[t.name], vals)
 	return nil
 }
 
-func (p *pgSink) flush() error {
-	tx, err := p.db.Begin()
+// writePG copies a batch with COPY in one transaction, table by table in
+// seedTables' order (threads before their children).
+func writePG(db *sqldb.DB, b batch) error {
+	tx, err := db.Begin()
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit a no-op
+	// A bulk load's commit need not wait for the WAL flush.
+	if _, err := tx.Exec(`SET LOCAL synchronous_commit = off`); err != nil {
+		return err
+	}
 	for _, t := range seedTables {
-		st, err := tx.Prepare(`COPY ` + t.name + ` (` + strings.Join(t.cols, ", ") + `) FROM STDIN`)
+		st, err := tx.Prepare(pq.CopyIn(t.name, t.cols...))
 		if err != nil {
 			return err
 		}
-		for _, r := range p.rows[t.name] {
+		for _, r := range b[t.name] {
 			if _, err := st.Exec(r...); err != nil {
 				return fmt.Errorf("copy %s: %w", t.name, err)
 			}
@@ -237,111 +248,150 @@ func (p *pgSink) flush() error {
 			return err
 		}
 	}
-	p.rows = nil
 	return tx.Commit()
 }
 
-// sqliteSink inserts with prepared statements, one transaction per batch.
-type sqliteSink struct {
-	db   *sqldb.DB
-	rows map[string][][]any
-}
-
-func (s *sqliteSink) add(t table, vals ...any) error {
-	if s.rows == nil {
-		s.rows = map[string][][]any{}
-	}
-	s.rows[t.name] = append(s.rows[t.name], vals)
-	return nil
-}
-
-func (s *sqliteSink) flush() error {
-	tx, err := s.db.Begin()
+// writeSQLite inserts a batch with multi-row INSERTs in one transaction.
+func writeSQLite(db *sqldb.DB, b batch) error {
+	tx, err := db.Begin()
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit a no-op
 	for _, t := range seedTables {
-		// Multi-row INSERTs of up to 30,000 parameters each.
-		rows := s.rows[t.name]
+		// Multi-row INSERTs of up to 30,000 parameters each, the full-size
+		// statement prepared once per table and batch.
+		rows := b[t.name]
 		per := 30000 / len(t.cols)
 		mark := "(" + strings.TrimSuffix(strings.Repeat("?,", len(t.cols)), ",") + ")"
+		stmts := map[int]*sql.Stmt{}
 		for len(rows) > 0 {
 			k := min(per, len(rows))
+			st := stmts[k]
+			if st == nil {
+				q := `INSERT INTO ` + t.name + ` (` + strings.Join(t.cols, ",") + `) VALUES ` + strings.TrimSuffix(strings.Repeat(mark+",", k), ",")
+				if st, err = tx.Prepare(q); err != nil {
+					return fmt.Errorf("insert %s: %w", t.name, err)
+				}
+				defer st.Close()
+				stmts[k] = st
+			}
 			args := make([]any, 0, k*len(t.cols))
 			for _, r := range rows[:k] {
 				args = append(args, r...)
 			}
-			q := `INSERT INTO ` + t.name + ` (` + strings.Join(t.cols, ",") + `) VALUES ` + strings.TrimSuffix(strings.Repeat(mark+",", k), ",")
-			if _, err := tx.Exec(q, args...); err != nil {
+			if _, err := st.Exec(args...); err != nil {
 				return fmt.Errorf("insert %s: %w", t.name, err)
 			}
 			rows = rows[k:]
 		}
 	}
-	s.rows = nil
 	return tx.Commit()
 }
 
 // seed writes n threads in batches and returns one thread id per batch
-// (query subjects) and how long it took.
+// (query subjects) and how long it took. It loads in bulk, as a restore
+// does: the seeded tables' secondary indexes (and on PostgreSQL their keys
+// and foreign keys) are dropped first and built again at the end, each in
+// one sorted pass instead of a random insert per row; PostgreSQL's COPY
+// commits without waiting for the WAL flush, SQLite's transactions run with
+// synchronous=OFF and foreign keys off (the generator writes parents
+// first; PostgreSQL checks every foreign key when it adds it back). The
+// generator fills the next batch while the last one is written.
 func seed(ctx context.Context, db *sqldb.DB, n int, now time.Time, progress func(done int)) ([]string, time.Duration, error) {
-	var s sink = &sqliteSink{db: db}
+	write := writeSQLite
+	drop := dropSQLiteIndexes
 	if db.Dialect == sqldb.Postgres {
-		s = &pgSink{db: db}
+		write, drop = writePG, dropPGIndexes
 	}
-	var restore func() error
-	if db.Dialect == sqldb.Postgres {
-		// A bulk load: the secondary indexes are dropped and built again
-		// afterwards (as pg_restore does), which is several times faster
-		// than maintaining them row by row.
-		var err error
-		if restore, err = dropIndexes(ctx, db); err != nil {
-			return nil, 0, err
-		}
-	}
-	g := newGen(n, now)
-	const batch = 2000
-	var sample []string
 	began := time.Now()
-	for i := 0; i < n; i++ {
-		id, err := g.thread(s, i)
-		if err != nil {
-			return nil, 0, err
-		}
-		if (i+1)%batch == 0 || i == n-1 {
-			if err := ctx.Err(); err != nil {
-				return nil, 0, err
-			}
-			if err := s.flush(); err != nil {
-				return nil, 0, err
-			}
-			sample = append(sample, id)
-			progress(i + 1)
-		}
+	restore, err := drop(ctx, db)
+	if err != nil {
+		return nil, 0, err
 	}
-	if restore != nil {
-		if err := restore(); err != nil {
+	const per = 5000
+	type job struct {
+		b    batch
+		done int
+	}
+	jobs := make(chan job, 1)
+	var sample []string
+	genErr := make(chan error, 1)
+	go func() {
+		defer close(jobs)
+		g := newGen(n, now)
+		b := batch{}
+		for i := 0; i < n; i++ {
+			id, err := g.thread(b, i)
+			if err != nil {
+				genErr <- err
+				return
+			}
+			if (i+1)%per == 0 || i == n-1 {
+				sample = append(sample, id)
+				select {
+				case jobs <- job{b, i + 1}:
+				case <-ctx.Done():
+					genErr <- ctx.Err()
+					return
+				}
+				b = batch{}
+			}
+		}
+		genErr <- nil
+	}()
+	for j := range jobs {
+		if err := write(db, j.b); err != nil {
+			for range jobs { // let the generator finish
+			}
 			return nil, 0, err
 		}
+		progress(j.done)
+	}
+	if err := <-genErr; err != nil {
+		return nil, 0, err
+	}
+	if err := restore(); err != nil {
+		return nil, 0, err
 	}
 	return sample, time.Since(began), nil
 }
 
-// dropIndexes drops the seeded tables' secondary indexes (not those behind
-// constraints) and returns what builds them again.
-func dropIndexes(ctx context.Context, db *sqldb.DB) (func() error, error) {
+func seedTableNames() []string {
 	names := make([]string, len(seedTables))
 	for i, t := range seedTables {
 		names[i] = t.name
 	}
-	var idx []struct {
-		Name string `db:"indexname"`
-		Def  string `db:"indexdef"`
+	return names
+}
+
+// dropPGIndexes drops the seeded tables' secondary indexes, primary keys,
+// unique constraints and foreign keys (and the foreign keys of other
+// tables that reference them) and returns what adds them back: keys and
+// indexes first, then the foreign keys, each checked in one pass.
+func dropPGIndexes(ctx context.Context, db *sqldb.DB) (func() error, error) {
+	names := pq.Array(seedTableNames())
+	type def struct {
+		Table string `db:"tbl"`
+		Name  string `db:"name"`
+		Def   string `db:"def"`
 	}
-	if err := db.SelectContext(ctx, &idx, `SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema()
- AND tablename = ANY($1) AND indexname NOT IN (SELECT conname FROM pg_constraint)`, pq.Array(names)); err != nil {
+	var cons []def
+	if err := db.SelectContext(ctx, &cons, `SELECT c.conrelid::regclass::text AS tbl, c.conname AS name, pg_get_constraintdef(c.oid) AS def
+ FROM pg_constraint c WHERE c.contype IN ('p', 'u', 'f') AND c.connamespace = current_schema()::regnamespace
+ AND (c.conrelid::regclass::text = ANY($1) OR (c.contype = 'f' AND c.confrelid::regclass::text = ANY($1)))
+ ORDER BY c.contype = 'f' DESC`, names); err != nil {
 		return nil, err
+	}
+	var idx []def
+	if err := db.SelectContext(ctx, &idx, `SELECT tablename AS tbl, indexname AS name, indexdef AS def FROM pg_indexes WHERE schemaname = current_schema()
+ AND tablename = ANY($1) AND indexname NOT IN (SELECT conname FROM pg_constraint)`, names); err != nil {
+		return nil, err
+	}
+	for _, c := range cons { // foreign keys first (they depend on the keys)
+		if _, err := db.ExecContext(ctx, `ALTER TABLE `+c.Table+` DROP CONSTRAINT `+pq.QuoteIdentifier(c.Name)); err != nil {
+			return nil, err
+		}
 	}
 	for _, x := range idx {
 		if _, err := db.ExecContext(ctx, `DROP INDEX `+pq.QuoteIdentifier(x.Name)); err != nil {
@@ -354,16 +404,69 @@ func dropIndexes(ctx context.Context, db *sqldb.DB) (func() error, error) {
 			return err
 		}
 		defer conn.Close()
-		if _, err := conn.ExecContext(ctx, `SET maintenance_work_mem = '256MB'`); err != nil {
+		if _, err := conn.ExecContext(ctx, `SET maintenance_work_mem = '512MB'`); err != nil {
 			return err
 		}
 		began := time.Now()
+		for i := len(cons) - 1; i >= 0; i-- { // keys before the foreign keys that need them
+			c := cons[i]
+			if _, err := conn.ExecContext(ctx, `ALTER TABLE `+c.Table+` ADD CONSTRAINT `+pq.QuoteIdentifier(c.Name)+` `+c.Def); err != nil {
+				return fmt.Errorf("%s: %w", c.Name, err)
+			}
+		}
 		for _, x := range idx {
 			if _, err := conn.ExecContext(ctx, x.Def); err != nil {
 				return fmt.Errorf("%s: %w", x.Name, err)
 			}
 		}
+		fmt.Printf("  built %d indexes and %d keys again in %s\n", len(idx), len(cons), time.Since(began).Round(time.Second))
+		return nil
+	}, nil
+}
+
+// dropSQLiteIndexes drops the seeded tables' secondary indexes (the ones
+// created by CREATE INDEX; keys stay) and relaxes durability and foreign
+// keys for the load; what it returns builds the indexes again and restores
+// both pragmas.
+func dropSQLiteIndexes(ctx context.Context, db *sqldb.DB) (func() error, error) {
+	// One connection (sqldb opens SQLite with one), so the pragmas hold
+	// for every batch.
+	for _, q := range []string{`PRAGMA synchronous = OFF`, `PRAGMA foreign_keys = OFF`, `PRAGMA cache_size = -262144`} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			return nil, err
+		}
+	}
+	var idx []struct {
+		Name string `db:"name"`
+		SQL  string `db:"sql"`
+	}
+	q := `SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL AND tbl_name IN (?` +
+		strings.Repeat(",?", len(seedTables)-1) + `)`
+	args := make([]any, len(seedTables))
+	for i, t := range seedTables {
+		args[i] = t.name
+	}
+	if err := db.SelectContext(ctx, &idx, q, args...); err != nil {
+		return nil, err
+	}
+	for _, x := range idx {
+		if _, err := db.ExecContext(ctx, `DROP INDEX "`+x.Name+`"`); err != nil {
+			return nil, err
+		}
+	}
+	return func() error {
+		began := time.Now()
+		for _, x := range idx {
+			if _, err := db.ExecContext(ctx, x.SQL); err != nil {
+				return fmt.Errorf("%s: %w", x.Name, err)
+			}
+		}
 		fmt.Printf("  built %d indexes again in %s\n", len(idx), time.Since(began).Round(time.Second))
+		for _, q := range []string{`PRAGMA synchronous = NORMAL`, `PRAGMA foreign_keys = ON`} {
+			if _, err := db.ExecContext(ctx, q); err != nil {
+				return err
+			}
+		}
 		return nil
 	}, nil
 }

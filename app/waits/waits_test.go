@@ -1,4 +1,4 @@
-package delivery_test
+package waits_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/app/delivery"
+	"github.com/threadengine/engine/app/waits"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -49,9 +50,9 @@ func TestWaitIsWokenByItsThreadOnly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := delivery.NewHub(nil, ports.SystemClock{}, nil)
 		v := &validations{recorded: map[string]bool{}}
-		wait := delivery.NewWaitForValidationHandler(threadGetter{}, v, h, ports.SystemClock{})
+		wait := waits.NewWaitForValidationHandler(threadGetter{}, v, h, ports.SystemClock{})
 		ctx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u1", Role: domain.RoleMember})
-		var res delivery.WaitResult
+		var res waits.WaitResult
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
@@ -82,7 +83,7 @@ func TestWaitIsWokenByItsThreadOnly(t *testing.T) {
 		v.mu.Unlock()
 		h.Published(context.Background(), []ports.NotificationRecord{{ID: "y", ThreadID: "t1"}})
 		<-done
-		if res.Decision != delivery.DecisionPassed || v.count() != 3 {
+		if res.Decision != waits.DecisionPassed || v.count() != 3 {
 			t.Fatalf("decision %q after %d reads", res.Decision, v.count())
 		}
 		if c := h.WaitCounts(); c.Pending != 0 || c.Reads != 3 {
@@ -98,7 +99,7 @@ func TestWaitRecheckIsConfigured(t *testing.T) {
 		h := delivery.NewHub(nil, ports.SystemClock{}, nil)
 		h.Configure(delivery.HubConfig{WaitRecheck: 5 * time.Second})
 		v := &validations{recorded: map[string]bool{}}
-		wait := delivery.NewWaitForValidationHandler(threadGetter{}, v, h, ports.SystemClock{})
+		wait := waits.NewWaitForValidationHandler(threadGetter{}, v, h, ports.SystemClock{})
 		ctx, cancel := context.WithCancel(authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u1", Role: domain.RoleMember}))
 		done := make(chan struct{})
 		go func() {

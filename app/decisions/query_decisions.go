@@ -1,4 +1,4 @@
-package threads
+package decisions
 
 // What the decision queries (Can, Should, Next) share: one read of the
 // thread, its contract, the caller's roles and what grants consumed.
@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"time"
 
 	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/app/semantic"
@@ -22,17 +23,23 @@ type Decisions struct {
 	Next   NextHandler
 }
 
-// Decisions returns the decision queries.
-func (q Queries) Decisions() Decisions { return Decisions{Can: q.Can, Should: q.Should, Next: q.Next} }
-
 // decisionReader reads the snapshot a decision is judged on. Nothing is
 // locked or written: a decision is advice, and a later report or waitFor is
 // judged again.
 type decisionReader struct {
 	grants    ports.Grants
-	contracts *contractCache
+	contracts ThreadContracts
 	clock     ports.Clock
 }
+
+// ThreadContracts finds the contract a thread was started with (nil for a
+// free-form thread); the thread use cases' cache answers it.
+type ThreadContracts interface {
+	ThreadContract(ctx context.Context, threadID string) (*domain.Contract, error)
+}
+
+// now is the decisions' clock: UTC, at the microsecond the stores keep.
+func now(c ports.Clock) time.Time { return c.Now().UTC().Truncate(time.Microsecond) }
 
 // decisionSnapshot is one consistent read of a thread for a decision.
 type decisionSnapshot struct {
@@ -76,7 +83,7 @@ func (r decisionReader) load(ctx context.Context, threadID string) (decisionSnap
 	if c == nil {
 		return decisionSnapshot{}, errNoContract
 	}
-	return decisionSnapshot{contract: *c, thread: domain.NewDecisionThread(th, *c, roles, ports.Recorded(v.States), stateContexts(v.States), v.Grants),
+	return decisionSnapshot{contract: *c, thread: domain.NewDecisionThread(th, *c, roles, ports.Recorded(v.States), ports.StateContexts(v.States), v.Grants),
 		raw: v}, nil
 }
 

@@ -1,4 +1,4 @@
-package threads
+package decisions
 
 // The Can query: may the caller record this step now? (GraphQL can, MCP
 // can_step, sdk/js thread.can.) Read-only: never a grant.
@@ -21,14 +21,14 @@ type CanInput struct {
 	Context  map[string]string
 }
 
-// CanHandler answers can; one of the Queries.
+// CanHandler answers can; one of the thread Queries (threads.Application).
 type CanHandler struct {
 	read       decisionReader
 	classifier ports.Classifier // nil: goals need an exact action name; semantic rules deny
 }
 
 // NewCanHandler builds Can.
-func NewCanHandler(grants ports.Grants, contracts *contractCache, classifier ports.Classifier, clock ports.Clock) CanHandler {
+func NewCanHandler(grants ports.Grants, contracts ThreadContracts, classifier ports.Classifier, clock ports.Clock) CanHandler {
 	return CanHandler{read: decisionReader{grants: grants, contracts: contracts, clock: clock}, classifier: classifier}
 }
 

@@ -1,4 +1,4 @@
-package threads
+package ingest
 
 // The EndQuietTraces command: a trace thread ends (completed or failed, from
 // its spans) once its root span has ended and no span arrived for the quiet
@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -98,7 +99,7 @@ func (h EndQuietTracesHandler) end(ctx context.Context, id string) (bool, error)
 		if th.Error != "" {
 			msg = "Thread failed: " + th.Error
 		}
-		events = []ports.NotificationRecord{threadEvent(*th, th.Status, msg, now)}
+		events = []ports.NotificationRecord{threads.ThreadEvent(*th, th.Status, msg, now)}
 		return ports.ThreadEffects{Notifications: events}, nil
 	})
 	if err != nil {
@@ -165,3 +166,6 @@ func (h EndQuietTracesHandler) Run(ctx context.Context, interval time.Duration, 
 		}
 	}
 }
+
+// now is the thread use cases' clock: UTC, at the microsecond the stores keep.
+func now(c ports.Clock) time.Time { return c.Now().UTC().Truncate(time.Microsecond) }

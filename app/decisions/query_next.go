@@ -1,4 +1,4 @@
-package threads
+package decisions
 
 // The Next query: the paths open to the caller from now (GraphQL next, MCP
 // next_steps, sdk/js thread.next).
@@ -10,11 +10,11 @@ import (
 	"github.com/threadengine/engine/ports"
 )
 
-// NextHandler answers next; one of the Queries.
+// NextHandler answers next; one of the thread Queries (threads.Application).
 type NextHandler struct{ read decisionReader }
 
 // NewNextHandler builds Next.
-func NewNextHandler(grants ports.Grants, contracts *contractCache, clock ports.Clock) NextHandler {
+func NewNextHandler(grants ports.Grants, contracts ThreadContracts, clock ports.Clock) NextHandler {
 	return NextHandler{read: decisionReader{grants: grants, contracts: contracts, clock: clock}}
 }
 

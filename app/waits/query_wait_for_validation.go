@@ -1,4 +1,4 @@
-package delivery
+package waits
 
 // The WaitForValidation query: waits for the validation verdict of a recorded
 // step (WebSocket waitFor with a stepId).

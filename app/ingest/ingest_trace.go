@@ -1,4 +1,4 @@
-package threads
+package ingest
 
 // The IngestTrace command: an OpenTelemetry trace becomes a thread, each of
 // its spans a step, each span event a sub-step (OTLP). The transport only
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/app/threads"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -27,11 +29,28 @@ type IngestResult struct {
 	FirstError string
 }
 
-// IngestTraceHandler records traces; one of the Commands.
+// TraceStarter finds or starts a trace's thread
+// (threads.StartThreadWithKeyHandler).
+type TraceStarter interface {
+	HandleTrace(ctx context.Context, traceID, appKey string, in threads.StartThreadInput) (domain.Thread, bool, error)
+}
+
+// StepSeen reports whether a span was recorded already (threads.HasStepHandler).
+type StepSeen interface {
+	Handle(ctx context.Context, threadID, stepName, key string) (bool, error)
+}
+
+// StepRecorder records a span as a step, judged as every transport's steps
+// are (threads.RecordStepHandler).
+type StepRecorder interface {
+	Handle(ctx context.Context, in threads.RecordStepInput) (threads.StepResult, error)
+}
+
+// IngestTraceHandler records traces.
 type IngestTraceHandler struct {
-	start   StartThreadWithKeyHandler
-	has     HasStepHandler
-	record  RecordStepHandler
+	start   TraceStarter
+	has     StepSeen
+	record  StepRecorder
 	threads ports.ThreadUpdater
 	clock   ports.Clock
 	metrics ports.SpanMetrics
@@ -39,9 +58,25 @@ type IngestTraceHandler struct {
 
 // NewIngestTraceHandler builds IngestTrace from the use cases it runs per
 // span and the thread updater that moves a trace thread's times.
-func NewIngestTraceHandler(start StartThreadWithKeyHandler, has HasStepHandler, record RecordStepHandler,
+func NewIngestTraceHandler(start TraceStarter, has StepSeen, record StepRecorder,
 	threads ports.ThreadUpdater, clock ports.Clock, metrics ports.SpanMetrics) IngestTraceHandler {
+	if metrics == nil {
+		metrics = ports.NopMetrics{}
+	}
 	return IngestTraceHandler{start: start, has: has, record: record, threads: threads, clock: clock, metrics: metrics}
+}
+
+// FromThreads builds IngestTrace on the thread use cases of app (built
+// after the module's last Set* call: the handlers are values).
+func FromThreads(app threads.Application, store ports.ThreadUpdater, clock ports.Clock, metrics ports.SpanMetrics) IngestTraceHandler {
+	return NewIngestTraceHandler(app.Commands.StartThreadWithKey, app.Queries.HasStep, app.Commands.RecordStep, store, clock, metrics)
+}
+
+// Authorize refuses a caller that may not write threads, before a
+// transport reads a request body; every span's write checks the same again.
+func Authorize(ctx context.Context) error {
+	_, err := authz.Require(ctx, domain.PermThreadsWrite)
+	return err
 }
 
 // ValidateTraces checks every span and orders each trace's spans by start
@@ -164,8 +199,8 @@ func (h IngestTraceHandler) observe(ctx context.Context, th domain.Thread, spans
 // threadify.role names (else the key's only party on the thread). The span
 // id is also the invocation id: a batch re-sent to this or another replica
 // is recognised as the same attempt, never a retry.
-func spanStep(threadID string, sp *domain.Span) RecordStepInput {
-	in := RecordStepInput{ThreadID: threadID, Role: sp.Attr("threadify.role"), StepName: sp.StepName(), Status: string(domain.StepStatusSuccess),
+func spanStep(threadID string, sp *domain.Span) threads.RecordStepInput {
+	in := threads.RecordStepInput{ThreadID: threadID, Role: sp.Attr("threadify.role"), StepName: sp.StepName(), Status: string(domain.StepStatusSuccess),
 		IdempotencyKey: sp.SpanID, InvocationID: sp.SpanID, Context: sp.StepContext(), ServiceName: sp.ServiceName(),
 		Metadata: map[string]any{"otel_trace_id": sp.TraceID, "otel_span_id": sp.SpanID}, Refs: sp.Refs()}
 	if sp.ParentID != "" {
@@ -196,7 +231,7 @@ func spanStep(threadID string, sp *domain.Span) RecordStepInput {
 		if name == "" {
 			name = "event"
 		}
-		in.SubSteps = append(in.SubSteps, SubStepInput{Name: name, Status: string(ev.EventStatus()), Payload: payload, RecordedAt: ev.Time})
+		in.SubSteps = append(in.SubSteps, threads.SubStepInput{Name: name, Status: string(ev.EventStatus()), Payload: payload, RecordedAt: ev.Time})
 	}
 	return in
 }
@@ -222,7 +257,7 @@ func (h IngestTraceHandler) thread(ctx context.Context, tr Trace) (domain.Thread
 	if label == "" {
 		label = root.Name
 	}
-	in := StartThreadInput{Contract: root.Attr("threadify.contract"), Role: root.Attr("threadify.role"), Label: label,
+	in := threads.StartThreadInput{Contract: root.Attr("threadify.contract"), Role: root.Attr("threadify.role"), Label: label,
 		ServiceName: root.ServiceName(), Refs: map[string]string{"otel_trace_id": tr.ID, "label": label}}
 	if in.Contract != "" && in.Role == "" {
 		in.Role = domain.DefaultTraceRole(in.ServiceName)

@@ -1,4 +1,4 @@
-package delivery
+package waits
 
 // The WaitForPermission command: waits until a step may run and stores its
 // grant (WebSocket waitFor with a stepName and an invocationId).

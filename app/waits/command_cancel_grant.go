@@ -1,4 +1,4 @@
-package delivery
+package waits
 
 // The CancelGrant command: gives back the grant of an invocation for good
 // (WebSocket waitFor with cancel).

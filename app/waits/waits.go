@@ -1,4 +1,4 @@
-package delivery
+package waits
 
 // What the waits share (WaitForPermission, WaitForValidation, CancelGrant):
 // the ports they wake and read by, decisions, the wait loop, verdicts.
@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/app/delivery"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -48,19 +49,12 @@ type ThreadChanges interface {
 type ThreadFeed interface {
 	ThreadChanges
 	// WatchThread follows a thread's changes; Stop the watcher when done.
-	WatchThread(threadID string) *ThreadWatcher
+	WatchThread(threadID string) *delivery.ThreadWatcher
 	// RoundSlot waits for a place among the rounds that read the database
 	// at once (a burst of new waits queues instead of taking every
 	// connection from the writers); release it after the round.
 	RoundSlot(ctx context.Context) (release func(), err error)
 }
-
-// defaultWaitRecheck: a pending wait also re-reads what it waits for this
-// often without a wake-up: a change nobody announced (a party's access
-// expiring, a thread deleted), or an announcement lost with a replica.
-// Cheap: one read per wait per interval, whatever else is written.
-// HubConfig.WaitRecheck (notifications.wait_recheck) replaces it.
-const defaultWaitRecheck = 30 * time.Second
 
 // ThreadContracts finds the contract a thread was started with (nil for a
 // free-form thread); the thread use cases' cache answers it.

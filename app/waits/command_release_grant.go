@@ -1,4 +1,4 @@
-package delivery
+package waits
 
 // The ReleaseGrant command: gives back, unused, a grant whose answer was never
 // sent (a WebSocket waitFor ended by cancelWait as it was granted).

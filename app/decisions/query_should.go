@@ -1,4 +1,4 @@
-package threads
+package decisions
 
 // The Should query: advice on an action (GraphQL should, MCP should_step,
 // sdk/js thread.should). Never a permission.
@@ -18,7 +18,7 @@ type ShouldInput struct {
 	Goal     string
 }
 
-// ShouldHandler answers should; one of the Queries.
+// ShouldHandler answers should; one of the thread Queries (threads.Application).
 type ShouldHandler struct {
 	read       decisionReader
 	refs       ports.ThreadDetailsReader
@@ -26,7 +26,7 @@ type ShouldHandler struct {
 }
 
 // NewShouldHandler builds Should.
-func NewShouldHandler(grants ports.Grants, refs ports.ThreadDetailsReader, contracts *contractCache, classifier ports.Classifier,
+func NewShouldHandler(grants ports.Grants, refs ports.ThreadDetailsReader, contracts ThreadContracts, classifier ports.Classifier,
 	clock ports.Clock) ShouldHandler {
 	return ShouldHandler{read: decisionReader{grants: grants, contracts: contracts, clock: clock}, refs: refs, classifier: classifier}
 }
