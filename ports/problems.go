@@ -7,21 +7,25 @@ import (
 
 // ProblemRow counts unhealthy threads (health FAILED or VIOLATED) started in
 // one UTC hour that share a first issue: contract version, rule (issue type
-// or step_failed), step, and for free-form threads the issue's message.
+// or step_failed), step, and for free-form threads the class of the issue's
+// message (domain.MessageClass). Several rows may share a key: the use case
+// sums them.
 type ProblemRow struct {
 	ContractName    string // "" for free-form threads
 	ContractVersion int
 	Rule, Step      string
-	Message         string // free-form threads only
+	MessageClass    string // free-form threads only
 	Hour            time.Time
 	Count           int
-	Example         string // one thread id of the row
+	Example         string // one thread id of the row; "" when all its threads were deleted
 }
 
-// ProblemReads reads the causes of unhealthy threads (threads_health_created
-// index: health, created_at).
+// ProblemReads reads the causes of unhealthy threads from a roll-up of the
+// ended ones (problems_hourly) and the threads still active or ended since
+// it last ran: what it reads grows with the window's hours and causes and
+// with the threads in flight, not with the threads stored.
 type ProblemReads interface {
-	// ProblemRows returns the rows of threads started in [since, until), at
-	// most limit rows.
+	// ProblemRows returns the rows of threads started in [since, until),
+	// newest hours first, at most limit rows.
 	ProblemRows(ctx context.Context, since, until time.Time, limit int) ([]ProblemRow, error)
 }

@@ -279,8 +279,10 @@ func (s *Store) DeleteContractVersion(ctx context.Context, name string, version 
 		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM step_stats_hourly WHERE contract_name = ? AND contract_version = ?`), name, version); err != nil {
 			return sqldb.TranslateError(err)
 		}
-		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM process_map_hourly WHERE contract_name = ? AND contract_version = ?`), name, version); err != nil {
-			return sqldb.TranslateError(err)
+		for _, table := range []string{"process_map_hourly", "process_map_daily"} {
+			if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM `+table+` WHERE contract_name = ? AND contract_version = ?`), name, version); err != nil {
+				return sqldb.TranslateError(err)
+			}
 		}
 		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM contract_versions WHERE name = ? AND version = ?`), name, version)
 		if err != nil {

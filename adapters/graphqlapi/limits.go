@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/threadengine/engine/app/authz"
-	"github.com/threadengine/engine/app/readmodel"
+	"github.com/threadengine/engine/app/readgate"
 	"github.com/threadengine/engine/domain"
 )
 
@@ -21,7 +21,7 @@ type Limits struct {
 	// (limit_exceeded, graphql_response_bytes).
 	MaxResponseBytes int
 	// Gate admits operations (concurrency and per-principal budget).
-	Gate *readmodel.Gate
+	Gate *readgate.Gate
 	// Refused counts refusals by limit name.
 	Refused func(limit string)
 }

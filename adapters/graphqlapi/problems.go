@@ -50,11 +50,11 @@ func (r *problemGroupResolver) ContractVersion() *int32 {
 	v := int32(r.g.ContractVersion)
 	return &v
 }
-func (r *problemGroupResolver) Rule() string                { return r.g.Rule }
-func (r *problemGroupResolver) Step() string                { return r.g.Step }
-func (r *problemGroupResolver) MessageClass() *string       { return strPtr(r.g.MessageClass) }
-func (r *problemGroupResolver) Count() int32                { return int32(r.g.Count) }
-func (r *problemGroupResolver) ExampleThreadID() graphql.ID { return graphql.ID(r.g.Example) }
+func (r *problemGroupResolver) Rule() string                 { return r.g.Rule }
+func (r *problemGroupResolver) Step() string                 { return r.g.Step }
+func (r *problemGroupResolver) MessageClass() *string        { return strPtr(r.g.MessageClass) }
+func (r *problemGroupResolver) Count() int32                 { return int32(r.g.Count) }
+func (r *problemGroupResolver) ExampleThreadID() *graphql.ID { return idPtr(r.g.Example) }
 func (r *problemGroupResolver) Trend() []int32 {
 	out := make([]int32, len(r.g.Trend))
 	for i, n := range r.g.Trend {

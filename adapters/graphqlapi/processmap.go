@@ -67,10 +67,10 @@ func (r *processNodeResolver) InContract() bool { return r.n.InContract }
 
 type processEdgeResolver struct{ e readmodel.ProcessEdge }
 
-func (r *processEdgeResolver) From() string                { return r.e.From }
-func (r *processEdgeResolver) To() string                  { return r.e.To }
-func (r *processEdgeResolver) Count() float64              { return float64(r.e.Count) }
-func (r *processEdgeResolver) P50Ms() *float64             { return msPtr(r.e.P50) }
-func (r *processEdgeResolver) P95Ms() *float64             { return msPtr(r.e.P95) }
-func (r *processEdgeResolver) Allowed() bool               { return r.e.Allowed }
-func (r *processEdgeResolver) ExampleThreadID() graphql.ID { return graphql.ID(r.e.Example) }
+func (r *processEdgeResolver) From() string                 { return r.e.From }
+func (r *processEdgeResolver) To() string                   { return r.e.To }
+func (r *processEdgeResolver) Count() float64               { return float64(r.e.Count) }
+func (r *processEdgeResolver) P50Ms() *float64              { return msPtr(r.e.P50) }
+func (r *processEdgeResolver) P95Ms() *float64              { return msPtr(r.e.P95) }
+func (r *processEdgeResolver) Allowed() bool                { return r.e.Allowed }
+func (r *processEdgeResolver) ExampleThreadID() *graphql.ID { return idPtr(r.e.Example) }

@@ -57,6 +57,15 @@ func strPtr(s string) *string {
 	return &s
 }
 
+// idPtr is an optional ID: nil when empty.
+func idPtr(s string) *graphql.ID {
+	if s == "" {
+		return nil
+	}
+	id := graphql.ID(s)
+	return &id
+}
+
 func i32(p *int32) *int {
 	if p == nil {
 		return nil

@@ -52,7 +52,7 @@ const (
 	// WSMessageTimeout: a message (all its fragments) did not arrive within
 	// 15 s of the engine starting to read it; the socket is closed.
 	WSMessageTimeout Name = "ws_message_timeout"
-	// Reads (GraphQL, MCP, exports): app/readmodel.Gate's and the GraphQL
+	// Reads (GraphQL, MCP, exports): app/readgate.Gate's and the GraphQL
 	// handler's names, docs/operators/limits.md "Reads".
 	GraphQLConcurrent             Name = "graphql_concurrent"
 	GraphQLConcurrentPerPrincipal Name = "graphql_concurrent_per_principal"

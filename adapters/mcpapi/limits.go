@@ -32,7 +32,7 @@ type Limits struct {
 	Gate Gate
 }
 
-// Gate admits one read (readmodel.Gate).
+// Gate admits one read (readgate.Gate).
 type Gate interface {
 	Enter(ctx context.Context, who string, cost int) (leave func(), err error)
 }

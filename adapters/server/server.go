@@ -45,6 +45,7 @@ import (
 	"github.com/threadengine/engine/app/identity"
 	"github.com/threadengine/engine/app/ingest"
 	"github.com/threadengine/engine/app/ops"
+	"github.com/threadengine/engine/app/readgate"
 	"github.com/threadengine/engine/app/readmodel"
 	"github.com/threadengine/engine/app/signin"
 	"github.com/threadengine/engine/app/threads"
@@ -101,7 +102,7 @@ type Server struct {
 	Refusals *limits.Counter
 	// readGate admits reads (GraphQL, MCP): concurrency and per-principal
 	// budget (config limits.graphql).
-	readGate *readmodel.Gate
+	readGate *readgate.Gate
 	// EngineMetrics counts engine events (steps, threads, notifications…)
 	// on Metrics; features report through this port, never Prometheus.
 	EngineMetrics ports.Metrics
@@ -304,7 +305,7 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	}
 	tqr := threadquery.New(readDB)
 	tqr.SetListContextBytes(rl.ListContextBytes)
-	s.readGate = readmodel.NewGate(readmodel.GateLimits{MaxConcurrent: rl.MaxConcurrent, MaxConcurrentPerPrincipal: rl.MaxConcurrentPerPrincipal,
+	s.readGate = readgate.NewGate(readgate.GateLimits{MaxConcurrent: rl.MaxConcurrent, MaxConcurrentPerPrincipal: rl.MaxConcurrentPerPrincipal,
 		QueueTimeout: rl.QueueTimeout, PointsPerSecond: rl.PointsPerSecond, PointsBurst: rl.PointsBurst,
 		ExpensiveCost: rl.ExpensiveCost, MaxExpensive: rl.MaxExpensive, ExpensiveShare: rl.ExpensiveShare},
 		func(l string) { s.Refusals.Refused(limits.Name(l)) })

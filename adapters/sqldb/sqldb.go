@@ -385,3 +385,12 @@ func TranslateError(err error) error {
 	}
 	return domain.Internal(err, "a database error occurred")
 }
+
+// UTCHour is an expression for the UTC hour of a timestamp column as text,
+// "YYYY-MM-DD HH" on both dialects (parse with time.Parse("2006-01-02 15")).
+func (d *DB) UTCHour(col string) string {
+	if d.Dialect == Postgres {
+		return `to_char(date_trunc('hour', ` + col + ` AT TIME ZONE 'UTC'), 'YYYY-MM-DD HH24')`
+	}
+	return `REPLACE(SUBSTR(` + col + `, 1, 13), 'T', ' ')`
+}

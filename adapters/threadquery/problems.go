@@ -2,42 +2,81 @@ package threadquery
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"strings"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/threadengine/engine/adapters/sqldb"
+	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
 
 var _ ports.ProblemReads = (*Store)(nil)
 
+// The Problems view reads a roll-up (problems_hourly, migration 00089): the
+// unhealthy threads that ended, counted per UTC hour they started and first
+// issue, once the watermark stats_rollup 'problems' passes their updated_at.
+// An ended thread's updated_at is when it was ended, on the engine's clock
+// (a step, an end request or the quiet-trace pass; never a span's or a
+// client's time), and nothing changes an ended thread again, so each one is
+// counted once. The threads still active, or ended at or after the
+// watermark, are read from threads (threads_active_unhealthy,
+// threads_ended_updated): the threads in flight, not history. Both halves
+// are bounded by the watermark read in the same statement, so a roll-up
+// committing meanwhile neither loses nor double-counts a thread. Deleting a
+// rolled-up thread (retention, erasure) subtracts it in the delete's
+// transaction (threadstore.unrollProblems).
+
+// ProblemsRollup is the stats_rollup row of the Problems roll-up.
+const ProblemsRollup = "problems"
+
 type problemRow struct {
+	Hour            string `db:"h"`
 	ContractName    string `db:"contract_name"`
 	ContractVersion int    `db:"contract_version"`
 	Rule            string `db:"rule"`
 	Step            string `db:"step"`
 	Message         string `db:"message"`
-	Hour            string `db:"h"`
+	Rolled          int    `db:"rolled"`
 	Count           int    `db:"n"`
 	Example         string `db:"example"`
 }
 
-// ProblemRows: see ports.ProblemReads. Grouped in SQL by cause and UTC hour
-// over the (health, created_at) index; a free-form thread's message is part
-// of its cause (classified by the use case).
+// problemCols are a thread row's problem key: its start hour, contract
+// version, first issue type and step, and a free-form thread's message.
+func (s *Store) problemCols() string {
+	return s.db.UTCHour("created_at") + ` AS h, COALESCE(contract_name, '') AS contract_name,
+ COALESCE(contract_version, 0) AS contract_version, COALESCE(first_issue_type, '') AS rule,
+ COALESCE(first_issue_step, '') AS step,
+ CASE WHEN contract_name IS NULL THEN COALESCE(first_issue_message, '') ELSE '' END AS message`
+}
+
+// unhealthy is the Problems view's predicate: its text is the partial
+// index's (threads_active_unhealthy), so SQLite uses the index.
+const unhealthy = `health IN ('FAILED', 'VIOLATED')`
+
+// ProblemRows: see ports.ProblemReads. Rows are keyed by hour and cause and
+// by where they were read (roll-up or threads), newest hours first, so a
+// truncated report keeps the newest hours.
 func (s *Store) ProblemRows(ctx context.Context, since, until time.Time, limit int) ([]ports.ProblemRow, error) {
-	hour := `REPLACE(SUBSTR(created_at, 1, 13), 'T', ' ')`
-	if s.db.Dialect == sqldb.Postgres {
-		hour = `to_char(date_trunc('hour', created_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD HH24')`
-	}
-	q := `SELECT COALESCE(contract_name, '') AS contract_name, COALESCE(contract_version, 0) AS contract_version,
- COALESCE(first_issue_type, '') AS rule, COALESCE(first_issue_step, '') AS step,
- CASE WHEN contract_name IS NULL THEN COALESCE(first_issue_message, '') ELSE '' END AS message,
- ` + hour + ` AS h, COUNT(*) AS n, MIN(id) AS example
- FROM threads WHERE health IN ('FAILED', 'VIOLATED') AND created_at >= ? AND created_at < ?
- GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 6, 1, 2, 3, 4, 5 LIMIT ?`
+	q := `SELECT h, contract_name, contract_version, rule, step, message, rolled, SUM(n) AS n, MAX(example) AS example FROM (
+ SELECT ` + s.db.UTCHour("hour") + ` AS h, contract_name, contract_version, rule, step, message_class AS message, 1 AS rolled, n,
+ example_thread AS example FROM problems_hourly WHERE hour >= ? AND hour < ? AND n <> 0
+ UNION ALL
+ SELECT ` + s.problemCols() + `, 0 AS rolled, 1 AS n, id AS example FROM threads
+ WHERE status = 'active' AND ` + unhealthy + ` AND created_at >= ? AND created_at < ?
+ UNION ALL
+ SELECT ` + s.problemCols() + `, 0 AS rolled, 1 AS n, id AS example FROM threads
+ WHERE status <> 'active' AND updated_at >= COALESCE((SELECT rolled_until FROM stats_rollup WHERE name = '` + ProblemsRollup + `'), ?)
+ AND ` + unhealthy + ` AND created_at >= ? AND created_at < ?
+) x GROUP BY h, contract_name, contract_version, rule, step, message, rolled
+ ORDER BY h DESC, contract_name, contract_version, rule, step, message, rolled LIMIT ?`
+	from, to := sqldb.Time(since), sqldb.Time(until)
 	var rows []problemRow
-	if err := s.selectRaw(ctx, &rows, q, sqldb.Time(since), sqldb.Time(until), limit); err != nil {
+	if err := s.selectRaw(ctx, &rows, q, from, to, from, to, sqldb.Time(epoch), from, to, limit); err != nil {
 		return nil, err
 	}
 	out := make([]ports.ProblemRow, 0, len(rows))
@@ -46,8 +85,107 @@ func (s *Store) ProblemRows(ctx context.Context, since, until time.Time, limit i
 		if err != nil {
 			continue
 		}
+		class := r.Message
+		if r.Rolled == 0 && r.ContractName == "" {
+			class = domain.MessageClass(r.Message)
+		}
 		out = append(out, ports.ProblemRow{ContractName: r.ContractName, ContractVersion: r.ContractVersion, Rule: r.Rule, Step: r.Step,
-			Message: r.Message, Hour: h.UTC(), Count: r.Count, Example: r.Example})
+			MessageClass: class, Hour: h.UTC(), Count: r.Count, Example: r.Example})
 	}
 	return out, nil
+}
+
+// problemKey is one problems_hourly row's key (threadstore.unrollProblems
+// computes the same).
+type problemKey struct {
+	Hour            time.Time
+	ContractName    string
+	ContractVersion int
+	Rule, Step      string
+	MessageClass    string
+}
+
+// problemKeyOf is the roll-up key of a thread's problem columns (problemCols
+// read into a row; hour as "YYYY-MM-DD HH").
+func problemKeyOf(hour, contractName string, contractVersion int, rule, step, message string) (problemKey, bool) {
+	h, err := time.Parse("2006-01-02 15", strings.TrimSpace(hour))
+	if err != nil {
+		return problemKey{}, false
+	}
+	k := problemKey{Hour: h.UTC(), ContractName: contractName, ContractVersion: contractVersion, Rule: rule, Step: step}
+	if contractName == "" {
+		k.MessageClass = domain.MessageClass(message)
+	}
+	return k, true
+}
+
+// rollUpProblems adds the unhealthy threads ended in [watermark, until) to
+// the roll-up. Like the contract statistics it waits while any thread's
+// health is still to be recomputed (health_version 0).
+func (s *Store) rollUpProblems(ctx context.Context, tx *sqlx.Tx, until time.Time) error {
+	var w dbTime
+	err := tx.GetContext(ctx, &w, s.db.Rebind(`SELECT rolled_until FROM stats_rollup WHERE name = ?`+s.db.ForUpdate()), ProblemsRollup)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		if _, err := tx.ExecContext(ctx, s.db.Rebind(`INSERT INTO stats_rollup (name, rolled_until) VALUES (?, ?)`),
+			ProblemsRollup, sqldb.Time(epoch)); err != nil {
+			return err
+		}
+		w = dbTime{T: epoch, Valid: true}
+	case err != nil:
+		return err
+	}
+	if !w.T.Before(until) {
+		return nil
+	}
+	var pending []int
+	if err := tx.SelectContext(ctx, &pending, `SELECT 1 FROM threads WHERE health_version = 0 LIMIT 1`); err != nil {
+		return err
+	}
+	if len(pending) > 0 {
+		return nil
+	}
+	var rows []problemRow
+	if err := tx.SelectContext(ctx, &rows, s.db.Rebind(`SELECT h, contract_name, contract_version, rule, step, message, 1 AS rolled,
+ COUNT(*) AS n, MAX(example) AS example FROM (SELECT `+s.problemCols()+`, id AS example FROM threads
+ WHERE status <> 'active' AND updated_at >= ? AND updated_at < ? AND `+unhealthy+`) x
+ GROUP BY h, contract_name, contract_version, rule, step, message`), sqldb.Time(w.T), sqldb.Time(until)); err != nil {
+		return err
+	}
+	// Free-form messages of one class are summed here, so each key is
+	// written once.
+	type sum struct {
+		n       int
+		example string
+	}
+	sums := map[problemKey]*sum{}
+	var keys []problemKey
+	for _, r := range rows {
+		k, ok := problemKeyOf(r.Hour, r.ContractName, r.ContractVersion, r.Rule, r.Step, r.Message)
+		if !ok {
+			continue
+		}
+		a := sums[k]
+		if a == nil {
+			a = &sum{}
+			sums[k] = a
+			keys = append(keys, k)
+		}
+		a.n += r.Count
+		if r.Example > a.example {
+			a.example = r.Example
+		}
+	}
+	for _, k := range keys {
+		a := sums[k]
+		if _, err := tx.ExecContext(ctx, s.db.Rebind(`INSERT INTO problems_hourly (hour, contract_name, contract_version, rule, step,
+ message_class, n, example_thread) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+ ON CONFLICT (hour, contract_name, contract_version, rule, step, message_class) DO UPDATE SET n = problems_hourly.n + excluded.n,
+ example_thread = CASE WHEN problems_hourly.example_thread = '' THEN excluded.example_thread ELSE problems_hourly.example_thread END`),
+			sqldb.Time(k.Hour), k.ContractName, k.ContractVersion, k.Rule, k.Step, k.MessageClass, a.n, a.example); err != nil {
+			return err
+		}
+	}
+	_, err = tx.ExecContext(ctx, s.db.Rebind(`UPDATE stats_rollup SET rolled_until = ? WHERE name = ?`), sqldb.Time(until), ProblemsRollup)
+	return err
 }

@@ -77,6 +77,11 @@ func (s *Store) RollUp(ctx context.Context, now time.Time) (int, error) {
 		if err := s.rollUpContractStats(ctx, tx, now.UTC().Add(-RollupLag)); err != nil {
 			return err
 		}
+		// And the Problems view's (problems.go), after it: a delete locks
+		// the two watermarks in this order too.
+		if err := s.rollUpProblems(ctx, tx, now.UTC().Add(-RollupLag)); err != nil {
+			return err
+		}
 		h := w.T.UTC()
 		for ; h.Before(limit) && n < RollupHoursPerCall; h = h.Add(time.Hour) {
 			if err := s.rollUpHour(ctx, tx, h); err != nil {

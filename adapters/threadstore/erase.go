@@ -51,6 +51,12 @@ func (s *Store) DeleteThreads(ctx context.Context, ids []string) ([]domain.Threa
 		if err := s.unrollContractStats(ctx, tx, found); err != nil {
 			return err
 		}
+		if err := s.unrollProblems(ctx, tx, found); err != nil {
+			return err
+		}
+		if err := s.clearMapExamples(ctx, tx, found); err != nil {
+			return err
+		}
 		for _, table := range append(threadTables, "threads") {
 			col := "thread_id"
 			if table == "threads" {

@@ -1,6 +1,13 @@
 package threadstore
 
-import "time"
+import (
+	"context"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/threadengine/engine/ports"
+)
 
 // GroupCounters exposes the group-commit counters to tests.
 func (s *Store) GroupCounters() (commits, fallbacks int64) {
@@ -28,3 +35,9 @@ func (s *Store) LogFlushes() int64 { return s.logFlushes.Load() }
 // AfterQueueRead runs f between ThreadLeaves' read of the queue and its read
 // of the tree.
 func (s *Store) AfterQueueRead(f func()) { s.queueRead = f }
+
+// WriteProcessMapForTest writes the process map rows of plans as an append
+// round does, in one transaction.
+func (s *Store) WriteProcessMapForTest(ctx context.Context, plans []ports.StepPlan) error {
+	return s.tx(ctx, func(tx *sqlx.Tx) error { return s.execParts(ctx, tx, s.processMapParts(plans)) })
+}

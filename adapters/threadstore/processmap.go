@@ -12,7 +12,8 @@ import (
 // The process map roll-up (process_map_hourly, migration 00060): the first
 // attempt of each step identity of a contract thread adds one to its step's
 // node row and one to its edge row (previous step → step) of its hour, in
-// the append's own transaction. Rows of one round are summed here first, so
+// the append's own transaction, and the same to its day's row
+// (process_map_daily, migration 00090). Rows of one round are summed here first, so
 // no upsert hits a key twice (PostgreSQL refuses that), and written in key
 // order, so concurrent rounds lock them in the same order.
 
@@ -71,6 +72,35 @@ func (s *Store) processMapParts(plans []ports.StepPlan) []part {
 	if len(sums) == 0 {
 		return nil
 	}
+	// The day rows (migration 00090) sum the same keys by UTC day.
+	daySums := map[mapKey]int{}
+	dayExample := map[mapKey]string{}
+	for k, n := range sums {
+		d := k
+		d.hour = k.hour.Truncate(24 * time.Hour)
+		daySums[d] += n
+		if e := example[k]; e > dayExample[d] {
+			dayExample[d] = e
+		}
+	}
+	rows, days := mapRows(sums, example), mapRows(daySums, dayExample)
+	row := `(?,?,?,?,?,?,?,?,?)`
+	if s.db.Dialect == sqldb.Postgres {
+		row = `(?,CAST(? AS INTEGER),?,?,?,CAST(? AS TIMESTAMPTZ),CAST(? AS INTEGER),CAST(? AS BIGINT),?)`
+	}
+	parts := rowsParts(`INSERT INTO process_map_hourly (contract_name, contract_version, kind, from_step, to_step, hour, bucket, n,
+ example_thread) VALUES `, row, `
+ ON CONFLICT (contract_name, contract_version, kind, from_step, to_step, hour, bucket)
+ DO UPDATE SET n = process_map_hourly.n + excluded.n, example_thread = excluded.example_thread`, 9, rows)
+	return append(parts, rowsParts(`INSERT INTO process_map_daily (contract_name, contract_version, kind, from_step, to_step, day, bucket, n,
+ example_thread) VALUES `, row, `
+ ON CONFLICT (contract_name, contract_version, kind, from_step, to_step, day, bucket)
+ DO UPDATE SET n = process_map_daily.n + excluded.n, example_thread = excluded.example_thread`, 9, days)...)
+}
+
+// mapRows are the rows of summed keys in key order, so concurrent rounds
+// lock them in the same order.
+func mapRows(sums map[mapKey]int, example map[mapKey]string) [][]any {
 	keys := make([]mapKey, 0, len(sums))
 	for k := range sums {
 		keys = append(keys, k)
@@ -97,12 +127,5 @@ func (s *Store) processMapParts(plans []ports.StepPlan) []part {
 	for i, k := range keys {
 		rows[i] = []any{k.name, k.version, k.kind, k.from, k.to, sqldb.Time(k.hour), k.bucket, sums[k], example[k]}
 	}
-	row := `(?,?,?,?,?,?,?,?,?)`
-	if s.db.Dialect == sqldb.Postgres {
-		row = `(?,CAST(? AS INTEGER),?,?,?,CAST(? AS TIMESTAMPTZ),CAST(? AS INTEGER),CAST(? AS BIGINT),?)`
-	}
-	return rowsParts(`INSERT INTO process_map_hourly (contract_name, contract_version, kind, from_step, to_step, hour, bucket, n,
- example_thread) VALUES `, row, `
- ON CONFLICT (contract_name, contract_version, kind, from_step, to_step, hour, bucket)
- DO UPDATE SET n = process_map_hourly.n + excluded.n, example_thread = excluded.example_thread`, 9, rows)
+	return rows
 }

@@ -167,8 +167,8 @@ func (tr Trace) joinsThread() bool {
 	return false
 }
 
-// observe moves the thread's start to its earliest span and marks its root
-// span ended (domain.Thread.ObserveTrace).
+// observe moves the thread's start (StartedAt; CreatedAt never moves) to its
+// earliest span and marks its root span ended (domain.Thread.ObserveTrace).
 // Nothing is written when neither moves (the appends updated the thread).
 func (h IngestTraceHandler) observe(ctx context.Context, th domain.Thread, spans []domain.Span) error {
 	var first time.Time
@@ -182,7 +182,7 @@ func (h IngestTraceHandler) observe(ctx context.Context, th domain.Thread, spans
 			rootEnd = sp.End
 		}
 	}
-	if rootEnd.IsZero() && (first.IsZero() || !first.Before(th.CreatedAt)) {
+	if rootEnd.IsZero() && (first.IsZero() || !first.Before(th.StartedAt())) {
 		return nil
 	}
 	_, err := h.threads.UpdateThread(ctx, th.ID, func(th *domain.Thread) (ports.ThreadEffects, error) {

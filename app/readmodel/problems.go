@@ -91,10 +91,7 @@ func (q *Problems) Report(ctx context.Context, hours *int) (ProblemReport, error
 	}
 	groups := map[key]*ProblemGroup{}
 	for _, row := range rows {
-		k := key{row.ContractName, row.ContractVersion, row.Rule, row.Step, ""}
-		if row.ContractName == "" {
-			k.c = domain.MessageClass(row.Message)
-		}
+		k := key{row.ContractName, row.ContractVersion, row.Rule, row.Step, row.MessageClass}
 		g := groups[k]
 		if g == nil {
 			g = &ProblemGroup{ContractName: k.name, ContractVersion: k.version, Rule: k.rule, Step: k.step, MessageClass: k.c,
@@ -107,7 +104,7 @@ func (q *Problems) Report(ctx context.Context, hours *int) (ProblemReport, error
 		}
 		g.Count += row.Count
 		r.Total += row.Count
-		if row.Example < g.Example {
+		if row.Example > g.Example {
 			g.Example = row.Example
 		}
 	}

@@ -123,7 +123,8 @@ func run(server, name string, n, reps int, keep, reuse bool, sweepFrac float64, 
 		}
 	}
 	fmt.Printf("  rolled up in %s, machine: %s\n", time.Since(phase).Round(time.Second), machine())
-	h, err := graphqlapi.New(readmodel.New(readmodel.Deps{Store: store, Stats: store}), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h, err := graphqlapi.New(readmodel.New(readmodel.Deps{Store: store, Stats: store, Problems: store, ProcessMaps: store,
+		Contracts: seedContracts{}}), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		return err
 	}
@@ -169,6 +170,12 @@ func run(server, name string, n, reps int, keep, reuse bool, sweepFrac float64, 
 		for i := 0; i < reps+2; i++ {
 			began := time.Now()
 			m, err := exec(r.query, r.vars)
+			if err == nil && r.then != "" { // the page's second request
+				var m2 map[string]any
+				if m2, err = exec(r.then, r.vars); err == nil {
+					m = m2
+				}
+			}
 			d := time.Since(began)
 			if err != nil {
 				return fmt.Errorf("%s: %w", r.name, err)
@@ -200,7 +207,8 @@ type request struct {
 	name  string
 	query string
 	vars  map[string]any
-	rows  func(map[string]any) int
+	rows  func(map[string]any) int // of the last query's answer
+	then  string                   // a second query timed with it (a page's pair)
 }
 
 // uiFields are the thread list page's fields (web/assets/views/threads.js).
@@ -240,23 +248,52 @@ func requests(exec func(string, map[string]any) (map[string]any, error), sample 
 				t, _ := m["thread"].(map[string]any)
 				l, _ := t["steps"].([]any)
 				return len(l)
-			}},
-		{"threads(limit: 50) + totalCount", `{ threads(limit: 50) { totalCount threads { id status contractName startedAt completedAt } } }`, nil, conn("threads")},
-		{"threads(limit: 50), no totalCount", `{ threads(limit: 50) { threads { id status contractName startedAt completedAt } } }`, nil, conn("threads")},
-		{"threads(offset: 10000)", `{ threads(limit: 50, offset: 10000) { threads { id } } }`, nil, conn("threads")},
-		{"threads(after: cursor 10000 deep)", `query($c: String) { threads(limit: 50, after: $c) { threads { id } } }`, map[string]any{"c": cursor}, conn("threads")},
-		{"threads(orderBy: DURATION)", `{ threads(limit: 50, orderBy: DURATION) { threads { id durationMs } } }`, nil, conn("threads")},
-		{"threadsByRef(refValue) one match", `query($v: String!) { threadsByRef(refValue: $v) { totalCount threads { id refs } } }`, map[string]any{"v": one}, conn("threadsByRef")},
-		{"threads(refKey, refValue) one match", `query($v: String) { threads(refKey: "orderId", refValue: $v) { totalCount threads { id } } }`, map[string]any{"v": one}, conn("threads")},
-		{"threads(idPrefix: \"ab\")", `{ threads(limit: 50, idPrefix: "ab") { totalCount threads { id } } }`, nil, conn("threads")},
-		{"threads(tag: \"priority\")", `{ threads(limit: 50, tag: "priority") { totalCount threads { id } } }`, nil, conn("threads")},
-		{"threads(health: [VIOLATED])", `{ threads(limit: 50, health: [VIOLATED]) { totalCount threads { id } } }`, nil, conn("threads")},
-		{"threadsByContract", `{ threadsByContract(contractName: "contract-3", limit: 50) { totalCount threads { id } } }`, nil, conn("threadsByContract")},
-		{"threadsByContract(version 2, failed)", `{ threadsByContract(contractName: "contract-3", contractVersion: 2, status: "failed", limit: 50) { totalCount threads { id } } }`, nil, conn("threadsByContract")},
-		{"contractStats", `{ contractStats { name version threads active completed failed violated } }`, nil, list("contractStats")},
-		{"stepStats", `{ stepStats(contractName: "contract-3") { stepName attempts failed violated warnings } }`, nil, list("stepStats")},
-		{"UI thread list page (50)", uiQuery, map[string]any{"limit": 50, "offset": 0}, conn("threads")},
+			}, ""},
+		{"threads(limit: 50) + totalCount", `{ threads(limit: 50) { totalCount threads { id status contractName startedAt completedAt } } }`, nil, conn("threads"), ""},
+		{"threads(limit: 50), no totalCount", `{ threads(limit: 50) { threads { id status contractName startedAt completedAt } } }`, nil, conn("threads"), ""},
+		{"threads(offset: 10000)", `{ threads(limit: 50, offset: 10000) { threads { id } } }`, nil, conn("threads"), ""},
+		{"threads(after: cursor 10000 deep)", `query($c: String) { threads(limit: 50, after: $c) { threads { id } } }`, map[string]any{"c": cursor}, conn("threads"), ""},
+		{"threads(orderBy: DURATION)", `{ threads(limit: 50, orderBy: DURATION) { threads { id durationMs } } }`, nil, conn("threads"), ""},
+		{"threadsByRef(refValue) one match", `query($v: String!) { threadsByRef(refValue: $v) { totalCount threads { id refs } } }`, map[string]any{"v": one}, conn("threadsByRef"), ""},
+		{"threads(refKey, refValue) one match", `query($v: String) { threads(refKey: "orderId", refValue: $v) { totalCount threads { id } } }`, map[string]any{"v": one}, conn("threads"), ""},
+		{"threads(idPrefix: \"ab\")", `{ threads(limit: 50, idPrefix: "ab") { totalCount threads { id } } }`, nil, conn("threads"), ""},
+		{"threads(tag: \"priority\")", `{ threads(limit: 50, tag: "priority") { totalCount threads { id } } }`, nil, conn("threads"), ""},
+		{"threads(health: [VIOLATED])", `{ threads(limit: 50, health: [VIOLATED]) { totalCount threads { id } } }`, nil, conn("threads"), ""},
+		{"threadsByContract", `{ threadsByContract(contractName: "contract-3", limit: 50) { totalCount threads { id } } }`, nil, conn("threadsByContract"), ""},
+		{"threadsByContract(version 2, failed)", `{ threadsByContract(contractName: "contract-3", contractVersion: 2, status: "failed", limit: 50) { totalCount threads { id } } }`, nil, conn("threadsByContract"), ""},
+		{"contractStats", `{ contractStats { name version threads active completed failed violated } }`, nil, list("contractStats"), ""},
+		{"stepStats", `{ stepStats(contractName: "contract-3") { stepName attempts failed violated warnings } }`, nil, list("stepStats"), ""},
+		{"UI thread list page (50)", uiQuery, map[string]any{"limit": 50, "offset": 0}, conn("threads"), ""},
+		{"problems (24 h)", problemsQuery, map[string]any{"hours": 24}, problemGroups, ""},
+		{"problems (30 days)", problemsQuery, map[string]any{"hours": 720}, problemGroups, ""},
+		{"processMap nodes+edges (24 h)", processMapNodes, map[string]any{"from": nil}, processEdges, processMapEdges},
+		{"processMap nodes+edges (7 days)", processMapNodes, map[string]any{"from": time.Now().Add(-7 * 24 * time.Hour).UTC().Format(time.RFC3339)}, processEdges, processMapEdges},
+		{"processMap nodes+edges (30 days)", processMapNodes, map[string]any{"from": time.Now().Add(-30 * 24 * time.Hour).UTC().Format(time.RFC3339)}, processEdges, processMapEdges},
 	}, nil
+}
+
+// The Problems view's and the process map's queries (web/assets/views/
+// problems.js, processmap.js: the map's two requests, each under the
+// complexity limit, timed one after the other).
+const (
+	problemsQuery = `query($hours: Int) { problems(hours: $hours) { since until bucketHours buckets total truncated
+  groups { contractName contractVersion rule step messageClass count trend exampleThreadId } } }`
+	processMapNodes = `query($from: String) { processMap(contractName: "contract-3", version: 2, from: $from) {
+  since until started neverReached nodes { step count p50Ms p95Ms inContract } } }`
+	processMapEdges = `query($from: String) { processMap(contractName: "contract-3", version: 2, from: $from) {
+  edges { from to count p50Ms p95Ms allowed exampleThreadId } } }`
+)
+
+func problemGroups(m map[string]any) int {
+	p, _ := m["problems"].(map[string]any)
+	l, _ := p["groups"].([]any)
+	return len(l)
+}
+
+func processEdges(m map[string]any) int {
+	p, _ := m["processMap"].(map[string]any)
+	l, _ := p["edges"].([]any)
+	return len(l)
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }

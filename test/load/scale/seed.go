@@ -66,6 +66,7 @@ type gen struct {
 	// (acknowledged at once, then pruned by the hub after the default
 	// notifications.settled_retention).
 	notesAfter time.Time
+	pm         map[pmKey]*pmRow // the process map roll-ups (processmap.go)
 }
 
 func newGen(n int, now time.Time) *gen {
@@ -103,11 +104,11 @@ func (g *gen) thread(s sink, i int) (string, error) {
 	created = sqldb.Time(created)
 	var contract, contractID any
 	var version any
-	cname := ""
+	cname, cversion := "", 0
 	if g.r.IntN(10) > 0 {
 		c := g.r.IntN(5)
-		cname = fmt.Sprintf("contract-%d", c)
-		contract, contractID, version = cname, fmt.Sprintf("ct-%d", c), 1+g.r.IntN(2)
+		cname, cversion = fmt.Sprintf("contract-%d", c), 1+g.r.IntN(2)
+		contract, contractID, version = cname, fmt.Sprintf("ct-%d", c), cversion
 	}
 	status := "completed"
 	switch p := g.r.IntN(100); {
@@ -134,6 +135,11 @@ func (g *gen) thread(s sink, i int) (string, error) {
 		stepID := g.uuid()
 		started := at
 		at = at.Add(time.Duration(50+g.r.IntN(5000)) * time.Millisecond)
+		prevAt, prevStep := time.Time{}, ""
+		if s0 > 1 {
+			prevAt, prevStep = started, fmt.Sprintf("step-%d", s0-1)
+		}
+		g.pmStep(cname, cversion, id, prevStep, name, started, at, prevAt)
 		st := "success"
 		if status == "failed" && s0 == steps {
 			st = "failed"
@@ -317,9 +323,9 @@ func seed(ctx context.Context, db *sqldb.DB, n int, now time.Time, progress func
 	jobs := make(chan job, 1)
 	var sample []string
 	genErr := make(chan error, 1)
+	g := newGen(n, now) // the generator's until jobs is closed
 	go func() {
 		defer close(jobs)
-		g := newGen(n, now)
 		b := batch{}
 		for i := 0; i < n; i++ {
 			id, err := g.thread(b, i)
@@ -349,6 +355,9 @@ func seed(ctx context.Context, db *sqldb.DB, n int, now time.Time, progress func
 		progress(j.done)
 	}
 	if err := <-genErr; err != nil {
+		return nil, 0, err
+	}
+	if _, err := g.writeProcessMap(ctx, db); err != nil {
 		return nil, 0, err
 	}
 	if err := restore(); err != nil {

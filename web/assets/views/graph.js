@@ -6,7 +6,7 @@
 // readable size; large graphs are panned, not squeezed.
 const NS = 'http://www.w3.org/2000/svg';
 const W = 168, H = 50, GX = 64, GY = 24, PAD = 24;
-const FONT = 12.5, MIN_FONT = 10; // px: the smallest text the zoom allows
+const FONT = 10.5, MIN_FONT = 10; // px: the graph's smallest text (edge labels) and the least the zoom draws it at
 
 function el(tag, attrs, text) {
   const e = document.createElementNS(NS, tag);
@@ -236,6 +236,21 @@ export function graphViewport(svg) {
   // frame), and again once the viewport has its laid-out width.
   fit();
   requestAnimationFrame(fit);
+  // The viewport's width changes after the first frame when its panel is
+  // laid out late or the window turns: fit again until the user zooms or
+  // pans, then keep their view (one unit stays one pixel either way).
+  let touched = false;
+  for (const ev of ['pointerdown', 'wheel', 'keydown']) wrap.addEventListener(ev, () => { touched = true; }, { capture: true });
+  bar.addEventListener('click', () => { touched = true; }, { capture: true });
+  if (typeof ResizeObserver === 'function') {
+    let last = 0;
+    new ResizeObserver(() => {
+      const w = wrap.clientWidth;
+      if (!w || w === last) return;
+      last = w;
+      if (touched) apply(); else fit();
+    }).observe(wrap);
+  }
   if (window.ResizeObserver) new ResizeObserver(() => apply()).observe(wrap);
   return wrap;
 }

@@ -69,7 +69,7 @@ export async function renderProblems(ctx) {
       { label: 'Contract', render: (g) => g.contractName ? link('contracts/' + encodeURIComponent(g.contractName) + '/' + g.contractVersion, `${g.contractName} v${g.contractVersion}`) : h('span', { class: 'muted' }, 'free-form') },
       { label: 'Threads', render: (g) => link('threads?' + causeQuery(g, when), String(g.count), { class: 'num cause-link', 'data-cause': [g.contractName || '', g.contractVersion || '', g.rule, g.step, g.messageClass || ''].join('|'), title: 'The threads of this cause' }) },
       { label: 'Trend', render: (g) => h('span', { class: 'trend' }, sparkline(g.trend, g.trend.map((n, i) => `${span(i)}: ${n}`).join('; '))) },
-      { label: 'Example', render: (g) => link('threads/' + encodeURIComponent(g.exampleThreadId), g.exampleThreadId.slice(0, 8) + '…', { class: 'mono small' }) },
+      { label: 'Example', render: (g) => g.exampleThreadId ? link('threads/' + encodeURIComponent(g.exampleThreadId), g.exampleThreadId.slice(0, 8) + '…', { class: 'mono small' }) : h('span', { class: 'muted small' }, 'deleted') },
     ], rep.groups.map((g) => Object.assign(g, { __attrs: { 'data-group': g.rule + '@' + g.step } })), { empty: 'Nothing needed attention in this window.', caption: 'Causes of unhealthy threads' }));
   } catch (e) {
     clear(body).appendChild(alertBox('bad', 'Could not load the problems', explain(e)));

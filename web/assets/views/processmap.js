@@ -38,7 +38,7 @@ export function processMapPanel(name, version, graph) {
     for (const e of edges) {
       if (!e.from) continue;
       if (e.allowed) edgeLabels.set(e.from + '\u0000' + e.to, `${e.count}×`);
-      else violations.push({ from: e.from, to: e.to, label: `✕ ${e.count}×`, href: href('threads/' + encodeURIComponent(e.exampleThreadId)) });
+      else violations.push({ from: e.from, to: e.to, label: `✕ ${e.count}×`, href: e.exampleThreadId ? href('threads/' + encodeURIComponent(e.exampleThreadId)) : '' });
     }
     const taken = edges.filter((e) => e.allowed && e.from).map((e) => ({ from: e.from, to: e.to }));
     body.appendChild(h('p', { class: 'muted', id: 'pm-summary' }, `${pm.started} thread${pm.started === 1 ? '' : 's'} started from ${fmtDateTime(pm.since)} to ${fmtDateTime(pm.until)}`,
@@ -48,11 +48,11 @@ export function processMapPanel(name, version, graph) {
         { taken, violations, edgeLabels, nodeNotes, faded: new Set(pm.neverReached) }, `Process map of ${name} v${version}`))));
     }
     body.appendChild(table([
-      { label: 'From', render: (e) => e.from ? h('code', {}, e.from) : h('span', { class: 'muted' }, 'start') },
+      { label: 'From', render: (e) => e.from ? h('code', {}, e.from) : h('span', { class: 'muted' }, '(thread start)') },
       { label: 'To', render: (e) => h('code', {}, e.to) },
       { label: 'Threads', render: (e) => h('span', { class: 'num' + (e.allowed ? '' : ' bad-text'), 'data-count': String(e.count) }, String(e.count)) },
       { label: 'p50 · p95', render: (e) => h('span', { class: 'num' }, `${ms(e.p50Ms)} · ${ms(e.p95Ms)}`) },
-      { label: 'Contract', render: (e) => e.allowed ? h('span', { class: 'pill ok' }, 'allowed') : h('span', {}, h('span', { class: 'pill bad' }, 'not allowed'), ' ', link('threads/' + encodeURIComponent(e.exampleThreadId), 'example', { class: 'small' })) },
+      { label: 'Contract', render: (e) => e.allowed ? h('span', { class: 'pill ok' }, 'allowed') : h('span', {}, h('span', { class: 'pill bad' }, 'not allowed'), ' ', e.exampleThreadId ? link('threads/' + encodeURIComponent(e.exampleThreadId), 'example', { class: 'small' }) : h('span', { class: 'muted small' }, 'examples deleted')) },
     ], edges.map((e) => Object.assign(e, { __attrs: { 'data-edge': (e.from || '') + '→' + e.to, 'data-allowed': String(e.allowed) } })),
     { empty: 'No thread of this version ran in this window.', caption: 'Step orders taken' }));
     const extra = pm.nodes.filter((n) => !n.inContract);
