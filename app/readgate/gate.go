@@ -108,11 +108,31 @@ func (g *Gate) Enter(ctx context.Context, who string, cost int) (leave func(), e
 	}
 	wait, cancel := context.WithTimeout(ctx, g.lim.QueueTimeout)
 	defer cancel()
+	// An expensive operation waits for its turn (ExpensiveShare) and its
+	// place before it takes a read slot: waiting, it holds no slot the
+	// cheap reads need, so they are not affected by expensive ones.
+	heavy := g.lim.ExpensiveCost > 0 && cost >= g.lim.ExpensiveCost
+	if heavy {
+		if err := g.heavyTurn(ctx, wait); err != nil {
+			return nil, err
+		}
+		select {
+		case g.heavy <- struct{}{}:
+		case <-wait.Done():
+			return nil, g.busy(ctx, LimitExpensiveReads, "%d expensive reads are running on this engine", max(1, g.lim.MaxExpensive))
+		}
+	}
+	leaveHeavy := func() {
+		if heavy {
+			<-g.heavy
+		}
+	}
 	s := g.slots(who)
 	select {
 	case s.ch <- struct{}{}:
 	case <-wait.Done():
 		g.drop(who, s)
+		leaveHeavy()
 		return nil, g.busy(ctx, LimitReadsPerPrincipal, "%d reads of this principal are running", g.lim.MaxConcurrentPerPrincipal)
 	}
 	select {
@@ -120,36 +140,20 @@ func (g *Gate) Enter(ctx context.Context, who string, cost int) (leave func(), e
 	case <-wait.Done():
 		<-s.ch
 		g.drop(who, s)
+		leaveHeavy()
 		return nil, g.busy(ctx, LimitReadsConcurrent, "%d reads are running on this engine", g.lim.MaxConcurrent)
-	}
-	heavy := g.lim.ExpensiveCost > 0 && cost >= g.lim.ExpensiveCost
-	if heavy {
-		if err := g.heavyTurn(ctx, wait); err != nil {
-			<-g.all
-			<-s.ch
-			g.drop(who, s)
-			return nil, err
-		}
-		select {
-		case g.heavy <- struct{}{}:
-		case <-wait.Done():
-			<-g.all
-			<-s.ch
-			g.drop(who, s)
-			return nil, g.busy(ctx, LimitExpensiveReads, "%d expensive reads are running on this engine", max(1, g.lim.MaxExpensive))
-		}
 	}
 	var once sync.Once
 	began := time.Now()
 	return func() {
 		once.Do(func() {
-			if heavy {
-				g.ranHeavy(time.Since(began))
-				<-g.heavy
-			}
 			<-g.all
 			<-s.ch
 			g.drop(who, s)
+			if heavy {
+				g.ranHeavy(time.Since(began))
+			}
+			leaveHeavy()
 		})
 	}, nil
 }
@@ -248,16 +252,22 @@ func (g *Gate) sweep(now time.Time) {
 
 // Charge takes n more points from who's budget without refusing: what an
 // admitted operation turned out to cost beyond its price at Enter (the
-// steps of the threads it reads). The next operations wait for them.
+// steps of the threads it reads). The next operations wait for them. A
+// bucket the sweep dropped while the operation ran (it refilled meanwhile:
+// a dropped bucket is a full one) is made again, so the points are still
+// charged.
 func (g *Gate) Charge(who string, n int) {
 	if g == nil || n <= 0 || g.lim.PointsPerSecond <= 0 {
 		return
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if b := g.buckets[who]; b != nil {
-		b.ReserveN(time.Now(), min(n, g.lim.PointsBurst))
+	b := g.buckets[who]
+	if b == nil {
+		b = rate.NewLimiter(rate.Limit(g.lim.PointsPerSecond), g.lim.PointsBurst)
+		g.buckets[who] = b
 	}
+	b.ReserveN(time.Now(), min(n, g.lim.PointsBurst))
 }
 
 // busy is the refusal of a read that found no place in time: the

@@ -273,3 +273,93 @@ func TestGateExpensiveReadsShareTheTime(t *testing.T) {
 		}
 	})
 }
+
+// Expensive reads waiting for their turn of the run time hold no read
+// slot: with the default limits, two principals' four expensive reads
+// waiting out the expensive operations' debt leave every slot to the cheap
+// reads, which are admitted at once.
+func TestGateExpensiveWaitersHoldNoSlot(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		g := NewGate(GateLimits{MaxConcurrent: 4, MaxConcurrentPerPrincipal: 2, QueueTimeout: 2 * time.Second,
+			ExpensiveCost: 100, MaxExpensive: 1, ExpensiveShare: 0.25}, nil)
+		ctx := context.Background()
+		// Expensive reads ran their burst and 375 ms more: the next ones
+		// wait 1.5 s for their turn, within the 2 s queue timeout.
+		g.ranHeavy(expensiveTimeBurst)
+		g.ranHeavy(375 * time.Millisecond)
+		release := make(chan struct{})
+		done := make(chan error, 4)
+		for _, who := range []string{"a", "a", "b", "b"} {
+			go func() {
+				leave, err := g.Enter(ctx, who, 100)
+				if err == nil {
+					<-release
+					leave()
+				}
+				done <- err
+			}()
+		}
+		synctest.Wait() // all four wait for their turn
+		if n := g.Running(); n != 0 {
+			t.Errorf("expensive reads waiting for their turn hold %d read slots", n)
+		}
+		began := time.Now()
+		var cheap []func()
+		for _, who := range []string{"c", "d", "c", "d"} {
+			leave, err := g.Enter(ctx, who, 1)
+			if err != nil {
+				t.Errorf("a cheap read while expensive ones wait for their turn: %v", err)
+				break
+			}
+			cheap = append(cheap, leave)
+		}
+		if w := time.Since(began); w != 0 {
+			t.Errorf("the cheap reads waited %v", w)
+		}
+		for _, leave := range cheap {
+			leave()
+		}
+		close(release)
+		admitted := 0
+		for range 4 {
+			if err := <-done; err == nil {
+				admitted++
+			} else if l := limitOf(err); l != LimitExpensiveReads && l != LimitExpensiveTime && l != LimitReadsConcurrent {
+				t.Errorf("an expensive read: %v", err)
+			}
+		}
+		if admitted == 0 {
+			t.Error("no expensive read ran once its turn came")
+		}
+	})
+}
+
+// The points an admitted read is charged after it ran are taken even when
+// the sweep dropped its principal's bucket while it ran (the bucket refilled
+// during a long read): the next read of that principal waits for them.
+func TestGateChargeAfterTheBucketWasSwept(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		g := NewGate(GateLimits{MaxConcurrent: 4, MaxConcurrentPerPrincipal: 2, QueueTimeout: time.Second,
+			PointsPerSecond: 1, PointsBurst: 200}, nil)
+		ctx := context.Background()
+		leave, err := g.Enter(ctx, "a", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The read runs past a sweep interval; a's bucket refills meanwhile
+		// and another principal's read sweeps it away.
+		time.Sleep(bucketSweepEvery + 20*time.Second)
+		other, err := g.Enter(ctx, "b", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		other()
+		leave()
+		g.Charge("a", 200)
+		if _, err := g.Enter(ctx, "a", 1); limitOf(err) != LimitReadPoints {
+			t.Errorf("the 200 points charged after a's read were lost: %v", err)
+		}
+	})
+}
