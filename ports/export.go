@@ -44,8 +44,10 @@ type ThreadLister interface {
 	// (created_at, id), after the cursor when it is not nil.
 	ListThreadIDs(ctx context.Context, f ExportFilter, after *ThreadCursor, limit int) ([]ThreadCursor, error)
 	// StoredBytes returns, for each thread that has any, the bytes of the
-	// JSON an export of it reads whole: its attempts' contexts and metadata
-	// and its steps' latest contexts. It is summed in the database, so an
+	// JSON an export of it reads whole: its attempts' contexts and metadata,
+	// its steps' latest contexts, its sub-steps' payloads, its validations'
+	// issues and its notifications' messages and details. It is summed in
+	// the database, so an
 	// export knows what a thread would cost before loading it.
 	StoredBytes(ctx context.Context, threadIDs []string) (map[string]int64, error)
 }

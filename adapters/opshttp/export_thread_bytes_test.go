@@ -117,3 +117,57 @@ func TestExportOfABigThreadIsBounded(t *testing.T) {
 		})
 	}
 }
+
+// The bound counts everything an export loads, not only the contexts: a
+// thread whose sub-steps carry big payloads (its attempts' contexts are
+// small) is refused 413 export_thread_bytes, on both stores.
+func TestExportBoundCountsSubStepPayloads(t *testing.T) {
+	for _, d := range sqldbtest.Dialects(t) {
+		t.Run(string(d), func(t *testing.T) {
+			db := sqldbtest.Open(t, d)
+			log := slog.New(slog.NewTextHandler(io.Discard, nil))
+			ctx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "admin", Role: domain.RoleAdmin})
+			app := threadsapp.New(threadstore.New(db), nil, nil, []byte("secret"), log).Application()
+			th, err := app.Commands.StartThread.Handle(ctx, threadsapp.StartThreadInput{Label: "subs"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			const subs, payload = 20, 16 << 10 // 320 KiB of sub-step payloads
+			for i := range 2 {
+				in := threadsapp.RecordStepInput{ThreadID: th.ID, StepName: fmt.Sprint("s", i), Status: "success",
+					IdempotencyKey: fmt.Sprint("k", i), Context: map[string]string{"n": fmt.Sprint(i)}}
+				for j := range subs / 2 {
+					in.SubSteps = append(in.SubSteps, threadsapp.SubStepInput{Name: fmt.Sprint("sub", j), Status: "success",
+						Payload: map[string]any{"blob": strings.Repeat("x", payload)}})
+				}
+				if _, err := app.Commands.RecordStep.Handle(ctx, in); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tq := threadquery.New(db)
+			q := readmodel.New(readmodel.Deps{Store: tq, ChainSecrets: readmodel.ChainSecrets([]byte("secret"))})
+			x := readmodel.NewExports(q.ThreadReads, q.IntegrityReads, tq)
+			const bound = 200 << 10 // far over the contexts, under the payloads
+			x.SetMaxThreadBytes(bound)
+			h := &opshttp.Handler{Exports: x, Refused: func(limits.Name) {}}
+			e := echo.New()
+			e.HTTPErrorHandler = httpapi.ErrorHandler(log)
+			h.Mount(e, func(next echo.HandlerFunc) echo.HandlerFunc {
+				return func(c echo.Context) error {
+					c.SetRequest(c.Request().WithContext(ctx))
+					return next(c)
+				}
+			})
+			rec := httptest.NewRecorder()
+			e.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/threads/"+th.ID+"/export", nil))
+			var p struct {
+				Limit string `json:"limit"`
+				Bytes int64  `json:"bytes"`
+			}
+			_ = json.Unmarshal(rec.Body.Bytes(), &p)
+			if rec.Code != http.StatusRequestEntityTooLarge || p.Limit != readmodel.LimitExportThreadBytes || p.Bytes < subs*payload {
+				t.Fatalf("the export of a thread with %d KiB of sub-step payloads: %d %.300s", subs*payload>>10, rec.Code, rec.Body)
+			}
+		})
+	}
+}

@@ -61,7 +61,9 @@ type storedBytesRow struct {
 
 // StoredBytes: see ports.ThreadLister. Octets, not characters (SQLite's
 // length of a blob, PostgreSQL's octet_length), read from the rows'
-// thread_id indexes.
+// thread_id indexes: every large column an export loads (attempts' context
+// and metadata, steps' latest contexts, sub-steps' payloads, validations'
+// issues, notifications' messages and details).
 func (s *Store) StoredBytes(ctx context.Context, threadIDs []string) (map[string]int64, error) {
 	out := map[string]int64{}
 	if len(threadIDs) == 0 {
@@ -77,9 +79,15 @@ func (s *Store) StoredBytes(ctx context.Context, threadIDs []string) (map[string
  SELECT a.thread_id, ` + size("a.context") + ` + ` + size("a.metadata") + ` AS b FROM thread_activities a WHERE a.thread_id IN (?)
  UNION ALL
  SELECT s.thread_id, ` + size("s.latest_context") + ` AS b FROM thread_step_states s WHERE s.thread_id IN (?)
+ UNION ALL
+ SELECT u.thread_id, ` + size("u.payload") + ` AS b FROM step_substeps u WHERE u.thread_id IN (?)
+ UNION ALL
+ SELECT v.thread_id, ` + size("v.issues") + ` AS b FROM thread_validations v WHERE v.thread_id IN (?)
+ UNION ALL
+ SELECT n.thread_id, ` + size("n.message") + ` + ` + size("n.details") + ` AS b FROM thread_notifications n WHERE n.thread_id IN (?)
 ) x GROUP BY thread_id`
 	var rows []storedBytesRow
-	if err := s.selectIn(ctx, &rows, q, threadIDs, threadIDs); err != nil {
+	if err := s.selectIn(ctx, &rows, q, threadIDs, threadIDs, threadIDs, threadIDs, threadIDs); err != nil {
 		return nil, sqldb.TranslateError(err)
 	}
 	for _, r := range rows {

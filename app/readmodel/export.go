@@ -50,7 +50,8 @@ type Exports struct {
 	maxThreadBytes int64
 }
 
-// SetMaxThreadBytes bounds the stored bytes (contexts, metadata) one
+// SetMaxThreadBytes bounds the stored bytes (contexts, metadata, sub-step
+// payloads, validations, notifications: ports.ThreadLister.StoredBytes) one
 // export loads at once: a thread holding more is refused (Thread) or named
 // in place of its export (Stream) before any of its rows is read, and a
 // stream loads its threads in groups of at most that many bytes (or one
@@ -76,7 +77,7 @@ func (x *Exports) storedBytes(ctx context.Context, threads []ports.ThreadView) (
 // tooLarge is the refusal of one thread over the bound.
 func (x *Exports) tooLarge(id string, n int64) error {
 	return domain.LimitExceeded(domain.KindTooLarge, LimitExportThreadBytes,
-		"thread %s holds %d bytes of contexts and metadata; one thread's export is limited to %d (limits.graphql.export_thread_max_bytes)",
+		"thread %s holds %d stored bytes (contexts, metadata, sub-steps, validations, notifications); one thread's export is limited to %d (limits.graphql.export_thread_max_bytes)",
 		id, n, x.maxThreadBytes).WithDetail("bytes", n).WithDetail("max", x.maxThreadBytes)
 }
 
