@@ -78,14 +78,15 @@ const messageReadTimeout = 15 * time.Second
 // messageDeadline closes the socket (1008, counted) if the message being
 // read is not complete within messageReadTimeout; stop cancels it.
 func (s *session) messageDeadline() (stop func() bool) {
-	d := s.h.messageTimeout
-	if d <= 0 {
-		d = messageReadTimeout
-	}
-	return time.AfterFunc(d, func() {
+	d := messageReadTimeout
+	expire := func() {
 		s.h.Refusals.Refused(limits.WSMessageTimeout)
 		s.closeWith(websocket.StatusPolicyViolation, "a message must arrive within "+d.String())
-	}).Stop
+	}
+	if s.h.afterMessageTimeout != nil {
+		return s.h.afterMessageTimeout(d, expire)
+	}
+	return time.AfterFunc(d, expire).Stop
 }
 
 // takeReadSlot waits for one of the principal's reading slots (none before

@@ -76,8 +76,9 @@ type Handler struct {
 	closing    bool
 	sessions   sync.WaitGroup
 
-	// messageTimeout replaces messageReadTimeout (tests).
-	messageTimeout time.Duration
+	// afterMessageTimeout replaces time.AfterFunc for the message deadline
+	// (tests fire it when they choose; nil: time.AfterFunc).
+	afterMessageTimeout func(d time.Duration, f func()) (stop func() bool)
 }
 
 // metrics is where the sockets are counted (never nil).

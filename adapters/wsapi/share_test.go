@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -120,9 +121,10 @@ func TestIdleSharesAreForgotten(t *testing.T) {
 func TestOversizedFrameDrainHasADeadline(t *testing.T) {
 	t.Parallel()
 	h, reg := floodHandler(t, func(l *config.WSLimits) {})
-	// Long enough for the first MiB to arrive on a loaded machine (the
-	// peak checked below says it did), short enough for a test.
-	h.messageTimeout = 5 * time.Second
+	// The test fires the message deadline itself, once the frame passed
+	// the limit (however long its first MiB took to arrive).
+	var deadlines messageDeadlines
+	h.afterMessageTimeout = deadlines.after
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	c := dialWS(t, strings.Replace(srv.URL, "http", "ws", 1))
@@ -139,11 +141,14 @@ func TestOversizedFrameDrainHasADeadline(t *testing.T) {
 	if _, err := io.WriteString(w, `{"action":"waitFor","requestId":"big","pad":"`+strings.Repeat("x", MaxMessageBytes+4096)); err != nil {
 		t.Fatal(err)
 	}
+	eventually(t, "the frame passes the limit and is drained", func() bool {
+		return gauge(t, reg, "threadengine_budget_bytes_peak", limits.WSFrameBytes) >= MaxMessageBytes
+	})
+	if !deadlines.fireLast() {
+		t.Fatal("the oversized frame's drain had no message deadline running")
+	}
 	if st := c.closed(); st != websocket.StatusPolicyViolation {
 		t.Errorf("closed with %v, want 1008", st)
-	}
-	if peak := gauge(t, reg, "threadengine_budget_bytes_peak", limits.WSFrameBytes); peak < MaxMessageBytes {
-		t.Fatalf("the frame budget peaked at %.0f: the deadline came before the frame passed the limit, so its drain was not tested", peak)
 	}
 	if n := refused(t, reg, limits.WSMessageTimeout); n != 1 {
 		t.Errorf("ws_message_timeout counted %d, want 1", n)
@@ -193,4 +198,53 @@ func TestRateIsCheckedBeforeDecoding(t *testing.T) {
 	if n := refused(t, reg, limits.WSFrameRate); n != 1 {
 		t.Errorf("ws_frame_rate counted %d, want 1", n)
 	}
+}
+
+// messageDeadlines stands for time.AfterFunc of the message deadlines: the
+// test fires the last one set when it chooses.
+type messageDeadlines struct {
+	mu   sync.Mutex
+	last *messageDeadline
+}
+
+type messageDeadline struct {
+	mu            sync.Mutex
+	f             func()
+	stopped, done bool
+}
+
+func (m *messageDeadlines) after(_ time.Duration, f func()) (stop func() bool) {
+	d := &messageDeadline{f: f}
+	m.mu.Lock()
+	m.last = d
+	m.mu.Unlock()
+	return func() bool {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if d.done || d.stopped {
+			return false
+		}
+		d.stopped = true
+		return true
+	}
+}
+
+// fireLast starts the last deadline set, as its timer would; false if it
+// was stopped (its message was read in time) or there is none.
+func (m *messageDeadlines) fireLast() bool {
+	m.mu.Lock()
+	d := m.last
+	m.mu.Unlock()
+	if d == nil {
+		return false
+	}
+	d.mu.Lock()
+	if d.stopped || d.done {
+		d.mu.Unlock()
+		return false
+	}
+	d.done = true
+	d.mu.Unlock()
+	go d.f() // in a goroutine of its own, as time.AfterFunc does: it waits for the client's close
+	return true
 }
