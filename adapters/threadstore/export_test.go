@@ -9,6 +9,9 @@ import (
 	"github.com/threadengine/engine/ports"
 )
 
+// HasActivityQuery is HasActivity's statement (its plan is tested).
+const HasActivityQuery = hasActivityQuery
+
 // GroupCounters exposes the group-commit counters to tests.
 func (s *Store) GroupCounters() (commits, fallbacks int64) {
 	return s.groupCommits.Load(), s.groupFallbacks.Load()

@@ -796,9 +796,20 @@ func (s *Store) attachSubSteps(ctx context.Context, threadID string, acts []port
 }
 
 // HasActivity reports whether any attempt of (thread, step, key) exists.
+// It probes thread_step_states' primary key (thread_id, step_name,
+// idempotency_key), one row, instead of thread_activities (whose only
+// thread index since 00085 is (thread_id, seq): every attempt of the thread
+// would be read, O(n²) over a trace's spans): a state row exists exactly
+// when an attempt with its identity does. writePlans writes every attempt
+// with the state of the same thread, step and key in one transaction;
+// refused steps write neither (step_refusals); sub-steps are neither;
+// nothing deletes either table's rows but DeleteThreads, which deletes a
+// thread's rows of both.
 func (s *Store) HasActivity(ctx context.Context, threadID, stepName, key string) (bool, error) {
 	var n int
-	err := s.db.GetContext(ctx, &n, s.q(`SELECT COUNT(*) FROM thread_activities WHERE thread_id = ? AND step_name = ?
- AND idempotency_key = ?`), threadID, stepName, key)
+	err := s.db.GetContext(ctx, &n, s.q(hasActivityQuery), threadID, stepName, key)
 	return n > 0, sqldb.TranslateError(err)
 }
+
+const hasActivityQuery = `SELECT COUNT(*) FROM thread_step_states WHERE thread_id = ? AND step_name = ?
+ AND idempotency_key = ?`
