@@ -51,6 +51,17 @@ func (s *Store) RollUp(ctx context.Context, now time.Time) (int, error) {
 	return n, err
 }
 
+// CatchUp rolls up until every roll-up has caught up with now (what
+// RunRollup does over its first calls), as a seeding tool needs.
+func (s *Store) CatchUp(ctx context.Context, now time.Time) error {
+	for {
+		_, more, err := s.rollUp(ctx, now)
+		if err != nil || !more {
+			return err
+		}
+	}
+}
+
 // rollUp is RollUp, also reporting whether any of the roll-ups has more to
 // catch up (the contract statistics and the Problems view move a day of
 // ended threads per call too).
