@@ -53,6 +53,9 @@ type OfflineInput struct {
 	Keys []string
 	// Saved is a signed checkpoint the auditor kept from earlier ("": none).
 	Saved string
+	// Witnesses are witness verifier keys (C2SP cosignature keys): the
+	// export's checkpoints must carry a valid cosignature of each.
+	Witnesses []string
 }
 
 // VerifyOffline checks every thread of an export (docs/integrators/verification.md).
@@ -69,6 +72,14 @@ func VerifyOffline(in OfflineInput) ([]ThreadReport, error) {
 		return nil, fmt.Errorf("no log key given")
 	}
 	keys := note.VerifierList(vs...)
+	var witnesses []note.Verifier
+	for _, k := range in.Witnesses {
+		v, err := domain.NewCosignatureVerifier(strings.TrimSpace(k))
+		if err != nil {
+			return nil, fmt.Errorf("witness key %q: %w", k, err)
+		}
+		witnesses = append(witnesses, v)
+	}
 	var saved *domain.Checkpoint
 	if strings.TrimSpace(in.Saved) != "" {
 		c, err := openCheckpoint(in.Saved, keys)
@@ -98,7 +109,7 @@ func VerifyOffline(in OfflineInput) ([]ThreadReport, error) {
 				d.Skipped.Bytes, d.Skipped.Limit, d.Skipped.Max)}})
 			continue
 		}
-		out = append(out, verifyDoc(d, keys, saved))
+		out = append(out, verifyDoc(d, keys, witnesses, saved))
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("export: no thread in it")
@@ -135,7 +146,7 @@ func decodeProof(ss []string) (tlog.RecordProof, error) {
 	return out, nil
 }
 
-func verifyDoc(d exportLine, keys note.Verifiers, saved *domain.Checkpoint) ThreadReport {
+func verifyDoc(d exportLine, keys note.Verifiers, witnesses []note.Verifier, saved *domain.Checkpoint) ThreadReport {
 	r := ThreadReport{ThreadID: d.Thread.ID, Steps: len(d.Attempts)}
 	fail := func(f string, a ...any) { r.Failures = append(r.Failures, fmt.Sprintf(f, a...)) }
 	// 1. Every step's hash, and the chain.
@@ -187,6 +198,11 @@ func verifyDoc(d exportLine, keys note.Verifiers, saved *domain.Checkpoint) Thre
 		return r
 	}
 	r.Checkpoint = c
+	for _, w := range witnesses {
+		if _, err := note.Open([]byte(d.Log.Checkpoint), note.VerifierList(w)); err != nil {
+			fail("checkpoint %d: no valid cosignature of witness %s", c.Size, w.Name())
+		}
+	}
 	leafOf := map[string]domain.LogLeaf{}
 	leafIdx := map[string]int64{}
 	for _, l := range d.Log.Leaves {

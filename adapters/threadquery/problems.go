@@ -35,6 +35,7 @@ const ProblemsRollup = "problems"
 
 type problemRow struct {
 	Hour            string `db:"h"`
+	Bucket          int64  `db:"b"`
 	ContractName    string `db:"contract_name"`
 	ContractVersion int    `db:"contract_version"`
 	Rule            string `db:"rule"`
@@ -54,46 +55,95 @@ func (s *Store) problemCols() string {
  CASE WHEN contract_name IS NULL THEN COALESCE(first_issue_message, '') ELSE '' END AS message`
 }
 
-// unhealthy is the Problems view's predicate: its text is the partial
-// index's (threads_active_unhealthy), so SQLite uses the index.
+// unhealthy is the Problems view's predicate for running threads: its text
+// is the partial index's (threads_active_unhealthy), so SQLite uses it.
 const unhealthy = `health IN ('FAILED', 'VIOLATED')`
 
-// ProblemRows: see ports.ProblemReads. Rows are keyed by hour and cause and
-// by where they were read (roll-up or threads), newest hours first, so a
-// truncated report keeps the newest hours.
-func (s *Store) ProblemRows(ctx context.Context, since, until time.Time, limit int) ([]ports.ProblemRow, error) {
-	q := `SELECT h, contract_name, contract_version, rule, step, message, rolled, SUM(n) AS n, MAX(example) AS example FROM (
- SELECT ` + s.db.UTCHour("hour") + ` AS h, contract_name, contract_version, rule, step, message_class AS message, 1 AS rolled, n,
+// unhealthyEnded is the same predicate for the threads ended since a
+// watermark, written as an expression so that no planner walks every
+// unhealthy thread by (health, created_at) rather than the few ended since
+// by updated_at (threads_ended_updated).
+const unhealthyEnded = `(health || '') IN ('FAILED', 'VIOLATED')`
+
+// ProblemRows: see ports.ProblemReads. Rows are keyed by bucket and cause
+// and by where they were read (roll-up or threads), newest buckets first,
+// so a truncated read keeps the newest.
+//
+// The threads ended since the roll-up are found by their updated_at
+// (threads_ended_updated): the watermark is read first and passed as a
+// value, so the planner sees how few threads are past it, and the same
+// bound read again inside the statement (never lower: the watermark only
+// moves forward) keeps the halves exact if a roll-up commits in between.
+// Their health (and on SQLite their start) is compared as an expression so
+// no planner walks every unhealthy thread of the window by (health,
+// created_at) instead; the statement is not prepared, so PostgreSQL plans
+// it with these values.
+func (s *Store) ProblemRows(ctx context.Context, since, until time.Time, bucket time.Duration, limit int) ([]ports.ProblemRow, error) {
+	w, ok, err := s.watermark(ctx, ProblemsRollup)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		w = epoch
+	}
+	started := "created_at"
+	if s.db.Dialect == sqldb.SQLite {
+		started = "+created_at" // SQLite's way to keep a term off the indexes
+	}
+	secs := int64(bucket / time.Second)
+	if secs < 3600 {
+		secs = 3600
+	}
+	q := `SELECT b, contract_name, contract_version, rule, step, message, rolled, SUM(n) AS n, MAX(example) AS example FROM (
+ SELECT ` + s.bucketOf("hour") + ` AS b, contract_name, contract_version, rule, step, message_class AS message, 1 AS rolled, n,
  example_thread AS example FROM problems_hourly WHERE hour >= ? AND hour < ? AND n <> 0
  UNION ALL
- SELECT ` + s.problemCols() + `, 0 AS rolled, 1 AS n, id AS example FROM threads
+ SELECT ` + s.bucketOf("created_at") + ` AS b, ` + problemCause + `, 0 AS rolled, 1 AS n, id AS example FROM threads
  WHERE status = 'active' AND ` + unhealthy + ` AND created_at >= ? AND created_at < ?
  UNION ALL
- SELECT ` + s.problemCols() + `, 0 AS rolled, 1 AS n, id AS example FROM threads
- WHERE status <> 'active' AND updated_at >= COALESCE((SELECT rolled_until FROM stats_rollup WHERE name = '` + ProblemsRollup + `'), ?)
- AND ` + unhealthy + ` AND created_at >= ? AND created_at < ?
-) x GROUP BY h, contract_name, contract_version, rule, step, message, rolled
- ORDER BY h DESC, contract_name, contract_version, rule, step, message, rolled LIMIT ?`
+ SELECT ` + s.bucketOf("created_at") + ` AS b, ` + problemCause + `, 0 AS rolled, 1 AS n, id AS example FROM threads
+ WHERE status <> 'active' AND updated_at >= ? AND updated_at >= COALESCE((SELECT rolled_until FROM stats_rollup WHERE name = '` + ProblemsRollup + `'), ?)
+ AND ` + unhealthyEnded + ` AND ` + started + ` >= ? AND ` + started + ` < ?
+) x GROUP BY b, contract_name, contract_version, rule, step, message, rolled
+ ORDER BY b DESC LIMIT ?`
 	from, to := sqldb.Time(since), sqldb.Time(until)
+	origin := s.bucketOrigin(since)
 	var rows []problemRow
-	if err := s.selectRaw(ctx, &rows, q, from, to, from, to, sqldb.Time(epoch), from, to, limit); err != nil {
-		return nil, err
+	if err := s.db.SelectContext(ctx, &rows, s.db.Rebind(q), origin, secs, from, to, origin, secs, from, to,
+		origin, secs, sqldb.Time(w), sqldb.Time(epoch), from, to, limit); err != nil {
+		return nil, sqldb.TranslateError(err)
 	}
 	out := make([]ports.ProblemRow, 0, len(rows))
 	for _, r := range rows {
-		h, err := time.Parse("2006-01-02 15", strings.TrimSpace(r.Hour))
-		if err != nil {
-			continue
-		}
 		class := r.Message
 		if r.Rolled == 0 && r.ContractName == "" {
 			class = domain.MessageClass(r.Message)
 		}
 		out = append(out, ports.ProblemRow{ContractName: r.ContractName, ContractVersion: r.ContractVersion, Rule: r.Rule, Step: r.Step,
-			MessageClass: class, Hour: h.UTC(), Count: r.Count, Example: r.Example})
+			MessageClass: class, Start: since.Add(time.Duration(r.Bucket) * time.Duration(secs) * time.Second), Count: r.Count, Example: r.Example})
 	}
 	return out, nil
 }
+
+// problemCause is a thread row's cause columns (problemCols without the hour).
+const problemCause = `COALESCE(contract_name, '') AS contract_name, COALESCE(contract_version, 0) AS contract_version,
+ COALESCE(first_issue_type, '') AS rule, COALESCE(first_issue_step, '') AS step,
+ CASE WHEN contract_name IS NULL THEN COALESCE(first_issue_message, '') ELSE '' END AS message`
+
+// bucketOf is the bucket number of a timestamp column, counted from an
+// origin in buckets of a width in seconds (two parameters: bucketOrigin,
+// then the width): integer arithmetic, so the grouping hashes numbers, not
+// formatted hours. SQLite keeps times as text ("2006-01-02 15:04:05… +0000
+// UTC"), whose first 19 characters strftime reads.
+func (s *Store) bucketOf(col string) string {
+	if s.db.Dialect == sqldb.Postgres {
+		return `CAST(floor((extract(epoch FROM ` + col + `) - CAST(? AS BIGINT)) / CAST(? AS BIGINT)) AS BIGINT)`
+	}
+	return `((CAST(strftime('%s', SUBSTR(REPLACE(` + col + `, 'T', ' '), 1, 19)) AS INTEGER) - ?) / ?)`
+}
+
+// bucketOrigin is bucketOf's origin parameter.
+func (s *Store) bucketOrigin(since time.Time) any { return since.Unix() }
 
 // problemKey is one problems_hourly row's key (threadstore.unrollProblems
 // computes the same).
@@ -148,7 +198,7 @@ func (s *Store) rollUpProblems(ctx context.Context, tx *sqlx.Tx, until time.Time
 	var rows []problemRow
 	if err := tx.SelectContext(ctx, &rows, s.db.Rebind(`SELECT h, contract_name, contract_version, rule, step, message, 1 AS rolled,
  COUNT(*) AS n, MAX(example) AS example FROM (SELECT `+s.problemCols()+`, id AS example FROM threads
- WHERE status <> 'active' AND updated_at >= ? AND updated_at < ? AND `+unhealthy+`) x
+ WHERE status <> 'active' AND updated_at >= ? AND updated_at < ? AND `+unhealthyEnded+`) x
  GROUP BY h, contract_name, contract_version, rule, step, message`), sqldb.Time(w.T), sqldb.Time(until)); err != nil {
 		return err
 	}
@@ -188,4 +238,17 @@ func (s *Store) rollUpProblems(ctx context.Context, tx *sqlx.Tx, until time.Time
 	}
 	_, err = tx.ExecContext(ctx, s.db.Rebind(`UPDATE stats_rollup SET rolled_until = ? WHERE name = ?`), sqldb.Time(until), ProblemsRollup)
 	return err
+}
+
+// watermark reads a roll-up's watermark; ok is false before its first run.
+func (s *Store) watermark(ctx context.Context, name string) (time.Time, bool, error) {
+	var t dbTime
+	err := s.db.GetContext(ctx, &t, s.db.Rebind(`SELECT rolled_until FROM stats_rollup WHERE name = ?`), name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, false, nil
+	}
+	if err != nil {
+		return time.Time{}, false, sqldb.TranslateError(err)
+	}
+	return t.T.UTC(), true, nil
 }

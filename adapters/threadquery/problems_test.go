@@ -107,19 +107,36 @@ func TestProblemRowsEqualACountOverThreads(t *testing.T) {
 		}
 		check := func(stage string) {
 			t.Helper()
-			rows, err := s.ProblemRows(ctx, since, until, 10000)
+			rows, err := s.ProblemRows(ctx, since, until, time.Hour, 10000)
 			if err != nil {
 				t.Fatal(err)
 			}
 			got := map[problemCause]int{}
 			for _, r := range rows {
-				got[problemCause{r.Hour, r.ContractName, r.ContractVersion, r.Rule, r.Step, r.MessageClass}] += r.Count
+				got[problemCause{r.Start, r.ContractName, r.ContractVersion, r.Rule, r.Step, r.MessageClass}] += r.Count
 				if r.Example != "" && !exists(r.Example) {
 					t.Fatalf("%s: example %s of %+v is deleted", stage, r.Example, r)
 				}
 			}
 			if want := raw(); !reflect.DeepEqual(got, want) {
 				t.Fatalf("%s:\n got %v\nwant %v", stage, got, want)
+			}
+			// In buckets of 5 hours from since.
+			rows, err = s.ProblemRows(ctx, since, until, 5*time.Hour, 10000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = map[problemCause]int{}
+			for _, r := range rows {
+				got[problemCause{r.Start, r.ContractName, r.ContractVersion, r.Rule, r.Step, r.MessageClass}] += r.Count
+			}
+			want := map[problemCause]int{}
+			for k, n := range raw() {
+				k.hour = since.Add(k.hour.Sub(since) / (5 * time.Hour) * (5 * time.Hour))
+				want[k] += n
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s, 5-hour buckets:\n got %v\nwant %v", stage, got, want)
 			}
 		}
 		rolled := func() int {
@@ -200,25 +217,25 @@ func TestProblemRowsEqualACountOverThreads(t *testing.T) {
 		check("rolled twice")
 
 		// A truncated read keeps the newest hours.
-		all, err := s.ProblemRows(ctx, since, until, 10000)
+		all, err := s.ProblemRows(ctx, since, until, time.Hour, 10000)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cut, err := s.ProblemRows(ctx, since, until, 3)
+		cut, err := s.ProblemRows(ctx, since, until, time.Hour, 3)
 		if err != nil || len(cut) != 3 || len(all) <= 3 {
 			t.Fatalf("truncated: %d of %d rows, %v", len(cut), len(all), err)
 		}
-		newest := all[0].Hour
+		newest := all[0].Start
 		for _, r := range all {
-			if r.Hour.After(newest) {
-				newest = r.Hour
+			if r.Start.After(newest) {
+				newest = r.Start
 			}
 		}
-		if !cut[0].Hour.Equal(newest) {
-			t.Fatalf("truncated read starts at %s, the newest hour is %s", cut[0].Hour, newest)
+		if !cut[0].Start.Equal(newest) {
+			t.Fatalf("truncated read starts at %s, the newest hour is %s", cut[0].Start, newest)
 		}
 		for i := 1; i < len(cut); i++ {
-			if cut[i].Hour.After(cut[i-1].Hour) {
+			if cut[i].Start.After(cut[i-1].Start) {
 				t.Fatalf("not newest first: %v", cut)
 			}
 		}

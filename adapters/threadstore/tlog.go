@@ -152,6 +152,13 @@ func (s *Store) appendLeaves(ctx context.Context, tx *sqlx.Tx, leaves []leafIn, 
 	if err := s.get(ctx, tx, &start, `UPDATE tlog_state SET size = size + ? WHERE id = 1 RETURNING size - ?`, k, k); err != nil {
 		return 0, fmt.Errorf("tlog_state: %w", err)
 	}
+	return start, s.appendLeavesAt(ctx, tx, leaves, now, start, nil)
+}
+
+// appendLeavesAt writes leaves at indexes start… (the caller holds the
+// tlog_state lock and has set or sets the size: extra, written in the same
+// statement on PostgreSQL).
+func (s *Store) appendLeavesAt(ctx context.Context, tx *sqlx.Tx, leaves []leafIn, now time.Time, start int64, extra []part) error {
 	// Hashes an earlier append of this transaction wrote are read from
 	// memory: read from the database they would be cached, and wrong if the
 	// transaction then rolled back.
@@ -171,7 +178,7 @@ func (s *Store) appendLeaves(ctx context.Context, tx *sqlx.Tx, leaves []leafIn, 
 		n := start + int64(i)
 		hs, err := tlog.StoredHashes(n, l.data, r)
 		if err != nil {
-			return 0, fmt.Errorf("transparency log: %w", err)
+			return fmt.Errorf("transparency log: %w", err)
 		}
 		base := tlog.StoredHashIndex(0, n)
 		for j, h := range hs {
@@ -184,13 +191,13 @@ func (s *Store) appendLeaves(ctx context.Context, tx *sqlx.Tx, leaves []leafIn, 
 	}
 	parts := rowsParts(`INSERT INTO tlog_leaves (idx, kind, thread_id, step_id, data, created_at) VALUES `, `(?,?,?,?,?,?)`, "", 6, leafRows)
 	parts = append(parts, rowsParts(`INSERT INTO tlog_hashes (idx, hash) VALUES `, `(?,?)`, "", 2, hashRows)...)
-	if err := s.execParts(ctx, tx, parts); err != nil {
-		return 0, err
+	if err := s.execParts(ctx, tx, append(parts, extra...)); err != nil {
+		return err
 	}
 	// Cached only now: if the transaction rolls back these indexes are
 	// assigned again, and another process may write other hashes there.
 	s.pendingHashes(tx, newIdx, newHashes)
-	return start, nil
+	return nil
 }
 
 // pendingHashes remembers hashes written in tx, cached once it commits
@@ -330,14 +337,18 @@ func (s *Store) FlushLog(ctx context.Context) (int, error) {
 					leaves[i].stepID = r.StepID.String
 				}
 			}
-			if _, err := s.appendLeaves(ctx, tx, leaves, time.Now()); err != nil {
-				return err
+			// The size read under the lock is where they go: the size
+			// update and the queue's deletion go in the leaves' statement
+			// (one round trip on PostgreSQL). Exactly the rows read are
+			// deleted: a row with a lower seq may commit after this read
+			// (seq is taken before commit) and is appended next time.
+			seqRows := make([][]any, len(seqs))
+			for i, q := range seqs {
+				seqRows[i] = []any{q}
 			}
-			q, args, err := sqlx.In(`DELETE FROM tlog_pending WHERE seq IN (?)`, seqs)
-			if err != nil {
-				return err
-			}
-			if _, err := tx.ExecContext(ctx, s.q(q), args...); err != nil {
+			extra := []part{{q: `UPDATE tlog_state SET size = ? WHERE id = 1`, args: []any{size + int64(len(leaves))}}}
+			extra = append(extra, rowsParts(`DELETE FROM tlog_pending WHERE seq IN (`, `?`, `)`, 1, seqRows)...)
+			if err := s.appendLeavesAt(ctx, tx, leaves, time.Now(), size, extra); err != nil {
 				return err
 			}
 			n = len(rows)

@@ -11,7 +11,7 @@ import (
 
 // Problems limits: a window of at most 30 days, cut into ProblemBuckets
 // buckets for the trend; at most MaxProblemGroups causes, read from at most
-// maxProblemRows (cause, hour) rows.
+// maxProblemRows (cause, bucket) rows.
 const (
 	MaxProblemHours  = 720
 	ProblemBuckets   = 12
@@ -73,7 +73,7 @@ func (q *Problems) Report(ctx context.Context, hours *int) (ProblemReport, error
 	bucketHours := (h + ProblemBuckets - 1) / ProblemBuckets
 	until := q.clock.Now().UTC().Truncate(time.Hour).Add(time.Hour)
 	since := until.Add(-time.Duration(bucketHours*ProblemBuckets) * time.Hour)
-	rows, err := q.store.ProblemRows(ctx, since, until, maxProblemRows+1)
+	rows, err := q.store.ProblemRows(ctx, since, until, time.Duration(bucketHours)*time.Hour, maxProblemRows+1)
 	if err != nil {
 		return ProblemReport{}, err
 	}
@@ -98,7 +98,7 @@ func (q *Problems) Report(ctx context.Context, hours *int) (ProblemReport, error
 				Trend: make([]int, ProblemBuckets), Example: row.Example}
 			groups[k] = g
 		}
-		b := int(row.Hour.Sub(since)/time.Hour) / bucketHours
+		b := int(row.Start.Sub(since)/time.Hour) / bucketHours
 		if b >= 0 && b < ProblemBuckets {
 			g.Trend[b] += row.Count
 		}

@@ -23,7 +23,7 @@ func init() {
 }
 
 const verifyUsage = `usage:
-  threadengine verify EXPORT --log-key KEY [--log-key KEY…] [--checkpoint OLD]
+  threadengine verify EXPORT --log-key KEY [--log-key KEY…] [--checkpoint OLD] [--witness-key WKEY…]
 
 Checks, offline (no database, secret or network): every step's hash, each
 thread's chain and completeness, that every step is in the signed checkpoint
@@ -31,7 +31,9 @@ the export carries, and (with --checkpoint) that the log was not rewritten
 since a checkpoint saved earlier. EXPORT is GET /v1/threads/{id}/export or
 GET /v1/threads/export (NDJSON), "-" for standard input. KEY is a verifier
 key (a line of GET /v1/log/keys) or a file of them; OLD a file holding a
-signed checkpoint (GET /v1/log/checkpoint). Exits 1 when a check fails.`
+signed checkpoint (GET /v1/log/checkpoint); WKEY a witness's verifier key
+(or a file of them): every checkpoint must then carry its cosignature.
+Exits 1 when a check fails.`
 
 // errVerifyFailed makes the command exit 1 after printing what failed.
 var errVerifyFailed = errors.New("verification failed")
@@ -47,6 +49,8 @@ func verifyCmd(args []string, stdout, stderr io.Writer) error {
 	var keys stringList
 	fs.Var(&keys, "log-key", "the log's verifier key, or a file of them (repeatable)")
 	saved := fs.String("checkpoint", "", "a signed checkpoint saved earlier (file)")
+	var witnessKeys stringList
+	fs.Var(&witnessKeys, "witness-key", "a witness's verifier key, or a file of them (repeatable): its cosignature is required")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return usageError{err.Error()}
@@ -55,18 +59,7 @@ func verifyCmd(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, verifyUsage)
 		return usageError{"an export file and --log-key are required"}
 	}
-	var vkeys []string
-	for _, k := range keys {
-		if b, err := os.ReadFile(k); err == nil {
-			for _, line := range strings.Split(string(b), "\n") {
-				if line = strings.TrimSpace(line); line != "" {
-					vkeys = append(vkeys, line)
-				}
-			}
-			continue
-		}
-		vkeys = append(vkeys, k)
-	}
+	vkeys := keyLines(keys)
 	var in io.Reader = os.Stdin
 	if pos[0] != "-" {
 		f, err := os.Open(pos[0])
@@ -84,7 +77,7 @@ func verifyCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		old = string(b)
 	}
-	reports, err := opshttp.VerifyOffline(opshttp.OfflineInput{Export: in, Keys: vkeys, Saved: old})
+	reports, err := opshttp.VerifyOffline(opshttp.OfflineInput{Export: in, Keys: vkeys, Saved: old, Witnesses: keyLines(witnessKeys)})
 	if err != nil {
 		return err
 	}
@@ -123,4 +116,21 @@ func rotateLogKeyCmd(ctx context.Context, args []string) error {
 	fmt.Fprintf(os.Stderr, "log signing key version %s added; engines sign with it from their next start. Public key:\n", v)
 	fmt.Println(keys.Verifiers[0])
 	return nil
+}
+
+// keyLines are the keys given, each a key or a file of them (one a line).
+func keyLines(given []string) []string {
+	var out []string
+	for _, k := range given {
+		if b, err := os.ReadFile(k); err == nil {
+			for _, line := range strings.Split(string(b), "\n") {
+				if line = strings.TrimSpace(line); line != "" {
+					out = append(out, line)
+				}
+			}
+			continue
+		}
+		out = append(out, k)
+	}
+	return out
 }

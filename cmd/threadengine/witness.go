@@ -58,18 +58,7 @@ func witnessCmd(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("witness key %s: %w", *keyFile, err)
 	}
-	var vkeys []string
-	for _, k := range keys {
-		if b, err := os.ReadFile(k); err == nil {
-			for _, line := range strings.Split(string(b), "\n") {
-				if line = strings.TrimSpace(line); line != "" {
-					vkeys = append(vkeys, line)
-				}
-			}
-			continue
-		}
-		vkeys = append(vkeys, k)
-	}
+	vkeys := keyLines(keys)
 	state, err := witnesshttp.OpenFileState(*stateFile)
 	if err != nil {
 		return err

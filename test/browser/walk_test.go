@@ -16,7 +16,8 @@ import (
 // layoutJS lists what is wrong with the page's layout, as text: sideways
 // scroll, visible text under 10 px (SVG text at its drawn size), text cut
 // off by a box that hides its overflow without an ellipsis, and chart,
-// graph or time-axis labels drawn over each other.
+// graph or time-axis labels drawn over each other, and timeline bars off
+// their time axis.
 const layoutJS = `(() => {
   const out = [];
   const name = (e) => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + (e.classList.length ? '.' + [...e.classList].join('.') : '');
@@ -48,6 +49,15 @@ const layoutJS = `(() => {
           out.push('labels overlap: "' + a.textContent.trim().slice(0, 20) + '" and "' + b.textContent.trim().slice(0, 20) + '" in ' + name(svg));
         }
       }
+    }
+  }
+  // Every timeline bar's track starts where the time axis does.
+  for (const wf of document.querySelectorAll('main .waterfall')) {
+    const axis = wf.querySelector('.wf-axis .wf-track');
+    if (!axis || !visible(axis)) continue;
+    const x = axis.getBoundingClientRect().left;
+    for (const t of wf.querySelectorAll('.wf-row:not(.wf-axis) .wf-track')) {
+      if (visible(t) && Math.abs(t.getBoundingClientRect().left - x) > 1) out.push('timeline track off the axis: ' + (t.closest('.wf-row').textContent.trim().slice(0, 30)));
     }
   }
   return [...new Set(out)].slice(0, 20);

@@ -140,12 +140,23 @@ func TestWitnessCosignsAndRefusesAFork(t *testing.T) {
 		})
 		return cp
 	}
-	write := func(e *enginetest.Engine, key string, n int, tag string) {
+	write := func(e *enginetest.Engine, key string, n int, tag string) string {
 		c := connectWS(t, e, key)
 		tid := c.ok(map[string]any{"action": "startThread", "label": tag})["threadId"].(string)
 		for i := 0; i < n; i++ {
 			c.ok(step(tid, "s", "success", tag+strconv.Itoa(i), nil))
 		}
+		return tid
+	}
+	// verify runs the offline verifier on e's export of tid, requiring the
+	// witness's cosignature.
+	keyFile := writeFile(t, "log.keys", logKeys)
+	verify := func(e *enginetest.Engine, tid string) (string, bool) {
+		resp, body := e.Do(t, http.MethodGet, "/v1/threads/"+tid+"/export", owner, nil)
+		wantStatus(t, resp, body, http.StatusOK)
+		out, err := exec.Command(bin, "verify", writeFile(t, "export-"+tid+".json", body), "--log-key", keyFile,
+			"--witness-key", wkey).CombinedOutput()
+		return string(out), err == nil
 	}
 	size := func(cp string) int64 {
 		n, _ := strconv.ParseInt(strings.Split(cp, "\n")[1], 10, 64)
@@ -170,8 +181,11 @@ func TestWitnessCosignsAndRefusesAFork(t *testing.T) {
 		}
 	}
 	startEngine(t, bin, dirA, withWitness(envA), addrA) // stopped by its cleanup
-	write(engA, key, 3, "a3")
+	tidA := write(engA, key, 3, "a3")
 	third := cosigned(engA, size(second)+3)
+	if out, ok := verify(engA, tidA); !ok || !strings.Contains(out, "ok   thread "+tidA) {
+		t.Fatalf("the honest log's export with the witness required:\n%s", out)
+	}
 
 	addrB := freeAddr(t)
 	envB := append(env, "THREADENGINE_DATABASE__URL=sqlite://"+filepath.Join(dirB, "te.db"))
@@ -213,7 +227,7 @@ func TestWitnessCosignsAndRefusesAFork(t *testing.T) {
 	// the witness's size: 422, no cosignature.
 	stop(b)
 	startEngine(t, bin, dirB, withWitness(envB), addrB) // stopped by its cleanup
-	write(engB, key, 2, "b2")
+	tidB := write(engB, key, 2, "b2")
 	waitFor(t, "the witness refusing the fork's engine", func() bool { return strings.Contains(wout.String(), `"status":422`) })
 	resp, ckB := engB.Do(t, http.MethodGet, "/v1/log/checkpoint", "", nil)
 	wantStatus(t, resp, ckB, http.StatusOK)
@@ -223,6 +237,9 @@ func TestWitnessCosignsAndRefusesAFork(t *testing.T) {
 	}
 	if n, err := note.Open(ckB, note.VerifierList(witnessVerifier)); err == nil {
 		t.Fatalf("the fork's checkpoint is cosigned: %v", n.Sigs)
+	}
+	if out, ok := verify(engB, tidB); ok || !strings.Contains(out, "no valid cosignature of witness witness.example/w1") {
+		t.Fatalf("the fork's export passed with the witness required:\n%s", out)
 	}
 	// The same by hand, with the fork's own consistency proof.
 	resp, proofBody := engB.Do(t, http.MethodGet, "/v1/log/proof/consistency?old="+strconv.FormatInt(size(third), 10)+

@@ -238,7 +238,7 @@ func writePG(db *sqldb.DB, b batch) error {
 		return err
 	}
 	for _, t := range seedTables {
-		st, err := tx.Prepare(copyIn(t.name, t.cols))
+		st, err := tx.Prepare(`COPY ` + t.name + ` (` + strings.Join(t.cols, ", ") + `) FROM STDIN`)
 		if err != nil {
 			return err
 		}
@@ -478,14 +478,4 @@ func dropSQLiteIndexes(ctx context.Context, db *sqldb.DB) (func() error, error) 
 		}
 		return nil
 	}, nil
-}
-
-// copyIn is the COPY … FROM STDIN statement lib/pq turns into a bulk load
-// (what the deprecated pq.CopyIn built).
-func copyIn(table string, cols []string) string {
-	q := make([]string, len(cols))
-	for i, c := range cols {
-		q[i] = pq.QuoteIdentifier(c)
-	}
-	return "COPY " + pq.QuoteIdentifier(table) + " (" + strings.Join(q, ", ") + ") FROM STDIN"
 }
