@@ -42,12 +42,11 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // logFixture is a store with a thread to write steps to and the log's keys.
 type logFixture struct {
-	store  *threadstore.Store
-	keys   threadstore.LogKeys
-	write  func()
-	ctx    context.Context
-	steps  int
-	thread string
+	store *threadstore.Store
+	keys  threadstore.LogKeys
+	write func()
+	ctx   context.Context
+	steps int
 }
 
 func newLogFixture(t *testing.T, d sqldb.Dialect) *logFixture {
