@@ -47,41 +47,76 @@ const contractStatsQuery = `SELECT contract_name, contract_version, status, heal
 var epoch = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // rollUpContractStats moves the threads that ended in [watermark, until)
-// into the roll-up. It waits while any thread's health is still to be
-// recomputed (health_version 0, the start-up backfill): such a thread's
-// health may yet change.
-func (s *Store) rollUpContractStats(ctx context.Context, tx *sqlx.Tx, until time.Time) error {
+// into the roll-up, at most RollupHoursPerCall hours of them (endedStep):
+// more reports that some are left for the next call. It waits while any
+// thread's health is still to be recomputed (health_version 0, the
+// start-up backfill): such a thread's health may yet change.
+func (s *Store) rollUpContractStats(ctx context.Context, tx *sqlx.Tx, until time.Time) (more bool, err error) {
 	var w dbTime
-	err := tx.GetContext(ctx, &w, s.db.Rebind(`SELECT rolled_until FROM stats_rollup WHERE name = ?`+s.db.ForUpdate()), ThreadsRollup)
+	err = tx.GetContext(ctx, &w, s.db.Rebind(`SELECT rolled_until FROM stats_rollup WHERE name = ?`+s.db.ForUpdate()), ThreadsRollup)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		if _, err := tx.ExecContext(ctx, s.db.Rebind(`INSERT INTO stats_rollup (name, rolled_until) VALUES (?, ?)`),
 			ThreadsRollup, sqldb.Time(epoch)); err != nil {
-			return err
+			return false, err
 		}
 		w = dbTime{T: epoch, Valid: true}
 	case err != nil:
-		return err
+		return false, err
 	}
 	if !w.T.Before(until) {
-		return nil
+		return false, nil
 	}
 	var pending []int
 	if err := tx.SelectContext(ctx, &pending, `SELECT 1 FROM threads WHERE health_version = 0 LIMIT 1`); err != nil {
-		return err
+		return false, err
 	}
 	if len(pending) > 0 {
-		return nil
+		return false, nil
 	}
-	from, to := sqldb.Time(w.T), sqldb.Time(until)
+	end, more, err := s.endedStep(ctx, tx, w.T.UTC(), until)
+	if err != nil {
+		return false, err
+	}
+	from, to := sqldb.Time(w.T), sqldb.Time(end)
 	if _, err := tx.ExecContext(ctx, s.db.Rebind(`INSERT INTO contract_stats_rollup (contract_name, contract_version, status, health, threads)
  SELECT contract_name, COALESCE(contract_version, 0), status, health, COUNT(*) FROM threads
  WHERE contract_name IS NOT NULL AND status <> 'active' AND updated_at >= ? AND updated_at < ?
  GROUP BY contract_name, COALESCE(contract_version, 0), status, health
  ON CONFLICT (contract_name, contract_version, status, health) DO UPDATE SET threads = contract_stats_rollup.threads + excluded.threads`),
 		from, to); err != nil {
-		return err
+		return false, err
 	}
 	_, err = tx.ExecContext(ctx, s.db.Rebind(`UPDATE stats_rollup SET rolled_until = ? WHERE name = ?`), to, ThreadsRollup)
-	return err
+	return more, err
+}
+
+// endedStep is where one call of a roll-up keyed on the time threads ended
+// (updated_at of threads not active: the contract statistics, the Problems
+// view) moves its watermark w towards until: RollupHoursPerCall hours past
+// the first thread ended since w (the hours before it hold none, so a
+// roll-up starting at the epoch, or after a long stop, skips them), or
+// until if that is nearer; more is true when it stops before until. A
+// catch-up after an upgrade that reset a roll-up (migration 00092) or a
+// long stop thus reads a day of ended threads per transaction, not the
+// whole history in one. The first ended thread is an index lookup
+// (threads_ended_updated).
+func (s *Store) endedStep(ctx context.Context, tx *sqlx.Tx, w, until time.Time) (end time.Time, more bool, err error) {
+	var next dbTime
+	if err := tx.GetContext(ctx, &next, s.db.Rebind(`SELECT MIN(updated_at) FROM threads WHERE status <> 'active' AND updated_at >= ?`),
+		sqldb.Time(w)); err != nil {
+		return time.Time{}, false, err
+	}
+	if !next.Valid || !next.T.Before(until) {
+		return until, false, nil
+	}
+	start := next.T.UTC().Truncate(time.Hour)
+	if start.Before(w) {
+		start = w
+	}
+	end = start.Add(RollupHoursPerCall * time.Hour)
+	if !end.Before(until) {
+		return until, false, nil
+	}
+	return end, true, nil
 }

@@ -17,8 +17,9 @@ import (
 
 // contractStats from the roll-up answer what counting every thread answers:
 // before any roll-up, after one, with threads ended after the watermark and
-// still active, after deleting rolled-up threads, and while a thread's
-// health is still to be backfilled (the roll-up then waits).
+// still active, after deleting rolled-up threads, while a thread's health
+// is still to be backfilled (the roll-up then waits), and refilled a day
+// per call after migration 00092 reset a roll-up keyed on completed_at.
 func TestContractStatsRollup(t *testing.T) {
 	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
 		db := sqldbtest.Open(t, d)
@@ -161,6 +162,78 @@ func TestContractStatsRollup(t *testing.T) {
 			t.Fatal(err)
 		}
 		check("rolled twice")
+
+		// The roll-up as a release keyed on completed_at left it: threads
+		// whose completed_at is before its watermark and updated_at at or
+		// after it are counted in it and again from threads. Migration
+		// 00092 empties it; it then refills a day of ended threads per
+		// call from the oldest, exact after every call.
+		mark := now.Add(-30 * time.Hour)
+		if _, err := db.Exec(db.Rebind(`UPDATE threads SET completed_at = ? WHERE status <> 'active' AND updated_at >= ? AND updated_at < ?`),
+			sqldb.Time(mark.Add(-time.Minute)), sqldb.Time(mark), sqldb.Time(mark.Add(3*time.Hour))); err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []string{`DELETE FROM contract_stats_rollup`,
+			`INSERT INTO contract_stats_rollup (contract_name, contract_version, status, health, threads)
+ SELECT contract_name, COALESCE(contract_version, 0), status, health, COUNT(*) FROM threads
+ WHERE contract_name IS NOT NULL AND status <> 'active' AND completed_at < ? GROUP BY contract_name, COALESCE(contract_version, 0), status, health`,
+			`UPDATE stats_rollup SET rolled_until = ? WHERE name = 'threads'`} {
+			var args []any
+			if q != `DELETE FROM contract_stats_rollup` {
+				args = append(args, sqldb.Time(mark))
+			}
+			if _, err := db.Exec(db.Rebind(q), args...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var twice int
+		if err := db.Get(&twice, db.Rebind(`SELECT COUNT(*) FROM threads WHERE contract_name IS NOT NULL AND status <> 'active'
+ AND completed_at < ? AND updated_at >= ?`), sqldb.Time(mark), sqldb.Time(mark)); err != nil || twice == 0 {
+			t.Fatalf("%d threads counted twice (%v); the test would prove nothing", twice, err)
+		}
+		if _, err := db.MigrateDown(ctx, 91); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.MigrateUp(ctx, 0); err != nil {
+			t.Fatal(err)
+		}
+		check("reset by the migration")
+		inRollup := func() (sum, ended int) {
+			t.Helper()
+			if err := db.Get(&sum, `SELECT COALESCE(SUM(threads), 0) FROM contract_stats_rollup`); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Get(&ended, `SELECT COUNT(*) FROM threads WHERE contract_name IS NOT NULL AND status <> 'active'
+ AND updated_at < (SELECT rolled_until FROM stats_rollup WHERE name = 'threads')`); err != nil {
+				t.Fatal(err)
+			}
+			return sum, ended
+		}
+		var total int
+		if err := db.Get(&total, `SELECT COUNT(*) FROM threads WHERE contract_name IS NOT NULL AND status <> 'active'`); err != nil {
+			t.Fatal(err)
+		}
+		calls, last := 0, -1
+		for {
+			if _, err := s.RollUp(ctx, now.Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			check(fmt.Sprintf("refilled, call %d", calls+1))
+			sum, ended := inRollup()
+			if sum != ended {
+				t.Fatalf("call %d: the roll-up holds %d threads, %d ended before its watermark", calls+1, sum, ended)
+			}
+			if sum == last {
+				break
+			}
+			calls, last = calls+1, sum
+			if calls > 10 {
+				t.Fatal("the refill does not end")
+			}
+		}
+		if last != total || calls < 2 {
+			t.Fatalf("refilled %d of %d ended threads in %d calls, want all in more than one", last, total, calls)
+		}
 	})
 }
 

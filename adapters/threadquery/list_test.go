@@ -221,3 +221,71 @@ func TestTagFilterFollowsTheThread(t *testing.T) {
 		}
 	})
 }
+
+// TestTagRowsGoWithTheThread: a thread deleted by plain SQL (a replica of a
+// release before migration 00087, or an operator) takes its thread_tags
+// rows with it (migration 00092's trigger), and the rows orphaned before
+// that migration are removed by it, so the tag count stays right.
+func TestTagRowsGoWithTheThread(t *testing.T) {
+	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
+		db := sqldbtest.Open(t, d)
+		seedList(t, db, 12)
+		s := threadquery.New(db)
+		ctx := context.Background()
+		web := func() []string {
+			var out []string
+			if err := db.Select(&out, `SELECT id FROM threads t WHERE EXISTS (SELECT 1 FROM thread_tags g WHERE g.thread_id = t.id AND g.tag = 'web') ORDER BY id`); err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+		check := func(stage string) {
+			t.Helper()
+			want := len(web())
+			if n, err := s.CountThreads(ctx, ports.ThreadFilter{Tag: "web"}, 100); err != nil || n != want {
+				t.Fatalf("%s: tag web counts %d %v, want %d", stage, n, err, want)
+			}
+			var orphans int
+			if err := db.Get(&orphans, `SELECT COUNT(*) FROM thread_tags g WHERE NOT EXISTS (SELECT 1 FROM threads t WHERE t.id = g.thread_id)`); err != nil {
+				t.Fatal(err)
+			}
+			if orphans != 0 {
+				t.Fatalf("%s: %d orphaned tag rows", stage, orphans)
+			}
+		}
+		del := func(id string) {
+			t.Helper()
+			for _, q := range []string{`DELETE FROM thread_refs WHERE thread_id = ?`, `DELETE FROM threads WHERE id = ?`} {
+				if _, err := db.Exec(db.Rebind(q), id); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		before := web()
+		if len(before) < 3 {
+			t.Fatalf("the seed has %d web threads; the test would prove nothing", len(before))
+		}
+		del(before[0])
+		check("deleted with the trigger")
+		if got := len(web()); got != len(before)-1 {
+			t.Fatalf("%d web threads after one deletion, want %d", got, len(before)-1)
+		}
+		// Before migration 00092: the deletion leaves the rows behind, and
+		// the migration removes them.
+		if _, err := db.MigrateDown(ctx, 91); err != nil {
+			t.Fatal(err)
+		}
+		del(before[1])
+		var left int
+		if err := db.Get(&left, db.Rebind(`SELECT COUNT(*) FROM thread_tags WHERE thread_id = ?`), before[1]); err != nil || left == 0 {
+			t.Fatalf("without the trigger the deleted thread kept %d tag rows (%v); the test would prove nothing", left, err)
+		}
+		if _, err := db.MigrateUp(ctx, 0); err != nil {
+			t.Fatal(err)
+		}
+		check("migrated")
+		if got := len(web()); got != len(before)-2 {
+			t.Fatalf("%d web threads after two deletions, want %d", got, len(before)-2)
+		}
+	})
+}

@@ -170,37 +170,43 @@ func problemKeyOf(hour, contractName string, contractVersion int, rule, step, me
 }
 
 // rollUpProblems adds the unhealthy threads ended in [watermark, until) to
-// the roll-up. Like the contract statistics it waits while any thread's
-// health is still to be recomputed (health_version 0).
-func (s *Store) rollUpProblems(ctx context.Context, tx *sqlx.Tx, until time.Time) error {
+// the roll-up, like the contract statistics at most RollupHoursPerCall
+// hours of them per call (endedStep; more reports that some are left).
+// Like them it waits while any thread's health is still to be recomputed
+// (health_version 0).
+func (s *Store) rollUpProblems(ctx context.Context, tx *sqlx.Tx, until time.Time) (more bool, err error) {
 	var w dbTime
-	err := tx.GetContext(ctx, &w, s.db.Rebind(`SELECT rolled_until FROM stats_rollup WHERE name = ?`+s.db.ForUpdate()), ProblemsRollup)
+	err = tx.GetContext(ctx, &w, s.db.Rebind(`SELECT rolled_until FROM stats_rollup WHERE name = ?`+s.db.ForUpdate()), ProblemsRollup)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		if _, err := tx.ExecContext(ctx, s.db.Rebind(`INSERT INTO stats_rollup (name, rolled_until) VALUES (?, ?)`),
 			ProblemsRollup, sqldb.Time(epoch)); err != nil {
-			return err
+			return false, err
 		}
 		w = dbTime{T: epoch, Valid: true}
 	case err != nil:
-		return err
+		return false, err
 	}
 	if !w.T.Before(until) {
-		return nil
+		return false, nil
 	}
 	var pending []int
 	if err := tx.SelectContext(ctx, &pending, `SELECT 1 FROM threads WHERE health_version = 0 LIMIT 1`); err != nil {
-		return err
+		return false, err
 	}
 	if len(pending) > 0 {
-		return nil
+		return false, nil
+	}
+	until, more, err = s.endedStep(ctx, tx, w.T.UTC(), until)
+	if err != nil {
+		return false, err
 	}
 	var rows []problemRow
 	if err := tx.SelectContext(ctx, &rows, s.db.Rebind(`SELECT h, contract_name, contract_version, rule, step, message, 1 AS rolled,
  COUNT(*) AS n, MAX(example) AS example FROM (SELECT `+s.problemCols()+`, id AS example FROM threads
  WHERE status <> 'active' AND updated_at >= ? AND updated_at < ? AND `+unhealthyEnded+`) x
  GROUP BY h, contract_name, contract_version, rule, step, message`), sqldb.Time(w.T), sqldb.Time(until)); err != nil {
-		return err
+		return false, err
 	}
 	// Free-form messages of one class are summed here, so each key is
 	// written once.
@@ -233,11 +239,11 @@ func (s *Store) rollUpProblems(ctx context.Context, tx *sqlx.Tx, until time.Time
  ON CONFLICT (hour, contract_name, contract_version, rule, step, message_class) DO UPDATE SET n = problems_hourly.n + excluded.n,
  example_thread = CASE WHEN problems_hourly.example_thread = '' THEN excluded.example_thread ELSE problems_hourly.example_thread END`),
 			sqldb.Time(k.Hour), k.ContractName, k.ContractVersion, k.Rule, k.Step, k.MessageClass, a.n, a.example); err != nil {
-			return err
+			return false, err
 		}
 	}
 	_, err = tx.ExecContext(ctx, s.db.Rebind(`UPDATE stats_rollup SET rolled_until = ? WHERE name = ?`), sqldb.Time(until), ProblemsRollup)
-	return err
+	return more, err
 }
 
 // watermark reads a roll-up's watermark; ok is false before its first run.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/ports"
 )
@@ -55,4 +57,44 @@ func (s *Store) ProcessMapRows(ctx context.Context, contractName string, version
 		out[i] = ports.ProcessMapRow{Kind: r.Kind, From: r.From, To: r.To, Bucket: r.Bucket, Count: r.Count, Example: r.Example}
 	}
 	return out, nil
+}
+
+// RebuildProcessMapDaily recomputes process_map_daily from
+// process_map_hourly and returns how many day rows it wrote. It repairs the
+// day rows after replicas of a release before migration 00090 appended
+// steps during a rolling upgrade (they write the hour rows only, and the
+// migration's fill was a snapshot). One transaction: on PostgreSQL the day
+// table is locked against writes first (SHARE ROW EXCLUSIVE), so an append
+// that wrote its hour rows but not yet its day rows waits and then adds to
+// the rebuilt day (its hours are not in the sum), and one that wrote both
+// has committed before the sum is read; on SQLite the transaction is the
+// only writer. Appends of contract threads wait while it runs.
+func (s *Store) RebuildProcessMapDaily(ctx context.Context) (int, error) {
+	day := `SUBSTR(REPLACE(hour, 'T', ' '), 1, 10) || ' 00:00:00 +0000 UTC'` // as the driver writes a UTC time (migration 00090)
+	if s.db.Dialect == sqldb.Postgres {
+		day = `date_trunc('day', hour AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'`
+	}
+	var n int64
+	err := s.db.Tx(ctx, func(tx *sqlx.Tx) error {
+		if s.db.Dialect == sqldb.Postgres {
+			if _, err := tx.ExecContext(ctx, `LOCK TABLE process_map_daily IN SHARE ROW EXCLUSIVE MODE`); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM process_map_daily`); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO process_map_daily (contract_name, contract_version, kind, from_step, to_step, day, bucket, n, example_thread)
+ SELECT contract_name, contract_version, kind, from_step, to_step, `+day+`, bucket, SUM(n), MAX(example_thread)
+ FROM process_map_hourly GROUP BY contract_name, contract_version, kind, from_step, to_step, `+day+`, bucket`)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, sqldb.TranslateError(err)
+	}
+	return int(n), nil
 }

@@ -47,10 +47,29 @@ func (s *Store) rolledUntil(ctx context.Context) (time.Time, bool, error) {
 // RollupHoursPerCall), and reports how many it rolled up. Safe to run on
 // several replicas at once: the watermark row is locked.
 func (s *Store) RollUp(ctx context.Context, now time.Time) (int, error) {
+	n, _, err := s.rollUp(ctx, now)
+	return n, err
+}
+
+// CatchUp rolls up until every roll-up has caught up with now (what
+// RunRollup does over its first calls), as a seeding tool needs.
+func (s *Store) CatchUp(ctx context.Context, now time.Time) error {
+	for {
+		_, more, err := s.rollUp(ctx, now)
+		if err != nil || !more {
+			return err
+		}
+	}
+}
+
+// rollUp is RollUp, also reporting whether any of the roll-ups has more to
+// catch up (the contract statistics and the Problems view move a day of
+// ended threads per call too).
+func (s *Store) rollUp(ctx context.Context, now time.Time) (int, bool, error) {
 	limit := now.UTC().Add(-RollupLag).Truncate(time.Hour)
-	n := 0
+	n, more := 0, false
 	err := s.db.Tx(ctx, func(tx *sqlx.Tx) error {
-		n = 0
+		n, more = 0, false
 		var w dbTime
 		err := tx.GetContext(ctx, &w, s.db.Rebind(`SELECT rolled_until FROM stats_rollup WHERE name = ?`+s.db.ForUpdate()), rollupName)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -74,14 +93,17 @@ func (s *Store) RollUp(ctx context.Context, now time.Time) (int, error) {
 		}
 		// The contract statistics roll forward in the same transaction, to
 		// the same lag (contract_rollup.go).
-		if err := s.rollUpContractStats(ctx, tx, now.UTC().Add(-RollupLag)); err != nil {
+		contracts, err := s.rollUpContractStats(ctx, tx, now.UTC().Add(-RollupLag))
+		if err != nil {
 			return err
 		}
 		// And the Problems view's (problems.go), after it: a delete locks
 		// the two watermarks in this order too.
-		if err := s.rollUpProblems(ctx, tx, now.UTC().Add(-RollupLag)); err != nil {
+		problems, err := s.rollUpProblems(ctx, tx, now.UTC().Add(-RollupLag))
+		if err != nil {
 			return err
 		}
+		more = contracts || problems
 		h := w.T.UTC()
 		for ; h.Before(limit) && n < RollupHoursPerCall; h = h.Add(time.Hour) {
 			if err := s.rollUpHour(ctx, tx, h); err != nil {
@@ -92,13 +114,14 @@ func (s *Store) RollUp(ctx context.Context, now time.Time) (int, error) {
 		if n == 0 {
 			return nil
 		}
+		more = more || n == RollupHoursPerCall
 		_, err = tx.ExecContext(ctx, s.db.Rebind(`UPDATE stats_rollup SET rolled_until = ? WHERE name = ?`), sqldb.Time(h), rollupName)
 		return err
 	})
 	if err != nil {
-		return 0, sqldb.TranslateError(err)
+		return 0, false, sqldb.TranslateError(err)
 	}
-	return n, nil
+	return n, more, nil
 }
 
 // hourRow is one step_stats_hourly row's key and counts.
@@ -203,7 +226,7 @@ func (s *Store) RunRollup(ctx context.Context, interval time.Duration, now func(
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
-		if n, err := s.RollUp(ctx, now()); err == nil && n == RollupHoursPerCall && ctx.Err() == nil {
+		if _, more, err := s.rollUp(ctx, now()); err == nil && more && ctx.Err() == nil {
 			continue // more to catch up
 		}
 		select {

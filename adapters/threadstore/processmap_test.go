@@ -36,7 +36,8 @@ type mapCell struct {
 // The process map's day rows are always the sum of its hour rows (written
 // in the same statements, rounds after rounds), the migration fills them
 // from the hours in the same form (a later append adds to its rows rather
-// than beside them), and a map over a window of partial and whole days
+// than beside them), RebuildProcessMapDaily repairs days that drifted from
+// their hours in the same form, and a map over a window of partial and whole days
 // counts what summing the hour rows of the window counts.
 func TestProcessMapDaysSumItsHours(t *testing.T) {
 	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
@@ -115,6 +116,34 @@ func TestProcessMapDaysSumItsHours(t *testing.T) {
 		round(1)
 		round(3)
 		check("appended after the fill")
+		// Days behind their hours (a replica of a release before 00090
+		// appending during a rolling upgrade writes hour rows only), too
+		// high, or missing: rebuild-process-map recomputes them, in the
+		// form appends write (a later append adds to its rows).
+		if _, err := db.Exec(db.Rebind(`INSERT INTO process_map_hourly (contract_name, contract_version, kind, from_step, to_step, hour, bucket, n, example_thread)
+ VALUES ('flow', 1, 'E', 'a', 'b', ?, 3, 5, 'old-replica')`), sqldb.Time(t0.Add(30*time.Hour).Truncate(time.Hour))); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(`UPDATE process_map_daily SET n = n + 7 WHERE kind = 'N'`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(`DELETE FROM process_map_daily WHERE kind = 'E' AND from_step = ''`); err != nil {
+			t.Fatal(err)
+		}
+		if hours, days := read("process_map_hourly", "hour"), read("process_map_daily", "day"); reflect.DeepEqual(byDay(hours), days) {
+			t.Fatal("the corrupted days still sum their hours; the test would prove nothing")
+		}
+		n, err := threadquery.New(db).RebuildProcessMapDaily(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if days := read("process_map_daily", "day"); n != len(days) {
+			t.Fatalf("rebuild reports %d rows, the table holds %d", n, len(days))
+		}
+		check("rebuilt")
+		round(2)
+		round(4)
+		check("appended after the rebuild")
 
 		// Windows of whole and partial days read what the hours hold.
 		hours := read("process_map_hourly", "hour")

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"golang.org/x/mod/sumdb/tlog"
 
@@ -23,8 +22,11 @@ type Client struct {
 }
 
 // NewClient is a client of the witness at url (its submission prefix).
+// The caller's context bounds each request (the engine gives each one a
+// deadline, transparency.Deps.WitnessTimeout); the client adds none, so
+// that deadline is the only one.
 func NewClient(url string) *Client {
-	return &Client{url: strings.TrimSuffix(url, "/"), http: &http.Client{Timeout: 10 * time.Second}}
+	return &Client{url: strings.TrimSuffix(url, "/"), http: &http.Client{}}
 }
 
 // AddCheckpoint: see ports.Witness.

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -55,16 +56,34 @@ func Handler(w *witness.Witness, log *slog.Logger) http.Handler {
 }
 
 // FileState keeps the witness's state in one JSON file, replaced atomically
-// (write, fsync, rename) on every save.
+// (write, fsync, rename, fsync of the directory) on every save: without the
+// directory's fsync the rename may not survive a power loss, and a witness
+// back with older state would cosign a fork of what it cosigned.
 type FileState struct {
 	path string
 	mu   sync.Mutex
 	m    map[string]witness.Latest
+	// syncDir makes a rename in dir durable (syncDir; tests replace it).
+	syncDir func(dir string) error
+}
+
+// syncDir fsyncs the directory dir, which makes the entries renamed into it
+// durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	if err := d.Sync(); err != nil {
+		d.Close()
+		return fmt.Errorf("witness state: syncing directory %s: %w", dir, err)
+	}
+	return d.Close()
 }
 
 // OpenFileState reads path (absent: an empty state).
 func OpenFileState(path string) (*FileState, error) {
-	s := &FileState{path: path, m: map[string]witness.Latest{}}
+	s := &FileState{path: path, m: map[string]witness.Latest{}, syncDir: syncDir}
 	raw, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return s, nil
@@ -116,6 +135,13 @@ func (s *FileState) Save(_ context.Context, l witness.Latest) error {
 		return err
 	}
 	if err := os.Rename(tmp.Name(), s.path); err != nil {
+		return err
+	}
+	// Until the directory is synced the new state may be lost: no answer
+	// (the witness answers 500 and cosigns nothing). The state in memory
+	// stays the old one, which cosigned everything answered so far; the
+	// file may already hold the new one, which is only stricter.
+	if err := s.syncDir(filepath.Dir(s.path)); err != nil {
 		return err
 	}
 	s.m = next

@@ -3,6 +3,7 @@ package transparency
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/time/rate"
@@ -57,6 +58,9 @@ type Deps struct {
 	// Witnesses cosign the checkpoints the engine signs on its interval
 	// (none: checkpoints carry the log's signature only).
 	Witnesses []Witness
+	// WitnessTimeout bounds each request to a witness (0:
+	// DefaultWitnessTimeout).
+	WitnessTimeout time.Duration
 }
 
 // New builds the log's use cases; they share one checkpoint signer.
@@ -67,12 +71,16 @@ func New(d Deps) Application {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
+	if d.WitnessTimeout <= 0 {
+		d.WitnessTimeout = DefaultWitnessTimeout
+	}
 	signer := &checkpointSigner{tree: d.Log, checkpoints: d.Log, signer: d.Signer, clock: d.Clock}
 	checkpoint := NewCheckpointHandler(d.Log, signer, rate.NewLimiter(freshPerSecond, freshPerSecond))
 	return Application{
 		Commands: Commands{
 			SignCheckpoint: NewSignCheckpointHandler(signer, d.Logger).withWitnesses(
-				&witnessing{tree: d.Log, checkpoints: d.Log, list: d.Witnesses, log: d.Logger, known: map[string]int64{}}),
+				&witnessing{tree: d.Log, checkpoints: d.Log, list: d.Witnesses, log: d.Logger,
+					clock: d.Clock, timeout: d.WitnessTimeout}),
 		},
 		Queries: Queries{
 			Checkpoint:    checkpoint,

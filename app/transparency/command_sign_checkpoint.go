@@ -37,10 +37,19 @@ func (h SignCheckpointHandler) Handle(ctx context.Context) (ports.SignedCheckpoi
 }
 
 // Run signs a checkpoint every interval while the log grows, and has the
-// witnesses (if any) cosign the latest, until ctx ends.
+// witnesses (if any) cosign the latest, until ctx ends. The witnesses are
+// asked from their own goroutines, started and stopped here: signing never
+// waits for a witness.
 func (h SignCheckpointHandler) Run(ctx context.Context, interval time.Duration) {
 	if interval <= 0 {
 		interval = time.Second
+	}
+	offer := func(ports.SignedCheckpoint) {}
+	if h.witnesses != nil && len(h.witnesses.list) > 0 {
+		wctx, stop := context.WithCancel(ctx)
+		var wait func()
+		offer, wait = h.witnesses.start(wctx)
+		defer func() { stop(); wait() }()
 	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -49,8 +58,8 @@ func (h SignCheckpointHandler) Run(ctx context.Context, interval time.Duration) 
 		if err != nil && ctx.Err() == nil {
 			h.log.Warn("transparency log: signing a checkpoint failed", "err", err)
 		}
-		if err == nil && h.witnesses != nil {
-			h.witnesses.cosign(ctx, cp)
+		if err == nil {
+			offer(cp)
 		}
 		select {
 		case <-ctx.Done():

@@ -54,6 +54,8 @@ func TestRunExitCodes(t *testing.T) {
 		{"healthcheck bad flag", []string{"healthcheck", "--nope"}, 2},
 		{"rebuild step stats", []string{"rebuild-step-stats"}, 0},
 		{"rebuild step stats extra argument", []string{"rebuild-step-stats", "now"}, 2},
+		{"rebuild process map", []string{"rebuild-process-map"}, 0},
+		{"rebuild process map extra argument", []string{"rebuild-process-map", "now"}, 2},
 	}
 	for _, c := range cases {
 		if got := run(c.args); got != c.want {
