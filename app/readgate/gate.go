@@ -96,9 +96,10 @@ func NewGate(lim GateLimits, refused func(limit string)) *Gate {
 
 // Enter admits one read of cost points for principal who: it takes the
 // points from who's budget (refused at once, with the wait as
-// Retry-After, when they are not there), then waits for a place among
-// who's reads and among all reads, at most QueueTimeout and never past
-// ctx. leave gives the places back.
+// Retry-After, when they are not there), then (an expensive operation:
+// after its turn of the run time and its expensive place) waits for a
+// place among who's reads and among all reads, at most QueueTimeout in all
+// and never past ctx. leave gives the places back.
 func (g *Gate) Enter(ctx context.Context, who string, cost int) (leave func(), err error) {
 	if g == nil {
 		return func() {}, nil
