@@ -52,33 +52,11 @@ var epoch = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
 // thread's health is still to be recomputed (health_version 0, the
 // start-up backfill): such a thread's health may yet change.
 func (s *Store) rollUpContractStats(ctx context.Context, tx *sqlx.Tx, until time.Time) (more bool, err error) {
-	var w dbTime
-	err = tx.GetContext(ctx, &w, s.db.Rebind(`SELECT rolled_until FROM stats_rollup WHERE name = ?`+s.db.ForUpdate()), ThreadsRollup)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		if _, err := tx.ExecContext(ctx, s.db.Rebind(`INSERT INTO stats_rollup (name, rolled_until) VALUES (?, ?)`),
-			ThreadsRollup, sqldb.Time(epoch)); err != nil {
-			return false, err
-		}
-		w = dbTime{T: epoch, Valid: true}
-	case err != nil:
+	start, end, more, ok, err := s.endedWindow(ctx, tx, ThreadsRollup, until)
+	if err != nil || !ok {
 		return false, err
 	}
-	if !w.T.Before(until) {
-		return false, nil
-	}
-	var pending []int
-	if err := tx.SelectContext(ctx, &pending, `SELECT 1 FROM threads WHERE health_version = 0 LIMIT 1`); err != nil {
-		return false, err
-	}
-	if len(pending) > 0 {
-		return false, nil
-	}
-	end, more, err := s.endedStep(ctx, tx, w.T.UTC(), until)
-	if err != nil {
-		return false, err
-	}
-	from, to := sqldb.Time(w.T), sqldb.Time(end)
+	from, to := sqldb.Time(start), sqldb.Time(end)
 	if _, err := tx.ExecContext(ctx, s.db.Rebind(`INSERT INTO contract_stats_rollup (contract_name, contract_version, status, health, threads)
  SELECT contract_name, COALESCE(contract_version, 0), status, health, COUNT(*) FROM threads
  WHERE contract_name IS NOT NULL AND status <> 'active' AND updated_at >= ? AND updated_at < ?
@@ -89,6 +67,39 @@ func (s *Store) rollUpContractStats(ctx context.Context, tx *sqlx.Tx, until time
 	}
 	_, err = tx.ExecContext(ctx, s.db.Rebind(`UPDATE stats_rollup SET rolled_until = ? WHERE name = ?`), to, ThreadsRollup)
 	return more, err
+}
+
+// endedWindow locks the watermark of the roll-up name (created at the epoch
+// the first time) and gives the window [from, to) of ended threads this call
+// moves into it (endedStep; more when some are left). ok is false when there
+// is nothing to do: the watermark is at until already, or a thread's health
+// is still to be recomputed (health_version 0, the start-up backfill), which
+// may yet change it.
+func (s *Store) endedWindow(ctx context.Context, tx *sqlx.Tx, name string, until time.Time) (from, to time.Time, more, ok bool, err error) {
+	var w dbTime
+	err = tx.GetContext(ctx, &w, s.db.Rebind(`SELECT rolled_until FROM stats_rollup WHERE name = ?`+s.db.ForUpdate()), name)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		if _, err := tx.ExecContext(ctx, s.db.Rebind(`INSERT INTO stats_rollup (name, rolled_until) VALUES (?, ?)`),
+			name, sqldb.Time(epoch)); err != nil {
+			return from, to, false, false, err
+		}
+		w = dbTime{T: epoch, Valid: true}
+	case err != nil:
+		return from, to, false, false, err
+	}
+	if !w.T.Before(until) {
+		return from, to, false, false, nil
+	}
+	var pending []int
+	if err := tx.SelectContext(ctx, &pending, `SELECT 1 FROM threads WHERE health_version = 0 LIMIT 1`); err != nil {
+		return from, to, false, false, err
+	}
+	if len(pending) > 0 {
+		return from, to, false, false, nil
+	}
+	to, more, err = s.endedStep(ctx, tx, w.T.UTC(), until)
+	return w.T, to, more, err == nil, err
 }
 
 // endedStep is where one call of a roll-up keyed on the time threads ended

@@ -175,37 +175,15 @@ func problemKeyOf(hour, contractName string, contractVersion int, rule, step, me
 // Like them it waits while any thread's health is still to be recomputed
 // (health_version 0).
 func (s *Store) rollUpProblems(ctx context.Context, tx *sqlx.Tx, until time.Time) (more bool, err error) {
-	var w dbTime
-	err = tx.GetContext(ctx, &w, s.db.Rebind(`SELECT rolled_until FROM stats_rollup WHERE name = ?`+s.db.ForUpdate()), ProblemsRollup)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		if _, err := tx.ExecContext(ctx, s.db.Rebind(`INSERT INTO stats_rollup (name, rolled_until) VALUES (?, ?)`),
-			ProblemsRollup, sqldb.Time(epoch)); err != nil {
-			return false, err
-		}
-		w = dbTime{T: epoch, Valid: true}
-	case err != nil:
-		return false, err
-	}
-	if !w.T.Before(until) {
-		return false, nil
-	}
-	var pending []int
-	if err := tx.SelectContext(ctx, &pending, `SELECT 1 FROM threads WHERE health_version = 0 LIMIT 1`); err != nil {
-		return false, err
-	}
-	if len(pending) > 0 {
-		return false, nil
-	}
-	until, more, err = s.endedStep(ctx, tx, w.T.UTC(), until)
-	if err != nil {
+	from, until, more, ok, err := s.endedWindow(ctx, tx, ProblemsRollup, until)
+	if err != nil || !ok {
 		return false, err
 	}
 	var rows []problemRow
 	if err := tx.SelectContext(ctx, &rows, s.db.Rebind(`SELECT h, contract_name, contract_version, rule, step, message, 1 AS rolled,
  COUNT(*) AS n, MAX(example) AS example FROM (SELECT `+s.problemCols()+`, id AS example FROM threads
  WHERE status <> 'active' AND updated_at >= ? AND updated_at < ? AND `+unhealthyEnded+`) x
- GROUP BY h, contract_name, contract_version, rule, step, message`), sqldb.Time(w.T), sqldb.Time(until)); err != nil {
+ GROUP BY h, contract_name, contract_version, rule, step, message`), sqldb.Time(from), sqldb.Time(until)); err != nil {
 		return false, err
 	}
 	// Free-form messages of one class are summed here, so each key is
