@@ -128,6 +128,9 @@ func TestSignInHeadlessChromium(t *testing.T) {
 		navMu.Unlock()
 		return strings.Contains(seen, reg.Issuer()+"/end_session")
 	})
+	// The provider redirects back to the sign-in page: evaluate there, not
+	// in a page that is navigating away (a loaded machine shows the gap).
+	step("signed out", chromedp.WaitVisible(chromedp.CSS("#api-key")))
 	gone, err := chromedp.Run(ctx, chromedp.Evaluate[string](
 		`fetch("/auth/session", {credentials: "same-origin"}).then(r => r.status === 200 ? r.json().then(j => String(j.authenticated)) : String(r.status))`, chromedp.EvalAwaitPromise))
 	if err != nil || (gone != "false" && gone != "401") {
