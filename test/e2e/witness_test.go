@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"golang.org/x/mod/sumdb/note"
 
@@ -36,19 +35,6 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
-}
-
-// waitFor polls cond until it holds (a minute at most: the machine may be
-// busy; this bounds a hang, it is not a timing requirement).
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting: %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // The witness end to end, with real processes: `threadengine witness` is an
@@ -105,7 +91,7 @@ func TestWitnessCosignsAndRefusesAFork(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = wcmd.Process.Kill(); _, _ = wcmd.Process.Wait() })
-	waitFor(t, "the witness serving", func() bool { return strings.Contains(wout.String(), "witness: serving") })
+	pollUntil(t, "the witness serving", func() bool { return strings.Contains(wout.String(), "witness: serving") })
 	wkeyRaw, err := os.ReadFile(filepath.Join(wdir, "witness.key.pub"))
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +111,7 @@ func TestWitnessCosignsAndRefusesAFork(t *testing.T) {
 	// size (at least min).
 	cosigned := func(e *enginetest.Engine, min int64) string {
 		var cp string
-		waitFor(t, "a cosigned checkpoint", func() bool {
+		pollUntil(t, "a cosigned checkpoint", func() bool {
 			resp, body := e.Do(t, http.MethodGet, "/v1/log/checkpoint", "", nil)
 			if resp.StatusCode != http.StatusOK {
 				return false
@@ -193,7 +179,7 @@ func TestWitnessCosignsAndRefusesAFork(t *testing.T) {
 	engB := &enginetest.Engine{URL: "http://" + addrB, AdminKey: owner}
 	write(engB, key, 3, "b") // other steps: the same size as third, another tree
 	var forked []byte
-	waitFor(t, "the fork's checkpoint of the witnessed size", func() bool {
+	pollUntil(t, "the fork's checkpoint of the witnessed size", func() bool {
 		var resp *http.Response
 		resp, forked = engB.Do(t, http.MethodGet, "/v1/log/checkpoint?size="+strconv.FormatInt(size(third), 10), "", nil)
 		return resp.StatusCode == http.StatusOK
@@ -228,7 +214,7 @@ func TestWitnessCosignsAndRefusesAFork(t *testing.T) {
 	stop(b)
 	startEngine(t, bin, dirB, withWitness(envB), addrB) // stopped by its cleanup
 	tidB := write(engB, key, 2, "b2")
-	waitFor(t, "the witness refusing the fork's engine", func() bool { return strings.Contains(wout.String(), `"status":422`) })
+	pollUntil(t, "the witness refusing the fork's engine", func() bool { return strings.Contains(wout.String(), `"status":422`) })
 	resp, ckB := engB.Do(t, http.MethodGet, "/v1/log/checkpoint", "", nil)
 	wantStatus(t, resp, ckB, http.StatusOK)
 	forkSize := size(string(ckB))
