@@ -17,6 +17,7 @@ import (
 	"github.com/threadengine/engine/adapters/httpapi"
 	"github.com/threadengine/engine/adapters/limits"
 	"github.com/threadengine/engine/adapters/opshttp"
+	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/adapters/threadquery"
 	"github.com/threadengine/engine/adapters/threadstore"
@@ -34,10 +35,7 @@ import (
 func TestExportOfABigThreadIsBounded(t *testing.T) {
 	for _, d := range sqldbtest.Dialects(t) {
 		t.Run(string(d), func(t *testing.T) {
-			db := sqldbtest.Open(t, d)
-			log := slog.New(slog.NewTextHandler(io.Discard, nil))
-			ctx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "admin", Role: domain.RoleAdmin})
-			app := threadsapp.New(threadstore.New(db), nil, nil, []byte("secret"), log).Application()
+			db, log, ctx, app := exportWriter(t, d)
 			start := func(label string, steps, contextBytes int) string {
 				th, err := app.Commands.StartThread.Handle(ctx, threadsapp.StartThreadInput{Label: label})
 				if err != nil {
@@ -55,21 +53,9 @@ func TestExportOfABigThreadIsBounded(t *testing.T) {
 			}
 			big := start("big", 3, 40<<10)    // 3 × 40 KiB in attempts, 3 × 40 KiB more as latest contexts
 			small := start("small", 2, 1<<10) // well within the bound
-			tq := threadquery.New(db)
-			q := readmodel.New(readmodel.Deps{Store: tq, ChainSecrets: readmodel.ChainSecrets([]byte("secret"))})
-			x := readmodel.NewExports(q.ThreadReads, q.IntegrityReads, tq)
-			const bound = 200 << 10 // over the attempts' 120 KiB alone, under all 240 KiB
-			x.SetMaxThreadBytes(bound)
+			const bound = 200 << 10           // over the attempts' 120 KiB alone, under all 240 KiB
 			var refused []string
-			h := &opshttp.Handler{Exports: x, Refused: func(n limits.Name) { refused = append(refused, string(n)) }}
-			e := echo.New()
-			e.HTTPErrorHandler = httpapi.ErrorHandler(log)
-			h.Mount(e, func(next echo.HandlerFunc) echo.HandlerFunc {
-				return func(c echo.Context) error {
-					c.SetRequest(c.Request().WithContext(ctx))
-					return next(c)
-				}
-			})
+			e := boundedExportServer(db, log, ctx, bound, func(n limits.Name) { refused = append(refused, string(n)) })
 			get := func(path string) *httptest.ResponseRecorder {
 				rec := httptest.NewRecorder()
 				e.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
@@ -124,10 +110,7 @@ func TestExportOfABigThreadIsBounded(t *testing.T) {
 func TestExportBoundCountsSubStepPayloads(t *testing.T) {
 	for _, d := range sqldbtest.Dialects(t) {
 		t.Run(string(d), func(t *testing.T) {
-			db := sqldbtest.Open(t, d)
-			log := slog.New(slog.NewTextHandler(io.Discard, nil))
-			ctx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "admin", Role: domain.RoleAdmin})
-			app := threadsapp.New(threadstore.New(db), nil, nil, []byte("secret"), log).Application()
+			db, log, ctx, app := exportWriter(t, d)
 			th, err := app.Commands.StartThread.Handle(ctx, threadsapp.StartThreadInput{Label: "subs"})
 			if err != nil {
 				t.Fatal(err)
@@ -144,20 +127,8 @@ func TestExportBoundCountsSubStepPayloads(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			tq := threadquery.New(db)
-			q := readmodel.New(readmodel.Deps{Store: tq, ChainSecrets: readmodel.ChainSecrets([]byte("secret"))})
-			x := readmodel.NewExports(q.ThreadReads, q.IntegrityReads, tq)
 			const bound = 200 << 10 // far over the contexts, under the payloads
-			x.SetMaxThreadBytes(bound)
-			h := &opshttp.Handler{Exports: x, Refused: func(limits.Name) {}}
-			e := echo.New()
-			e.HTTPErrorHandler = httpapi.ErrorHandler(log)
-			h.Mount(e, func(next echo.HandlerFunc) echo.HandlerFunc {
-				return func(c echo.Context) error {
-					c.SetRequest(c.Request().WithContext(ctx))
-					return next(c)
-				}
-			})
+			e := boundedExportServer(db, log, ctx, bound, func(limits.Name) {})
 			rec := httptest.NewRecorder()
 			e.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/threads/"+th.ID+"/export", nil))
 			var p struct {
@@ -170,4 +141,34 @@ func TestExportBoundCountsSubStepPayloads(t *testing.T) {
 			}
 		})
 	}
+}
+
+// exportWriter is a fresh store of dialect d and the thread use cases that
+// write to it, acting as an admin.
+func exportWriter(t *testing.T, d sqldb.Dialect) (*sqldb.DB, *slog.Logger, context.Context, threadsapp.Application) {
+	t.Helper()
+	db := sqldbtest.Open(t, d)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "admin", Role: domain.RoleAdmin})
+	return db, log, ctx, threadsapp.New(threadstore.New(db), nil, nil, []byte("secret"), log).Application()
+}
+
+// boundedExportServer serves the export endpoints over db with one thread's
+// export bounded to maxThreadBytes, every request acting in ctx; refused
+// sees each limit refusal.
+func boundedExportServer(db *sqldb.DB, log *slog.Logger, ctx context.Context, maxThreadBytes int64, refused func(limits.Name)) *echo.Echo {
+	tq := threadquery.New(db)
+	q := readmodel.New(readmodel.Deps{Store: tq, ChainSecrets: readmodel.ChainSecrets([]byte("secret"))})
+	x := readmodel.NewExports(q.ThreadReads, q.IntegrityReads, tq)
+	x.SetMaxThreadBytes(maxThreadBytes)
+	h := &opshttp.Handler{Exports: x, Refused: refused}
+	e := echo.New()
+	e.HTTPErrorHandler = httpapi.ErrorHandler(log)
+	h.Mount(e, func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			c.SetRequest(c.Request().WithContext(ctx))
+			return next(c)
+		}
+	})
+	return e
 }
