@@ -81,16 +81,10 @@ func (s *Store) RebuildProcessMapDaily(ctx context.Context) (int, error) {
 				return err
 			}
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM process_map_daily`); err != nil {
-			return err
-		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO process_map_daily (contract_name, contract_version, kind, from_step, to_step, day, bucket, n, example_thread)
+		var err error
+		n, err = refill(ctx, tx, "process_map_daily", `INSERT INTO process_map_daily (contract_name, contract_version, kind, from_step, to_step, day, bucket, n, example_thread)
  SELECT contract_name, contract_version, kind, from_step, to_step, `+day+`, bucket, SUM(n), MAX(example_thread)
  FROM process_map_hourly GROUP BY contract_name, contract_version, kind, from_step, to_step, `+day+`, bucket`)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
 		return err
 	})
 	if err != nil {

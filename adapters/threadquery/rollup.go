@@ -254,20 +254,27 @@ func (s *Store) RebuildStepStatsTotal(ctx context.Context) (int, error) {
 		} else if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM step_stats_total`); err != nil {
-			return err
-		}
-		res, err := tx.ExecContext(ctx, s.db.Rebind(`INSERT INTO step_stats_total (contract_name, contract_version, step_name, attempts, failed, violated, warnings)
+		n, err = refill(ctx, tx, "step_stats_total", s.db.Rebind(`INSERT INTO step_stats_total (contract_name, contract_version, step_name, attempts, failed, violated, warnings)
  SELECT contract_name, contract_version, step_name, SUM(attempts), SUM(failed), SUM(violated), SUM(warnings)
  FROM step_stats_hourly WHERE hour < ? GROUP BY contract_name, contract_version, step_name`), sqldb.Time(w.T))
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
 		return err
 	})
 	if err != nil {
 		return 0, sqldb.TranslateError(err)
 	}
 	return int(n), nil
+}
+
+// refill empties the roll-up table and fills it again with insert (an
+// INSERT … SELECT from the rows it sums), in tx: the repair commands'
+// rebuilds. It returns the rows inserted.
+func refill(ctx context.Context, tx *sqlx.Tx, table, insert string, args ...any) (int64, error) {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM `+table); err != nil {
+		return 0, err
+	}
+	res, err := tx.ExecContext(ctx, insert, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }
