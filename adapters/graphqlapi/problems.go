@@ -11,7 +11,7 @@ import (
 // Query.problems: unhealthy threads grouped by cause.
 
 func (r *queryResolver) Problems(ctx context.Context, a struct{ Hours *int32 }) (*problemReportResolver, error) {
-	rep, err := r.h.queries.Problems.Report(ctx, i32(a.Hours))
+	rep, err := r.h.queries.Problems.Handle(ctx, i32(a.Hours))
 	if err != nil {
 		return nil, err
 	}

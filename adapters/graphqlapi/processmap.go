@@ -19,7 +19,7 @@ func (r *queryResolver) ProcessMap(ctx context.Context, a struct {
 	if a.Version != nil {
 		v = int(*a.Version)
 	}
-	pm, err := r.h.queries.ProcessMaps.Map(ctx, a.ContractName, v, deref(a.From), deref(a.To))
+	pm, err := r.h.queries.ProcessMap.Handle(ctx, a.ContractName, v, deref(a.From), deref(a.To))
 	if err != nil {
 		return nil, err
 	}

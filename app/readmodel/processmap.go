@@ -39,22 +39,22 @@ type ProcessMap struct {
 	NeverReached []string // contract steps no thread reached in the window
 }
 
-// ProcessMaps reads process maps from the roll-up (flat in data size).
-type ProcessMaps struct {
+// ProcessMapHandler reads process maps from the roll-up (flat in data size).
+type ProcessMapHandler struct {
 	store     ports.ProcessMapReads // nil: not found
 	contracts ContractReader
 	clock     ports.Clock
 }
 
-// NewProcessMaps builds the process map query (store may be nil).
-func NewProcessMaps(store ports.ProcessMapReads, contracts ContractReader, clock ports.Clock) *ProcessMaps {
-	return &ProcessMaps{store: store, contracts: contracts, clock: clock}
+// NewProcessMapHandler builds the process map query (store may be nil).
+func NewProcessMapHandler(store ports.ProcessMapReads, contracts ContractReader, clock ports.Clock) ProcessMapHandler {
+	return ProcessMapHandler{store: store, contracts: contracts, clock: clock}
 }
 
-// Map returns the process map of a contract version (0: the latest) over
+// Handle returns the process map of a contract version (0: the latest) over
 // [from, to) (ISO-8601; defaults: the last 24 hours), widened to whole UTC
 // hours.
-func (q *ProcessMaps) Map(ctx context.Context, name string, version int, from, to string) (ProcessMap, error) {
+func (q ProcessMapHandler) Handle(ctx context.Context, name string, version int, from, to string) (ProcessMap, error) {
 	if err := companyWide(ctx); err != nil {
 		return ProcessMap{}, err
 	}

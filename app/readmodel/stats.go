@@ -19,19 +19,6 @@ type Overview struct {
 	Steps []ports.StepStat
 }
 
-// Stats are the engine-wide aggregates behind the contracts and overview
-// pages: they count every thread, so a party-scoped service account may not
-// read them.
-type Stats struct {
-	stats ports.ThreadStats // nil: the aggregate queries answer not found
-	clock ports.Clock
-}
-
-// NewStats builds the statistics reads (stats may be nil).
-func NewStats(stats ports.ThreadStats, clock ports.Clock) *Stats {
-	return &Stats{stats: stats, clock: clock}
-}
-
 // companyWide checks threads.read for a principal that sees every thread:
 // the aggregates count all of them, so a party-scoped service account, which
 // sees only its own threads, may not read them.
@@ -46,65 +33,109 @@ func companyWide(ctx context.Context) error {
 	return nil
 }
 
-func (q *Stats) statsStore() (ports.ThreadStats, error) {
-	if q.stats == nil {
-		return nil, domain.NotFound("statistics")
-	}
-	return q.stats, nil
+// ContractStatsReader counts threads per contract version.
+type ContractStatsReader interface {
+	ContractStats(ctx context.Context) ([]ports.ContractStat, error)
 }
 
-// ContractStats counts threads per contract version by status and health.
-func (q *Stats) ContractStats(ctx context.Context) ([]ports.ContractStat, error) {
+// ContractStatsHandler counts threads per contract version by status and
+// health (an engine-wide aggregate: a party-scoped service account may not
+// read it).
+type ContractStatsHandler struct {
+	stats ContractStatsReader // nil: not found
+}
+
+// NewContractStatsHandler builds the ContractStats query (stats may be nil).
+func NewContractStatsHandler(stats ContractStatsReader) ContractStatsHandler {
+	return ContractStatsHandler{stats: stats}
+}
+
+// Handle counts threads per contract version.
+func (h ContractStatsHandler) Handle(ctx context.Context) ([]ports.ContractStat, error) {
 	if err := companyWide(ctx); err != nil {
 		return nil, err
 	}
-	st, err := q.statsStore()
-	if err != nil {
-		return nil, err
+	if h.stats == nil {
+		return nil, domain.NotFound("statistics")
 	}
-	return st.ContractStats(ctx)
+	return h.stats.ContractStats(ctx)
 }
 
-// StepStats counts a contract version's steps (version 0: every version).
-func (q *Stats) StepStats(ctx context.Context, name string, version int) ([]ports.StepStat, error) {
+// StepStatsReader counts a contract version's steps.
+type StepStatsReader interface {
+	// StepStats counts the steps of one contract version (version 0: all).
+	StepStats(ctx context.Context, contractName string, version int) ([]ports.StepStat, error)
+}
+
+// StepStatsHandler counts a contract version's steps (engine-wide).
+type StepStatsHandler struct {
+	stats StepStatsReader // nil: not found
+}
+
+// NewStepStatsHandler builds the StepStats query (stats may be nil).
+func NewStepStatsHandler(stats StepStatsReader) StepStatsHandler {
+	return StepStatsHandler{stats: stats}
+}
+
+// Handle counts the steps of contract name at version (0: every version).
+func (h StepStatsHandler) Handle(ctx context.Context, name string, version int) ([]ports.StepStat, error) {
 	if err := companyWide(ctx); err != nil {
 		return nil, err
 	}
 	if name == "" {
 		return nil, domain.Invalid("contractName", "contractName is required")
 	}
-	st, err := q.statsStore()
-	if err != nil {
-		return nil, err
+	if h.stats == nil {
+		return nil, domain.NotFound("statistics")
 	}
-	return st.StepStats(ctx, name, version)
+	return h.stats.StepStats(ctx, name, version)
 }
 
-// Overview returns the last hours (1..MaxOverviewHours, default 24) by hour
+// OverviewReader reads the hourly buckets and the worst steps of a window.
+type OverviewReader interface {
+	// Hourly returns one bucket per UTC hour from since to until.
+	Hourly(ctx context.Context, since, until time.Time) ([]ports.HourBucket, error)
+	// StepsSince counts attempts and validations per (contract, step) since
+	// a time, worst first, at most limit rows.
+	StepsSince(ctx context.Context, since time.Time, limit int) ([]ports.StepStat, error)
+}
+
+// OverviewHandler answers the overview page (engine-wide).
+type OverviewHandler struct {
+	stats OverviewReader // nil: not found
+	clock ports.Clock
+}
+
+// NewOverviewHandler builds the Overview query (stats may be nil).
+func NewOverviewHandler(stats OverviewReader, clock ports.Clock) OverviewHandler {
+	return OverviewHandler{stats: stats, clock: clock}
+}
+
+// Handle returns the last hours (1..MaxOverviewHours, default 24) by hour
 // and the worst steps in that window (at most limit, default 10, max 50).
-func (q *Stats) Overview(ctx context.Context, hours, limit *int) (Overview, error) {
+func (h OverviewHandler) Handle(ctx context.Context, hours, limit *int) (Overview, error) {
 	if err := companyWide(ctx); err != nil {
 		return Overview{}, err
 	}
-	h := 24
+	hs := 24
 	if hours != nil {
-		h = *hours
+		hs = *hours
 	}
-	if h < 1 || h > MaxOverviewHours {
+	if hs < 1 || hs > MaxOverviewHours {
 		return Overview{}, domain.Invalid("hours", "hours must be between 1 and %d", MaxOverviewHours)
 	}
 	n := domain.PageSize{Default: 10, Max: 50}.Effective(limit)
-	st, err := q.statsStore()
-	if err != nil {
-		return Overview{}, err
+	if h.stats == nil {
+		return Overview{}, domain.NotFound("statistics")
 	}
-	now := q.clock.Now().UTC()
-	since := now.Add(-time.Duration(h-1) * time.Hour).Truncate(time.Hour)
+	now := h.clock.Now().UTC()
+	since := now.Add(-time.Duration(hs-1) * time.Hour).Truncate(time.Hour)
 	out := Overview{}
-	if out.Hours, err = st.Hourly(ctx, since, now); err != nil {
+	var err error
+	if out.Hours, err = h.stats.Hourly(ctx, since, now); err != nil {
 		return Overview{}, err
 	}
-	if out.Steps, err = st.StepsSince(ctx, since, n); err != nil {
+	if out.Steps, err = h.stats.StepsSince(ctx, since, n); err != nil {
 		return Overview{}, err
 	}
 	return out, nil
