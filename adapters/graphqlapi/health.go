@@ -161,7 +161,9 @@ func healthArgs(in *[]string) ([]domain.HealthStatus, error) {
 func (r *threadResolver) Attempts(ctx context.Context, a struct{ Limit, Offset *int32 }) ([]*historyResolver, error) {
 	limit, offset := i32(a.Limit), i32(a.Offset)
 	key := fmt.Sprintf("%d|%d", deref32(limit), deref32(offset))
-	m, err := r.g.tries.get(key, func() (map[string][]ports.ActivityView, error) { return r.g.q.Attempts.Handle(ctx, r.g.ids, limit, offset) })
+	m, err := r.g.tries.get(key, func() (map[string][]ports.ActivityView, error) {
+		return r.g.q.Attempts.Handle(ctx, r.g.ids, limit, offset)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +172,9 @@ func (r *threadResolver) Attempts(ctx context.Context, a struct{ Limit, Offset *
 
 func (r *stepResolver) LatestValidation(ctx context.Context) (*validationResolver, error) {
 	g := r.g
-	m, err := g.latest.get(func() (map[ports.StepKey]ports.ValidationView, error) { return g.q.LatestValidations.Handle(ctx, g.keys) })
+	m, err := g.latest.get(func() (map[ports.StepKey]ports.ValidationView, error) {
+		return g.q.LatestValidations.Handle(ctx, g.keys)
+	})
 	if err != nil {
 		return nil, err
 	}

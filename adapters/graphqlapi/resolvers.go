@@ -453,7 +453,9 @@ func deref32(p *int) int {
 }
 
 func (r *threadResolver) NotificationSummary(ctx context.Context) (*notificationSummaryResolver, error) {
-	m, err := r.g.counts.get(func() (map[string]ports.NotificationCounts, error) { return r.g.q.NotificationCounts.Handle(ctx, r.g.ids) })
+	m, err := r.g.counts.get(func() (map[string]ports.NotificationCounts, error) {
+		return r.g.q.NotificationCounts.Handle(ctx, r.g.ids)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -480,7 +482,9 @@ func (r *threadResolver) Notifications(ctx context.Context, a struct{ Options *n
 	}
 	key := fmt.Sprintf("%s|%s|%s|%s|%s|%d|%d", na.StepID, na.StepName, na.Source, na.NotificationType,
 		strings.Join(na.Severities, ","), deref32(na.Limit), deref32(na.Offset))
-	m, err := r.g.notifs.get(key, func() (map[string][]ports.NotificationView, error) { return r.g.q.Notifications.Handle(ctx, r.g.ids, na) })
+	m, err := r.g.notifs.get(key, func() (map[string][]ports.NotificationView, error) {
+		return r.g.q.Notifications.Handle(ctx, r.g.ids, na)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -597,7 +601,9 @@ func (r *stepResolver) History(ctx context.Context, a historyArgs) ([]*historyRe
 		ActivityType: deref(a.ActivityType), Actor: deref(a.Actor)}
 	key := fmt.Sprintf("%d|%d|%s|%s|%s|%s", deref32(ha.Limit), deref32(ha.Offset), ha.StartAt, ha.EndAt, ha.ActivityType, ha.Actor)
 	g := r.g
-	m, err := g.history.get(key, func() (map[ports.StepKey][]ports.ActivityView, error) { return g.q.StepHistories.Handle(ctx, g.keys, ha) })
+	m, err := g.history.get(key, func() (map[ports.StepKey][]ports.ActivityView, error) {
+		return g.q.StepHistories.Handle(ctx, g.keys, ha)
+	})
 	if err != nil {
 		return nil, err
 	}

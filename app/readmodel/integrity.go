@@ -79,7 +79,9 @@ type scopedSubSteps struct {
 }
 
 func (s scopedSubSteps) SubSteps(ctx context.Context, steps []ports.StepKey) (map[ports.StepKey][]ports.SubStepView, error) {
-	return perStep(ctx, s.v, steps, func(keys []ports.StepKey) (map[ports.StepKey][]ports.SubStepView, error) { return s.st.SubSteps(ctx, keys) })
+	return perStep(ctx, s.v, steps, func(keys []ports.StepKey) (map[ports.StepKey][]ports.SubStepView, error) {
+		return s.st.SubSteps(ctx, keys)
+	})
 }
 
 // VerifyThreadsHandler verifies each thread (app/integrity): its hash chain

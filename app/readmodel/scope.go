@@ -223,5 +223,7 @@ func (s scopedIntegrity) Activities(ctx context.Context, threadIDs []string) (ma
 }
 
 func (s scopedIntegrity) SubSteps(ctx context.Context, steps []ports.StepKey) (map[ports.StepKey][]ports.SubStepView, error) {
-	return perStep(ctx, s.v, steps, func(keys []ports.StepKey) (map[ports.StepKey][]ports.SubStepView, error) { return s.st.SubSteps(ctx, keys) })
+	return perStep(ctx, s.v, steps, func(keys []ports.StepKey) (map[ports.StepKey][]ports.SubStepView, error) {
+		return s.st.SubSteps(ctx, keys)
+	})
 }
