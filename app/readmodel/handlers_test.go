@@ -123,7 +123,9 @@ func (f historyFn) History(_ context.Context, key ports.StepKey, hf ports.Histor
 func (f issueKeysFn) IssueKeys(_ context.Context, refs []ports.IssueRef) (map[string]string, error) {
 	return f(refs)
 }
-func (f rowsFn) GetThreads(_ context.Context, ids []string) ([]ports.ThreadView, error) { return f(ids) }
+func (f rowsFn) GetThreads(_ context.Context, ids []string) ([]ports.ThreadView, error) {
+	return f(ids)
+}
 func (f contractFn) GetContract(_ context.Context, name string, version int) (domain.Contract, error) {
 	return f(name, version)
 }

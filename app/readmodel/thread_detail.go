@@ -5,7 +5,9 @@ package readmodel
 // GraphQL thread(id) asks for the thread row it read while pricing and the
 // argument-free parts its selection names, and loads the parts a client
 // passes arguments to (steps, validationResults, notifications,
-// threadChain) through the same methods, batched with the thread lists.
+// threadChain) through the same handlers ThreadDetailHandler is built on
+// (Steps, Validations, Notifications, Chains), batched with the thread
+// lists.
 
 import (
 	"context"
