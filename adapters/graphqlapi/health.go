@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/threadengine/engine/app/insights"
 	"github.com/threadengine/engine/app/readmodel"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
@@ -248,7 +249,7 @@ func (r *queryResolver) StepStats(ctx context.Context, a struct {
 	return stepStats(l), nil
 }
 
-type overviewResolver struct{ o readmodel.Overview }
+type overviewResolver struct{ o insights.Overview }
 
 func (r *overviewResolver) Steps() []*stepStatsResolver { return stepStats(r.o.Steps) }
 func (r *overviewResolver) Hours() []*hourResolver {

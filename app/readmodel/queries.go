@@ -2,9 +2,9 @@ package readmodel
 
 import (
 	"encoding/json"
-	"strings"
 	"time"
 
+	"github.com/threadengine/engine/app/insights"
 	"github.com/threadengine/engine/app/integrity"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
@@ -56,15 +56,14 @@ type Queries struct {
 	VerifyStep    VerifyStepHandler
 	VerifyThreads VerifyThreadsHandler
 	VerifyThread  VerifyThreadHandler
-	// Contracts (contracts.go) and engine-wide aggregates (stats.go,
-	// problems.go, processmap.go).
+	// Contracts (contracts.go) and the engine-wide aggregates (app/insights).
 	Contract      ContractHandler
 	ContractDiff  ContractDiffHandler
-	ContractStats ContractStatsHandler
-	StepStats     StepStatsHandler
-	Overview      OverviewHandler
-	Problems      ProblemsHandler
-	ProcessMap    ProcessMapHandler
+	ContractStats insights.ContractStatsHandler
+	StepStats     insights.StepStatsHandler
+	Overview      insights.OverviewHandler
+	Problems      insights.ProblemsHandler
+	ProcessMap    insights.ProcessMapHandler
 	// Clock is the query clock (HashChainStatus.lastVerifiedAt).
 	Clock ports.Clock
 }
@@ -130,11 +129,11 @@ func New(d Deps) *Queries {
 	q.VerifyThread = NewVerifyThreadHandler(q.VerifyThreads)
 	q.Contract = NewContractHandler(d.Contracts)
 	q.ContractDiff = NewContractDiffHandler(q.Contract)
-	q.ContractStats = NewContractStatsHandler(d.Stats)
-	q.StepStats = NewStepStatsHandler(d.Stats)
-	q.Overview = NewOverviewHandler(d.Stats, d.Clock)
-	q.Problems = NewProblemsHandler(d.Problems, d.Clock)
-	q.ProcessMap = NewProcessMapHandler(d.ProcessMaps, d.Contracts, d.Clock)
+	q.ContractStats = insights.NewContractStatsHandler(d.Stats)
+	q.StepStats = insights.NewStepStatsHandler(d.Stats)
+	q.Overview = insights.NewOverviewHandler(d.Stats, d.Clock)
+	q.Problems = insights.NewProblemsHandler(d.Problems, d.Clock)
+	q.ProcessMap = insights.NewProcessMapHandler(d.ProcessMaps, d.Contracts, d.Clock)
 	return q
 }
 
@@ -142,22 +141,6 @@ func New(d Deps) *Queries {
 // the composition root can hand the same secret to Queries.
 func ChainSecrets(secret []byte) map[string][]byte {
 	return domain.SingleChainKey(secret).Secrets
-}
-
-// ParseTimeArg parses an optional ISO-8601 time argument ("" means absent).
-// RFC 3339 with or without fraction is accepted, and a bare date.
-func ParseTimeArg(field, s string) (*time.Time, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return nil, nil
-	}
-	for _, l := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02"} {
-		if t, err := time.Parse(l, s); err == nil {
-			t = t.UTC()
-			return &t, nil
-		}
-	}
-	return nil, domain.Invalid(field, "%s must be an ISO-8601 time such as 2026-01-02T15:04:05Z, got %q", field, s)
 }
 
 // StepStatuses expands a step status filter: the SDKs send "success" while

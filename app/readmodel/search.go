@@ -252,7 +252,7 @@ func (s ThreadSearch) filter() (ports.ThreadFilter, error) {
 		{"startedAfter", s.StartedAfter, &f.StartedAfter}, {"startedBefore", s.StartedBefore, &f.StartedBefore},
 		{"completedAfter", s.CompletedAfter, &f.CompletedAfter}, {"completedBefore", s.CompletedBefore, &f.CompletedBefore},
 	} {
-		if *p.dst, err = ParseTimeArg(p.field, p.v); err != nil {
+		if *p.dst, err = domain.ParseTimeArg(p.field, p.v); err != nil {
 			return f, err
 		}
 	}

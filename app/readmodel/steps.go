@@ -100,10 +100,10 @@ func (a HistoryArgs) filter() (ports.HistoryFilter, error) {
 		f.Offset = *a.Offset
 	}
 	var err error
-	if f.StartAt, err = ParseTimeArg("startAt", a.StartAt); err != nil {
+	if f.StartAt, err = domain.ParseTimeArg("startAt", a.StartAt); err != nil {
 		return f, err
 	}
-	if f.EndAt, err = ParseTimeArg("endAt", a.EndAt); err != nil {
+	if f.EndAt, err = domain.ParseTimeArg("endAt", a.EndAt); err != nil {
 		return f, err
 	}
 	return f, nil

@@ -1,4 +1,4 @@
-package readmodel
+package insights
 
 import (
 	"context"
@@ -39,6 +39,13 @@ type ProcessMap struct {
 	NeverReached []string // contract steps no thread reached in the window
 }
 
+// ContractReader reads contract versions (the process map judges edges
+// against one).
+type ContractReader interface {
+	// GetContract returns one version; version 0 means the latest.
+	GetContract(ctx context.Context, name string, version int) (domain.Contract, error)
+}
+
 // ProcessMapHandler reads process maps from the roll-up (flat in data size).
 type ProcessMapHandler struct {
 	store     ports.ProcessMapReads // nil: not found
@@ -61,11 +68,11 @@ func (q ProcessMapHandler) Handle(ctx context.Context, name string, version int,
 	if q.store == nil || q.contracts == nil {
 		return ProcessMap{}, domain.NotFound("process map")
 	}
-	f, err := ParseTimeArg("from", from)
+	f, err := domain.ParseTimeArg("from", from)
 	if err != nil {
 		return ProcessMap{}, err
 	}
-	t, err := ParseTimeArg("to", to)
+	t, err := domain.ParseTimeArg("to", to)
 	if err != nil {
 		return ProcessMap{}, err
 	}
