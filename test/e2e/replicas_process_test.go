@@ -90,6 +90,7 @@ func (rs *replicaSet) newKey(t *testing.T, i int, name string) (key, id string) 
 
 // Three engine processes on one database act as one engine.
 func TestReplicaSetOfThreeProcesses(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(sqldbtest.PostgresEnv) == "" {
 		t.Skipf("%s not set", sqldbtest.PostgresEnv)
 	}
@@ -155,6 +156,7 @@ func TestReplicaSetOfThreeProcesses(t *testing.T) {
 // subscriber, reconnected to replica 2, receives every notification it had
 // not acknowledged (redeliveries carry the same notification id).
 func TestReplicaSetKill9(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(sqldbtest.PostgresEnv) == "" {
 		t.Skipf("%s not set", sqldbtest.PostgresEnv)
 	}
