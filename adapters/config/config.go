@@ -185,7 +185,18 @@ type Database struct {
 	// URL is postgres://… (sslmode required) or sqlite://path; empty means
 	// embedded SQLite at ./data/threadengine.db.
 	URL string `koanf:"url"`
+	// MaxConns is the PostgreSQL writers' pool (the read pool is
+	// limits.graphql.pool_conns). Every replica holds up to MaxConns +
+	// pool_conns connections, so replicas × that must stay under the
+	// server's max_connections (100 by default). SQLite ignores it.
+	MaxConns int `koanf:"max_conns"`
 }
+
+// minDatabaseConns is the smallest writers' pool: a step's group commit,
+// the transparency log's sequencer, the notification hub's poller and the
+// sweeps each hold a connection while they run, and a request's own
+// transaction needs one beside them.
+const minDatabaseConns = 4
 
 // Registry configures the identity registry (OIDC provider + license API).
 type Registry struct {
@@ -238,6 +249,7 @@ type Log struct {
 func Defaults() Config {
 	return Config{
 		Server:    Server{Listen: "127.0.0.1:8081", ShutdownTimeout: 30 * time.Second},
+		Database:  Database{MaxConns: 25},
 		Registry:  Registry{Product: "threadengine", CheckInterval: 15 * time.Minute},
 		Auth:      Auth{SessionTTL: 8 * time.Hour, CacheTTL: 5 * time.Second},
 		Log:       Log{Level: "info", Format: "text"},
@@ -323,7 +335,7 @@ var knownSections = map[string]bool{"server": true, "database": true, "registry"
 
 var knownKeys = map[string]bool{
 	"server.listen": true, "server.public_url": true, "server.shutdown_timeout": true, "server.trusted_proxies": true, "server.pprof_listen": true,
-	"database.url": true,
+	"database.url": true, "database.max_conns": true,
 	"registry.url": true, "registry.license_key": true, "registry.browser_origin": true,
 	"registry.client_id": true, "registry.client_secret": true, "registry.product": true, "registry.check_interval": true,
 	"auth.session_ttl": true, "auth.cache_ttl": true,
@@ -354,6 +366,9 @@ func checkKnownKeys(k *koanf.Koanf) error {
 
 // Validate checks every value and names the offending key.
 func (c *Config) Validate() error {
+	if c.Database.MaxConns < minDatabaseConns {
+		return fmt.Errorf("config: database.max_conns %d: want at least %d", c.Database.MaxConns, minDatabaseConns)
+	}
 	if _, _, err := net.SplitHostPort(c.Server.Listen); err != nil {
 		return fmt.Errorf("config: server.listen %q: want host:port", c.Server.Listen)
 	}

@@ -31,6 +31,12 @@ func TestFileThenEnvOverride(t *testing.T) {
 	if c.Server.PublicURL != "https://eng.example.com" {
 		t.Errorf("public_url not normalised: %s", c.Server.PublicURL)
 	}
+	if c.Database.MaxConns != 25 {
+		t.Errorf("database.max_conns default %d, want 25", c.Database.MaxConns)
+	}
+	if c2, err := Load("", []string{"THREADENGINE_DATABASE__MAX_CONNS=10"}); err != nil || c2.Database.MaxConns != 10 {
+		t.Errorf("database.max_conns from the environment: %d, %v", c2.Database.MaxConns, err)
+	}
 	if c.Auth.SessionTTL != 2*time.Hour || c.Registry.LicenseKey != "lk" {
 		t.Errorf("values not loaded: %+v", c)
 	}
@@ -49,6 +55,7 @@ func TestInvalidValuesNameTheKey(t *testing.T) {
 		"THREADENGINE_LOG__LEVEL=loud":                             "log.level",
 		"THREADENGINE_SERVER__LISTN=127.0.0.1:1":                   "server.listn",
 		"THREADENGINE_SECURITY__HASH_CHAIN_SECRET=short":           "security.hash_chain_secret",
+		"THREADENGINE_DATABASE__MAX_CONNS=3":                       "database.max_conns",
 	}
 	for env, key := range cases {
 		_, err := Load("", []string{env})

@@ -160,7 +160,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := sqldb.OpenWith(ctx, cfg.Database.URL, sqldb.OpenOptions{Alongside: opt.Alongside, BinarySchema: opt.BinarySchema})
+	db, err := sqldb.OpenWith(ctx, cfg.Database.URL, sqldb.OpenOptions{Alongside: opt.Alongside, BinarySchema: opt.BinarySchema, MaxConns: cfg.Database.MaxConns})
 	if err != nil {
 		_ = tp.Shutdown(ctx)
 		return nil, err

@@ -106,6 +106,9 @@ type OpenOptions struct {
 	// its highest embedded migration: tests run the code of this release as
 	// an older or newer one against the compatibility gate.
 	BinarySchema int64
+	// MaxConns is the PostgreSQL pool size (0: 25). SQLite has one writer
+	// connection whatever it says.
+	MaxConns int
 }
 
 // OpenWith is Open with options. After migrating it checks the schema
@@ -124,8 +127,12 @@ func OpenWith(ctx context.Context, rawURL string, opt OpenOptions) (*DB, error) 
 		if err != nil {
 			return nil, fmt.Errorf("database.url: %w", err)
 		}
-		x.SetMaxOpenConns(25)
-		x.SetMaxIdleConns(25)
+		n := opt.MaxConns
+		if n <= 0 {
+			n = 25
+		}
+		x.SetMaxOpenConns(n)
+		x.SetMaxIdleConns(n)
 		x.SetConnMaxIdleTime(5 * time.Minute)
 		d = &DB{DB: x, Dialect: Postgres}
 	case SQLite:

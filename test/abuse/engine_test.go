@@ -26,6 +26,7 @@ import (
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/test/enginebin"
+	"github.com/threadengine/engine/test/enginetest"
 	"github.com/threadengine/engine/test/testrun"
 )
 
@@ -90,7 +91,7 @@ func start(t *testing.T, d sqldb.Dialect, env ...string) *engine {
 	addr := l.Addr().String()
 	l.Close()
 	base := append(os.Environ(), "THREADENGINE_DATABASE__URL="+dbURL, "THREADENGINE_SERVER__LISTEN="+addr,
-		"THREADENGINE_LOG__LEVEL=warn")
+		"THREADENGINE_LOG__LEVEL=warn", enginetest.MaxConnsEnv)
 	base = append(base, env...)
 	pprofAddr := ""
 	if os.Getenv("ABUSE_PPROF_DIR") != "" {

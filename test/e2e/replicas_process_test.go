@@ -57,7 +57,7 @@ func startReplicaSet(t *testing.T, n int) *replicaSet {
 	}
 	// A short redelivery, so the pushes a killed replica leased come back
 	// within the test.
-	rs.env = append(rs.env, "THREADENGINE_DATABASE__URL="+url, "THREADENGINE_LOG__LEVEL=warn",
+	rs.env = append(rs.env, "THREADENGINE_DATABASE__URL="+url, "THREADENGINE_LOG__LEVEL=warn", enginetest.MaxConnsEnv,
 		"THREADENGINE_NOTIFICATIONS__REDELIVER_AFTER=2s")
 	boot := exec.Command(bin, "bootstrap-owner", "--email", "owner@example.com")
 	boot.Env, boot.Dir = rs.env, t.TempDir()

@@ -96,6 +96,9 @@ func Start(t testing.TB, d sqldb.Dialect, opts ...Option) *Engine {
 	cfg := config.Defaults()
 	cfg.Server.Listen = "127.0.0.1:0"
 	cfg.Security.HashChainSecret = "test-hash-chain-secret-0123456789abcdef"
+	// The packages run several engines at once on one PostgreSQL server
+	// (100 connections by default); 25 writers each ran it out.
+	cfg.Database.MaxConns = TestMaxConns
 	clock := NewClock(time.Now())
 	o := server.Options{Clock: clock, DataDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	for _, fn := range opts {
@@ -231,3 +234,12 @@ func (e *Engine) DoWith(t testing.TB, method, path string, body any, edit func(*
 	}
 	return resp, out
 }
+
+// TestMaxConns is the writers' pool of a test engine on PostgreSQL
+// (database.max_conns; 25 by default): the test packages run several
+// engines at once on one server, whose max_connections is 100 by default.
+const TestMaxConns = 10
+
+// MaxConnsEnv is TestMaxConns for an engine process of this release
+// (older releases refuse the key as unknown).
+const MaxConnsEnv = "THREADENGINE_DATABASE__MAX_CONNS=10"
