@@ -94,9 +94,13 @@ func (s *Store) ProblemRows(ctx context.Context, since, until time.Time, bucket 
 	if secs < 3600 {
 		secs = 3600
 	}
+	days, hours := problemSpans(since, until, time.Duration(secs)*time.Second)
 	q := `SELECT b, contract_name, contract_version, rule, step, message, rolled, SUM(n) AS n, MAX(example) AS example FROM (
+ SELECT ` + s.bucketOf("day") + ` AS b, contract_name, contract_version, rule, step, message_class AS message, 1 AS rolled, n,
+ example_thread AS example FROM problems_daily WHERE ` + spansWhere("day", len(days)) + ` AND n <> 0
+ UNION ALL
  SELECT ` + s.bucketOf("hour") + ` AS b, contract_name, contract_version, rule, step, message_class AS message, 1 AS rolled, n,
- example_thread AS example FROM problems_hourly WHERE hour >= ? AND hour < ? AND n <> 0
+ example_thread AS example FROM problems_hourly WHERE ` + spansWhere("hour", len(hours)) + ` AND n <> 0
  UNION ALL
  SELECT ` + s.bucketOf("created_at") + ` AS b, ` + problemCause + `, 0 AS rolled, 1 AS n, id AS example FROM threads
  WHERE status = 'active' AND ` + unhealthy + ` AND created_at >= ? AND created_at < ?
@@ -108,9 +112,13 @@ func (s *Store) ProblemRows(ctx context.Context, since, until time.Time, bucket 
  ORDER BY b DESC LIMIT ?`
 	from, to := sqldb.Time(since), sqldb.Time(until)
 	origin := s.bucketOrigin(since)
+	args := []any{origin, secs}
+	args = append(args, days...)
+	args = append(args, origin, secs)
+	args = append(args, hours...)
+	args = append(args, origin, secs, from, to, origin, secs, sqldb.Time(w), sqldb.Time(epoch), from, to, limit)
 	var rows []problemRow
-	if err := s.db.SelectContext(ctx, &rows, s.db.Rebind(q), origin, secs, from, to, origin, secs, from, to,
-		origin, secs, sqldb.Time(w), sqldb.Time(epoch), from, to, limit); err != nil {
+	if err := s.db.SelectContext(ctx, &rows, s.db.Rebind(q), args...); err != nil {
 		return nil, sqldb.TranslateError(err)
 	}
 	out := make([]ports.ProblemRow, 0, len(rows))
@@ -123,6 +131,53 @@ func (s *Store) ProblemRows(ctx context.Context, since, until time.Time, bucket 
 			MessageClass: class, Start: since.Add(time.Duration(r.Bucket) * time.Duration(secs) * time.Second), Count: r.Count, Example: r.Example})
 	}
 	return out, nil
+}
+
+// problemSpans splits a report's window into the spans read from each
+// roll-up, as [from, to) bounds: the whole UTC days that lie inside one
+// trend bucket come from problems_daily (a day's row is its hours' sum,
+// migration 00093), every other hour of the window from problems_hourly.
+// A 30-day report (60-hour buckets) reads ~18 days and the ~12 days its
+// bucket edges cut as hours: ~300 rows per cause instead of 720. Windows
+// whose buckets are shorter than a day read hours only, as before.
+func problemSpans(since, until time.Time, bucket time.Duration) (days, hours []any) {
+	const day = 24 * time.Hour
+	in := func(t time.Time) int64 { return int64(t.Sub(since) / bucket) }
+	add := func(spans []any, from, to time.Time) []any {
+		if n := len(spans); n > 0 && spans[n-1].(time.Time).Equal(sqldb.Time(from)) {
+			spans[n-1] = sqldb.Time(to) // adjacent: one span
+			return spans
+		}
+		return append(spans, sqldb.Time(from), sqldb.Time(to))
+	}
+	for d := since.UTC().Truncate(day); d.Before(until); d = d.Add(day) {
+		from, to := d, d.Add(day)
+		if !from.Before(since) && !to.After(until) && in(from) == in(to.Add(-time.Hour)) {
+			days = add(days, from, to)
+			continue
+		}
+		if from.Before(since) {
+			from = since
+		}
+		if to.After(until) {
+			to = until
+		}
+		hours = add(hours, from, to)
+	}
+	return days, hours
+}
+
+// spansWhere is the condition that col lies in one of the spans of n
+// parameters (from problemSpans, two a span); no span matches nothing.
+func spansWhere(col string, n int) string {
+	if n == 0 {
+		return `1 = 0`
+	}
+	parts := make([]string, n/2)
+	for i := range parts {
+		parts[i] = `(` + col + ` >= ? AND ` + col + ` < ?)`
+	}
+	return `(` + strings.Join(parts, ` OR `) + `)`
 }
 
 // problemCause is a thread row's cause columns (problemCols without the hour).

@@ -121,22 +121,72 @@ func TestProblemRowsEqualACountOverThreads(t *testing.T) {
 			if want := raw(); !reflect.DeepEqual(got, want) {
 				t.Fatalf("%s:\n got %v\nwant %v", stage, got, want)
 			}
-			// In buckets of 5 hours from since.
-			rows, err = s.ProblemRows(ctx, since, until, 5*time.Hour, 10000)
-			if err != nil {
+			// In buckets of 5 hours from since (hours only), of 24 hours
+			// (from 12:00: no day lies in one bucket) and of 36 hours (the
+			// window's whole day, 26 November, is read from problems_daily).
+			for _, width := range []time.Duration{5 * time.Hour, 24 * time.Hour, 36 * time.Hour} {
+				rows, err = s.ProblemRows(ctx, since, until, width, 10000)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = map[problemCause]int{}
+				for _, r := range rows {
+					got[problemCause{r.Start, r.ContractName, r.ContractVersion, r.Rule, r.Step, r.MessageClass}] += r.Count
+					if r.Example != "" && !exists(r.Example) {
+						t.Fatalf("%s, %s buckets: example %s of %+v is deleted", stage, width, r.Example, r)
+					}
+				}
+				want := map[problemCause]int{}
+				for k, n := range raw() {
+					k.hour = since.Add(k.hour.Sub(since) / width * width)
+					want[k] += n
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("%s, %s buckets:\n got %v\nwant %v", stage, width, got, want)
+				}
+			}
+			// Each day row is the sum of its hours, with the greatest of
+			// their examples (migration 00093's triggers).
+			type dayRow struct {
+				Day     time.Time `db:"day"`
+				Name    string    `db:"contract_name"`
+				Version int       `db:"contract_version"`
+				Rule    string    `db:"rule"`
+				Step    string    `db:"step"`
+				Class   string    `db:"message_class"`
+				N       int       `db:"n"`
+				Example string    `db:"example_thread"`
+			}
+			var hourly, daily []dayRow
+			if err := db.Select(&hourly, `SELECT hour AS day, contract_name, contract_version, rule, step, message_class, n, example_thread
+ FROM problems_hourly`); err != nil {
 				t.Fatal(err)
 			}
-			got = map[problemCause]int{}
-			for _, r := range rows {
-				got[problemCause{r.Start, r.ContractName, r.ContractVersion, r.Rule, r.Step, r.MessageClass}] += r.Count
+			if err := db.Select(&daily, `SELECT day, contract_name, contract_version, rule, step, message_class, n, example_thread
+ FROM problems_daily WHERE n <> 0 OR example_thread <> ''`); err != nil {
+				t.Fatal(err)
 			}
-			want := map[problemCause]int{}
-			for k, n := range raw() {
-				k.hour = since.Add(k.hour.Sub(since) / (5 * time.Hour) * (5 * time.Hour))
-				want[k] += n
+			sums := map[dayRow]dayRow{}
+			for _, h := range hourly {
+				k := dayRow{Day: h.Day.UTC().Truncate(24 * time.Hour), Name: h.Name, Version: h.Version, Rule: h.Rule, Step: h.Step, Class: h.Class}
+				a := sums[k]
+				a.N += h.N
+				a.Example = max(a.Example, h.Example)
+				sums[k] = a
 			}
-			if !reflect.DeepEqual(got, want) {
-				t.Fatalf("%s, 5-hour buckets:\n got %v\nwant %v", stage, got, want)
+			for k, a := range sums {
+				if a.N == 0 && a.Example == "" {
+					delete(sums, k)
+				}
+			}
+			got2 := map[dayRow]dayRow{}
+			for _, d := range daily {
+				k := d
+				k.Day, k.N, k.Example = d.Day.UTC(), 0, ""
+				got2[k] = dayRow{N: d.N, Example: d.Example}
+			}
+			if !reflect.DeepEqual(got2, sums) {
+				t.Fatalf("%s: problems_daily\n got %v\nwant %v", stage, got2, sums)
 			}
 		}
 		rolled := func() int {
