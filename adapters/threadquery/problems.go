@@ -28,7 +28,10 @@ var _ ports.ProblemReads = (*Store)(nil)
 // are bounded by the watermark read in the same statement, so a roll-up
 // committing meanwhile neither loses nor double-counts a thread. Deleting a
 // rolled-up thread (retention, erasure) subtracts it in the delete's
-// transaction (threadstore.unrollProblems).
+// transaction (threadstore.unrollProblems). problems_daily (migration
+// 00093) is the same roll-up per day, kept by triggers on problems_hourly;
+// a report reads the days that lie inside one trend bucket from it
+// (problemSpans).
 
 // ProblemsRollup is the stats_rollup row of the Problems roll-up.
 const ProblemsRollup = "problems"
