@@ -23,7 +23,7 @@ var _ ports.ProblemReads = (*Store)(nil)
 // (a step, an end request or the quiet-trace pass; never a span's or a
 // client's time), and nothing changes an ended thread again, so each one is
 // counted once. The threads still active, or ended at or after the
-// watermark, are read from threads (threads_active_unhealthy,
+// watermark, are read from threads (threads_active_unhealthy_read,
 // threads_ended_updated): the threads in flight, not history. Both halves
 // are bounded by the watermark read in the same statement, so a roll-up
 // committing meanwhile neither loses nor double-counts a thread. Deleting a
@@ -59,7 +59,7 @@ func (s *Store) problemCols() string {
 }
 
 // unhealthy is the Problems view's predicate for running threads: its text
-// is the partial index's (threads_active_unhealthy), so SQLite uses it.
+// is the partial index's (threads_active_unhealthy_read), so SQLite uses it.
 const unhealthy = `health IN ('FAILED', 'VIOLATED')`
 
 // unhealthyEnded is the same predicate for the threads ended since a
