@@ -70,6 +70,16 @@ func TestProblemRowsEqualACountOverThreads(t *testing.T) {
 			}
 			old = append(old, add(contract, status, health, rule, step, msg, created, created.Add(time.Duration(i)*time.Minute), 1))
 		}
+		// One cause in two hours of one day (two hour rows, one day row),
+		// and a third thread of the first hour ended after the first
+		// roll-ups: rolled up later, it adds to the existing hour row
+		// (the roll-up's upsert updates it, and its trigger the day row).
+		twins := []string{add("c0", "failed", "FAILED", "step_failed", "twin", "", now.Add(-26*time.Hour), now.Add(-26*time.Hour+time.Minute), 1),
+			add("c0", "failed", "FAILED", "step_failed", "twin", "", now.Add(-25*time.Hour), now.Add(-25*time.Hour+time.Minute), 1),
+			add("c0", "failed", "FAILED", "step_failed", "twin", "", now.Add(-26*time.Hour+5*time.Minute), now.Add(-time.Minute), 1)}
+		if _, err := db.Exec(db.Rebind(`UPDATE threads SET contract_version = 1 WHERE id IN (?, ?, ?)`), twins[0], twins[1], twins[2]); err != nil {
+			t.Fatal(err)
+		}
 		s := threadquery.New(db)
 		since, until := now.Add(-48*time.Hour).Truncate(time.Hour), now.Truncate(time.Hour).Add(time.Hour)
 		raw := func() map[problemCause]int {

@@ -11,7 +11,9 @@
 -- greatest of its hours' (a read takes the greatest of its rows'), looked
 -- up again among the day's hours when the greatest is cleared. day is
 -- written as the driver writes a UTC time (as process_map_daily's).
--- Filled from the hourly rows written so far.
+-- Filled from the hourly rows written so far. The day row is created with
+-- WHERE NOT EXISTS, not INSERT OR IGNORE: an upsert's DO UPDATE (the
+-- roll-up's) makes a trigger's OR IGNORE abort on the conflict.
 CREATE TABLE problems_daily (
     day              TIMESTAMP NOT NULL,
     contract_name    TEXT NOT NULL,
@@ -30,8 +32,10 @@ FROM problems_hourly
 GROUP BY SUBSTR(REPLACE(hour, 'T', ' '), 1, 10), contract_name, contract_version, rule, step, message_class;
 -- +goose StatementBegin
 CREATE TRIGGER problems_daily_insert AFTER INSERT ON problems_hourly BEGIN
-    INSERT OR IGNORE INTO problems_daily (day, contract_name, contract_version, rule, step, message_class)
-    VALUES (SUBSTR(REPLACE(NEW.hour, 'T', ' '), 1, 10) || ' 00:00:00 +0000 UTC', NEW.contract_name, NEW.contract_version, NEW.rule, NEW.step, NEW.message_class);
+    INSERT INTO problems_daily (day, contract_name, contract_version, rule, step, message_class)
+    SELECT SUBSTR(REPLACE(NEW.hour, 'T', ' '), 1, 10) || ' 00:00:00 +0000 UTC', NEW.contract_name, NEW.contract_version, NEW.rule, NEW.step, NEW.message_class
+    WHERE NOT EXISTS (SELECT 1 FROM problems_daily WHERE day = SUBSTR(REPLACE(NEW.hour, 'T', ' '), 1, 10) || ' 00:00:00 +0000 UTC' AND contract_name = NEW.contract_name
+        AND contract_version = NEW.contract_version AND rule = NEW.rule AND step = NEW.step AND message_class = NEW.message_class);
     UPDATE problems_daily SET n = n + NEW.n,
         example_thread = CASE WHEN NEW.example_thread > example_thread THEN NEW.example_thread ELSE example_thread END
     WHERE day = SUBSTR(REPLACE(NEW.hour, 'T', ' '), 1, 10) || ' 00:00:00 +0000 UTC' AND contract_name = NEW.contract_name AND contract_version = NEW.contract_version
@@ -45,8 +49,10 @@ END;
 CREATE TRIGGER problems_daily_update AFTER UPDATE ON problems_hourly
 WHEN NEW.hour IS OLD.hour AND NEW.contract_name IS OLD.contract_name AND NEW.contract_version IS OLD.contract_version
     AND NEW.rule IS OLD.rule AND NEW.step IS OLD.step AND NEW.message_class IS OLD.message_class BEGIN
-    INSERT OR IGNORE INTO problems_daily (day, contract_name, contract_version, rule, step, message_class)
-    VALUES (SUBSTR(REPLACE(NEW.hour, 'T', ' '), 1, 10) || ' 00:00:00 +0000 UTC', NEW.contract_name, NEW.contract_version, NEW.rule, NEW.step, NEW.message_class);
+    INSERT INTO problems_daily (day, contract_name, contract_version, rule, step, message_class)
+    SELECT SUBSTR(REPLACE(NEW.hour, 'T', ' '), 1, 10) || ' 00:00:00 +0000 UTC', NEW.contract_name, NEW.contract_version, NEW.rule, NEW.step, NEW.message_class
+    WHERE NOT EXISTS (SELECT 1 FROM problems_daily WHERE day = SUBSTR(REPLACE(NEW.hour, 'T', ' '), 1, 10) || ' 00:00:00 +0000 UTC' AND contract_name = NEW.contract_name
+        AND contract_version = NEW.contract_version AND rule = NEW.rule AND step = NEW.step AND message_class = NEW.message_class);
     UPDATE problems_daily SET n = n + NEW.n - OLD.n,
         example_thread = CASE
             WHEN NEW.example_thread < OLD.example_thread AND example_thread = OLD.example_thread THEN
@@ -75,8 +81,10 @@ WHEN NOT (NEW.hour IS OLD.hour AND NEW.contract_name IS OLD.contract_name AND NE
             ELSE example_thread END
     WHERE day = SUBSTR(REPLACE(OLD.hour, 'T', ' '), 1, 10) || ' 00:00:00 +0000 UTC' AND contract_name = OLD.contract_name AND contract_version = OLD.contract_version
         AND rule = OLD.rule AND step = OLD.step AND message_class = OLD.message_class;
-    INSERT OR IGNORE INTO problems_daily (day, contract_name, contract_version, rule, step, message_class)
-    VALUES (SUBSTR(REPLACE(NEW.hour, 'T', ' '), 1, 10) || ' 00:00:00 +0000 UTC', NEW.contract_name, NEW.contract_version, NEW.rule, NEW.step, NEW.message_class);
+    INSERT INTO problems_daily (day, contract_name, contract_version, rule, step, message_class)
+    SELECT SUBSTR(REPLACE(NEW.hour, 'T', ' '), 1, 10) || ' 00:00:00 +0000 UTC', NEW.contract_name, NEW.contract_version, NEW.rule, NEW.step, NEW.message_class
+    WHERE NOT EXISTS (SELECT 1 FROM problems_daily WHERE day = SUBSTR(REPLACE(NEW.hour, 'T', ' '), 1, 10) || ' 00:00:00 +0000 UTC' AND contract_name = NEW.contract_name
+        AND contract_version = NEW.contract_version AND rule = NEW.rule AND step = NEW.step AND message_class = NEW.message_class);
     UPDATE problems_daily SET n = n + NEW.n,
         example_thread = CASE WHEN NEW.example_thread > example_thread THEN NEW.example_thread ELSE example_thread END
     WHERE day = SUBSTR(REPLACE(NEW.hour, 'T', ' '), 1, 10) || ' 00:00:00 +0000 UTC' AND contract_name = NEW.contract_name AND contract_version = NEW.contract_version
