@@ -98,27 +98,31 @@ func (s *Store) ProblemRows(ctx context.Context, since, until time.Time, bucket 
 		secs = 3600
 	}
 	days, hours := problemSpans(since, until, time.Duration(secs)*time.Second)
-	q := `SELECT b, contract_name, contract_version, rule, step, message, rolled, SUM(n) AS n, MAX(example) AS example FROM (
- SELECT ` + s.bucketOf("day") + ` AS b, contract_name, contract_version, rule, step, message_class AS message, 1 AS rolled, n,
- example_thread AS example FROM problems_daily WHERE ` + spansWhere("day", len(days)) + ` AND n <> 0
- UNION ALL
- SELECT ` + s.bucketOf("hour") + ` AS b, contract_name, contract_version, rule, step, message_class AS message, 1 AS rolled, n,
- example_thread AS example FROM problems_hourly WHERE ` + spansWhere("hour", len(hours)) + ` AND n <> 0
- UNION ALL
- SELECT ` + s.bucketOf("created_at") + ` AS b, ` + problemCause + `, 0 AS rolled, 1 AS n, id AS example FROM threads
- WHERE status = 'active' AND ` + unhealthy + ` AND created_at >= ? AND created_at < ?
- UNION ALL
- SELECT ` + s.bucketOf("created_at") + ` AS b, ` + problemCause + `, 0 AS rolled, 1 AS n, id AS example FROM threads
- WHERE status <> 'active' AND updated_at >= ? AND updated_at >= COALESCE((SELECT rolled_until FROM stats_rollup WHERE name = '` + ProblemsRollup + `'), ?)
- AND ` + unhealthyEnded + ` AND ` + started + ` >= ? AND ` + started + ` < ?
-) x GROUP BY b, contract_name, contract_version, rule, step, message, rolled
- ORDER BY b DESC LIMIT ?`
 	from, to := sqldb.Time(since), sqldb.Time(until)
 	origin := s.bucketOrigin(since)
-	args := []any{origin, secs}
-	args = append(args, days...)
-	args = append(args, origin, secs)
-	args = append(args, hours...)
+	// One range scan per span (UNION ALL, not OR: SQLite's OR of ranges
+	// reads each row from the table, not from the covering index).
+	var branches []string
+	var args []any
+	for _, r := range []struct {
+		table, col string
+		spans      []any
+	}{{"problems_daily", "day", days}, {"problems_hourly", "hour", hours}} {
+		for i := 0; i < len(r.spans); i += 2 {
+			branches = append(branches, `SELECT `+s.bucketOf(r.col)+` AS b, contract_name, contract_version, rule, step, message_class AS message,
+ 1 AS rolled, n, example_thread AS example FROM `+r.table+` WHERE `+r.col+` >= ? AND `+r.col+` < ? AND n <> 0`)
+			args = append(args, origin, secs, r.spans[i], r.spans[i+1])
+		}
+	}
+	branches = append(branches, `SELECT `+s.bucketOf("created_at")+` AS b, `+problemCause+`, 0 AS rolled, 1 AS n, id AS example FROM threads
+ WHERE status = 'active' AND `+unhealthy+` AND created_at >= ? AND created_at < ?`,
+		`SELECT `+s.bucketOf("created_at")+` AS b, `+problemCause+`, 0 AS rolled, 1 AS n, id AS example FROM threads
+ WHERE status <> 'active' AND updated_at >= ? AND updated_at >= COALESCE((SELECT rolled_until FROM stats_rollup WHERE name = '`+ProblemsRollup+`'), ?)
+ AND `+unhealthyEnded+` AND `+started+` >= ? AND `+started+` < ?`)
+	q := `SELECT b, contract_name, contract_version, rule, step, message, rolled, SUM(n) AS n, MAX(example) AS example FROM (
+ ` + strings.Join(branches, "\n UNION ALL\n ") + `
+) x GROUP BY b, contract_name, contract_version, rule, step, message, rolled
+ ORDER BY b DESC LIMIT ?`
 	args = append(args, origin, secs, from, to, origin, secs, sqldb.Time(w), sqldb.Time(epoch), from, to, limit)
 	var rows []problemRow
 	if err := s.db.SelectContext(ctx, &rows, s.db.Rebind(q), args...); err != nil {
@@ -168,19 +172,6 @@ func problemSpans(since, until time.Time, bucket time.Duration) (days, hours []a
 		hours = add(hours, from, to)
 	}
 	return days, hours
-}
-
-// spansWhere is the condition that col lies in one of the spans of n
-// parameters (from problemSpans, two a span); no span matches nothing.
-func spansWhere(col string, n int) string {
-	if n == 0 {
-		return `1 = 0`
-	}
-	parts := make([]string, n/2)
-	for i := range parts {
-		parts[i] = `(` + col + ` >= ? AND ` + col + ` < ?)`
-	}
-	return `(` + strings.Join(parts, ` OR `) + `)`
 }
 
 // problemCause is a thread row's cause columns (problemCols without the hour).
