@@ -30,7 +30,7 @@ func (r *queryResolver) ContractDiff(ctx context.Context, a struct {
 	Name     string
 	From, To int32
 }) (JSON, error) {
-	d, err := r.h.queries.ContractDiff(ctx, a.Name, int(a.From), int(a.To))
+	d, err := r.h.queries.ContractDiff.Handle(ctx, a.Name, int(a.From), int(a.To))
 	if err != nil {
 		return "", err
 	}

@@ -244,7 +244,7 @@ func (h *Handler) execute(ctx context.Context, req Request) (*Response, int) {
 			"query length %d exceeds the maximum allowed query length of %d bytes", len(req.Query), MaxQueryBytes).
 			WithDetail("limit", MaxQueryBytes))
 	}
-	if err := h.queries.AuthorizeRead(ctx); err != nil {
+	if err := readmodel.AuthorizeRead(ctx); err != nil {
 		return h.refuse(ctx, err)
 	}
 	a := h.analyse(req.Query, req.OperationName)

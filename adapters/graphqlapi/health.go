@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/threadengine/engine/app/insights"
 	"github.com/threadengine/engine/app/readmodel"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
@@ -43,7 +44,7 @@ func (r *issueSummaryResolver) IdempotencyKey(ctx context.Context) (*string, err
 		return nil, nil
 	}
 	g := r.thread.g
-	m, err := g.issueKeys.get(func() (map[string]string, error) { return g.q.IssueKeys(ctx, g.threads) })
+	m, err := g.issueKeys.get(func() (map[string]string, error) { return g.q.IssueKeys.Handle(ctx, g.threads) })
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +79,7 @@ func (r *threadResolver) Tags() []string {
 func (r *threadResolver) AttemptCount() int32 { return int32(r.t.StepCount) }
 
 func (r *threadResolver) counts(ctx context.Context) (ports.ThreadCounts, error) {
-	m, err := r.g.sizes.get(func() (map[string]ports.ThreadCounts, error) { return r.g.q.Counts(ctx, r.g.ids) })
+	m, err := r.g.sizes.get(func() (map[string]ports.ThreadCounts, error) { return r.g.q.Counts.Handle(ctx, r.g.ids) })
 	return m[r.t.ID], err
 }
 
@@ -93,7 +94,7 @@ func (r *threadResolver) ValidationCount(ctx context.Context) (int32, error) {
 }
 
 func (r *threadResolver) LinkedFrom(ctx context.Context) ([]*threadResolver, error) {
-	m, err := r.g.linked.get(func() (map[string][]ports.ThreadView, error) { return r.g.q.LinkedFrom(ctx, r.g.ids) })
+	m, err := r.g.linked.get(func() (map[string][]ports.ThreadView, error) { return r.g.q.LinkedFrom.Handle(ctx, r.g.ids) })
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +114,7 @@ func (r *stepIntegrityResolver) PrevHash() *string { return strPtr(r.s.PrevHash)
 func (r *stepIntegrityResolver) Error() *string    { return strPtr(r.s.Error) }
 
 func (r *queryResolver) VerifyStepIntegrity(ctx context.Context, a struct{ ThreadID, StepName, IdempotencyKey string }) (*stepIntegrityResolver, error) {
-	s, err := r.h.queries.VerifyStep(ctx, a.ThreadID, a.StepName, a.IdempotencyKey)
+	s, err := r.h.queries.VerifyStep.Handle(ctx, a.ThreadID, a.StepName, a.IdempotencyKey)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +162,9 @@ func healthArgs(in *[]string) ([]domain.HealthStatus, error) {
 func (r *threadResolver) Attempts(ctx context.Context, a struct{ Limit, Offset *int32 }) ([]*historyResolver, error) {
 	limit, offset := i32(a.Limit), i32(a.Offset)
 	key := fmt.Sprintf("%d|%d", deref32(limit), deref32(offset))
-	m, err := r.g.tries.get(key, func() (map[string][]ports.ActivityView, error) { return r.g.q.Attempts(ctx, r.g.ids, limit, offset) })
+	m, err := r.g.tries.get(key, func() (map[string][]ports.ActivityView, error) {
+		return r.g.q.Attempts.Handle(ctx, r.g.ids, limit, offset)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +173,9 @@ func (r *threadResolver) Attempts(ctx context.Context, a struct{ Limit, Offset *
 
 func (r *stepResolver) LatestValidation(ctx context.Context) (*validationResolver, error) {
 	g := r.g
-	m, err := g.latest.get(func() (map[ports.StepKey]ports.ValidationView, error) { return g.q.LatestValidations(ctx, g.keys) })
+	m, err := g.latest.get(func() (map[ports.StepKey]ports.ValidationView, error) {
+		return g.q.LatestValidations.Handle(ctx, g.keys)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +204,7 @@ func (r *contractStatsResolver) HealthFailed() int32 { return int32(r.s.HealthFa
 func (r *contractStatsResolver) Warnings() int32     { return int32(r.s.Warn) }
 
 func (r *queryResolver) ContractStats(ctx context.Context) ([]*contractStatsResolver, error) {
-	l, err := r.h.queries.ContractStats(ctx)
+	l, err := r.h.queries.ContractStats.Handle(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -237,14 +242,14 @@ func (r *queryResolver) StepStats(ctx context.Context, a struct {
 	if a.ContractVersion != nil {
 		v = int(*a.ContractVersion)
 	}
-	l, err := r.h.queries.StepStats(ctx, a.ContractName, v)
+	l, err := r.h.queries.StepStats.Handle(ctx, a.ContractName, v)
 	if err != nil {
 		return nil, err
 	}
 	return stepStats(l), nil
 }
 
-type overviewResolver struct{ o readmodel.Overview }
+type overviewResolver struct{ o insights.Overview }
 
 func (r *overviewResolver) Steps() []*stepStatsResolver { return stepStats(r.o.Steps) }
 func (r *overviewResolver) Hours() []*hourResolver {
@@ -263,7 +268,7 @@ func (r *hourResolver) Completed() int32 { return int32(r.b.Completed) }
 func (r *hourResolver) Failed() int32    { return int32(r.b.Failed) }
 
 func (r *queryResolver) Overview(ctx context.Context, a struct{ Hours, Limit *int32 }) (*overviewResolver, error) {
-	o, err := r.h.queries.Overview(ctx, i32(a.Hours), i32(a.Limit))
+	o, err := r.h.queries.Overview.Handle(ctx, i32(a.Hours), i32(a.Limit))
 	if err != nil {
 		return nil, err
 	}

@@ -92,7 +92,7 @@ func (g *threadGroup) verified(ctx context.Context) (map[string]domain.ChainStat
 		if err := chargeVerify(ctx, g.work); err != nil {
 			return nil, err
 		}
-		return g.q.VerifyThreads(ctx, g.ids)
+		return g.q.VerifyThreads.Handle(ctx, g.ids)
 	})
 }
 
@@ -111,7 +111,7 @@ func (g *threadGroup) loadSteps(ctx context.Context, key string, sel readmodel.S
 		m, ok := prefetchedSteps(ctx, g.ids, key)
 		if !ok {
 			var err error
-			if m, err = g.q.Steps(ctx, g.ids, sel); err != nil {
+			if m, err = g.q.Steps.Handle(ctx, g.ids, sel); err != nil {
 				return stepLoad{}, err
 			}
 		}

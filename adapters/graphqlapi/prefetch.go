@@ -110,7 +110,7 @@ func (h *Handler) readRoots(ctx context.Context, roots []rootField, c *costConv,
 			pr, done := r.pages[key]
 			if !done {
 				if err == nil {
-					pr.page, pr.err = h.queries.SearchThreads(ctx, s)
+					pr.page, pr.err = h.queries.Search.Handle(ctx, s)
 				} else {
 					pr.err = err
 				}
@@ -126,7 +126,7 @@ func (h *Handler) readRoots(ctx context.Context, roots []rootField, c *costConv,
 			key := chainKey(root, depth)
 			cr, done := r.chains[key]
 			if !done {
-				m, err := h.queries.ThreadChains(ctx, []string{root}, i32(depth))
+				m, err := h.queries.Chains.Handle(ctx, []string{root}, i32(depth))
 				cr = chainRead{threads: m[root], err: err}
 				r.chains[key] = cr
 			}
@@ -134,7 +134,7 @@ func (h *Handler) readRoots(ctx context.Context, roots []rootField, c *costConv,
 		}
 	}
 	if len(ids) > 0 {
-		rows, err := h.queries.Threads(ctx, ids)
+		rows, err := h.queries.Threads.Handle(ctx, ids)
 		r.threadsErr = err
 		for i := range rows {
 			r.threads[rows[i].ID] = &rows[i]
@@ -357,7 +357,7 @@ func (h *Handler) readStepLists(ctx context.Context, roots []rootField, c *costC
 			continue
 		}
 		ss := a.selection()
-		m, err := h.queries.Steps(ctx, []string{id}, ss)
+		m, err := h.queries.Steps.Handle(ctx, []string{id}, ss)
 		if err != nil {
 			continue
 		}

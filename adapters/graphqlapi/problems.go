@@ -5,20 +5,20 @@ import (
 
 	"github.com/graph-gophers/graphql-go"
 
-	"github.com/threadengine/engine/app/readmodel"
+	"github.com/threadengine/engine/app/insights"
 )
 
 // Query.problems: unhealthy threads grouped by cause.
 
 func (r *queryResolver) Problems(ctx context.Context, a struct{ Hours *int32 }) (*problemReportResolver, error) {
-	rep, err := r.h.queries.Problems.Report(ctx, i32(a.Hours))
+	rep, err := r.h.queries.Problems.Handle(ctx, i32(a.Hours))
 	if err != nil {
 		return nil, err
 	}
 	return &problemReportResolver{rep}, nil
 }
 
-type problemReportResolver struct{ r readmodel.ProblemReport }
+type problemReportResolver struct{ r insights.ProblemReport }
 
 func (r *problemReportResolver) Since() string      { return rfc3339(r.r.Since) }
 func (r *problemReportResolver) Until() string      { return rfc3339(r.r.Until) }
@@ -40,7 +40,7 @@ func (r *problemReportResolver) Groups() []*problemGroupResolver {
 	return out
 }
 
-type problemGroupResolver struct{ g readmodel.ProblemGroup }
+type problemGroupResolver struct{ g insights.ProblemGroup }
 
 func (r *problemGroupResolver) ContractName() *string { return strPtr(r.g.ContractName) }
 func (r *problemGroupResolver) ContractVersion() *int32 {

@@ -5,7 +5,7 @@ import (
 
 	"github.com/graph-gophers/graphql-go"
 
-	"github.com/threadengine/engine/app/readmodel"
+	"github.com/threadengine/engine/app/insights"
 )
 
 // Query.processMap: a contract version as its threads really ran.
@@ -19,14 +19,14 @@ func (r *queryResolver) ProcessMap(ctx context.Context, a struct {
 	if a.Version != nil {
 		v = int(*a.Version)
 	}
-	pm, err := r.h.queries.ProcessMaps.Map(ctx, a.ContractName, v, deref(a.From), deref(a.To))
+	pm, err := r.h.queries.ProcessMap.Handle(ctx, a.ContractName, v, deref(a.From), deref(a.To))
 	if err != nil {
 		return nil, err
 	}
 	return &processMapResolver{pm}, nil
 }
 
-type processMapResolver struct{ m readmodel.ProcessMap }
+type processMapResolver struct{ m insights.ProcessMap }
 
 func (r *processMapResolver) ContractName() string   { return r.m.Contract.Name }
 func (r *processMapResolver) Version() int32         { return int32(r.m.Contract.Version) }
@@ -57,7 +57,7 @@ func msPtr(v int64) *float64 {
 	return &f
 }
 
-type processNodeResolver struct{ n readmodel.ProcessNode }
+type processNodeResolver struct{ n insights.ProcessNode }
 
 func (r *processNodeResolver) Step() string     { return r.n.Step }
 func (r *processNodeResolver) Count() float64   { return float64(r.n.Count) }
@@ -65,7 +65,7 @@ func (r *processNodeResolver) P50Ms() *float64  { return msPtr(r.n.P50) }
 func (r *processNodeResolver) P95Ms() *float64  { return msPtr(r.n.P95) }
 func (r *processNodeResolver) InContract() bool { return r.n.InContract }
 
-type processEdgeResolver struct{ e readmodel.ProcessEdge }
+type processEdgeResolver struct{ e insights.ProcessEdge }
 
 func (r *processEdgeResolver) From() string                 { return r.e.From }
 func (r *processEdgeResolver) To() string                   { return r.e.To }

@@ -92,13 +92,13 @@ func (r *queryResolver) Thread(ctx context.Context, args struct{ ID graphql.ID }
 	t, err, ok := prefetchedThread(ctx, args.ID)
 	if !ok {
 		r.h.miss(ctx)
-		t, err = r.h.queries.Thread(ctx, string(args.ID))
+		t, err = r.h.queries.Thread.Handle(ctx, string(args.ID))
 	}
 	if err != nil || t == nil {
 		return nil, err
 	}
 	counts := graphql.HasSelectedField(ctx, "notificationSummary")
-	d, err := r.h.queries.ThreadDetail(ctx, readmodel.ThreadDetailArgs{Located: t,
+	d, err := r.h.queries.Detail.Handle(ctx, readmodel.ThreadDetailArgs{Located: t,
 		Parts: readmodel.DetailParts{NotificationCounts: counts}})
 	if err != nil {
 		return nil, err
@@ -203,7 +203,7 @@ func (r *queryResolver) search(ctx context.Context, s readmodel.ThreadSearch) (*
 	if pr, ok := r.h.prefetchedPage(ctx, s); ok {
 		page, err = pr.page, pr.err
 	} else {
-		page, err = r.h.queries.SearchThreads(ctx, s)
+		page, err = r.h.queries.Search.Handle(ctx, s)
 	}
 	if err != nil {
 		return nil, err
@@ -222,7 +222,7 @@ func (r *queryResolver) ThreadChain(ctx context.Context, a struct {
 		list, err = cr.threads, cr.err
 	} else {
 		var m map[string][]ports.ThreadView
-		m, err = r.h.queries.ThreadChains(ctx, []string{string(a.RootID)}, i32(a.MaxDepth))
+		m, err = r.h.queries.Chains.Handle(ctx, []string{string(a.RootID)}, i32(a.MaxDepth))
 		list = m[string(a.RootID)]
 	}
 	if err != nil {
@@ -239,7 +239,7 @@ type stepHistoryArgs struct {
 }
 
 func (r *queryResolver) StepHistory(ctx context.Context, a stepHistoryArgs) ([]*historyResolver, error) {
-	acts, err := r.h.queries.StepHistory(ctx, readmodel.HistoryArgs{ThreadID: a.ThreadID, StepName: a.StepName,
+	acts, err := r.h.queries.StepHistory.Handle(ctx, readmodel.HistoryArgs{ThreadID: a.ThreadID, StepName: a.StepName,
 		IdempotencyKey: deref(a.IdempotencyKey), Limit: i32(a.Limit), Offset: i32(a.Offset), StartAt: deref(a.StartAt),
 		EndAt: deref(a.EndAt), ActivityType: deref(a.ActivityType), Actor: deref(a.Actor)})
 	if err != nil {
@@ -252,7 +252,7 @@ func (r *queryResolver) ValidationResults(ctx context.Context, a struct {
 	ThreadID, StepName, IdempotencyKey string
 	Limit                              *int32
 }) ([]*validationResolver, error) {
-	vs, err := r.h.queries.ValidationResults(ctx, a.ThreadID, readmodel.ValidationArgs{StepName: a.StepName,
+	vs, err := r.h.queries.ValidationResults.Handle(ctx, a.ThreadID, readmodel.ValidationArgs{StepName: a.StepName,
 		IdempotencyKey: a.IdempotencyKey, Limit: i32(a.Limit)})
 	if err != nil {
 		return nil, err
@@ -268,7 +268,7 @@ func (r *queryResolver) ContractGraph(ctx context.Context, a struct {
 	if a.Version != nil {
 		v = int(*a.Version)
 	}
-	c, err := r.h.queries.Contract(ctx, a.Name, v)
+	c, err := r.h.queries.Contract.Handle(ctx, a.Name, v)
 	if err != nil {
 		return nil, err
 	}
@@ -281,7 +281,7 @@ func (r *queryResolver) VerifyThreadIntegrity(ctx context.Context, a struct{ Thr
 	t, err, ok := prefetchedThread(ctx, graphql.ID(a.ThreadID))
 	if !ok {
 		r.h.miss(ctx)
-		t, err = r.h.queries.Thread(ctx, a.ThreadID)
+		t, err = r.h.queries.Thread.Handle(ctx, a.ThreadID)
 	}
 	if err != nil {
 		return nil, err
@@ -289,20 +289,20 @@ func (r *queryResolver) VerifyThreadIntegrity(ctx context.Context, a struct{ Thr
 	if t == nil {
 		// Gone: the transparency log may show it was deleted behind the
 		// engine's back (thread_deleted); otherwise not found.
-		st, err := r.h.queries.VerifyThread(ctx, a.ThreadID)
+		st, err := r.h.queries.VerifyThread.Handle(ctx, a.ThreadID)
 		if err != nil {
 			return nil, err
 		}
-		return &hashStatusResolver{st: st, now: r.h.queries.Now()}, nil
+		return &hashStatusResolver{st: st, now: r.h.queries.Clock.Now().UTC()}, nil
 	}
 	if err := chargeVerify(ctx, t.StepCount); err != nil {
 		return nil, err
 	}
-	m, err := r.h.queries.VerifyThreads(ctx, []string{t.ID})
+	m, err := r.h.queries.VerifyThreads.Handle(ctx, []string{t.ID})
 	if err != nil {
 		return nil, err
 	}
-	return &hashStatusResolver{st: m[t.ID], now: r.h.queries.Now()}, nil
+	return &hashStatusResolver{st: m[t.ID], now: r.h.queries.Clock.Now().UTC()}, nil
 }
 
 type connectionResolver struct {
@@ -321,7 +321,7 @@ type connectionResolver struct {
 func (c *connectionResolver) Threads() []*threadResolver { return c.threads }
 
 func (c *connectionResolver) count(ctx context.Context) (readmodel.Total, error) {
-	c.once.Do(func() { c.total, c.err = c.h.queries.CountThreads(ctx, c.search) })
+	c.once.Do(func() { c.total, c.err = c.h.queries.Count.Handle(ctx, c.search) })
 	return c.total, c.err
 }
 
@@ -438,7 +438,7 @@ func (r *threadResolver) ValidationResults(ctx context.Context, a struct{ Option
 		}
 	}
 	key := fmt.Sprintf("%+v|%v|%v", va, deref32(va.Limit), deref32(va.Offset))
-	m, err := r.g.valids.get(key, func() (map[string][]ports.ValidationView, error) { return r.g.q.Validations(ctx, r.g.ids, va) })
+	m, err := r.g.valids.get(key, func() (map[string][]ports.ValidationView, error) { return r.g.q.Validations.Handle(ctx, r.g.ids, va) })
 	if err != nil {
 		return nil, err
 	}
@@ -453,7 +453,9 @@ func deref32(p *int) int {
 }
 
 func (r *threadResolver) NotificationSummary(ctx context.Context) (*notificationSummaryResolver, error) {
-	m, err := r.g.counts.get(func() (map[string]ports.NotificationCounts, error) { return r.g.q.NotificationCounts(ctx, r.g.ids) })
+	m, err := r.g.counts.get(func() (map[string]ports.NotificationCounts, error) {
+		return r.g.q.NotificationCounts.Handle(ctx, r.g.ids)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -480,7 +482,9 @@ func (r *threadResolver) Notifications(ctx context.Context, a struct{ Options *n
 	}
 	key := fmt.Sprintf("%s|%s|%s|%s|%s|%d|%d", na.StepID, na.StepName, na.Source, na.NotificationType,
 		strings.Join(na.Severities, ","), deref32(na.Limit), deref32(na.Offset))
-	m, err := r.g.notifs.get(key, func() (map[string][]ports.NotificationView, error) { return r.g.q.Notifications(ctx, r.g.ids, na) })
+	m, err := r.g.notifs.get(key, func() (map[string][]ports.NotificationView, error) {
+		return r.g.q.Notifications.Handle(ctx, r.g.ids, na)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -495,7 +499,7 @@ func (r *threadResolver) Notifications(ctx context.Context, a struct{ Options *n
 func (r *threadResolver) ThreadChain(ctx context.Context, a struct{ MaxDepth *int32 }) ([]*threadResolver, error) {
 	depth := i32(a.MaxDepth)
 	key := fmt.Sprint(deref32(depth))
-	m, err := r.g.chains.get(key, func() (map[string][]ports.ThreadView, error) { return r.g.q.ThreadChains(ctx, r.g.ids, depth) })
+	m, err := r.g.chains.get(key, func() (map[string][]ports.ThreadView, error) { return r.g.q.Chains.Handle(ctx, r.g.ids, depth) })
 	if err != nil {
 		return nil, err
 	}
@@ -524,7 +528,7 @@ func (r *threadResolver) HashChainStatus(ctx context.Context) (*hashStatusResolv
 	if err != nil {
 		return nil, err
 	}
-	return &hashStatusResolver{st: st, now: r.g.q.Now()}, nil
+	return &hashStatusResolver{st: st, now: r.g.q.Clock.Now().UTC()}, nil
 }
 
 // stepResolver resolves one step state; g is the set it was loaded with.
@@ -597,7 +601,9 @@ func (r *stepResolver) History(ctx context.Context, a historyArgs) ([]*historyRe
 		ActivityType: deref(a.ActivityType), Actor: deref(a.Actor)}
 	key := fmt.Sprintf("%d|%d|%s|%s|%s|%s", deref32(ha.Limit), deref32(ha.Offset), ha.StartAt, ha.EndAt, ha.ActivityType, ha.Actor)
 	g := r.g
-	m, err := g.history.get(key, func() (map[ports.StepKey][]ports.ActivityView, error) { return g.q.StepHistories(ctx, g.keys, ha) })
+	m, err := g.history.get(key, func() (map[ports.StepKey][]ports.ActivityView, error) {
+		return g.q.StepHistories.Handle(ctx, g.keys, ha)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -606,7 +612,7 @@ func (r *stepResolver) History(ctx context.Context, a historyArgs) ([]*historyRe
 
 func (r *stepResolver) SubSteps(ctx context.Context) ([]*subStepResolver, error) {
 	g := r.g
-	m, err := g.subs.get(func() (map[ports.StepKey][]ports.SubStepView, error) { return g.q.SubSteps(ctx, g.keys) })
+	m, err := g.subs.get(func() (map[ports.StepKey][]ports.SubStepView, error) { return g.q.SubSteps.Handle(ctx, g.keys) })
 	if err != nil {
 		return nil, err
 	}

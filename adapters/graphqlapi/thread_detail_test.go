@@ -17,7 +17,7 @@ func TestThreadDetailReadsTheAskedParts(t *testing.T) {
 		f := newFixture(t, d)
 		s := f.seed(t, "detail", 3)
 		f.statements.Store(0)
-		all, err := f.h.queries.ThreadDetail(f.ctx, readmodel.ThreadDetailArgs{ThreadLocator: readmodel.ThreadLocator{ThreadID: s.ID},
+		all, err := f.h.queries.Detail.Handle(f.ctx, readmodel.ThreadDetailArgs{ThreadLocator: readmodel.ThreadLocator{ThreadID: s.ID},
 			Parts: readmodel.AllDetailParts(5, 5, 2)})
 		if err != nil {
 			t.Fatal(err)
@@ -27,7 +27,7 @@ func TestThreadDetailReadsTheAskedParts(t *testing.T) {
 			t.Fatalf("detail: %+v", all)
 		}
 		f.statements.Store(0)
-		one, err := f.h.queries.ThreadDetail(f.ctx, readmodel.ThreadDetailArgs{Located: &all.Thread,
+		one, err := f.h.queries.Detail.Handle(f.ctx, readmodel.ThreadDetailArgs{Located: &all.Thread,
 			Parts: readmodel.DetailParts{NotificationCounts: true}})
 		if err != nil || one.NotificationCounts != all.NotificationCounts || one.Steps != nil || one.Notifications != nil {
 			t.Fatalf("counts only: %+v %v", one, err)

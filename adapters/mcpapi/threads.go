@@ -169,7 +169,7 @@ func (t *tools) getThread(ctx context.Context, _ *mcp.CallToolRequest, in GetThr
 // loadThread encodes the ThreadDetail query (app/readmodel).
 func (t *tools) loadThread(ctx context.Context, in GetThreadInput) (GetThreadOutput, error) {
 	var out GetThreadOutput
-	d, err := t.d.Queries.ThreadDetail(ctx, readmodel.ThreadDetailArgs{
+	d, err := t.d.Queries.Detail.Handle(ctx, readmodel.ThreadDetailArgs{
 		ThreadLocator: readmodel.ThreadLocator{ThreadID: in.ThreadID, RefKey: in.RefKey, RefValue: in.RefValue},
 		Parts:         readmodel.AllDetailParts(threadValidations, threadNotifications, linkedDepth)})
 	if err != nil {
@@ -245,7 +245,7 @@ func (t *tools) searchThreads(ctx context.Context, _ *mcp.CallToolRequest, in Se
 		return nil, SearchThreadsOutput{}, t.toolErr(ctx, ToolSearchThreads,
 			invalidArg("contract_version", "contract_version filters only together with contract_name"))
 	}
-	page, err := t.d.Queries.SearchThreads(ctx, readmodel.ThreadSearch{
+	page, err := t.d.Queries.Search.Handle(ctx, readmodel.ThreadSearch{
 		Actor: strings.TrimSpace(in.Actor), ContractName: strings.TrimSpace(in.ContractName), ContractVersion: in.ContractVersion,
 		Status: strings.TrimSpace(in.Status), RefKey: strings.TrimSpace(in.RefKey), RefValue: strings.TrimSpace(in.RefValue),
 		StartedAfter: in.StartedAfter, StartedBefore: in.StartedBefore, CompletedAfter: in.CompletedAfter,
@@ -260,7 +260,7 @@ func (t *tools) searchThreads(ctx context.Context, _ *mcp.CallToolRequest, in Se
 	}
 	refs := map[string]map[string]string{}
 	if len(ids) > 0 {
-		if refs, err = t.d.Queries.Refs(ctx, ids); err != nil {
+		if refs, err = t.d.Queries.Refs.Handle(ctx, ids); err != nil {
 			return nil, SearchThreadsOutput{}, t.toolErr(ctx, ToolSearchThreads, err)
 		}
 	}
@@ -324,7 +324,7 @@ func (t *tools) contractGraph(ctx context.Context, _ *mcp.CallToolRequest, in Co
 		}
 		version = *in.Version
 	}
-	c, err := t.d.Queries.Contract(ctx, name, version)
+	c, err := t.d.Queries.Contract.Handle(ctx, name, version)
 	if err != nil {
 		return nil, ContractGraphOutput{}, t.toolErr(ctx, ToolContractGraph, err)
 	}
@@ -361,12 +361,12 @@ func (t *tools) verifyIntegrity(ctx context.Context, _ *mcp.CallToolRequest, in 
 	if id == "" {
 		return nil, IntegrityOutput{}, t.toolErr(ctx, ToolVerifyThreadIntegrity, invalidArg("thread_id", "thread_id is required"))
 	}
-	st, err := t.d.Queries.VerifyThread(ctx, id)
+	st, err := t.d.Queries.VerifyThread.Handle(ctx, id)
 	if err != nil {
 		return nil, IntegrityOutput{}, t.toolErr(ctx, ToolVerifyThreadIntegrity, err)
 	}
 	out := IntegrityOutput{ThreadID: id, Verified: st.Verified, TotalEvents: st.TotalEvents,
-		BrokenStepID: st.BrokenStepID, Error: st.Error, VerifiedAt: t.d.Queries.Now()}
+		BrokenStepID: st.BrokenStepID, Error: st.Error, VerifiedAt: t.d.Queries.Clock.Now().UTC()}
 	if st.BrokenAt != nil {
 		b := st.BrokenAt.UTC()
 		out.BrokenAt = &b

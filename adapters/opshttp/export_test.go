@@ -54,8 +54,8 @@ func TestExportStreamEndsWithAnErrorLine(t *testing.T) {
 				}
 			}
 			tq := threadquery.New(db)
-			q := readmodel.New(readmodel.Deps{Store: tq, ChainSecrets: readmodel.ChainSecrets([]byte("secret"))})
-			h := &opshttp.Handler{Exports: readmodel.NewExports(q.ThreadReads, q.IntegrityReads, &failingLister{ThreadLister: tq})}
+			d := readmodel.Deps{Store: tq, ChainSecrets: readmodel.ChainSecrets([]byte("secret"))}
+			h := &opshttp.Handler{Exports: readmodel.NewExports(d, &failingLister{ThreadLister: tq})}
 			e := echo.New()
 			h.Mount(e, func(next echo.HandlerFunc) echo.HandlerFunc {
 				return func(c echo.Context) error {

@@ -158,8 +158,7 @@ func exportWriter(t *testing.T, d sqldb.Dialect) (*sqldb.DB, *slog.Logger, conte
 // sees each limit refusal.
 func boundedExportServer(db *sqldb.DB, log *slog.Logger, ctx context.Context, maxThreadBytes int64, refused func(limits.Name)) *echo.Echo {
 	tq := threadquery.New(db)
-	q := readmodel.New(readmodel.Deps{Store: tq, ChainSecrets: readmodel.ChainSecrets([]byte("secret"))})
-	x := readmodel.NewExports(q.ThreadReads, q.IntegrityReads, tq)
+	x := readmodel.NewExports(readmodel.Deps{Store: tq, ChainSecrets: readmodel.ChainSecrets([]byte("secret"))}, tq)
 	x.SetMaxThreadBytes(maxThreadBytes)
 	h := &opshttp.Handler{Exports: x, Refused: refused}
 	e := echo.New()

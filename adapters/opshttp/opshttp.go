@@ -72,7 +72,7 @@ type ThreadsVersionJSON struct {
 // 304 without a body when If-None-Match already names it: a list polls this
 // and reloads only when it changed.
 func (h *Handler) threadsVersion(c echo.Context) error {
-	v, err := h.Queries.ThreadsVersion(c.Request().Context())
+	v, err := h.Queries.ThreadsVersion.Handle(c.Request().Context())
 	if err != nil {
 		return err
 	}

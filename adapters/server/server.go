@@ -309,8 +309,9 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 		QueueTimeout: rl.QueueTimeout, PointsPerSecond: rl.PointsPerSecond, PointsBurst: rl.PointsBurst,
 		ExpensiveCost: rl.ExpensiveCost, MaxExpensive: rl.MaxExpensive, ExpensiveShare: rl.ExpensiveShare},
 		func(l string) { s.Refusals.Refused(limits.Name(l)) })
-	s.Queries = readmodel.New(readmodel.Deps{Store: tqr, Stats: tqr, Problems: tqr, ProcessMaps: tqr, Contracts: s.threadContracts(),
-		ChainSecrets: chainKeys.Secrets, ChainPartialBefore: chainKeys.PartialBefore, Log: threadStore, Clock: s.Clock})
+	readDeps := readmodel.Deps{Store: tqr, Stats: tqr, Problems: tqr, ProcessMaps: tqr, Contracts: s.threadContracts(),
+		ChainSecrets: chainKeys.Secrets, ChainPartialBefore: chainKeys.PartialBefore, Log: threadStore, Clock: s.Clock}
+	s.Queries = readmodel.New(readDeps)
 	s.startTransparencyLog(threadStore, logKeys)
 	{
 		// Per-step hourly roll-up behind the contracts and overview pages.
@@ -338,7 +339,7 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 		Clock: s.Clock, NewID: func() string { return uuid.NewString() }, Deleted: s.Threads.ForgetThreads, Log: s.Log,
 		ConfigDays: rc.ThreadsDays, IdleDays: rc.ActiveIdleDays, BatchSize: rc.BatchSize, BatchPause: rc.BatchPause})
 	s.startAlerts(threadStore)
-	exports := readmodel.NewExports(s.Queries.ThreadReads, s.Queries.IntegrityReads, tqr)
+	exports := readmodel.NewExports(readDeps, tqr)
 	exports.SetMaxThreadBytes(rl.ExportThreadMaxBytes)
 	(&opshttp.Handler{Erasure: s.Erasure, Audit: ops.NewAuditLog(s.Store, readmodel.NewActors(s.Store, s.Store)),
 		Exports: exports, Retention: s.Retention,

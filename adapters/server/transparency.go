@@ -25,7 +25,7 @@ func (s *Server) startTransparencyLog(store *threadstore.Store, keys threadstore
 		witnesses = append(witnesses, transparency.Witness{Verifier: v, Client: witnesshttp.NewClient(w.URL)})
 	}
 	tl := transparency.New(transparency.Deps{Log: store, Signer: keys.Signer, Verifiers: keys.Verifiers,
-		Threads: s.Queries.ThreadReads, Clock: s.Clock, Logger: s.Log, Witnesses: witnesses})
+		Threads: s.Queries.Threads, Clock: s.Clock, Logger: s.Log, Witnesses: witnesses})
 	s.TLog = &tl
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -94,7 +94,7 @@ func TestVerifiedAgainstTheLog(t *testing.T) {
 	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
 		f := newLogFixture(t, d)
 		id, _ := f.thread(t, 4)
-		st, err := f.queries.VerifyThread(f.ctx, id)
+		st, err := f.queries.VerifyThread.Handle(f.ctx, id)
 		if err != nil || !st.Verified || st.Code != domain.ChainVerified || st.Log == nil || st.Log.Leaves != 4 || st.Log.Unlogged != 0 {
 			t.Fatalf("status %+v %v (log %+v)", st, err, st.Log)
 		}
@@ -114,7 +114,7 @@ func TestDeletedStepsAreDetectedAndNamed(t *testing.T) {
 		t.Run("newest step", func(t *testing.T) {
 			id, steps := f.thread(t, 3)
 			f.exec(t, `DELETE FROM thread_activities WHERE id = ?`, steps[2])
-			st, err := f.queries.VerifyThread(f.ctx, id)
+			st, err := f.queries.VerifyThread.Handle(f.ctx, id)
 			if err != nil || st.Verified || st.Code != domain.ChainMissingSteps || len(st.Missing) != 1 ||
 				st.Missing[0].StepID != steps[2] || st.Missing[0].Seq != 3 || st.Missing[0].LogIndex < 0 ||
 				!strings.Contains(st.Error, steps[2]) {
@@ -122,7 +122,7 @@ func TestDeletedStepsAreDetectedAndNamed(t *testing.T) {
 			}
 			// Without the log, the head alone still catches it.
 			headOnly := readmodel.New(readmodel.Deps{Store: threadquery.New(f.db)})
-			st, err = headOnly.VerifyThread(f.ctx, id)
+			st, err = headOnly.VerifyThread.Handle(f.ctx, id)
 			if err != nil || st.Verified || st.Code != domain.ChainTruncated || !strings.Contains(st.Error, "records 3 steps") {
 				t.Fatalf("newest step deleted, no log: %+v %v", st, err)
 			}
@@ -130,7 +130,7 @@ func TestDeletedStepsAreDetectedAndNamed(t *testing.T) {
 		t.Run("middle step", func(t *testing.T) {
 			id, steps := f.thread(t, 3)
 			f.exec(t, `DELETE FROM thread_activities WHERE id = ?`, steps[1])
-			st, err := f.queries.VerifyThread(f.ctx, id)
+			st, err := f.queries.VerifyThread.Handle(f.ctx, id)
 			if err != nil || st.Verified || st.Code != domain.ChainMissingSteps || len(st.Missing) != 1 || st.Missing[0].StepID != steps[1] {
 				t.Fatalf("middle step deleted: %+v %v", st, err)
 			}
@@ -138,7 +138,7 @@ func TestDeletedStepsAreDetectedAndNamed(t *testing.T) {
 		t.Run("edited step", func(t *testing.T) {
 			id, steps := f.thread(t, 2)
 			f.exec(t, `UPDATE thread_activities SET status = 'failed' WHERE id = ?`, steps[1])
-			st, err := f.queries.VerifyThread(f.ctx, id)
+			st, err := f.queries.VerifyThread.Handle(f.ctx, id)
 			if err != nil || st.Verified || st.Code != domain.ChainTampered || st.BrokenStepID != steps[1] {
 				t.Fatalf("edited step: %+v %v", st, err)
 			}
@@ -160,7 +160,7 @@ func TestDeletedStepsAreDetectedAndNamed(t *testing.T) {
  recorded_at, content_hash, hash, prev_hash) VALUES ('forged', ?, 2, 'refund', 'x', 'success', 1, '{}', '{}', ?, '', ?, ?)`,
 				id, sqldb.Time(rec.RecordedAt), h, last)
 			f.exec(t, `UPDATE threads SET step_count = 2, last_hash = ? WHERE id = ?`, h, id)
-			st, err := f.queries.VerifyThread(f.ctx, id)
+			st, err := f.queries.VerifyThread.Handle(f.ctx, id)
 			if err != nil || st.Verified || st.Code != domain.ChainNotInLog || st.BrokenStepID != "forged" {
 				t.Fatalf("inserted step: %+v %v", st, err)
 			}
@@ -172,7 +172,7 @@ func TestDeletedStepsAreDetectedAndNamed(t *testing.T) {
 				f.exec(t, `DELETE FROM `+table+` WHERE thread_id = ?`, id)
 			}
 			f.exec(t, `DELETE FROM threads WHERE id = ?`, id)
-			st, err := f.queries.VerifyThread(f.ctx, id)
+			st, err := f.queries.VerifyThread.Handle(f.ctx, id)
 			if err != nil || st.Verified || st.Code != domain.ChainThreadDeleted || len(st.Missing) != 2 ||
 				!strings.Contains(st.Error, steps[0]) || !strings.Contains(st.Error, "no tombstone") {
 				t.Fatalf("thread deleted in SQL: %+v %v", st, err)
@@ -183,7 +183,7 @@ func TestDeletedStepsAreDetectedAndNamed(t *testing.T) {
 			if _, err := f.store.DeleteThreads(f.ctx, []string{id}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := f.queries.VerifyThread(f.ctx, id); domain.KindOf(err) != domain.KindNotFound {
+			if _, err := f.queries.VerifyThread.Handle(f.ctx, id); domain.KindOf(err) != domain.KindNotFound {
 				t.Fatalf("deleted through the store: %v, want not found", err)
 			}
 			if _, err := f.store.FlushLog(f.ctx); err != nil {
@@ -256,7 +256,7 @@ func TestLostKeyFileIsUnknownKeyNotTampering(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.useKeys(keys)
-		st, err := f.queries.VerifyThread(f.ctx, id)
+		st, err := f.queries.VerifyThread.Handle(f.ctx, id)
 		if err != nil || st.Verified || st.Code != domain.ChainUnknownKey || strings.Contains(strings.ToLower(st.Error), "tamper") {
 			t.Fatalf("empty data directory: %+v %v", st, err)
 		}
@@ -270,13 +270,13 @@ func TestLostKeyFileIsUnknownKeyNotTampering(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.useKeys(keys)
-		if st, err := f.queries.VerifyThread(f.ctx, id); err != nil || !st.Verified {
+		if st, err := f.queries.VerifyThread.Handle(f.ctx, id); err != nil || !st.Verified {
 			t.Fatalf("after the key file was imported: %+v %v", st, err)
 		}
 		// A link changed after the upgrade is caught by the log (it holds the
 		// record's hash since the upgrade), whatever the keys.
 		f.exec(t, `UPDATE thread_activities SET step_name = 'renamed' WHERE thread_id = ? AND seq = 2`, id)
-		if st, err := f.queries.VerifyThread(f.ctx, id); err != nil || st.Code != domain.ChainLogMismatch ||
+		if st, err := f.queries.VerifyThread.Handle(f.ctx, id); err != nil || st.Code != domain.ChainLogMismatch ||
 			!strings.Contains(st.Error, "changed since the transparency log recorded it") {
 			t.Fatalf("edited after the upgrade: %+v %v", st, err)
 		}
@@ -449,7 +449,7 @@ func TestQueuedLeavesReachTheTreeOnce(t *testing.T) {
 			t.Fatalf("queued %d %v", queued, err)
 		}
 		// Queued leaves already count for verification.
-		if st, err := f.queries.VerifyThread(f.ctx, th.ID); err != nil || !st.Verified || st.Log.Leaves != 40 {
+		if st, err := f.queries.VerifyThread.Handle(f.ctx, th.ID); err != nil || !st.Verified || st.Log.Leaves != 40 {
 			t.Fatalf("verify with queued leaves: %+v %v", st, err)
 		}
 		done := make(chan int, 2)
@@ -538,7 +538,7 @@ func TestSQLiteAppendsLeavesInPlace(t *testing.T) {
 	if st, err := f.store.LogState(f.ctx); err != nil || st.Size != 40 {
 		t.Fatalf("log %+v %v", st, err)
 	}
-	if st, err := f.queries.VerifyThread(f.ctx, th.ID); err != nil || !st.Verified || st.Log.Leaves != 40 {
+	if st, err := f.queries.VerifyThread.Handle(f.ctx, th.ID); err != nil || !st.Verified || st.Log.Leaves != 40 {
 		t.Fatalf("verify: %+v %v", st, err)
 	}
 	// Every stored hash written matches the tree recomputed from the leaves.

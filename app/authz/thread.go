@@ -15,7 +15,7 @@ func Actor(p domain.Principal, role string) domain.Actor {
 // CheckVisible answers a thread outside p's read scope exactly as an
 // unknown one: a party-scoped service account sees only the threads it
 // started or holds an unexpired grant on (the read side applies the same
-// rule, see readmodel's reader).
+// rule, see readmodel.Scope).
 func CheckVisible(p domain.Principal, th *domain.Thread, now time.Time) error {
 	if p.PartyScoped() && th.HiddenFrom(p.ID, now) {
 		return domain.NotFound("thread") // exactly what an unknown id gets

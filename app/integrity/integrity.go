@@ -28,8 +28,13 @@ type Checker struct {
 // Reader is what verification reads of the stored threads (the read side's
 // ports.ThreadReads and ports.StepReads, through the caller's scope).
 type Reader interface {
+	SubStepReader
 	GetThreads(ctx context.Context, ids []string) ([]ports.ThreadView, error)
 	Activities(ctx context.Context, threadIDs []string) (map[string][]ports.ActivityView, error)
+}
+
+// SubStepReader is what verifying one attempt reads (Checker.Step).
+type SubStepReader interface {
 	SubSteps(ctx context.Context, steps []ports.StepKey) (map[ports.StepKey][]ports.SubStepView, error)
 }
 
@@ -404,7 +409,7 @@ func short(h string) string {
 }
 
 // Step verifies one stored attempt's link (not the chain it is in).
-func (c Checker) Step(ctx context.Context, st Reader, a ports.ActivityView) (string, error) {
+func (c Checker) Step(ctx context.Context, st SubStepReader, a ports.ActivityView) (string, error) {
 	var subs []ports.SubStepView
 	if strings.HasPrefix(a.Hash, domain.StepHashPrefix) {
 		m, err := st.SubSteps(ctx, []ports.StepKey{{ThreadID: a.ThreadID, StepName: a.StepName, IdempotencyKey: a.IdempotencyKey}})

@@ -1,4 +1,5 @@
-// Package readmodel is the read side behind GraphQL and MCP: per-field
-// batch loaders over threads, steps, validations and the hash chain, read
-// through the caller's scope, plus statistics, actor names and exports.
+// Package readmodel is the read side behind GraphQL and MCP: one handler per
+// read use case (per-field batch loaders over threads, steps, validations
+// and the hash chain, the thread detail, statistics), each over the narrow
+// port it reads and through the caller's Scope, plus actor names and exports.
 package readmodel

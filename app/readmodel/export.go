@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/app/integrity"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -43,9 +44,12 @@ type ThreadExport struct {
 // Exports reads whole threads for download (threads.read, the same access as
 // the query API).
 type Exports struct {
-	threads   *ThreadReads
-	integrity *IntegrityReads
-	lister    ports.ThreadLister
+	threads ThreadsHandler
+	verify  VerifyThreadsHandler
+	rows    ExportReader
+	scope   Scope
+	clock   ports.Clock
+	lister  ports.ThreadLister
 	// maxThreadBytes bounds what one thread's export loads (0: unbounded).
 	maxThreadBytes int64
 }
@@ -81,16 +85,33 @@ func (x *Exports) tooLarge(id string, n int64) error {
 		id, n, x.maxThreadBytes).WithDetail("bytes", n).WithDetail("max", x.maxThreadBytes)
 }
 
-// NewExports builds the export use cases over the read side: the threads
-// and their chains' verdicts, read through the caller's scope, listed a
-// page at a time by lister.
-func NewExports(threads *ThreadReads, integrity *IntegrityReads, lister ports.ThreadLister) *Exports {
-	return &Exports{threads: threads, integrity: integrity, lister: lister}
+// ExportReader is what an export reads of its threads besides their rows
+// and chains' verdicts: every kind of row, whole.
+type ExportReader interface {
+	StepReader
+	NotificationReader
+	ValidationReader
+	integrity.SubStepReader
+	// Activities returns each thread's whole chain in seq order.
+	Activities(ctx context.Context, threadIDs []string) (map[string][]ports.ActivityView, error)
+}
+
+// NewExports builds the export use cases over the read side d wires (as
+// New does): the threads and their chains' verdicts, read through the
+// caller's scope, listed a page at a time by lister.
+func NewExports(d Deps, lister ports.ThreadLister) *Exports {
+	if d.Clock == nil {
+		d.Clock = ports.SystemClock{}
+	}
+	sc := NewScope(d.Store, d.Clock)
+	checker := integrity.Checker{Keys: domain.ChainKeyring{Secrets: d.ChainSecrets, PartialBefore: d.ChainPartialBefore}, Log: d.Log}
+	return &Exports{threads: NewThreadsHandler(d.Store, sc), verify: NewVerifyThreadsHandler(d.Store, checker, sc),
+		rows: d.Store, scope: sc, clock: d.Clock, lister: lister}
 }
 
 // Thread exports one thread; an unknown one is not found.
 func (x *Exports) Thread(ctx context.Context, id string) (ThreadExport, error) {
-	threads, err := x.threads.Threads(ctx, []string{id})
+	threads, err := x.threads.Handle(ctx, []string{id})
 	if err != nil {
 		return ThreadExport{}, err
 	}
@@ -118,11 +139,11 @@ func (x *Exports) Thread(ctx context.Context, id string) (ThreadExport, error) {
 // later stream goes on); it stops at the first error emit returns (the
 // client went away, or the transport's byte budget is spent).
 func (x *Exports) Stream(ctx context.Context, f ports.ExportFilter, after *ports.ThreadCursor, emit func(ThreadExport, ports.ThreadCursor) error) error {
-	if _, err := x.threads.reader(ctx); err != nil {
+	if _, err := x.scope.open(ctx); err != nil {
 		return err
 	}
 	if f.Within > 0 {
-		f.StartedSince = x.threads.clock.Now().UTC().Add(-f.Within)
+		f.StartedSince = x.clock.Now().UTC().Add(-f.Within)
 	}
 	for {
 		page, err := x.lister.ListThreadIDs(ctx, f, after, ExportBatch)
@@ -138,7 +159,7 @@ func (x *Exports) Stream(ctx context.Context, f ports.ExportFilter, after *ports
 			ids[i] = c.ID
 			at[c.ID] = c
 		}
-		threads, err := x.threads.Threads(ctx, ids)
+		threads, err := x.threads.Handle(ctx, ids)
 		if err != nil {
 			return err
 		}
@@ -179,7 +200,7 @@ func (x *Exports) batch(ctx context.Context, threads []ports.ThreadView) ([]Thre
 	if len(threads) == 0 {
 		return nil, nil
 	}
-	st, err := x.threads.reader(ctx)
+	v, err := x.scope.open(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -187,11 +208,14 @@ func (x *Exports) batch(ctx context.Context, threads []ports.ThreadView) ([]Thre
 	for i, t := range threads {
 		ids[i] = t.ID
 	}
-	steps, err := st.Steps(ctx, ids, ports.StepFilter{}, allRows)
+	st := x.rows
+	steps, err := perThread(ctx, v, ids, func(ids []string) (map[string][]ports.StepView, error) {
+		return st.Steps(ctx, ids, ports.StepFilter{}, allRows)
+	})
 	if err != nil {
 		return nil, err
 	}
-	acts, err := st.Activities(ctx, ids)
+	acts, err := perThread(ctx, v, ids, func(ids []string) (map[string][]ports.ActivityView, error) { return st.Activities(ctx, ids) })
 	if err != nil {
 		return nil, err
 	}
@@ -201,19 +225,23 @@ func (x *Exports) batch(ctx context.Context, threads []ports.ThreadView) ([]Thre
 			keys = append(keys, s.StepKey)
 		}
 	}
-	subs, err := st.SubSteps(ctx, keys)
+	subs, err := scopedSubSteps{v: v, st: st}.SubSteps(ctx, keys)
 	if err != nil {
 		return nil, err
 	}
-	vals, err := st.Validations(ctx, ids, ports.ValidationFilter{Limit: allRows})
+	vals, err := perThread(ctx, v, ids, func(ids []string) (map[string][]ports.ValidationView, error) {
+		return st.Validations(ctx, ids, ports.ValidationFilter{Limit: allRows})
+	})
 	if err != nil {
 		return nil, err
 	}
-	notes, err := st.Notifications(ctx, ids, ports.NotificationFilter{Limit: allRows})
+	notes, err := perThread(ctx, v, ids, func(ids []string) (map[string][]ports.NotificationView, error) {
+		return st.Notifications(ctx, ids, ports.NotificationFilter{Limit: allRows})
+	})
 	if err != nil {
 		return nil, err
 	}
-	chains, err := x.integrity.VerifyThreads(ctx, ids)
+	chains, err := x.verify.Handle(ctx, ids)
 	if err != nil {
 		return nil, err
 	}

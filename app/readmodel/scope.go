@@ -4,57 +4,76 @@ import (
 	"context"
 
 	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/app/integrity"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
 
-// scope is what every read goes through: the store, limited to what the
-// caller may see, and the clock grants are judged by.
-type scope struct {
-	store ports.ThreadQueries
-	clock ports.Clock
+// PartyReader is what the scope reads to limit a party-scoped caller: which
+// of some threads it is a party of.
+type PartyReader interface {
+	// PartyThreads returns those of ids that p is a party of, in any order.
+	PartyThreads(ctx context.Context, p ports.PartyOf, ids []string) ([]string, error)
 }
 
-// reader checks threads.read and returns the store the caller reads through:
-// the whole store for humans and company-scoped service accounts, and for a
-// party-scoped service account a view that drops every thread it is not a
-// party of before anything about it is read. Every query reads through it,
-// so a thread the caller may not see answers exactly like one that does not
-// exist, at the root of a request and in every nested list and link.
-func (q scope) reader(ctx context.Context) (ports.ThreadQueries, error) {
+// Scope is the rule every thread read goes through, shared by the
+// handlers: threads.read is required, humans and company-scoped service
+// accounts see every thread, and a party-scoped service account sees only
+// the threads it is a party of: the others are dropped before anything
+// about them is read, so a thread the caller may not see answers exactly
+// like one that does not exist, at the root of a request and in every
+// nested list and link. It holds only PartyReader; each handler limits
+// its own narrow port through the caller's view (open).
+type Scope struct {
+	parties PartyReader
+	clock   ports.Clock
+}
+
+// NewScope builds the read scope; clock judges grants (nil: the system's).
+func NewScope(parties PartyReader, clock ports.Clock) Scope {
+	if clock == nil {
+		clock = ports.SystemClock{}
+	}
+	return Scope{parties: parties, clock: clock}
+}
+
+// view is one caller's scope: party is nil for a caller that sees every
+// thread.
+type view struct {
+	parties PartyReader
+	party   *ports.PartyOf
+}
+
+// open checks threads.read and returns the caller's view.
+func (s Scope) open(ctx context.Context) (view, error) {
 	p, err := authz.Require(ctx, domain.PermThreadsRead)
 	if err != nil {
-		return nil, err
+		return view{}, err
 	}
 	if !p.PartyScoped() {
-		return q.store, nil
+		return view{}, nil
 	}
-	return partyView{store: q.store, party: ports.PartyOf{PrincipalID: p.ID, Now: q.clock.Now().UTC()}}, nil
+	return view{parties: s.parties, party: &ports.PartyOf{PrincipalID: p.ID, Now: s.clock.Now().UTC()}}, nil
 }
 
-// partyView is ports.ThreadQueries limited to one principal's threads. It
-// lists every method (no embedding), so a read added to the port does not
-// compile until it is limited here too.
-type partyView struct {
-	store ports.ThreadQueries
-	party ports.PartyOf
+// AuthorizeRead refuses a caller that may not read threads, for transports
+// that must refuse before doing any work (GraphQL before pricing a query);
+// every read handler checks the same again.
+func AuthorizeRead(ctx context.Context) error {
+	_, err := authz.Require(ctx, domain.PermThreadsRead)
+	return err
 }
-
-var _ ports.ThreadQueries = partyView{}
 
 // visible returns the ids the principal is a party of, in the order given.
-func (v partyView) visible(ctx context.Context, ids []string) ([]string, error) {
+func (v view) visible(ctx context.Context, ids []string) ([]string, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	ok, err := v.store.PartyThreads(ctx, v.party, dedupe(ids))
+	ok, err := v.parties.PartyThreads(ctx, *v.party, dedupe(ids))
 	if err != nil {
 		return nil, err
 	}
-	set := make(map[string]bool, len(ok))
-	for _, id := range ok {
-		set[id] = true
-	}
+	set := idSet(ok)
 	out := make([]string, 0, len(ok))
 	for _, id := range ids {
 		if set[id] {
@@ -62,6 +81,14 @@ func (v partyView) visible(ctx context.Context, ids []string) ([]string, error) 
 		}
 	}
 	return out, nil
+}
+
+func idSet(ids []string) map[string]bool {
+	set := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		set[id] = true
+	}
+	return set
 }
 
 func dedupe(ids []string) []string {
@@ -76,7 +103,8 @@ func dedupe(ids []string) []string {
 	return out
 }
 
-func (v partyView) visibleSteps(ctx context.Context, steps []ports.StepKey) ([]ports.StepKey, error) {
+// visibleSteps keeps the steps of threads the principal is a party of.
+func (v view) visibleSteps(ctx context.Context, steps []ports.StepKey) ([]ports.StepKey, error) {
 	ids := make([]string, len(steps))
 	for i, s := range steps {
 		ids[i] = s.ThreadID
@@ -85,10 +113,7 @@ func (v partyView) visibleSteps(ctx context.Context, steps []ports.StepKey) ([]p
 	if err != nil || len(ok) == 0 {
 		return nil, err
 	}
-	set := make(map[string]bool, len(ok))
-	for _, id := range ok {
-		set[id] = true
-	}
+	set := idSet(ok)
 	out := make([]ports.StepKey, 0, len(steps))
 	for _, s := range steps {
 		if set[s.ThreadID] {
@@ -98,252 +123,107 @@ func (v partyView) visibleSteps(ctx context.Context, steps []ports.StepKey) ([]p
 	return out, nil
 }
 
-func (v partyView) GetThreads(ctx context.Context, ids []string) ([]ports.ThreadView, error) {
+// perThread reads one field of each visible thread of ids; an empty
+// visible set answers an empty map without reading.
+func perThread[V any](ctx context.Context, v view, ids []string, read func([]string) (map[string]V, error)) (map[string]V, error) {
+	if v.party == nil {
+		return read(ids)
+	}
 	ids, err := v.visible(ctx, ids)
 	if err != nil || len(ids) == 0 {
-		return nil, err
+		return map[string]V{}, err
 	}
-	return v.store.GetThreads(ctx, ids)
+	return read(ids)
 }
 
-func (v partyView) ListThreads(ctx context.Context, f ports.ThreadFilter) ([]ports.ThreadView, error) {
-	party := v.party
-	f.Party = &party
-	return v.store.ListThreads(ctx, f)
-}
-
-func (v partyView) CountThreads(ctx context.Context, f ports.ThreadFilter, upTo int) (int, error) {
-	party := v.party
-	f.Party = &party
-	return v.store.CountThreads(ctx, f, upTo)
-}
-
-func (v partyView) Refs(ctx context.Context, threadIDs []string) (map[string]map[string]string, error) {
-	ids, err := v.visible(ctx, threadIDs)
-	if err != nil || len(ids) == 0 {
-		return map[string]map[string]string{}, err
+// perStep reads one field of each step of a visible thread.
+func perStep[V any](ctx context.Context, v view, steps []ports.StepKey, read func([]ports.StepKey) (map[ports.StepKey]V, error)) (map[ports.StepKey]V, error) {
+	if v.party == nil {
+		return read(steps)
 	}
-	return v.store.Refs(ctx, ids)
-}
-
-func (v partyView) Steps(ctx context.Context, threadIDs []string, f ports.StepFilter, perThread int) (map[string][]ports.StepView, error) {
-	ids, err := v.visible(ctx, threadIDs)
-	if err != nil || len(ids) == 0 {
-		return map[string][]ports.StepView{}, err
-	}
-	return v.store.Steps(ctx, ids, f, perThread)
-}
-
-func (v partyView) StepHistories(ctx context.Context, steps []ports.StepKey, f ports.HistoryFilter) (map[ports.StepKey][]ports.ActivityView, error) {
 	steps, err := v.visibleSteps(ctx, steps)
 	if err != nil || len(steps) == 0 {
-		return map[ports.StepKey][]ports.ActivityView{}, err
+		return map[ports.StepKey]V{}, err
 	}
-	return v.store.StepHistories(ctx, steps, f)
+	return read(steps)
 }
 
-func (v partyView) History(ctx context.Context, key ports.StepKey, f ports.HistoryFilter) ([]ports.ActivityView, error) {
-	ids, err := v.visible(ctx, []string{key.ThreadID})
-	if err != nil || len(ids) == 0 {
-		return nil, err
-	}
-	return v.store.History(ctx, key, f)
-}
-
-func (v partyView) SubSteps(ctx context.Context, steps []ports.StepKey) (map[ports.StepKey][]ports.SubStepView, error) {
-	steps, err := v.visibleSteps(ctx, steps)
-	if err != nil || len(steps) == 0 {
-		return map[ports.StepKey][]ports.SubStepView{}, err
-	}
-	return v.store.SubSteps(ctx, steps)
-}
-
-func (v partyView) StepGroups(ctx context.Context, threadIDs []string, perThread int) (map[string][]ports.StepGroupView, error) {
-	ids, err := v.visible(ctx, threadIDs)
-	if err != nil || len(ids) == 0 {
-		return map[string][]ports.StepGroupView{}, err
-	}
-	return v.store.StepGroups(ctx, ids, perThread)
-}
-
-func (v partyView) StepEdges(ctx context.Context, threadIDs []string, perThread int) (map[string][]ports.StepEdgeView, error) {
-	ids, err := v.visible(ctx, threadIDs)
-	if err != nil || len(ids) == 0 {
-		return map[string][]ports.StepEdgeView{}, err
-	}
-	return v.store.StepEdges(ctx, ids, perThread)
-}
-
-func (v partyView) IssueKeys(ctx context.Context, refs []ports.IssueRef) (map[string]string, error) {
-	ids := make([]string, len(refs))
-	for i, r := range refs {
-		ids[i] = r.ThreadID
-	}
-	ok, err := v.visible(ctx, ids)
-	if err != nil || len(ok) == 0 {
-		return map[string]string{}, err
-	}
-	set := make(map[string]bool, len(ok))
-	for _, id := range ok {
-		set[id] = true
-	}
-	var keep []ports.IssueRef
-	for _, r := range refs {
-		if set[r.ThreadID] {
-			keep = append(keep, r)
+// threads reads the rows of the visible threads of ids.
+func (v view) threads(ctx context.Context, st ThreadRows, ids []string) ([]ports.ThreadView, error) {
+	if v.party != nil {
+		var err error
+		if ids, err = v.visible(ctx, ids); err != nil || len(ids) == 0 {
+			return nil, err
 		}
 	}
-	return v.store.IssueKeys(ctx, keep)
+	return st.GetThreads(ctx, ids)
 }
 
-func (v partyView) Validations(ctx context.Context, threadIDs []string, f ports.ValidationFilter) (map[string][]ports.ValidationView, error) {
-	ids, err := v.visible(ctx, threadIDs)
-	if err != nil || len(ids) == 0 {
-		return map[string][]ports.ValidationView{}, err
+// filter limits a thread search to the principal's threads.
+func (v view) filter(f ports.ThreadFilter) ports.ThreadFilter {
+	if v.party != nil {
+		party := *v.party
+		f.Party = &party
 	}
-	return v.store.Validations(ctx, ids, f)
+	return f
 }
 
-func (v partyView) Notifications(ctx context.Context, threadIDs []string, f ports.NotificationFilter) (map[string][]ports.NotificationView, error) {
-	ids, err := v.visible(ctx, threadIDs)
-	if err != nil || len(ids) == 0 {
-		return map[string][]ports.NotificationView{}, err
+// history reads one step's activities when its thread is visible.
+func (v view) history(ctx context.Context, st HistoryReader, key ports.StepKey, f ports.HistoryFilter) ([]ports.ActivityView, error) {
+	if v.party != nil {
+		ids, err := v.visible(ctx, []string{key.ThreadID})
+		if err != nil || len(ids) == 0 {
+			return nil, err
+		}
 	}
-	return v.store.Notifications(ctx, ids, f)
+	return st.History(ctx, key, f)
 }
 
-func (v partyView) NotificationCounts(ctx context.Context, threadIDs []string) (map[string]ports.NotificationCounts, error) {
-	ids, err := v.visible(ctx, threadIDs)
-	if err != nil || len(ids) == 0 {
-		return map[string]ports.NotificationCounts{}, err
-	}
-	return v.store.NotificationCounts(ctx, ids)
-}
-
-// Chains keeps, of each visible root's chain, the threads the principal is a
-// party of; a chain through a thread it may not see still reaches the
-// visible threads beyond it, which it may read anyway.
-func (v partyView) Chains(ctx context.Context, rootIDs []string, maxDepth, limit int) (map[string][]ports.ChainLink, error) {
-	roots, err := v.visible(ctx, rootIDs)
-	if err != nil || len(roots) == 0 {
-		return map[string][]ports.ChainLink{}, err
-	}
-	chains, err := v.store.Chains(ctx, roots, maxDepth, limit)
-	if err != nil {
-		return nil, err
-	}
+// keepVisible drops, from each list, the ids the principal is not a party
+// of (a chain or link through a thread it may not see still reaches the
+// visible threads beyond it, which it may read anyway).
+func keepVisible[T any](ctx context.Context, v view, lists map[string][]T, id func(T) string) (map[string][]T, error) {
 	var ids []string
-	for _, ls := range chains {
-		for _, l := range ls {
-			ids = append(ids, l.ThreadID)
+	for _, l := range lists {
+		for _, x := range l {
+			ids = append(ids, id(x))
 		}
 	}
 	ok, err := v.visible(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
-	set := make(map[string]bool, len(ok))
-	for _, id := range ok {
-		set[id] = true
-	}
-	out := make(map[string][]ports.ChainLink, len(chains))
-	for root, ls := range chains {
-		kept := make([]ports.ChainLink, 0, len(ls))
-		for _, l := range ls {
-			if set[l.ThreadID] {
-				kept = append(kept, l)
+	set := idSet(ok)
+	out := make(map[string][]T, len(lists))
+	for k, l := range lists {
+		kept := make([]T, 0, len(l))
+		for _, x := range l {
+			if set[id(x)] {
+				kept = append(kept, x)
 			}
 		}
-		out[root] = kept
+		out[k] = kept
 	}
 	return out, nil
 }
 
-func (v partyView) Activities(ctx context.Context, threadIDs []string) (map[string][]ports.ActivityView, error) {
-	ids, err := v.visible(ctx, threadIDs)
-	if err != nil || len(ids) == 0 {
-		return map[string][]ports.ActivityView{}, err
-	}
-	return v.store.Activities(ctx, ids)
+// scopedIntegrity is integrity.Reader limited to one principal's threads,
+// for verification through the caller's scope.
+type scopedIntegrity struct {
+	v  view
+	st integrity.Reader
 }
 
-func (v partyView) PartyThreads(ctx context.Context, p ports.PartyOf, ids []string) ([]string, error) {
-	ids, err := v.visible(ctx, ids)
-	if err != nil || len(ids) == 0 {
-		return nil, err
-	}
-	return v.store.PartyThreads(ctx, p, ids)
+func (s scopedIntegrity) GetThreads(ctx context.Context, ids []string) ([]ports.ThreadView, error) {
+	return s.v.threads(ctx, s.st, ids)
 }
 
-func (v partyView) Counts(ctx context.Context, threadIDs []string) (map[string]ports.ThreadCounts, error) {
-	ids, err := v.visible(ctx, threadIDs)
-	if err != nil || len(ids) == 0 {
-		return map[string]ports.ThreadCounts{}, err
-	}
-	return v.store.Counts(ctx, ids)
+func (s scopedIntegrity) Activities(ctx context.Context, threadIDs []string) (map[string][]ports.ActivityView, error) {
+	return perThread(ctx, s.v, threadIDs, func(ids []string) (map[string][]ports.ActivityView, error) { return s.st.Activities(ctx, ids) })
 }
 
-// LinkedFrom keeps visible targets and, among the threads linking to them,
-// only those the principal is a party of too.
-func (v partyView) LinkedFrom(ctx context.Context, threadIDs []string, limit int) (map[string][]string, error) {
-	ids, err := v.visible(ctx, threadIDs)
-	if err != nil || len(ids) == 0 {
-		return map[string][]string{}, err
-	}
-	links, err := v.store.LinkedFrom(ctx, ids, limit)
-	if err != nil {
-		return nil, err
-	}
-	var srcs []string
-	for _, l := range links {
-		srcs = append(srcs, l...)
-	}
-	ok, err := v.visible(ctx, srcs)
-	if err != nil {
-		return nil, err
-	}
-	set := make(map[string]bool, len(ok))
-	for _, id := range ok {
-		set[id] = true
-	}
-	out := make(map[string][]string, len(links))
-	for target, l := range links {
-		for _, src := range l {
-			if set[src] {
-				out[target] = append(out[target], src)
-			}
-		}
-	}
-	return out, nil
-}
-
-func (v partyView) Attempts(ctx context.Context, threadIDs []string, limit, offset int) (map[string][]ports.ActivityView, error) {
-	ids, err := v.visible(ctx, threadIDs)
-	if err != nil || len(ids) == 0 {
-		return map[string][]ports.ActivityView{}, err
-	}
-	return v.store.Attempts(ctx, ids, limit, offset)
-}
-
-func (v partyView) LatestValidations(ctx context.Context, steps []ports.StepKey) (map[ports.StepKey]ports.ValidationView, error) {
-	steps, err := v.visibleSteps(ctx, steps)
-	if err != nil || len(steps) == 0 {
-		return map[ports.StepKey]ports.ValidationView{}, err
-	}
-	return v.store.LatestValidations(ctx, steps)
-}
-
-// AuthorizeRead refuses a caller that may not read threads, for transports
-// that must refuse before doing any work (GraphQL before pricing a query);
-// every read use case checks the same again.
-func (q *Queries) AuthorizeRead(ctx context.Context) error {
-	_, err := authz.Require(ctx, domain.PermThreadsRead)
-	return err
-}
-
-// ThreadsVersion is the installation's: it tells a party-scoped reader only
-// that some thread changed, not which, and its list query then shows only
-// its own threads.
-func (v partyView) ThreadsVersion(ctx context.Context) (string, error) {
-	return v.store.ThreadsVersion(ctx)
+func (s scopedIntegrity) SubSteps(ctx context.Context, steps []ports.StepKey) (map[ports.StepKey][]ports.SubStepView, error) {
+	return perStep(ctx, s.v, steps, func(keys []ports.StepKey) (map[ports.StepKey][]ports.SubStepView, error) {
+		return s.st.SubSteps(ctx, keys)
+	})
 }

@@ -77,9 +77,34 @@ type Total struct {
 	Exact bool
 }
 
-// SearchThreads returns one page of threads, newest first by default.
-func (q *ThreadReads) SearchThreads(ctx context.Context, s ThreadSearch) (ThreadPage, error) {
-	st, err := q.reader(ctx)
+// ThreadLister pages and counts a thread search.
+type ThreadLister interface {
+	ThreadCounter
+	// ListThreads returns one page in f's order (newest first by default).
+	ListThreads(ctx context.Context, f ports.ThreadFilter) ([]ports.ThreadView, error)
+}
+
+// ThreadCounter counts a thread search.
+type ThreadCounter interface {
+	// CountThreads counts the threads matching f (its paging ignored), but
+	// stops at upTo.
+	CountThreads(ctx context.Context, f ports.ThreadFilter, upTo int) (int, error)
+}
+
+// SearchThreadsHandler returns one page of a thread search.
+type SearchThreadsHandler struct {
+	store ThreadLister
+	scope Scope
+}
+
+// NewSearchThreadsHandler builds the thread search.
+func NewSearchThreadsHandler(store ThreadLister, scope Scope) SearchThreadsHandler {
+	return SearchThreadsHandler{store: store, scope: scope}
+}
+
+// Handle returns one page of threads, newest first by default.
+func (h SearchThreadsHandler) Handle(ctx context.Context, s ThreadSearch) (ThreadPage, error) {
+	v, err := h.scope.open(ctx)
 	if err != nil {
 		return ThreadPage{}, err
 	}
@@ -87,9 +112,10 @@ func (q *ThreadReads) SearchThreads(ctx context.Context, s ThreadSearch) (Thread
 	if err != nil {
 		return ThreadPage{}, err
 	}
+	f = v.filter(f)
 	limit := f.Limit
 	f.Limit++ // one more tells whether a next page exists
-	threads, err := st.ListThreads(ctx, f)
+	threads, err := h.store.ListThreads(ctx, f)
 	if err != nil {
 		return ThreadPage{}, err
 	}
@@ -114,17 +140,28 @@ func (q *ThreadReads) SearchThreads(ctx context.Context, s ThreadSearch) (Thread
 		page.StartCursor, page.EndCursor = encodeCursor(tag, threads[0].Position()), encodeCursor(tag, threads[n-1].Position())
 	}
 	if s.WithTotal {
-		if page.Total, err = q.count(ctx, st, f); err != nil {
+		if page.Total, err = count(ctx, h.store, f); err != nil {
 			return ThreadPage{}, err
 		}
 	}
 	return page, nil
 }
 
-// CountThreads counts the threads a search matches (its paging ignored), up
-// to MaxTotalCount.
-func (q *ThreadReads) CountThreads(ctx context.Context, s ThreadSearch) (Total, error) {
-	st, err := q.reader(ctx)
+// CountThreadsHandler counts the threads a search matches (its paging
+// ignored), up to MaxTotalCount: a page's totalCount, asked apart.
+type CountThreadsHandler struct {
+	store ThreadCounter
+	scope Scope
+}
+
+// NewCountThreadsHandler builds the search's count.
+func NewCountThreadsHandler(store ThreadCounter, scope Scope) CountThreadsHandler {
+	return CountThreadsHandler{store: store, scope: scope}
+}
+
+// Handle counts the threads s matches, up to MaxTotalCount.
+func (h CountThreadsHandler) Handle(ctx context.Context, s ThreadSearch) (Total, error) {
+	v, err := h.scope.open(ctx)
 	if err != nil {
 		return Total{}, err
 	}
@@ -133,10 +170,10 @@ func (q *ThreadReads) CountThreads(ctx context.Context, s ThreadSearch) (Total, 
 	if err != nil {
 		return Total{}, err
 	}
-	return q.count(ctx, st, f)
+	return count(ctx, h.store, v.filter(f))
 }
 
-func (q *ThreadReads) count(ctx context.Context, st ports.ThreadReads, f ports.ThreadFilter) (Total, error) {
+func count(ctx context.Context, st ThreadCounter, f ports.ThreadFilter) (Total, error) {
 	f.After, f.Before, f.Offset = nil, nil, 0
 	n, err := st.CountThreads(ctx, f, MaxTotalCount+1)
 	if err != nil {
@@ -215,7 +252,7 @@ func (s ThreadSearch) filter() (ports.ThreadFilter, error) {
 		{"startedAfter", s.StartedAfter, &f.StartedAfter}, {"startedBefore", s.StartedBefore, &f.StartedBefore},
 		{"completedAfter", s.CompletedAfter, &f.CompletedAfter}, {"completedBefore", s.CompletedBefore, &f.CompletedBefore},
 	} {
-		if *p.dst, err = ParseTimeArg(p.field, p.v); err != nil {
+		if *p.dst, err = domain.ParseTimeArg(p.field, p.v); err != nil {
 			return f, err
 		}
 	}

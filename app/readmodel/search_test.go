@@ -44,7 +44,7 @@ func TestSearchTotalsAndCursors(t *testing.T) {
 		{readmodel.MaxTotalCount + 1, readmodel.Total{Count: readmodel.MaxTotalCount}},
 		{5_000_000, readmodel.Total{Count: readmodel.MaxTotalCount}}} {
 		st := &listStore{n: c.n}
-		got, err := readmodel.New(readmodel.Deps{Store: st}).CountThreads(ctx, readmodel.ThreadSearch{})
+		got, err := readmodel.New(readmodel.Deps{Store: st}).Count.Handle(ctx, readmodel.ThreadSearch{})
 		if err != nil || got != c.want || st.upTo != readmodel.MaxTotalCount+1 {
 			t.Errorf("%d matching: %+v %v (counted up to %d), want %+v", c.n, got, err, st.upTo, c.want)
 		}
@@ -52,12 +52,12 @@ func TestSearchTotalsAndCursors(t *testing.T) {
 	st := &listStore{n: 5}
 	q := readmodel.New(readmodel.Deps{Store: st})
 	two := 2
-	page, err := q.SearchThreads(ctx, readmodel.ThreadSearch{Limit: &two})
+	page, err := q.Search.Handle(ctx, readmodel.ThreadSearch{Limit: &two})
 	if err != nil || len(page.Threads) != 2 || !page.HasNext || page.HasPrevious || page.Total != (readmodel.Total{}) {
 		t.Fatalf("first page: %+v %v", page, err)
 	}
 	// The cursor carries the last thread's position to the store.
-	if _, err := q.SearchThreads(ctx, readmodel.ThreadSearch{Limit: &two, After: page.EndCursor}); err != nil ||
+	if _, err := q.Search.Handle(ctx, readmodel.ThreadSearch{Limit: &two, After: page.EndCursor}); err != nil ||
 		st.filter.After == nil || st.filter.After.ID != "b" || !st.filter.After.CreatedAt.Equal(page.Threads[1].CreatedAt) {
 		t.Fatalf("after: %+v %v", st.filter.After, err)
 	}
@@ -69,7 +69,7 @@ func TestSearchTotalsAndCursors(t *testing.T) {
 		"both":                   {After: page.EndCursor, Before: page.StartCursor},
 		"deep offset":            {Offset: &deep},
 	} {
-		if _, err := q.SearchThreads(ctx, s); domain.KindOf(err) != domain.KindInvalid {
+		if _, err := q.Search.Handle(ctx, s); domain.KindOf(err) != domain.KindInvalid {
 			t.Errorf("%s: %v, want invalid", name, err)
 		}
 	}

@@ -5,7 +5,9 @@ package readmodel
 // GraphQL thread(id) asks for the thread row it read while pricing and the
 // argument-free parts its selection names, and loads the parts a client
 // passes arguments to (steps, validationResults, notifications,
-// threadChain) through the same methods, batched with the thread lists.
+// threadChain) through the same handlers ThreadDetailHandler is built on
+// (Steps, Validations, Notifications, Chains), batched with the thread
+// lists.
 
 import (
 	"context"
@@ -65,15 +67,27 @@ type ThreadDetail struct {
 	Linked []ports.ThreadView
 }
 
-// Locate finds the thread l names; an argument error names the field.
-func (q *Queries) Locate(ctx context.Context, l ThreadLocator) (ports.ThreadView, int, error) {
+// LocateHandler finds one thread by id or by reference.
+type LocateHandler struct {
+	thread ThreadHandler
+	search SearchThreadsHandler
+}
+
+// NewLocateHandler builds Locate over the Thread query and the search.
+func NewLocateHandler(thread ThreadHandler, search SearchThreadsHandler) LocateHandler {
+	return LocateHandler{thread: thread, search: search}
+}
+
+// Handle finds the thread l names, and how many other threads a reference
+// matched; an argument error names the field.
+func (h LocateHandler) Handle(ctx context.Context, l ThreadLocator) (ports.ThreadView, int, error) {
 	id := strings.TrimSpace(l.ThreadID)
 	refKey, refValue := strings.TrimSpace(l.RefKey), strings.TrimSpace(l.RefValue)
 	switch {
 	case id != "" && (refKey != "" || refValue != ""):
 		return ports.ThreadView{}, 0, domain.Invalid("thread_id", "give thread_id or a reference (ref_key/ref_value), not both")
 	case id != "":
-		v, err := q.Thread(ctx, id)
+		v, err := h.thread.Handle(ctx, id)
 		if err != nil {
 			return ports.ThreadView{}, 0, err
 		}
@@ -83,7 +97,7 @@ func (q *Queries) Locate(ctx context.Context, l ThreadLocator) (ports.ThreadView
 		return *v, 0, nil
 	case refValue != "":
 		one := 1
-		page, err := q.SearchThreads(ctx, ThreadSearch{RefKey: refKey, RefValue: refValue, Limit: &one, WithTotal: true})
+		page, err := h.search.Handle(ctx, ThreadSearch{RefKey: refKey, RefValue: refValue, Limit: &one, WithTotal: true})
 		if err != nil {
 			return ports.ThreadView{}, 0, err
 		}
@@ -104,14 +118,34 @@ func refDescription(key, value string) string {
 	return key + "=" + value
 }
 
-// ThreadDetail reads the thread a.ThreadLocator names (or a.Located) and the
+// ThreadDetailHandler reads one thread and the parts of its detail a
+// caller asks for, each through the handler that loads it for a list (so
+// GraphQL's thread(id) fields and MCP's get_thread read the same way).
+type ThreadDetailHandler struct {
+	locate        LocateHandler
+	refs          RefsHandler
+	steps         StepsHandler
+	validations   ValidationsHandler
+	notifications NotificationsHandler
+	counts        NotificationCountsHandler
+	chains        ThreadChainsHandler
+}
+
+// NewThreadDetailHandler builds ThreadDetail over the handlers of its parts.
+func NewThreadDetailHandler(locate LocateHandler, refs RefsHandler, steps StepsHandler, validations ValidationsHandler,
+	notifications NotificationsHandler, counts NotificationCountsHandler, chains ThreadChainsHandler) ThreadDetailHandler {
+	return ThreadDetailHandler{locate: locate, refs: refs, steps: steps, validations: validations,
+		notifications: notifications, counts: counts, chains: chains}
+}
+
+// Handle reads the thread a.ThreadLocator names (or a.Located) and the
 // parts a.Parts asks for, each in one statement through the caller's scope.
-func (q *Queries) ThreadDetail(ctx context.Context, a ThreadDetailArgs) (ThreadDetail, error) {
+func (q ThreadDetailHandler) Handle(ctx context.Context, a ThreadDetailArgs) (ThreadDetail, error) {
 	var d ThreadDetail
 	if a.Located != nil {
 		d.Thread = *a.Located
 	} else {
-		th, others, err := q.Locate(ctx, a.ThreadLocator)
+		th, others, err := q.locate.Handle(ctx, a.ThreadLocator)
 		if err != nil {
 			return d, err
 		}
@@ -120,42 +154,42 @@ func (q *Queries) ThreadDetail(ctx context.Context, a ThreadDetailArgs) (ThreadD
 	th, p := d.Thread, a.Parts
 	ids := []string{th.ID}
 	if p.Refs {
-		refs, err := q.Refs(ctx, ids)
+		refs, err := q.refs.Handle(ctx, ids)
 		if err != nil {
 			return d, err
 		}
 		d.Refs = refs[th.ID]
 	}
 	if p.Steps != nil {
-		steps, err := q.Steps(ctx, ids, *p.Steps)
+		steps, err := q.steps.Handle(ctx, ids, *p.Steps)
 		if err != nil {
 			return d, err
 		}
 		d.Steps = steps[th.ID]
 	}
 	if p.Validations != nil {
-		vals, err := q.Validations(ctx, ids, *p.Validations)
+		vals, err := q.validations.Handle(ctx, ids, *p.Validations)
 		if err != nil {
 			return d, err
 		}
 		d.Validations = vals[th.ID]
 	}
 	if p.Notifications != nil {
-		notes, err := q.Notifications(ctx, ids, *p.Notifications)
+		notes, err := q.notifications.Handle(ctx, ids, *p.Notifications)
 		if err != nil {
 			return d, err
 		}
 		d.Notifications = notes[th.ID]
 	}
 	if p.NotificationCounts {
-		counts, err := q.NotificationCounts(ctx, ids)
+		counts, err := q.counts.Handle(ctx, ids)
 		if err != nil {
 			return d, err
 		}
 		d.NotificationCounts = counts[th.ID]
 	}
 	if p.LinkDepth != nil {
-		chains, err := q.ThreadChains(ctx, ids, p.LinkDepth)
+		chains, err := q.chains.Handle(ctx, ids, p.LinkDepth)
 		if err != nil {
 			return d, err
 		}

@@ -1,5 +1,7 @@
 package readmodel
 
+// The validation and notification reads.
+
 import (
 	"context"
 
@@ -7,16 +9,32 @@ import (
 	"github.com/threadengine/engine/ports"
 )
 
-// ValidationReads read validation results and notifications.
-type ValidationReads struct{ scope }
+// LatestValidationReader reads the newest validation of steps.
+type LatestValidationReader interface {
+	// LatestValidations returns the newest validation result of each step.
+	LatestValidations(ctx context.Context, steps []ports.StepKey) (map[ports.StepKey]ports.ValidationView, error)
+}
 
-// LatestValidations returns the newest validation result of each step.
-func (q *ValidationReads) LatestValidations(ctx context.Context, steps []ports.StepKey) (map[ports.StepKey]ports.ValidationView, error) {
-	st, err := q.reader(ctx)
+// LatestValidationsHandler returns the newest validation result of each step.
+type LatestValidationsHandler struct {
+	store LatestValidationReader
+	scope Scope
+}
+
+// NewLatestValidationsHandler builds the LatestValidations loader.
+func NewLatestValidationsHandler(store LatestValidationReader, scope Scope) LatestValidationsHandler {
+	return LatestValidationsHandler{store: store, scope: scope}
+}
+
+// Handle returns the newest validation of each step of a visible thread.
+func (h LatestValidationsHandler) Handle(ctx context.Context, steps []ports.StepKey) (map[ports.StepKey]ports.ValidationView, error) {
+	v, err := h.scope.open(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return st.LatestValidations(ctx, steps)
+	return perStep(ctx, v, steps, func(keys []ports.StepKey) (map[ports.StepKey]ports.ValidationView, error) {
+		return h.store.LatestValidations(ctx, keys)
+	})
 }
 
 // ValidationArgs filter and page validation results.
@@ -34,22 +52,46 @@ func (a ValidationArgs) filter() ports.ValidationFilter {
 	return f
 }
 
-// Validations returns each thread's validation results, newest first.
-func (q *ValidationReads) Validations(ctx context.Context, threadIDs []string, a ValidationArgs) (map[string][]ports.ValidationView, error) {
-	st, err := q.reader(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return st.Validations(ctx, domain.ValidIDs(threadIDs), a.filter())
+// ValidationReader reads validation results.
+type ValidationReader interface {
+	// Validations returns each thread's validation results, paged per thread.
+	Validations(ctx context.Context, threadIDs []string, f ports.ValidationFilter) (map[string][]ports.ValidationView, error)
 }
 
-// ValidationResults returns the validation results of one step identity.
-func (q *ValidationReads) ValidationResults(ctx context.Context, threadID string, a ValidationArgs) ([]ports.ValidationView, error) {
-	st, err := q.reader(ctx)
+// ValidationsHandler returns each thread's validation results, newest first.
+type ValidationsHandler struct {
+	store ValidationReader
+	scope Scope
+}
+
+// NewValidationsHandler builds the Validations loader.
+func NewValidationsHandler(store ValidationReader, scope Scope) ValidationsHandler {
+	return ValidationsHandler{store: store, scope: scope}
+}
+
+// Handle returns the validation results a selects of each visible thread.
+func (h ValidationsHandler) Handle(ctx context.Context, threadIDs []string, a ValidationArgs) (map[string][]ports.ValidationView, error) {
+	v, err := h.scope.open(ctx)
 	if err != nil {
 		return nil, err
 	}
-	m, err := st.Validations(ctx, domain.ValidIDs([]string{threadID}), a.filter())
+	return perThread(ctx, v, domain.ValidIDs(threadIDs), func(ids []string) (map[string][]ports.ValidationView, error) {
+		return h.store.Validations(ctx, ids, a.filter())
+	})
+}
+
+// ValidationResultsHandler returns the validation results of one thread
+// (the top-level validationResults).
+type ValidationResultsHandler struct{ validations ValidationsHandler }
+
+// NewValidationResultsHandler builds the ValidationResults query.
+func NewValidationResultsHandler(validations ValidationsHandler) ValidationResultsHandler {
+	return ValidationResultsHandler{validations: validations}
+}
+
+// Handle returns the results a selects of thread threadID ([] when none).
+func (h ValidationResultsHandler) Handle(ctx context.Context, threadID string, a ValidationArgs) ([]ports.ValidationView, error) {
+	m, err := h.validations.Handle(ctx, []string{threadID}, a)
 	if err != nil {
 		return nil, err
 	}
@@ -67,9 +109,26 @@ type NotificationArgs struct {
 	Limit, Offset                              *int
 }
 
-// Notifications returns each thread's notifications, newest first.
-func (q *ValidationReads) Notifications(ctx context.Context, threadIDs []string, a NotificationArgs) (map[string][]ports.NotificationView, error) {
-	st, err := q.reader(ctx)
+// NotificationReader reads thread notifications.
+type NotificationReader interface {
+	// Notifications returns each thread's notifications, paged per thread.
+	Notifications(ctx context.Context, threadIDs []string, f ports.NotificationFilter) (map[string][]ports.NotificationView, error)
+}
+
+// NotificationsHandler returns each thread's notifications, newest first.
+type NotificationsHandler struct {
+	store NotificationReader
+	scope Scope
+}
+
+// NewNotificationsHandler builds the Notifications loader.
+func NewNotificationsHandler(store NotificationReader, scope Scope) NotificationsHandler {
+	return NotificationsHandler{store: store, scope: scope}
+}
+
+// Handle returns the notifications a selects of each visible thread.
+func (h NotificationsHandler) Handle(ctx context.Context, threadIDs []string, a NotificationArgs) (map[string][]ports.NotificationView, error) {
+	v, err := h.scope.open(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -78,14 +137,35 @@ func (q *ValidationReads) Notifications(ctx context.Context, threadIDs []string,
 	if a.Offset != nil && *a.Offset > 0 {
 		f.Offset = *a.Offset
 	}
-	return st.Notifications(ctx, domain.ValidIDs(threadIDs), f)
+	return perThread(ctx, v, domain.ValidIDs(threadIDs), func(ids []string) (map[string][]ports.NotificationView, error) {
+		return h.store.Notifications(ctx, ids, f)
+	})
 }
 
-// NotificationCounts aggregates each thread's notifications.
-func (q *ValidationReads) NotificationCounts(ctx context.Context, threadIDs []string) (map[string]ports.NotificationCounts, error) {
-	st, err := q.reader(ctx)
+// NotificationCountReader aggregates notifications.
+type NotificationCountReader interface {
+	// NotificationCounts aggregates each thread's notifications.
+	NotificationCounts(ctx context.Context, threadIDs []string) (map[string]ports.NotificationCounts, error)
+}
+
+// NotificationCountsHandler aggregates each thread's notifications.
+type NotificationCountsHandler struct {
+	store NotificationCountReader
+	scope Scope
+}
+
+// NewNotificationCountsHandler builds the NotificationCounts loader.
+func NewNotificationCountsHandler(store NotificationCountReader, scope Scope) NotificationCountsHandler {
+	return NotificationCountsHandler{store: store, scope: scope}
+}
+
+// Handle aggregates the notifications of each visible thread.
+func (h NotificationCountsHandler) Handle(ctx context.Context, threadIDs []string) (map[string]ports.NotificationCounts, error) {
+	v, err := h.scope.open(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return st.NotificationCounts(ctx, domain.ValidIDs(threadIDs))
+	return perThread(ctx, v, domain.ValidIDs(threadIDs), func(ids []string) (map[string]ports.NotificationCounts, error) {
+		return h.store.NotificationCounts(ctx, ids)
+	})
 }

@@ -38,10 +38,10 @@ type Queries struct {
 }
 
 // ThreadVisibility is what decides which threads a caller may see: the
-// read model's thread reads (readmodel.ThreadReads), which answer only the
-// visible ones.
+// read model's Threads query (readmodel.ThreadsHandler), which answers only
+// the visible ones.
 type ThreadVisibility interface {
-	Threads(ctx context.Context, ids []string) ([]ports.ThreadView, error)
+	Handle(ctx context.Context, ids []string) ([]ports.ThreadView, error)
 }
 
 // Deps wires the Application.

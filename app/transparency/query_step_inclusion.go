@@ -52,7 +52,7 @@ func (h StepInclusionHandler) Handle(ctx context.Context, stepID string) (StepIn
 		return StepInclusion{}, err
 	}
 	// Not visible reads exactly like unknown.
-	if ts, err := h.threads.Threads(ctx, []string{rec.Leaf.ThreadID}); err != nil {
+	if ts, err := h.threads.Handle(ctx, []string{rec.Leaf.ThreadID}); err != nil {
 		return StepInclusion{}, err
 	} else if len(ts) == 0 {
 		return StepInclusion{}, domain.NotFound("step " + stepID + " in the transparency log")

@@ -1,4 +1,4 @@
-package readmodel
+package insights
 
 import (
 	"context"
@@ -39,33 +39,40 @@ type ProcessMap struct {
 	NeverReached []string // contract steps no thread reached in the window
 }
 
-// ProcessMaps reads process maps from the roll-up (flat in data size).
-type ProcessMaps struct {
+// ContractReader reads contract versions (the process map judges edges
+// against one).
+type ContractReader interface {
+	// GetContract returns one version; version 0 means the latest.
+	GetContract(ctx context.Context, name string, version int) (domain.Contract, error)
+}
+
+// ProcessMapHandler reads process maps from the roll-up (flat in data size).
+type ProcessMapHandler struct {
 	store     ports.ProcessMapReads // nil: not found
 	contracts ContractReader
 	clock     ports.Clock
 }
 
-// NewProcessMaps builds the process map query (store may be nil).
-func NewProcessMaps(store ports.ProcessMapReads, contracts ContractReader, clock ports.Clock) *ProcessMaps {
-	return &ProcessMaps{store: store, contracts: contracts, clock: clock}
+// NewProcessMapHandler builds the process map query (store may be nil).
+func NewProcessMapHandler(store ports.ProcessMapReads, contracts ContractReader, clock ports.Clock) ProcessMapHandler {
+	return ProcessMapHandler{store: store, contracts: contracts, clock: clock}
 }
 
-// Map returns the process map of a contract version (0: the latest) over
+// Handle returns the process map of a contract version (0: the latest) over
 // [from, to) (ISO-8601; defaults: the last 24 hours), widened to whole UTC
 // hours.
-func (q *ProcessMaps) Map(ctx context.Context, name string, version int, from, to string) (ProcessMap, error) {
+func (q ProcessMapHandler) Handle(ctx context.Context, name string, version int, from, to string) (ProcessMap, error) {
 	if err := companyWide(ctx); err != nil {
 		return ProcessMap{}, err
 	}
 	if q.store == nil || q.contracts == nil {
 		return ProcessMap{}, domain.NotFound("process map")
 	}
-	f, err := ParseTimeArg("from", from)
+	f, err := domain.ParseTimeArg("from", from)
 	if err != nil {
 		return ProcessMap{}, err
 	}
-	t, err := ParseTimeArg("to", to)
+	t, err := domain.ParseTimeArg("to", to)
 	if err != nil {
 		return ProcessMap{}, err
 	}

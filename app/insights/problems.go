@@ -1,4 +1,4 @@
-package readmodel
+package insights
 
 import (
 	"context"
@@ -41,22 +41,22 @@ type ProblemReport struct {
 	Truncated    bool // more causes than MaxProblemGroups (or rows than read)
 }
 
-// Problems answers "what broke, and why": the unhealthy threads (health
-// FAILED or VIOLATED) started in the last hours, grouped by cause, biggest
-// first, with their trend over the window.
-type Problems struct {
+// ProblemsHandler answers "what broke, and why": the unhealthy threads
+// (health FAILED or VIOLATED) started in the last hours, grouped by cause,
+// biggest first, with their trend over the window.
+type ProblemsHandler struct {
 	store ports.ProblemReads // nil: not found
 	clock ports.Clock
 }
 
-// NewProblems builds the Problems query (store may be nil).
-func NewProblems(store ports.ProblemReads, clock ports.Clock) *Problems {
-	return &Problems{store: store, clock: clock}
+// NewProblemsHandler builds the Problems query (store may be nil).
+func NewProblemsHandler(store ports.ProblemReads, clock ports.Clock) ProblemsHandler {
+	return ProblemsHandler{store: store, clock: clock}
 }
 
-// Report groups the window's unhealthy threads; hours defaults to 24 and
+// Handle groups the window's unhealthy threads; hours defaults to 24 and
 // is at most MaxProblemHours.
-func (q *Problems) Report(ctx context.Context, hours *int) (ProblemReport, error) {
+func (q ProblemsHandler) Handle(ctx context.Context, hours *int) (ProblemReport, error) {
 	if err := companyWide(ctx); err != nil {
 		return ProblemReport{}, err
 	}
