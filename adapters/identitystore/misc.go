@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -61,19 +62,40 @@ func (s *Store) CreateBinding(ctx context.Context, b ports.IdentityBinding) erro
 
 // RecordAudit appends e to the audit log; an empty id gets a fresh one.
 func (s *Store) RecordAudit(ctx context.Context, e ports.AuditEntry) error {
-	if e.ID == "" {
-		e.ID = uuid.NewString()
-	}
-	details := []byte("{}")
-	if len(e.Details) > 0 {
-		var err error
-		if details, err = json.Marshal(e.Details); err != nil {
-			return domain.Internal(err, "audit details are not serialisable")
+	return s.RecordAudits(ctx, []ports.AuditEntry{e})
+}
+
+// auditRowsPerStatement bounds one RecordAudits statement (7 parameters a
+// row, far below either dialect's limit).
+const auditRowsPerStatement = 1000
+
+// RecordAudits writes the entries with one statement per
+// auditRowsPerStatement of them, not one commit each: the retention sweep
+// audits every thread of a batch (app/ops).
+func (s *Store) RecordAudits(ctx context.Context, es []ports.AuditEntry) error {
+	for len(es) > 0 {
+		chunk := es[:min(len(es), auditRowsPerStatement)]
+		es = es[len(chunk):]
+		args := make([]any, 0, 7*len(chunk))
+		for _, e := range chunk {
+			if e.ID == "" {
+				e.ID = uuid.NewString()
+			}
+			details := []byte("{}")
+			if len(e.Details) > 0 {
+				var err error
+				if details, err = json.Marshal(e.Details); err != nil {
+					return domain.Internal(err, "audit details are not serialisable")
+				}
+			}
+			args = append(args, e.ID, sqldb.Time(e.At), string(e.ActorKind), e.ActorID, e.Action, e.Target, string(details))
+		}
+		rows := strings.TrimSuffix(strings.Repeat("(?,?,?,?,?,?,?),", len(chunk)), ",")
+		if _, err := s.db.ExecContext(ctx, s.q(`INSERT INTO audit_log (id, at, actor_kind, actor_id, action, target, details) VALUES `+rows), args...); err != nil {
+			return sqldb.TranslateError(err)
 		}
 	}
-	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO audit_log (id, at, actor_kind, actor_id, action, target, details) VALUES (?,?,?,?,?,?,?)`),
-		e.ID, sqldb.Time(e.At), string(e.ActorKind), e.ActorID, e.Action, e.Target, string(details))
-	return sqldb.TranslateError(err)
+	return nil
 }
 
 func (s *Store) GetSetting(ctx context.Context, key string) (string, bool, error) {

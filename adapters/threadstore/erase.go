@@ -2,9 +2,11 @@ package threadstore
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/domain"
@@ -32,12 +34,9 @@ func (s *Store) DeleteThreads(ctx context.Context, ids []string) ([]domain.Threa
 	reason := ports.DeletionReason(ctx)
 	err := s.logTx(ctx, true, func(tx *sqlx.Tx) error {
 		out = out[:0]
-		q, args, err := sqlx.In(`SELECT `+threadCols+` FROM threads WHERE id IN (?) ORDER BY id`+s.db.ForUpdate(), ids)
-		if err != nil {
-			return err
-		}
+		in, args := s.inIDs("id", ids)
 		var rows []threadRow
-		if err := tx.SelectContext(ctx, &rows, s.q(q), args...); err != nil {
+		if err := tx.SelectContext(ctx, &rows, s.q(`SELECT `+threadCols+` FROM threads WHERE `+in+` ORDER BY id`+s.db.ForUpdate()), args...); err != nil {
 			return err
 		}
 		if len(rows) == 0 {
@@ -54,19 +53,26 @@ func (s *Store) DeleteThreads(ctx context.Context, ids []string) ([]domain.Threa
 		if err := s.unrollProblems(ctx, tx, found); err != nil {
 			return err
 		}
-		if err := s.clearMapExamples(ctx, tx, found); err != nil {
+		if err := s.clearMapExamples(ctx, tx, out); err != nil {
 			return err
+		}
+		// On PostgreSQL the children's foreign keys to threads are gone
+		// (migration 00094: every writer of those tables holds the thread's
+		// row lock, taken above here); a statement trigger on threads still
+		// refuses to delete a thread whose rows remain, unless the deleting
+		// transaction says it deleted them, as this one does table by table.
+		if s.db.Dialect == sqldb.Postgres {
+			if _, err := tx.ExecContext(ctx, `SELECT set_config('threadengine.children_deleted', 'on', true)`); err != nil {
+				return err
+			}
 		}
 		for _, table := range append(threadTables, "threads") {
 			col := "thread_id"
 			if table == "threads" {
 				col = "id"
 			}
-			q, args, err := sqlx.In(`DELETE FROM `+table+` WHERE `+col+` IN (?)`, found)
-			if err != nil {
-				return err
-			}
-			if _, err := tx.ExecContext(ctx, s.q(q), args...); err != nil {
+			in, args := s.inIDs(col, found)
+			if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM `+table+` WHERE `+in), args...); err != nil {
 				return err
 			}
 		}
@@ -77,6 +83,22 @@ func (s *Store) DeleteThreads(ctx context.Context, ids []string) ([]domain.Threa
 		return nil, sqldb.TranslateError(err)
 	}
 	return out, nil
+}
+
+// inIDs is the condition "col is one of ids" and its arguments, with ?
+// placeholders (rebind the whole statement): on PostgreSQL one array
+// parameter (col = ANY(?)), so a batch of any size is one short statement
+// the server plans once; on SQLite an IN list (retention.batch_size bounds
+// it far below SQLite's parameter limit).
+func (s *Store) inIDs(col string, ids []string) (string, []any) {
+	if s.db.Dialect == sqldb.Postgres {
+		return col + ` = ANY(?)`, []any{pq.Array(ids)}
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	return col + ` IN (` + strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",") + `)`, args
 }
 
 type rolledRow struct {
@@ -101,14 +123,11 @@ func (s *Store) unrollContractStats(ctx context.Context, tx *sqlx.Tx, ids []stri
 	if len(w) == 0 {
 		return nil
 	}
-	q, args, err := sqlx.In(`SELECT contract_name, COALESCE(contract_version, 0) AS contract_version, status, health, COUNT(*) AS n
- FROM threads WHERE id IN (?) AND contract_name IS NOT NULL AND status <> 'active' AND updated_at < ?
- GROUP BY contract_name, COALESCE(contract_version, 0), status, health`, ids, sqldb.Time(w[0]))
-	if err != nil {
-		return err
-	}
+	in, args := s.inIDs("id", ids)
 	var rows []rolledRow
-	if err := tx.SelectContext(ctx, &rows, s.q(q), args...); err != nil {
+	if err := tx.SelectContext(ctx, &rows, s.q(`SELECT contract_name, COALESCE(contract_version, 0) AS contract_version, status, health, COUNT(*) AS n
+ FROM threads WHERE contract_name IS NOT NULL AND status <> 'active' AND updated_at < ? AND `+in+`
+ GROUP BY contract_name, COALESCE(contract_version, 0), status, health`), append([]any{sqldb.Time(w[0])}, args...)...); err != nil {
 		return err
 	}
 	for _, r := range rows {

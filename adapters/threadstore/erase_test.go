@@ -203,6 +203,7 @@ func TestDeleteThreadsRemovesEveryRow(t *testing.T) {
 				t.Fatalf("deleted %+v", recs)
 			}
 			wantNoRows(t, f.db, gone.ID)
+			wantNoOrphans(t, f.db)
 			wantAllRows(t, f, kept.ID)
 			if recs, err := f.store.DeleteThreads(f.ctx, []string{gone.ID}); err != nil || len(recs) != 0 {
 				t.Fatalf("second delete %v %v", recs, err)
@@ -245,6 +246,7 @@ func TestRetentionSweep(t *testing.T) {
 			for _, th := range oldEnded {
 				wantNoRows(t, f.db, th.ID)
 			}
+			wantNoOrphans(t, f.db)
 			for _, th := range []domain.Thread{oldActive, recentActive, recentEnded} {
 				wantAllRows(t, f, th.ID)
 			}
@@ -301,6 +303,85 @@ func TestRetentionSweep(t *testing.T) {
 				t.Fatalf("sweep after reset: %+v %v", res, err)
 			}
 			wantNoRows(t, f.db, ended.ID)
+			wantNoOrphans(t, f.db)
+		})
+	}
+}
+
+// wantNoOrphans checks that no thread table holds a row of a thread that
+// is gone. On PostgreSQL most of these tables have no foreign key to
+// threads (migration 00094): the writers' thread row locks and
+// DeleteThreads' explicit deletes are what keep this true.
+func wantNoOrphans(t *testing.T, db *sqldb.DB) {
+	t.Helper()
+	for _, table := range threadTables(t, db) {
+		var n int
+		if err := db.Get(&n, `SELECT COUNT(*) FROM `+table+` c WHERE NOT EXISTS (SELECT 1 FROM threads t WHERE t.id = c.thread_id)`); err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Errorf("%s holds %d row(s) of threads that are gone", table, n)
+		}
+	}
+}
+
+// Deleting threads while their steps, alerts and grants are being written
+// leaves no row behind: each writer either commits before the delete (and
+// its rows are deleted with the thread) or finds the thread gone.
+func TestDeleteThreadsDuringWritesLeavesNoOrphans(t *testing.T) {
+	for _, d := range sqldbtest.Dialects(t) {
+		t.Run(string(d), func(t *testing.T) {
+			f := newEraseFixture(t, d)
+			for round := 0; round < 5; round++ {
+				th := f.populate(t, fmt.Sprint("busy-", round), false)
+				done := make(chan error, 1)
+				go func() {
+					for i := 0; ; i++ {
+						_, err := f.threads.Application().Commands.RecordStep.Handle(f.ctx, threadsapp.RecordStepInput{ThreadID: th.ID,
+							StepName: "a", Status: "success", IdempotencyKey: fmt.Sprint("w", i), Context: map[string]string{"k": "v"},
+							SubSteps: []threadsapp.SubStepInput{{Name: "check", Status: "success"}}})
+						// Other refusals (the contract closing the thread after
+						// many attempts) go on until the thread is gone.
+						if err != nil && domain.KindOf(err) == domain.KindNotFound {
+							done <- err
+							return
+						}
+					}
+				}()
+				recs, err := f.store.DeleteThreads(f.ctx, []string{th.ID})
+				if err != nil || len(recs) != 1 {
+					t.Fatalf("delete %v %v", recs, err)
+				}
+				if err := <-done; domain.KindOf(err) != domain.KindNotFound {
+					t.Fatalf("a step on the deleted thread: %v, want not found", err)
+				}
+				// Every other writer of a thread's rows finds it gone too.
+				if _, err := f.store.RecordThreadAlert(f.ctx, th.ID, domain.AlertSilent, func(*domain.Thread) (ports.ThreadAlert, bool) {
+					return ports.ThreadAlert{Validation: ports.ValidationRecord{ID: uuid.NewString(), StepName: "global",
+						OverallStatus: domain.ValidationWarning, CreatedAt: f.clock.t}}, true
+				}); domain.KindOf(err) != domain.KindNotFound {
+					t.Fatalf("an alert on the deleted thread: %v, want not found", err)
+				}
+				wantNoRows(t, f.db, th.ID)
+				wantNoOrphans(t, f.db)
+			}
+		})
+	}
+}
+
+// A thread whose rows remain cannot be deleted by any other path (by hand):
+// on SQLite the foreign keys refuse it, on PostgreSQL the statement guard
+// of migration 00094 does.
+func TestThreadWithRowsIsNotDeletedByHand(t *testing.T) {
+	for _, d := range sqldbtest.Dialects(t) {
+		t.Run(string(d), func(t *testing.T) {
+			f := newEraseFixture(t, d)
+			th := f.populate(t, "by-hand", true)
+			if _, err := f.db.Exec(f.db.Rebind(`DELETE FROM threads WHERE id = ?`), th.ID); err == nil {
+				t.Fatal("a thread with steps was deleted by hand")
+			}
+			wantAllRows(t, f, th.ID)
+			wantNoOrphans(t, f.db)
 		})
 	}
 }

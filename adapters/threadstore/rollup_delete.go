@@ -40,13 +40,7 @@ func (s *Store) unrollProblems(ctx context.Context, tx *sqlx.Tx, ids []string) e
 	if len(w) == 0 {
 		return nil
 	}
-	q, args, err := sqlx.In(`SELECT id, `+s.db.UTCHour("created_at")+` AS h, COALESCE(contract_name, '') AS contract_name,
- COALESCE(contract_version, 0) AS contract_version, COALESCE(first_issue_type, '') AS rule, COALESCE(first_issue_step, '') AS step,
- CASE WHEN contract_name IS NULL THEN COALESCE(first_issue_message, '') ELSE '' END AS message
- FROM threads WHERE id IN (?) AND status <> 'active' AND updated_at < ? AND health IN ('FAILED', 'VIOLATED')`, ids, sqldb.Time(w[0]))
-	if err != nil {
-		return err
-	}
+	in, args := s.inIDs("id", ids)
 	var rows []struct {
 		ID      string `db:"id"`
 		Hour    string `db:"h"`
@@ -56,7 +50,11 @@ func (s *Store) unrollProblems(ctx context.Context, tx *sqlx.Tx, ids []string) e
 		Step    string `db:"step"`
 		Message string `db:"message"`
 	}
-	if err := tx.SelectContext(ctx, &rows, s.q(q), args...); err != nil {
+	if err := tx.SelectContext(ctx, &rows, s.q(`SELECT id, `+s.db.UTCHour("created_at")+` AS h, COALESCE(contract_name, '') AS contract_name,
+ COALESCE(contract_version, 0) AS contract_version, COALESCE(first_issue_type, '') AS rule, COALESCE(first_issue_step, '') AS step,
+ CASE WHEN contract_name IS NULL THEN COALESCE(first_issue_message, '') ELSE '' END AS message
+ FROM threads WHERE status <> 'active' AND updated_at < ? AND health IN ('FAILED', 'VIOLATED') AND `+in),
+		append([]any{sqldb.Time(w[0])}, args...)...); err != nil {
 		return err
 	}
 	byKey := map[problemKey][]string{}
@@ -75,16 +73,28 @@ func (s *Store) unrollProblems(ctx context.Context, tx *sqlx.Tx, ids []string) e
 		}
 		byKey[k] = append(byKey[k], r.ID)
 	}
-	for _, k := range keys {
-		gone := byKey[k]
-		q, args, err := sqlx.In(`UPDATE problems_hourly SET n = n - ?,
- example_thread = CASE WHEN example_thread IN (?) THEN '' ELSE example_thread END
- WHERE hour = ? AND contract_name = ? AND contract_version = ? AND rule = ? AND step = ? AND message_class = ?`,
-			len(gone), gone, sqldb.Time(k.hour), k.name, k.version, k.rule, k.step, k.class)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, s.q(q), args...); err != nil {
+	if len(keys) == 0 {
+		return nil
+	}
+	// One statement for all the keys (per maxParams rows of them): the rows'
+	// counts go down by the threads each loses, and a row whose example is
+	// one of the deleted threads loses its example.
+	in, idArgs := s.inIDs("problems_hourly.example_thread", ids)
+	row := `(?,?,?,?,?,?,?)`
+	if s.db.Dialect == sqldb.Postgres {
+		row = `(CAST(? AS TIMESTAMPTZ),?,CAST(? AS INTEGER),?,?,?,CAST(? AS BIGINT))`
+	}
+	vals := make([][]any, len(keys))
+	for i, k := range keys {
+		vals[i] = []any{sqldb.Time(k.hour), k.name, k.version, k.rule, k.step, k.class, len(byKey[k])}
+	}
+	for _, p := range rowsParts(`WITH k (hour, contract_name, contract_version, rule, step, message_class, n) AS (VALUES `, row, `)
+ UPDATE problems_hourly SET n = problems_hourly.n - k.n,
+ example_thread = CASE WHEN `+in+` THEN '' ELSE problems_hourly.example_thread END
+ FROM k WHERE problems_hourly.hour = k.hour AND problems_hourly.contract_name = k.contract_name
+ AND problems_hourly.contract_version = k.contract_version AND problems_hourly.rule = k.rule AND problems_hourly.step = k.step
+ AND problems_hourly.message_class = k.message_class`, 7, vals) {
+		if _, err := tx.ExecContext(ctx, s.q(p.q), append(p.args, idArgs...)...); err != nil {
 			return err
 		}
 	}
@@ -98,31 +108,37 @@ func (s *Store) unrollProblems(ctx context.Context, tx *sqlx.Tx, ids []string) e
 // Counts stay: the map says how threads ran, as the step statistics do.
 // A row whose example is cleared takes the next thread written to it as
 // its example; the map reads the other hours' examples meanwhile.
-func (s *Store) clearMapExamples(ctx context.Context, tx *sqlx.Tx, ids []string) error {
-	q, args, err := sqlx.In(`SELECT t.contract_name, t.contract_version, a.thread_id, a.finished_at, a.recorded_at
- FROM thread_activities a JOIN threads t ON t.id = a.thread_id
- WHERE a.thread_id IN (?) AND t.contract_name IS NOT NULL AND t.contract_version IS NOT NULL`, ids)
-	if err != nil {
-		return err
-	}
-	var rows []struct {
-		Name     string       `db:"contract_name"`
-		Version  int          `db:"contract_version"`
-		Thread   string       `db:"thread_id"`
-		Finished sql.NullTime `db:"finished_at"`
-		Recorded time.Time    `db:"recorded_at"`
-	}
-	if err := tx.SelectContext(ctx, &rows, s.q(q), args...); err != nil {
-		return err
-	}
+func (s *Store) clearMapExamples(ctx context.Context, tx *sqlx.Tx, gone []domain.Thread) error {
 	type version struct {
 		name string
 		v    int
 	}
+	// The contract version of each thread comes from its row, locked and
+	// read by the caller: only the attempts' times are read here.
+	of := map[string]version{}
+	var ids []string
+	for _, t := range gone {
+		if t.ContractName != "" && t.ContractVersion > 0 { // a version is 1 or more; 0 is NULL
+			of[t.ID] = version{t.ContractName, t.ContractVersion}
+			ids = append(ids, t.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	in, args := s.inIDs("thread_id", ids)
+	var rows []struct {
+		Thread   string       `db:"thread_id"`
+		Finished sql.NullTime `db:"finished_at"`
+		Recorded time.Time    `db:"recorded_at"`
+	}
+	if err := tx.SelectContext(ctx, &rows, s.q(`SELECT thread_id, finished_at, recorded_at FROM thread_activities WHERE `+in), args...); err != nil {
+		return err
+	}
 	hours := map[version]map[time.Time]bool{}
 	threads := map[version]map[string]bool{}
 	for _, r := range rows {
-		k := version{r.Name, r.Version}
+		k := of[r.Thread]
 		if hours[k] == nil {
 			hours[k], threads[k] = map[time.Time]bool{}, map[string]bool{}
 		}
@@ -160,16 +176,17 @@ func (s *Store) clearMapExamples(ctx context.Context, tx *sqlx.Tx, ids []string)
 		for d := range dayset {
 			ds = append(ds, sqldb.Time(d))
 		}
+		in, ids := s.inIDs("example_thread", ts)
 		for _, u := range []struct {
 			q    string
 			keys []any
 		}{
 			{`UPDATE process_map_hourly SET example_thread = '' WHERE contract_name = ? AND contract_version = ?
- AND hour IN (?) AND example_thread IN (?)`, hs},
+ AND hour IN (?) AND `, hs},
 			{`UPDATE process_map_daily SET example_thread = '' WHERE contract_name = ? AND contract_version = ?
- AND day IN (?) AND example_thread IN (?)`, ds},
+ AND day IN (?) AND `, ds},
 		} {
-			q, args, err := sqlx.In(u.q, k.name, k.v, u.keys, ts)
+			q, args, err := sqlx.In(u.q+in, append([]any{k.name, k.v, u.keys}, ids...)...)
 			if err != nil {
 				return err
 			}

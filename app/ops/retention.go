@@ -249,12 +249,14 @@ func (r *RetentionSweeper) Sweep(ctx context.Context) (SweepResult, error) {
 		// One entry per thread, its id as the target: a swept thread is
 		// found in the audit log by its id (GET /v1/audit?target=<id>),
 		// like one deleted on request.
-		for _, t := range gone {
+		entries := make([]ports.AuditEntry, len(gone))
+		for i, t := range gone {
 			facts := threadFacts(t)
 			facts["threads_days"], facts["active_idle_days"] = v.ThreadsDays, v.ActiveIdleDays
 			// by the system actor "retention"
-			r.a.record(ctx, domain.PrincipalSystem, "retention", "thread.retention_delete", t.ID, facts)
+			entries[i] = r.a.entry(domain.PrincipalSystem, "retention", "thread.retention_delete", t.ID, facts)
 		}
+		r.a.recordAll(ctx, entries)
 		if len(ids) < r.batchSize {
 			return res, nil
 		}
@@ -283,9 +285,32 @@ func (r *RetentionSweeper) Run(ctx context.Context, interval time.Duration) {
 
 // record writes one audit line.
 func (a retentionAudit) record(ctx context.Context, kind domain.PrincipalKind, actor, action, target string, details map[string]any) {
-	e := ports.AuditEntry{ID: a.newID(), At: a.clock.Now().UTC(), ActorKind: kind, ActorID: actor, Action: action,
+	a.recordAll(ctx, []ports.AuditEntry{a.entry(kind, actor, action, target, details)})
+}
+
+func (a retentionAudit) entry(kind domain.PrincipalKind, actor, action, target string, details map[string]any) ports.AuditEntry {
+	return ports.AuditEntry{ID: a.newID(), At: a.clock.Now().UTC(), ActorKind: kind, ActorID: actor, Action: action,
 		Target: target, Details: details}
-	if err := a.audit.RecordAudit(ctx, e); err != nil {
-		a.log.Error("audit record failed", "action", action, "target", target, "err", err)
+}
+
+// auditBatch is an audit log that writes many lines in one statement (the
+// identity store does): a sweep's batch of 1,000 threads is then one write,
+// not 1,000 commits, which cost more than the delete itself.
+type auditBatch interface {
+	RecordAudits(ctx context.Context, es []ports.AuditEntry) error
+}
+
+// recordAll writes the lines, in one call when the audit log batches.
+func (a retentionAudit) recordAll(ctx context.Context, es []ports.AuditEntry) {
+	if b, ok := a.audit.(auditBatch); ok && len(es) > 1 {
+		if err := b.RecordAudits(ctx, es); err != nil {
+			a.log.Error("audit record failed", "action", es[0].Action, "lines", len(es), "err", err)
+		}
+		return
+	}
+	for _, e := range es {
+		if err := a.audit.RecordAudit(ctx, e); err != nil {
+			a.log.Error("audit record failed", "action", e.Action, "target", e.Target, "err", err)
+		}
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/test/enginebin"
+	"github.com/threadengine/engine/test/testrun"
 )
 
 // Budgets every attack is held to. /healthz is held to answering (every
@@ -43,7 +44,11 @@ const (
 
 var binary string // built once by TestMain
 
+// TestMain builds the engine once and runs three tests at a time: each
+// attacks its own engine process on its own database and port, and much of
+// an attack is waiting on the engine and PostgreSQL (testrun.Parallel).
 func TestMain(m *testing.M) {
+	testrun.Parallel(3)
 	dir, err := os.MkdirTemp("", "abuse-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

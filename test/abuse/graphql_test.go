@@ -77,6 +77,7 @@ func recordSteps(t *testing.T, e *engine, key string, n int) string {
 // nested steps under a full page of threads. Each is refused with
 // COMPLEXITY_LIMIT_EXCEEDED while the engine stays small and responsive.
 func TestGraphQLCostAttacks(t *testing.T) {
+	t.Parallel()
 	for _, d := range dialects(t) {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -47,6 +47,7 @@ func objectBomb() []byte {
 }
 
 func TestOTLPBombs(t *testing.T) {
+	t.Parallel()
 	for _, d := range dialects(t) {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

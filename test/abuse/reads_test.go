@@ -89,8 +89,10 @@ func sortedCountedPage(n, offset int) string {
 // keep their throughput (interleaved windows with and without the attack,
 // in the same run) and the engine its memory budget.
 func TestExpensiveReadsDoNotStarveWriters(t *testing.T) {
+	t.Parallel()
 	for _, d := range dialects(t) {
 		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
 			// A tighter read budget than the default (10,000 points a second,
 			// bursts of 50,000: what the web UI and SDKs need in a burst), as
 			// an operator facing such a reader would set it; the attack is
@@ -222,8 +224,10 @@ func TestExpensiveReadsDoNotStarveWriters(t *testing.T) {
 // bytes are a small fraction of the bytes stored, and the engine stays
 // under its memory budget while a viewer reads them over and over.
 func TestBigContextReadsBounded(t *testing.T) {
+	t.Parallel()
 	for _, d := range dialects(t) {
 		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
 			e := start(t, d)
 			member := e.serviceKey(t, "writer", "member")
 			viewer := e.serviceKey(t, "reader", "viewer")

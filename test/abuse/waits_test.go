@@ -199,8 +199,10 @@ func attack(t *testing.T, e *engine, key string, sockets, perSocket int) (pendin
 // throughput (interleaved windows with and without the pending waits) and
 // the engine stays under its memory budget.
 func TestWaitsDoNotStarveWriters(t *testing.T) {
+	t.Parallel()
 	for _, d := range dialects(t) {
 		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
 			// The safety re-read (notifications.wait_recheck, 30 s by
 			// default) is pushed out of the test's reach: a first-read burst
 			// slowed by a busy machine past 30 s made re-reads the assertion

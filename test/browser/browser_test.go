@@ -224,6 +224,7 @@ func seedThreads(t *testing.T, eng *enginetest.Engine) (okID, failedID, contract
 }
 
 func TestWebUI(t *testing.T) {
+	t.Parallel()
 	ctx := browser(t)
 	eng := enginetest.Start(t, sqldb.SQLite)
 	okID, failedID, contractID := seedThreads(t, eng)
@@ -688,6 +689,7 @@ func TestWebUI(t *testing.T) {
 // A cancelled thread shows its cancel reason as "cancelled: reason", not as a
 // red error (error stays for failures).
 func TestWebUICancelReason(t *testing.T) {
+	t.Parallel()
 	ctx := browser(t)
 	eng := enginetest.Start(t, sqldb.SQLite)
 	actx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Role: domain.RoleAdmin})

@@ -95,6 +95,7 @@ func waitJS(cond string) chromedp.Action[chromedp.Void] { return void(chromedp.P
 // shows its code, and the publish lands; at 1440 and 390 px, with no
 // console error.
 func TestContractEditor(t *testing.T) {
+	t.Parallel()
 	ctx := browser(t)
 	errs := consoleErrors(ctx)
 	eng := enginetest.Start(t, sqldb.SQLite)

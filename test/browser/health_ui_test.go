@@ -194,6 +194,7 @@ func seedHealth(t *testing.T, eng *enginetest.Engine) seeded {
 }
 
 func TestSupportEngineerPages(t *testing.T) {
+	t.Parallel()
 	ctx := browser(t)
 	errs := consoleErrors(ctx)
 	eng := enginetest.Start(t, sqldb.SQLite)

@@ -88,6 +88,7 @@ func setWidth(t *testing.T, ctx context.Context, w int) {
 // fails. Every step has its own element id, the banner links to the failed
 // identity (loaded however deep), repeated steps collapse into one row.
 func TestRepeatedStepsKeyedByIdentity(t *testing.T) {
+	t.Parallel()
 	ctx := browser(t)
 	errs := consoleErrors(ctx)
 	for _, d := range sqldbtest.Dialects(t) {

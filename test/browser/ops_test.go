@@ -18,6 +18,7 @@ import (
 // The operator tools in the UI: thread download and deletion (confirmed),
 // the NDJSON export link, the retention setting and the Audit page.
 func TestOperatorTools(t *testing.T) {
+	t.Parallel()
 	ctx := browser(t)
 	eng := enginetest.Start(t, sqldb.SQLite)
 	okID, failedID, _ := seedThreads(t, eng)

@@ -21,6 +21,7 @@ import (
 // thread page says it failed at the deepest failing span with its status
 // message, its duration is the trace's, and the retry is not a success.
 func TestWebUIOTLPTraceFailsAtItsDeepestSpan(t *testing.T) {
+	t.Parallel()
 	ctx := browser(t)
 	eng := enginetest.Start(t, sqldb.SQLite)
 	t0 := eng.Clock.Now().Add(-3 * time.Second)

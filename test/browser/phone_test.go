@@ -19,6 +19,7 @@ import (
 // API-key sign-in, the audit log filtered by an email, and /login saying what
 // to configure when no identity registry is set.
 func TestPhoneAndKeyboard(t *testing.T) {
+	t.Parallel()
 	ctx := browser(t)
 	errs := consoleErrors(ctx)
 	eng := enginetest.Start(t, sqldb.SQLite)

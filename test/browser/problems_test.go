@@ -106,6 +106,7 @@ func sorted(s []string) []string { c := append([]string{}, s...); sort.Strings(c
 // the right counts, each count opens exactly its threads, and the list's
 // export holds exactly the threads the filtered list shows.
 func TestProblemsAndExport(t *testing.T) {
+	t.Parallel()
 	ctx := browser(t)
 	errs := consoleErrors(ctx)
 	for _, d := range sqldbtest.Dialects(t) {

@@ -35,6 +35,7 @@ terminal_steps: [handover]
 // map counts each step order exactly as often as the threads took it (the
 // SQL count over the step states), forbidden orders in red.
 func TestLongContractThreadAndProcessMap(t *testing.T) {
+	t.Parallel()
 	ctx := browser(t)
 	errs := consoleErrors(ctx)
 	for _, d := range sqldbtest.Dialects(t) {

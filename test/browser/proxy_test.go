@@ -24,6 +24,7 @@ import (
 // proxy (which strips the prefix and sends X-Forwarded-Prefix) and checks that
 // the UI, its assets and every API call stay under the prefix.
 func TestWebUIBehindProxyPrefix(t *testing.T) {
+	t.Parallel()
 	ctx := browser(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -59,6 +59,7 @@ try {
 // served on the same origin as the engine, which sits under /engine behind a
 // reverse proxy, as a web app would use it.
 func TestJavaScriptSDKInBrowser(t *testing.T) {
+	t.Parallel()
 	ctx := browser(t)
 	eng := enginetest.Start(t, sqldb.SQLite)
 	_, file, _, _ := runtime.Caller(0)

@@ -17,6 +17,7 @@ import (
 // The thread page says which signed checkpoint includes the thread and
 // offers the export with proofs; the overview shows the log's size.
 func TestTransparencyLogInTheUI(t *testing.T) {
+	t.Parallel()
 	ctx := browser(t)
 	eng := enginetest.Start(t, sqldb.SQLite)
 	actx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: eng.Admin.ID, Role: domain.RoleAdmin})

@@ -41,6 +41,7 @@ terminal_steps: [ship]
 // added step (its orders added, start → ship removed) and both versions'
 // process-map counts side by side: 3 threads of v1, 2 of v2.
 func TestVersionDiff(t *testing.T) {
+	t.Parallel()
 	ctx := browser(t)
 	errs := consoleErrors(ctx)
 	for _, d := range sqldbtest.Dialects(t) {

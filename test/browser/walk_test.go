@@ -68,6 +68,7 @@ const layoutJS = `(() => {
 // text under 10 px, cuts text off or draws labels over each other, and no
 // page logs a console error. Screenshots: test/artifacts/ui-walk-*.png.
 func TestEveryPageLaysOut(t *testing.T) {
+	t.Parallel()
 	ctx := browser(t)
 	errs := consoleErrors(ctx)
 	for _, d := range sqldbtest.Dialects(t) {

@@ -20,6 +20,7 @@ import (
 // An administrator creates a webhook in the UI (the secret is shown once),
 // presses "Send test", and sees the delivery in the log.
 func TestWebhooksPage(t *testing.T) {
+	t.Parallel()
 	ctx := browser(t)
 	var hits atomic.Int64
 	l, err := net.Listen("tcp", "127.0.0.1:0")

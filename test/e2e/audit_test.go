@@ -32,6 +32,7 @@ func listAudit(t *testing.T, e *enginetest.Engine, key string, q url.Values) aud
 }
 
 func TestAuditListing(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		member, memberKey := e.NewUser(t, domain.RoleMember)
 		// Three contract uploads and a role change, a second apart.

@@ -14,6 +14,7 @@ import (
 // answers "none" for unknown ids, that answer) on both stores, over every
 // transport — never a 500 from PostgreSQL refusing the text.
 func TestIDsWithNULAndControlBytes(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		_, key := e.NewUser(t, domain.RoleMember)
 		bad := []string{"a\x00b", "\x01", "id\x7f"}

@@ -16,6 +16,7 @@ import (
 // (testdata/threadify-docs, copied unchanged) are each refused only for the
 // real errors in them, every one named; transition timeout is accepted.
 func TestContractsFromTheThreadifyDocs(t *testing.T) {
+	t.Parallel()
 	want := map[string][]string{
 		// Steps its transitions and terminal steps name are never defined,
 		// and one owner is not a listed party.
@@ -73,6 +74,7 @@ func TestContractsFromTheThreadifyDocs(t *testing.T) {
 // Defect 7: a contract with no parties and no owners uploads and every SDK
 // can start a thread on it, with whatever role it sends (or none).
 func TestOpenContractThreads(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		resp, body := postYAML(t, e, e.AdminKey, "application/yaml", `contract_name: open_flow
 version: 1

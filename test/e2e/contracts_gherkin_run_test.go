@@ -43,6 +43,7 @@ func refusals(t *testing.T, e *enginetest.Engine, key, query string) (int, []map
 // thread. The shipping example's cross-step equality reads the latest
 // success of the referenced step.
 func TestGherkinContentRulesJudgedAtSubmission(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		if v := metricValue(scrape(t, e, ""), "threadengine_step_refusals_total", map[string]string{"code": "content_rule_failed"}); v != 0 {
 			t.Fatalf("refusal counter at start = %v, want present at 0", v)
@@ -191,6 +192,7 @@ func freshScenario(t *testing.T, writer, w1, w2 *wsClient) {
 }
 
 func TestGherkinFreshApprovals(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		resp, body := sendSource(t, e, http.MethodPost, "/v1/contracts", enginetest.FreshPayFeature)
 		wantStatus(t, resp, body, http.StatusCreated)
@@ -212,6 +214,7 @@ func TestReplicasGherkinFreshApprovals(t *testing.T) {
 // OTLP spans are judged by the same rules: a span breaking a content rule
 // is rejected (partial success naming the rule), not recorded, and logged.
 func TestGherkinContentRulesOverOTLP(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		uploadFixture(t, e, "valid_shipping_confirmation")
 		_, key := e.NewUser(t, domain.RoleMember)

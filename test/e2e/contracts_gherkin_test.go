@@ -56,6 +56,7 @@ type previewBody struct {
 // text/plain and as JSON); invalid ones preview with their expected first
 // error and line, and uploading them is refused with it.
 func TestGherkinFixturesOverHTTP(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob(gherkinFixtures + "/*.feature")
 	if err != nil || len(files) != 11 {
 		t.Fatalf("fixtures %v %v", files, err)
@@ -156,6 +157,7 @@ func payFlow(version, bound string) string {
 // PUT publishes a new version of an existing contract: the Feature name
 // must match the path, the version must be higher, the content changed.
 func TestGherkinPutNewVersion(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		resp, body := sendSource(t, e, http.MethodPut, "/v1/contracts/pay_flow", payFlow("2", "0"))
 		wantProblem(t, resp, body, http.StatusNotFound, string(domain.CodeNotFound))
@@ -194,6 +196,7 @@ func TestGherkinPutNewVersion(t *testing.T) {
 
 // A name no contract can have gets the same coded answer on every store.
 func TestContractNameNotFoundOnEveryStore(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		for _, path := range []string{"/v1/contracts/%00", "/v1/contracts/%00/versions", "/v1/contracts/a%20b/versions/1", "/v1/contracts/" + strings.Repeat("x", 300)} {
 			resp, body := e.Do(t, http.MethodGet, path, e.AdminKey, nil)
@@ -210,6 +213,7 @@ func TestContractNameNotFoundOnEveryStore(t *testing.T) {
 // next-step rules may come in any order, a prerequisite must have
 // succeeded first, and the terminal step completes the thread.
 func TestGherkinContractThread(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		resp, body := sendSource(t, e, http.MethodPost, "/v1/contracts", payFlow("1", "0"))
 		wantStatus(t, resp, body, http.StatusCreated)

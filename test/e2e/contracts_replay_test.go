@@ -48,6 +48,7 @@ type replayBody struct {
 // under a draft, for any reader; a bad draft is invalid_contract with its
 // lines, an unknown contract 404.
 func TestContractReplayOverHTTP(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		resp, body := sendSource(t, e, http.MethodPost, "/v1/contracts", replayPublished)
 		wantStatus(t, resp, body, http.StatusCreated)

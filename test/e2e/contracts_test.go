@@ -63,6 +63,7 @@ type contractJSON struct {
 }
 
 func TestContractsUploadAndRead(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		member, memberKey := e.NewUser(t, domain.RoleMember)
 		_, viewerKey := e.NewUser(t, domain.RoleViewer)
@@ -142,6 +143,7 @@ func TestContractsUploadAndRead(t *testing.T) {
 }
 
 func TestContractsInvalidUploadListsEveryProblem(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		src := `contract_name: "bad name"
 version: 0

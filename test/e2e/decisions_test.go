@@ -72,6 +72,7 @@ func nextOf(t *testing.T, e *enginetest.Engine, tid string) []any {
 // the reference's statuses and reasons; candidate contexts judged by
 // content rules, references and semantic rules.
 func TestDecisionsOverGraphQL(t *testing.T) {
+	t.Parallel()
 	forEachDialectD(t, func(t *testing.T, d sqldb.Dialect) {
 		var calls atomic.Int64
 		cl := classifierServer(t, &calls)
@@ -219,6 +220,7 @@ func TestDecisionsOverGraphQL(t *testing.T) {
 // Without a classifier: goals must name an action, semantic rules deny
 // (fail closed), should is unavailable, and preview says so.
 func TestDecisionsWithoutClassifier(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		resp, body := postPreview(t, e, decisionContract)
 		wantStatus(t, resp, body, http.StatusOK)

@@ -21,6 +21,7 @@ func auditCount(t *testing.T, e *enginetest.Engine, action, target string) int {
 }
 
 func TestDeleteThreadREST(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		_, memberKey := e.NewUser(t, domain.RoleMember)
 		_, viewerKey := e.NewUser(t, domain.RoleViewer)
@@ -70,6 +71,7 @@ func TestDeleteThreadREST(t *testing.T) {
 }
 
 func TestDeleteContractVersionREST(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		_, memberKey := e.NewUser(t, domain.RoleMember)
 		for v := 1; v <= 2; v++ {

@@ -38,6 +38,7 @@ func chainOf(t *testing.T, _ *enginetest.Engine, x opshttp.ExportJSON) domain.Ch
 }
 
 func TestExportRoundTrip(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		putContract(t, e, enginetest.OrderFlowYAML)
 		_, key := e.NewUser(t, domain.RoleMember)
@@ -143,6 +144,7 @@ func TestExportRoundTrip(t *testing.T) {
 
 // More threads than one export batch stream in order, each once.
 func TestExportStreamPages(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		_, key := e.NewUser(t, domain.RoleMember)
 		c := connectWS(t, e, key)

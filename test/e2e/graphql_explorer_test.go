@@ -17,6 +17,7 @@ import (
 // The explorer page runs in a real browser: it loads the schema by
 // introspection and runs the editor's query with the key typed in.
 func TestGraphQLExplorerInBrowser(t *testing.T) {
+	t.Parallel()
 	const chromium = "/usr/bin/chromium"
 	if _, err := os.Stat(chromium); err != nil {
 		t.Skip("chromium is not installed at " + chromium)

@@ -18,6 +18,7 @@ import (
 // (with their totals), ordering, out-of-range pages, resolveActors and
 // verifyStepIntegrity, on both stores.
 func TestGraphQLThreadHealthAndFilters(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		ctx := adminCtx(e)
 		if resp, body := e.Do(t, http.MethodPost, "/v1/contracts", e.AdminKey, map[string]string{"source": enginetest.OrderFlowYAML}); resp.StatusCode != http.StatusCreated {
@@ -216,6 +217,7 @@ func TestGraphQLThreadHealthAndFilters(t *testing.T) {
 // The contracts and overview aggregates answer the same before and after the
 // hourly roll-up, on both stores, with the counts of what was recorded.
 func TestGraphQLStatsAcrossRollup(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		ctx := adminCtx(e)
 		if resp, body := e.Do(t, http.MethodPost, "/v1/contracts", e.AdminKey, map[string]string{"source": enginetest.OrderFlowYAML}); resp.StatusCode != http.StatusCreated {

@@ -11,6 +11,7 @@ import (
 // Thread.linkedFrom answers the threads whose linkedThread:* refs point at
 // a thread, oldest first, on both stores; a thread nobody links to has none.
 func TestGraphQLLinkedFrom(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		_, viewerKey := e.NewUser(t, domain.RoleViewer)
 		c := connectWS(t, e, e.AdminKey)

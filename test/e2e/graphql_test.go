@@ -47,6 +47,7 @@ func adminCtx(e *enginetest.Engine) context.Context {
 }
 
 func TestGraphQLSDKQueries(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		ctx := adminCtx(e)
 		s, err := graphqltest.SeedThread(ctx, e.Server.Threads, "sdk", 3)
@@ -91,6 +92,7 @@ func TestGraphQLSDKQueries(t *testing.T) {
 }
 
 func TestGraphQLAuth(t *testing.T) {
+	t.Parallel()
 	e := enginetest.Start(t, "sqlite")
 	q := map[string]any{"query": `{ threads { totalCount } }`}
 	// X-API-Key works like Bearer.
@@ -115,6 +117,7 @@ func TestGraphQLAuth(t *testing.T) {
 }
 
 func TestGraphQLComplexityLimit(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		for _, c := range []struct {
 			limit, cost int
@@ -146,6 +149,7 @@ func TestGraphQLComplexityLimit(t *testing.T) {
 }
 
 func TestGraphQLMalformedNever500(t *testing.T) {
+	t.Parallel()
 	e := enginetest.Start(t, "sqlite")
 	bodies := []string{`{`, `[]`, `{"query": 5}`, `{"query": "{ thread(id: \"x\") { id } "}`, `{"query": "{ nope }"}`,
 		`{"query": "query($id: ID!){ thread(id: $id) { id } }", "variables": {"id": {"a": 1}}}`,
@@ -177,6 +181,7 @@ func TestGraphQLMalformedNever500(t *testing.T) {
 }
 
 func TestGraphQLExplorerAndContractGraph(t *testing.T) {
+	t.Parallel()
 	e := enginetest.Start(t, "sqlite")
 	resp, body := e.DoWith(t, http.MethodGet, "/graphql", nil, func(r *http.Request) { r.Header.Set("Accept", "text/html,application/xhtml+xml") })
 	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") || !strings.Contains(string(body), "__schema") {
@@ -215,6 +220,7 @@ func TestGraphQLExplorerAndContractGraph(t *testing.T) {
 
 // Every top-level query once, end to end, on each dialect.
 func TestGraphQLEveryQuery(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		ctx := adminCtx(e)
 		s, err := graphqltest.SeedThread(ctx, e.Server.Threads, "every", 2)

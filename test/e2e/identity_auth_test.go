@@ -46,6 +46,7 @@ func sessionInfo(t *testing.T, e *enginetest.Engine, c *http.Cookie) map[string]
 }
 
 func TestSessionsFromKeys(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		ck := exchange(t, e, e.AdminKey)
 		info := sessionInfo(t, e, ck)
@@ -92,6 +93,7 @@ func TestSessionsFromKeys(t *testing.T) {
 }
 
 func TestKeyRevocationEndsSessions(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		_, memberKey := e.NewUser(t, domain.RoleMember)
 		// member creates a second personal key, exchanges it, then revokes it
@@ -135,6 +137,7 @@ func TestKeyRevocationEndsSessions(t *testing.T) {
 }
 
 func TestServiceAccountKeys(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		_, memberKey := e.NewUser(t, domain.RoleMember)
 		sa := map[string]any{"name": "ingest", "create_service_account": map[string]any{"name": "ingest-bot", "role": "member"}}
@@ -173,6 +176,7 @@ func TestServiceAccountKeys(t *testing.T) {
 }
 
 func TestUserStatusGatesCredentials(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		u, key := e.NewUser(t, domain.RoleMember)
 		ck := exchange(t, e, key)
@@ -218,6 +222,7 @@ func TestUserStatusGatesCredentials(t *testing.T) {
 }
 
 func TestExchangeAndLogout(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		resp, body := e.Do(t, http.MethodPost, "/auth/api-key/exchange", "", map[string]any{"api_key": e.AdminKey, "license_key": "x"})
 		wantProblem(t, resp, body, http.StatusBadRequest, "validation_failed")
@@ -262,6 +267,7 @@ func TestExchangeAndLogout(t *testing.T) {
 }
 
 func TestLicenseExchange(t *testing.T) {
+	t.Parallel()
 	forEachDialectD(t, func(t *testing.T, d sqldb.Dialect) {
 		e := enginetest.Start(t, d, enginetest.WithConfig(func(c *config.Config) { c.Registry.LicenseKey = "lic-0123456789" }))
 		resp, body := e.Do(t, http.MethodPost, "/auth/api-key/exchange", "", map[string]any{"license_key": "lic-wrong"})
@@ -276,6 +282,7 @@ func TestLicenseExchange(t *testing.T) {
 }
 
 func TestMetricsAndHealth(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		e.Do(t, http.MethodGet, "/v1/users", e.AdminKey, nil)
 		resp, body := e.Do(t, http.MethodGet, "/metrics", "", nil)
@@ -292,6 +299,7 @@ func TestMetricsAndHealth(t *testing.T) {
 // key prefix), then 429 with Retry-After for further failures — but a valid
 // key from the same address is never refused.
 func TestExchangeThrottlesFailures(t *testing.T) {
+	t.Parallel()
 	e := enginetest.Start(t, sqldb.SQLite)
 	guess := "td_guessguessguessguessguessguessguessguessgu"
 	for i := 0; i < 20; i++ {

@@ -20,6 +20,7 @@ import (
 // TestShutdownDrainsInFlightRequests is what SIGTERM does in `serve`: stop
 // accepting, let running requests finish, then close the store.
 func TestShutdownDrainsInFlightRequests(t *testing.T) {
+	t.Parallel()
 	e := enginetest.Start(t, sqldb.SQLite)
 	started, release := make(chan struct{}), make(chan struct{})
 	var finished atomic.Bool
@@ -76,6 +77,7 @@ func TestShutdownDrainsInFlightRequests(t *testing.T) {
 // Shutdown closes open WebSockets with a close frame (1001) before the store
 // closes, instead of leaving them open to answer "internal error".
 func TestShutdownClosesOpenSockets(t *testing.T) {
+	t.Parallel()
 	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
 		e := enginetest.Start(t, d)
 		c := dialWS(t, e)

@@ -15,6 +15,7 @@ import (
 // a success or a coded refusal (409 last admin, 403 for an admin demoted
 // meanwhile); none is a 5xx, and the database reports no deadlock.
 func TestAdminStormOverHTTP(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		var admins, members []domain.User
 		var keys []string

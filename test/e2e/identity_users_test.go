@@ -17,6 +17,7 @@ func patchUser(t *testing.T, e *enginetest.Engine, key, id string, body any) (*h
 
 // TestUserStatusTable walks every row of the user status table.
 func TestUserStatusTable(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		// (none) -> invited
 		resp, body := e.Do(t, http.MethodPost, "/v1/users", e.AdminKey, map[string]any{"email": "Ann@Example.com", "full_name": "Ann", "role": "member"})
@@ -92,6 +93,7 @@ func TestUserStatusTable(t *testing.T) {
 }
 
 func TestUserListAndPermissions(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		_, viewerKey := e.NewUser(t, domain.RoleViewer)
 		_, memberKey := e.NewUser(t, domain.RoleMember)
@@ -131,6 +133,7 @@ func TestUserListAndPermissions(t *testing.T) {
 }
 
 func TestStrictBodies(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		cases := []struct {
 			name, body string
@@ -165,6 +168,7 @@ func TestStrictBodies(t *testing.T) {
 // TestLastAdminUnderConcurrency has two admins demote and suspend each other
 // concurrently: exactly the invariant must hold, never a 500.
 func TestLastAdminUnderConcurrency(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		second, secondKey := e.NewUser(t, domain.RoleAdmin)
 		var wg sync.WaitGroup

@@ -14,6 +14,7 @@ import (
 // error on both stores and every transport, never an internal error; and
 // GET /v1/contracts/%00 is answered the same on both stores.
 func TestLongSearchFiltersAreCoded(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		_, key := e.NewUser(t, domain.RoleViewer)
 		long := strings.Repeat("x", 50001)

@@ -195,6 +195,7 @@ func setupMCPFixture(t testing.TB, e *enginetest.Engine) mcpFixture {
 }
 
 func TestMCPEndToEnd(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		fx := setupMCPFixture(t, e)
 		// A viewer key reads everything the tools expose.
@@ -555,6 +556,7 @@ func TestMCPEndToEnd(t *testing.T) {
 }
 
 func TestMCPAuthentication(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		_, key := e.NewUser(t, domain.RoleViewer)
 		initialize := map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{

@@ -54,6 +54,7 @@ var lazySeries = map[string]bool{
 // scripted session every per-action counter moved exactly as the session
 // did.
 func TestMetricsPerActionFromStart(t *testing.T) {
+	t.Parallel()
 	forEachDialectD(t, func(t *testing.T, d sqldb.Dialect) {
 		e := enginetest.Start(t, d, enginetest.WithConfig(func(c *config.Config) {
 			alertsFast(c)

@@ -216,6 +216,7 @@ func metricsWorkload(t *testing.T, e *enginetest.Engine) map[string]*dto.MetricF
 }
 
 func TestEngineMetrics(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		fams := metricsWorkload(t, e)
 		checkDashboard(t, fams)

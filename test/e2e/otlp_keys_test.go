@@ -18,6 +18,7 @@ import (
 // trace without the key, startThread with refs.otel_trace_id and the thread
 // action with the key all resume it.
 func TestOTLPThreadKeyAndTraceShareAThread(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		_, key := e.NewUser(t, domain.RoleMember)
 		keyed := traceReq(0xcd, "Keyed order")

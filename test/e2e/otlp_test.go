@@ -67,6 +67,7 @@ func traceReq(traceID byte, label string) *tracepb.TracesData {
 }
 
 func TestOTLPIngestion(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		_, key := e.NewUser(t, domain.RoleMember)
 		_, viewerKey := e.NewUser(t, domain.RoleViewer)
@@ -167,6 +168,7 @@ func TestOTLPIngestion(t *testing.T) {
 
 // Bearer auth works, and spans a thread refuses come back as partial success.
 func TestOTLPBearerAndPartialSuccess(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		_, key := e.NewUser(t, domain.RoleMember)
 		c := connectWS(t, e, key)

@@ -25,6 +25,7 @@ import (
 // reach their use case's store; without it, authentication itself is
 // refused as unavailable.
 func TestDatabaseOutageIsRetryable(t *testing.T) {
+	t.Parallel()
 	for _, cached := range []bool{true, false} {
 		ttl := time.Duration(0)
 		if cached {
@@ -145,6 +146,7 @@ func outage(t *testing.T, e *enginetest.Engine, cached bool, cut func()) {
 // does not exist (REST, GraphQL, WebSocket, MCP) and a viewer writing
 // (REST, WebSocket, OTLP).
 func TestSameErrorSameCode(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		// not_found.
 		resp, body := e.Do(t, http.MethodGet, "/v1/contracts/no_such_contract", e.AdminKey, nil)

@@ -48,6 +48,7 @@ func recordBig(t *testing.T, e *enginetest.Engine, n, size int) string {
 // read alone; the answer's bytes are bounded; a read's deadline and the
 // per-principal points budget answer coded errors.
 func TestReadsBounded(t *testing.T) {
+	t.Parallel()
 	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
 		e := enginetest.Start(t, d, enginetest.WithConfig(func(c *config.Config) {
 			c.Limits.GraphQL.PointsPerSecond, c.Limits.GraphQL.PointsBurst = 1, 1200
@@ -108,6 +109,7 @@ func TestReadsBounded(t *testing.T) {
 // The answer's byte budget and the deadline, each with an engine
 // configured to reach it.
 func TestReadsCutAnswerCodedErrors(t *testing.T) {
+	t.Parallel()
 	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
 		e := enginetest.Start(t, d, enginetest.WithConfig(func(c *config.Config) {
 			c.Limits.GraphQL.MaxResponseBytes = 2000
@@ -153,6 +155,7 @@ func TestReadsCutAnswerCodedErrors(t *testing.T) {
 // truncation line; following its continuations exports every thread
 // once, each response within the budget plus one thread.
 func TestExportByteBudget(t *testing.T) {
+	t.Parallel()
 	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
 		const budget = 30000
 		e := enginetest.Start(t, d, enginetest.WithConfig(func(c *config.Config) { c.Limits.GraphQL.ExportMaxBytes = budget }))
@@ -214,6 +217,7 @@ func TestExportByteBudget(t *testing.T) {
 // the status line (the Node SDK prints `${status} ${statusText}`): it is
 // the reason phrase of the 422, and the body is the usual one.
 func TestRefusalMessageInStatusLine(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		_, key := e.NewUser(t, domain.RoleViewer)
 		resp, body := e.Do(t, http.MethodPost, "/graphql", key, map[string]any{"query": `{ stepHistory(threadId: "t", stepName: "s", limit: 1000) { attempt context } }`})
@@ -242,6 +246,7 @@ func TestRefusalMessageInStatusLine(t *testing.T) {
 // and no refill to speak of, the 101st call of one principal is refused
 // with limit_exceeded, while another principal's calls still run.
 func TestMCPToolsPassTheReadGate(t *testing.T) {
+	t.Parallel()
 	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
 		e := enginetest.Start(t, d, enginetest.WithConfig(func(c *config.Config) {
 			c.Limits.GraphQL.PointsPerSecond, c.Limits.GraphQL.PointsBurst = 1, 1000

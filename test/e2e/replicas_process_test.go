@@ -34,11 +34,19 @@ type replicaSet struct {
 	ownerKey string
 }
 
+// replicaSets lets one replica set run at a time: three engine processes
+// hold about 35 PostgreSQL connections, and two sets beside the package's
+// other parallel tests and the rest of go test -p 4 ./... went over
+// PostgreSQL's default max_connections (100).
+var replicaSets = make(chan struct{}, 1)
+
 func startReplicaSet(t *testing.T, n int) *replicaSet {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds and runs the engine binary")
 	}
+	replicaSets <- struct{}{}
+	t.Cleanup(func() { <-replicaSets }) // registered first: runs after the processes stop
 	url := sqldbtest.URL(t, sqldb.Postgres)
 	bin := enginebin.Path(t)
 	rs := &replicaSet{bin: bin, url: url}
@@ -90,6 +98,7 @@ func (rs *replicaSet) newKey(t *testing.T, i int, name string) (key, id string) 
 
 // Three engine processes on one database act as one engine.
 func TestReplicaSetOfThreeProcesses(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(sqldbtest.PostgresEnv) == "" {
 		t.Skipf("%s not set", sqldbtest.PostgresEnv)
 	}
@@ -155,6 +164,7 @@ func TestReplicaSetOfThreeProcesses(t *testing.T) {
 // subscriber, reconnected to replica 2, receives every notification it had
 // not acknowledged (redeliveries carry the same notification id).
 func TestReplicaSetKill9(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(sqldbtest.PostgresEnv) == "" {
 		t.Skipf("%s not set", sqldbtest.PostgresEnv)
 	}

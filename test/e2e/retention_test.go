@@ -14,6 +14,7 @@ import (
 )
 
 func TestRetentionSettingAndSweep(t *testing.T) {
+	t.Parallel()
 	forEachDialectD(t, func(t *testing.T, d sqldb.Dialect) {
 		e := enginetest.Start(t, d, enginetest.WithConfig(func(c *config.Config) { c.Retention.ThreadsDays = 30 }))
 		_, memberKey := e.NewUser(t, domain.RoleMember)

@@ -113,6 +113,7 @@ func sorted(ids ...string) []string {
 // other thread answers exactly like one that does not exist. Humans and
 // unscoped service accounts read every thread.
 func TestScopedReads(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		f := setupScopedFixture(t, e)
 		const missing = "00000000-0000-4000-8000-000000000000"
@@ -311,6 +312,7 @@ func TestScopedReads(t *testing.T) {
 // own thread, and a threadify.thread_id it may not see is refused exactly
 // like an unknown one.
 func TestScopedOTLP(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		_, memberKey := e.NewUser(t, domain.RoleMember)
 		scopedKey, _ := newServiceKey(t, e, "scoped-otel", "party")

@@ -26,6 +26,7 @@ const signInChromium = "/usr/bin/chromium"
 // login form → back on the engine, signed in. Screenshots of each page go to
 // test/artifacts/.
 func TestSignInHeadlessChromium(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat(signInChromium); err != nil {
 		t.Skip("chromium is not installed at " + signInChromium)
 	}

@@ -16,6 +16,7 @@ import (
 // configured license key creates the registry's license owner as an active
 // admin and signs them in, so the install is usable without a browser flow.
 func TestLicenseExchangeBootstrapsOwner(t *testing.T) {
+	t.Parallel()
 	reg := startRegistry(t)
 	forEachDialectD(t, func(t *testing.T, d sqldb.Dialect) {
 		e := enginetest.Start(t, d, enginetest.WithoutOwner(), enginetest.WithConfig(func(c *config.Config) {

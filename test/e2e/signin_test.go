@@ -19,6 +19,7 @@ import (
 // active admin), invitation activation with a case-insensitive email match,
 // and a returning user coming back through the identity binding.
 func TestSignInOwnerAndInvited(t *testing.T) {
+	t.Parallel()
 	reg := startRegistry(t)
 	forEachDialectD(t, func(t *testing.T, d sqldb.Dialect) {
 		e := startSignInEngine(t, d, reg, "lic-good", 0)
@@ -96,6 +97,7 @@ func TestSignInOwnerAndInvited(t *testing.T) {
 
 // TestSignInRefusals covers every refusal that depends on the person.
 func TestSignInRefusals(t *testing.T) {
+	t.Parallel()
 	reg := startRegistry(t)
 	e := startSignInEngine(t, sqldb.SQLite, reg, "lic-good", 0)
 	ctx := context.Background()
@@ -164,6 +166,7 @@ func TestSignInRefusals(t *testing.T) {
 // trip (in the login cookie) to the page the person was going to, and that
 // anything but a same-site path lands on the home page instead.
 func TestSignInNext(t *testing.T) {
+	t.Parallel()
 	reg := startRegistry(t)
 	e := startSignInEngine(t, sqldb.SQLite, reg, "lic-good", 0)
 	e.InviteUser(t, "invitee@example.com", domain.RoleMember)
@@ -201,6 +204,7 @@ func TestSignInNext(t *testing.T) {
 // anyone is sent to the registry, is explained on /login (or as JSON), and
 // leaves no session.
 func TestSignInLicenseRules(t *testing.T) {
+	t.Parallel()
 	reg := startRegistry(t)
 	base := devregistry.License{Account: "acme", OwnerEmail: licOwner, Products: []string{"threadengine"}, ManagedIdentity: true}
 	cases := []struct {
@@ -241,6 +245,7 @@ func TestSignInLicenseRules(t *testing.T) {
 // suspended after start blocks new browser sign-ins without deleting data,
 // and sign-in works again once the license is restored.
 func TestSignInLicenseSuspendedLater(t *testing.T) {
+	t.Parallel()
 	reg := startRegistry(t)
 	l := devregistry.License{Key: "lic-later", Account: "acme", OwnerEmail: licOwner, Products: []string{"threadengine"}, ManagedIdentity: true}
 	reg.PutLicense(l)
@@ -274,6 +279,7 @@ func TestSignInLicenseSuspendedLater(t *testing.T) {
 // provider's end-session URL, which ends the registry session and comes back
 // to the engine's /login.
 func TestSignInLogout(t *testing.T) {
+	t.Parallel()
 	reg := startRegistry(t)
 	e := startSignInEngine(t, sqldb.SQLite, reg, "lic-good", 0)
 	e.InviteUser(t, "invitee@example.com", domain.RoleMember)

@@ -13,6 +13,7 @@ import (
 // version after a thread starts, after a step and after it ends; readers
 // only.
 func TestThreadsVersion(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		_, viewerKey := e.NewUser(t, domain.RoleViewer)
 		version := func(etag string) (int, string) {

@@ -129,6 +129,7 @@ func attr(s *tracepb.Span, k string) string {
 // GraphQL request and an MCP tool call continue the traceparent of their
 // HTTP request; log lines of a traced request carry its trace id.
 func TestEngineTracesAStep(t *testing.T) {
+	t.Parallel()
 	forEachDialectD(t, func(t *testing.T, d sqldb.Dialect) {
 		col := newCollector(t)
 		logs := httperrtest.NewLogs()

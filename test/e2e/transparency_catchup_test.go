@@ -15,6 +15,7 @@ import (
 // in SQL while this release is stopped); the next engine to start appends
 // it to the log.
 func TestStartAppendsStepsWrittenWithoutTheirLeaf(t *testing.T) {
+	t.Parallel()
 	forEachDialectD(t, func(t *testing.T, d sqldb.Dialect) {
 		first := enginetest.Start(t, d)
 		c := connectWS(t, first, first.AdminKey)

@@ -20,6 +20,7 @@ import (
 // from one verifies offline (CLI and Node) against a checkpoint saved from
 // the other.
 func TestTwoReplicasKeepOneLog(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(sqldbtest.PostgresEnv) == "" {
 		t.Skipf("%s not set", sqldbtest.PostgresEnv)
 	}

@@ -98,6 +98,7 @@ func writeFile(t *testing.T, name string, b []byte) string {
 // both offline verifiers accept it, and reject a changed value, a withheld
 // step, a wrong key and a forged consistency proof, naming what failed.
 func TestExportVerifiesOfflineWithTwoVerifiers(t *testing.T) {
+	t.Parallel()
 	verifiers := offlineVerifiers(t)
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		_, memberKey := e.NewUser(t, domain.RoleMember)

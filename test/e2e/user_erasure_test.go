@@ -19,6 +19,7 @@ import (
 // user list and the audit log; the threads it wrote still verify; an active
 // user (the last admin included) cannot be erased.
 func TestEraseArchivedUser(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		u, key := e.NewUser(t, domain.RoleMember)
 		email := u.Email
@@ -104,6 +105,7 @@ func TestEraseArchivedUser(t *testing.T) {
 // audit.retention_days deletes older audit lines in the background sweep;
 // the sweep leaves a line saying how many went.
 func TestAuditRetention(t *testing.T) {
+	t.Parallel()
 	forEachDialectD(t, func(t *testing.T, d sqldb.Dialect) {
 		e := enginetest.Start(t, d, enginetest.WithConfig(func(c *config.Config) { c.Audit.RetentionDays = 30 }))
 		old := e.InviteUser(t, "old@example.com", domain.RoleViewer)

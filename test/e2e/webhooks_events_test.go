@@ -13,6 +13,7 @@ import (
 // minimum severity they reach, and the thread a critical violation fails
 // reaches the webhooks subscribed to thread.failed.
 func TestWebhooksEventsFromRealThreads(t *testing.T) {
+	t.Parallel()
 	forEachDialectD(t, func(t *testing.T, d sqldb.Dialect) {
 		e := enginetest.Start(t, d, enginetest.WithConfig(alertsFast))
 		resp, body := postYAML(t, e, e.AdminKey, "application/yaml", contractYAML(1))

@@ -147,6 +147,7 @@ func deliveries(t *testing.T, e *enginetest.Engine, id string) []opshttp.Deliver
 // receiver, retried after the receiver fails (same webhook-id), and the
 // delivery log shows both attempts; send test and slack format work.
 func TestWebhooksDeliverSignedAndRetry(t *testing.T) {
+	t.Parallel()
 	forEachDialectD(t, func(t *testing.T, d sqldb.Dialect) {
 		e := enginetest.Start(t, d, enginetest.WithConfig(alertsFast))
 		_, memberKey := e.NewUser(t, domain.RoleMember)
@@ -245,6 +246,7 @@ func TestWebhooksDeliverSignedAndRetry(t *testing.T) {
 // Deliveries pending when the engine stops are sent by the next engine on
 // the same database.
 func TestWebhooksSurviveRestart(t *testing.T) {
+	t.Parallel()
 	forEachDialectD(t, func(t *testing.T, d sqldb.Dialect) {
 		rcv := newReceiver(t)
 		rcv.set(0, true)
@@ -282,6 +284,7 @@ func TestWebhooksSurviveRestart(t *testing.T) {
 // max_duration (visible in GraphQL without a new step), once however many
 // sweeps run, and the overdue alert reaches the webhook.
 func TestAlertSweepRecordsOverdueThreads(t *testing.T) {
+	t.Parallel()
 	forEachDialectD(t, func(t *testing.T, d sqldb.Dialect) {
 		e := enginetest.Start(t, d, enginetest.WithConfig(func(c *config.Config) { alertsFast(c); c.Alerts.SweepInterval = time.Hour }))
 		rcv := newReceiver(t)

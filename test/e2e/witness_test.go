@@ -45,6 +45,7 @@ func (s *syncBuffer) String() string {
 // size the witness cosigned, 422 for a larger one not consistent with it,
 // and its checkpoints carry no cosignature.
 func TestWitnessCosignsAndRefusesAFork(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the engine binary")
 	}

@@ -23,6 +23,7 @@ func putContract(t *testing.T, e *enginetest.Engine, src string) {
 }
 
 func TestWSContractThreads(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		putContract(t, e, enginetest.OrderFlowYAML)
 		_, key := e.NewUser(t, domain.RoleMember)

@@ -32,6 +32,7 @@ const crashSecret = "crash-test-hash-chain-secret-0123456789"
 // several connections, SIGKILLs the engine mid-stream, restarts it and checks
 // that every step it acknowledged is stored, with an intact hash chain.
 func TestWSAckedStepsSurviveKill9(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the engine binary")
 	}

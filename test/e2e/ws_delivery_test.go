@@ -22,6 +22,7 @@ func pushKey(n map[string]any) string {
 // principal held the key (a reconnect) and what was pushed and never
 // acknowledged; and, after an explicit unsubscribe, none of those.
 func TestWSHeldNotificationsGoToClaimants(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		_, key := e.NewUser(t, domain.RoleMember)
 		writer := connectWS(t, e, key)
@@ -111,6 +112,7 @@ func TestReplicasHeldNotifications(t *testing.T) {
 // redelivered, its ack settling nothing — while the session that wrote a
 // step gets none, and a subscriber still gets the acknowledged push.
 func TestWSFollowersGetCopies(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		_, ownerKey := e.NewUser(t, domain.RoleMember)
 		_, guestKey := e.NewUser(t, domain.RoleMember)
@@ -183,6 +185,7 @@ func TestReplicasFollowersGetCopies(t *testing.T) {
 // (limits.ws.max_waits_*), refused with limit_exceeded; a wait that answers
 // frees its place.
 func TestWSWaitLimits(t *testing.T) {
+	t.Parallel()
 	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
 		e := enginetest.Start(t, d, enginetest.WithConfig(func(c *config.Config) {
 			c.Limits.WS.MaxWaitsPerSocket, c.Limits.WS.MaxWaitsPerPrincipal = 2, 3

@@ -14,6 +14,7 @@ import (
 // out, silently. Replies come in request order, so a reply to a frame without
 // requestId would arrive before the reply to the tagged frame sent after it.
 func TestWSFireAndForgetFramesAnsweredOnlyWithRequestID(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		_, key := e.NewUser(t, domain.RoleMember)
 		c := dialWS(t, e)

@@ -94,6 +94,7 @@ func grantScenario(t *testing.T, writer, w1, w2 *wsClient) {
 }
 
 func TestWSGrantConsumesPredecessor(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		putContract(t, e, enginetest.OrderFlowYAML)
 		_, key := e.NewUser(t, domain.RoleMember)

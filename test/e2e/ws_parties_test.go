@@ -35,6 +35,7 @@ func startOrder(t *testing.T, c *wsClient) string {
 // Defect 1: one API key, two services. join(threadId, 'warehouse') acts as
 // warehouse, so the warehouse's terminal step completes the thread.
 func TestWSOneKeyTwoServices(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		putContract(t, e, enginetest.OrderFlowYAML)
 		_, key := e.NewUser(t, domain.RoleMember)
@@ -69,6 +70,7 @@ func TestWSOneKeyTwoServices(t *testing.T) {
 
 // Defect 1 with a second key for the warehouse, invited as participant.
 func TestWSSecondKeyForWarehouse(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		putContract(t, e, enginetest.OrderFlowYAML)
 		_, k1 := e.NewUser(t, domain.RoleMember)
@@ -92,6 +94,7 @@ func TestWSSecondKeyForWarehouse(t *testing.T) {
 // Defect 2 and 3: a key that never started nor joined — a member, or an
 // admin — cannot write to a thread by id; joining by id needs an invitation.
 func TestWSUnjoinedWriter(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		putContract(t, e, enginetest.OrderFlowYAML)
 		_, k1 := e.NewUser(t, domain.RoleMember)
@@ -115,6 +118,7 @@ func TestWSUnjoinedWriter(t *testing.T) {
 
 // Defect 3: an observer invited by token who joins by id stays an observer.
 func TestWSObserverJoinsByID(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		_, k1 := e.NewUser(t, domain.RoleMember)
 		_, k2 := e.NewUser(t, domain.RoleMember)
@@ -137,6 +141,7 @@ func TestWSObserverJoinsByID(t *testing.T) {
 
 // Defect 4: inviteParty without a thread on a connection holding several.
 func TestWSAmbiguousInvite(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		_, k1 := e.NewUser(t, domain.RoleMember)
 		c := connectWS(t, e, k1)
@@ -154,6 +159,7 @@ func TestWSAmbiguousInvite(t *testing.T) {
 // Node SDK client (which never sends threadId) that completed one thread and
 // started the next invites to the one it is on.
 func TestWSInviteAfterAnEndedThread(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		_, k1 := e.NewUser(t, domain.RoleMember)
 		c := connectWS(t, e, k1)
@@ -168,6 +174,7 @@ func TestWSInviteAfterAnEndedThread(t *testing.T) {
 
 // Defect 5: grants from inviteParty expire with the invitation.
 func TestWSExpiredGrant(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		_, k1 := e.NewUser(t, domain.RoleMember)
 		_, k2 := e.NewUser(t, domain.RoleMember)
@@ -189,6 +196,7 @@ func TestWSExpiredGrant(t *testing.T) {
 
 // Defect 6: statuses, cancel reasons, sub-step order, JSON text.
 func TestWSStatusesReasonsAndOrder(t *testing.T) {
+	t.Parallel()
 	texts := map[string]string{}
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		_, k1 := e.NewUser(t, domain.RoleMember)

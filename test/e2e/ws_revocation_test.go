@@ -16,6 +16,7 @@ import (
 // archiving a user, or revoking the key a socket connected with, closes the
 // open sockets within 1 s (1008), not at the next 30 s re-check.
 func TestWithdrawnCredentialsCloseSockets(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		withdraw := map[string]func(u domain.User, keyID string) (*http.Response, []byte){
 			"suspended": func(u domain.User, _ string) (*http.Response, []byte) {

@@ -17,6 +17,7 @@ var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4
 
 // TestWSProtocolScenario walks the protocol doc's §9 scenario by hand.
 func TestWSProtocolScenario(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		owner, key := e.NewUser(t, domain.RoleMember)
 
@@ -183,6 +184,7 @@ func TestWSProtocolScenario(t *testing.T) {
 }
 
 func TestWSPermissionsAndParties(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		_, ownerKey := e.NewUser(t, domain.RoleMember)
 		_, viewerKey := e.NewUser(t, domain.RoleViewer)
@@ -263,6 +265,7 @@ func TestWSPermissionsAndParties(t *testing.T) {
 }
 
 func TestWSNotificationRedelivery(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		e.Server.Threads.Hub().SetRedeliverAfter(300 * time.Millisecond)
 		_, key := e.NewUser(t, domain.RoleMember)
@@ -308,6 +311,7 @@ func TestWSNotificationRedelivery(t *testing.T) {
 
 // At most maxInFlight pushes are unacknowledged per session; acks release the rest.
 func TestWSMaxInFlight(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		_, key := e.NewUser(t, domain.RoleMember)
 		c := dialWS(t, e)
@@ -343,6 +347,7 @@ func TestWSMaxInFlight(t *testing.T) {
 // (same invocationId) is a duplicate of that attempt even when it failed, so
 // it is not counted as a retry; a new attempt (new invocationId) is.
 func TestWSInvocationIDDedupe(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		_, key := e.NewUser(t, domain.RoleMember)
 		c := connectWS(t, e, key)
@@ -407,6 +412,7 @@ func TestWSInvocationIDDedupe(t *testing.T) {
 // session that sent any execution.* or validation.* name keeps that
 // vocabulary even after a step.* subscription.
 func TestWSGoVocabularyKept(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *enginetest.Engine) {
 		_, key := e.NewUser(t, domain.RoleMember)
 		c := connectWS(t, e, key)

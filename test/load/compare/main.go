@@ -56,6 +56,11 @@ type config struct {
 	pprofAddr  string
 	dir        string
 	db         *sql.DB // the measured database, for backend CPU samples
+	// sweepBatch and sweepPause set retention.batch_size and
+	// retention.batch_pause of the sweeping engine (--sweep; 0 and -1: the
+	// engine's defaults).
+	sweepBatch int
+	sweepPause time.Duration
 }
 
 func main() {
@@ -70,6 +75,8 @@ func main() {
 	flag.IntVar(&c.readConns, "read-conns", 4, "pgbench clients and HTTP connections for the reads")
 	flag.StringVar(&c.bin, "bin", "", "engine binary (default: build ./cmd/threadengine)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the database afterwards")
+	flag.IntVar(&c.sweepBatch, "sweep-batch", 0, "with --sweep: retention.batch_size of the sweeping engine (0: its default)")
+	flag.DurationVar(&c.sweepPause, "sweep-pause", -1, "with --sweep: retention.batch_pause of the sweeping engine (negative: its default)")
 	sweep := flag.Bool("sweep", false, "instead: ingestion with and without a retention sweep of 1 M old steps running (see sweep.go)")
 	flag.StringVar(&c.profiles, "profiles", "", "write a CPU profile of the engine for each engine run into this directory (go tool pprof <binary> <file>)")
 	flag.Parse()
