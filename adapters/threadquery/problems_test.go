@@ -70,6 +70,16 @@ func TestProblemRowsEqualACountOverThreads(t *testing.T) {
 			}
 			old = append(old, add(contract, status, health, rule, step, msg, created, created.Add(time.Duration(i)*time.Minute), 1))
 		}
+		// One cause in two hours of one day (two hour rows, one day row),
+		// and a third thread of the first hour ended after the first
+		// roll-ups: rolled up later, it adds to the existing hour row
+		// (the roll-up's upsert updates it, and its trigger the day row).
+		twins := []string{add("c0", "failed", "FAILED", "step_failed", "twin", "", now.Add(-26*time.Hour), now.Add(-26*time.Hour+time.Minute), 1),
+			add("c0", "failed", "FAILED", "step_failed", "twin", "", now.Add(-25*time.Hour), now.Add(-25*time.Hour+time.Minute), 1),
+			add("c0", "failed", "FAILED", "step_failed", "twin", "", now.Add(-26*time.Hour+5*time.Minute), now.Add(-time.Minute), 1)}
+		if _, err := db.Exec(db.Rebind(`UPDATE threads SET contract_version = 1 WHERE id IN (?, ?, ?)`), twins[0], twins[1], twins[2]); err != nil {
+			t.Fatal(err)
+		}
 		s := threadquery.New(db)
 		since, until := now.Add(-48*time.Hour).Truncate(time.Hour), now.Truncate(time.Hour).Add(time.Hour)
 		raw := func() map[problemCause]int {
@@ -121,22 +131,72 @@ func TestProblemRowsEqualACountOverThreads(t *testing.T) {
 			if want := raw(); !reflect.DeepEqual(got, want) {
 				t.Fatalf("%s:\n got %v\nwant %v", stage, got, want)
 			}
-			// In buckets of 5 hours from since.
-			rows, err = s.ProblemRows(ctx, since, until, 5*time.Hour, 10000)
-			if err != nil {
+			// In buckets of 5 hours from since (hours only), of 24 hours
+			// (from 12:00: no day lies in one bucket) and of 36 hours (the
+			// window's whole day, 26 November, is read from problems_daily).
+			for _, width := range []time.Duration{5 * time.Hour, 24 * time.Hour, 36 * time.Hour} {
+				rows, err = s.ProblemRows(ctx, since, until, width, 10000)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = map[problemCause]int{}
+				for _, r := range rows {
+					got[problemCause{r.Start, r.ContractName, r.ContractVersion, r.Rule, r.Step, r.MessageClass}] += r.Count
+					if r.Example != "" && !exists(r.Example) {
+						t.Fatalf("%s, %s buckets: example %s of %+v is deleted", stage, width, r.Example, r)
+					}
+				}
+				want := map[problemCause]int{}
+				for k, n := range raw() {
+					k.hour = since.Add(k.hour.Sub(since) / width * width)
+					want[k] += n
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("%s, %s buckets:\n got %v\nwant %v", stage, width, got, want)
+				}
+			}
+			// Each day row is the sum of its hours, with the greatest of
+			// their examples (migration 00093's triggers).
+			type dayRow struct {
+				Day     time.Time `db:"day"`
+				Name    string    `db:"contract_name"`
+				Version int       `db:"contract_version"`
+				Rule    string    `db:"rule"`
+				Step    string    `db:"step"`
+				Class   string    `db:"message_class"`
+				N       int       `db:"n"`
+				Example string    `db:"example_thread"`
+			}
+			var hourly, daily []dayRow
+			if err := db.Select(&hourly, `SELECT hour AS day, contract_name, contract_version, rule, step, message_class, n, example_thread
+ FROM problems_hourly`); err != nil {
 				t.Fatal(err)
 			}
-			got = map[problemCause]int{}
-			for _, r := range rows {
-				got[problemCause{r.Start, r.ContractName, r.ContractVersion, r.Rule, r.Step, r.MessageClass}] += r.Count
+			if err := db.Select(&daily, `SELECT day, contract_name, contract_version, rule, step, message_class, n, example_thread
+ FROM problems_daily WHERE n <> 0 OR example_thread <> ''`); err != nil {
+				t.Fatal(err)
 			}
-			want := map[problemCause]int{}
-			for k, n := range raw() {
-				k.hour = since.Add(k.hour.Sub(since) / (5 * time.Hour) * (5 * time.Hour))
-				want[k] += n
+			sums := map[dayRow]dayRow{}
+			for _, h := range hourly {
+				k := dayRow{Day: h.Day.UTC().Truncate(24 * time.Hour), Name: h.Name, Version: h.Version, Rule: h.Rule, Step: h.Step, Class: h.Class}
+				a := sums[k]
+				a.N += h.N
+				a.Example = max(a.Example, h.Example)
+				sums[k] = a
 			}
-			if !reflect.DeepEqual(got, want) {
-				t.Fatalf("%s, 5-hour buckets:\n got %v\nwant %v", stage, got, want)
+			for k, a := range sums {
+				if a.N == 0 && a.Example == "" {
+					delete(sums, k)
+				}
+			}
+			got2 := map[dayRow]dayRow{}
+			for _, d := range daily {
+				k := d
+				k.Day, k.N, k.Example = d.Day.UTC(), 0, ""
+				got2[k] = dayRow{N: d.N, Example: d.Example}
+			}
+			if !reflect.DeepEqual(got2, sums) {
+				t.Fatalf("%s: problems_daily\n got %v\nwant %v", stage, got2, sums)
 			}
 		}
 		rolled := func() int {
