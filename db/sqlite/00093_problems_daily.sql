@@ -110,29 +110,29 @@ END;
 -- ROWID, above); the roll-up writes problems_hourly a few times a minute.
 -- The process map's rows are updated on append (n): covering them costs
 -- those updates an index entry, the price of a map that reads no table row.
-CREATE INDEX problems_hourly_read ON problems_hourly (hour, contract_name, contract_version, rule, step, message_class, n, example_thread);
-CREATE INDEX process_map_hourly_read ON process_map_hourly (contract_name, contract_version, hour, kind, from_step, to_step, bucket, n,
+CREATE INDEX IF NOT EXISTS problems_hourly_read ON problems_hourly (hour, contract_name, contract_version, rule, step, message_class, n, example_thread);
+CREATE INDEX IF NOT EXISTS process_map_hourly_read ON process_map_hourly (contract_name, contract_version, hour, kind, from_step, to_step, bucket, n,
     example_thread);
-DROP INDEX process_map_hourly_hour;
-CREATE INDEX process_map_daily_read ON process_map_daily (contract_name, contract_version, day, kind, from_step, to_step, bucket, n,
+DROP INDEX IF EXISTS process_map_hourly_hour;
+CREATE INDEX IF NOT EXISTS process_map_daily_read ON process_map_daily (contract_name, contract_version, day, kind, from_step, to_step, bucket, n,
     example_thread);
-DROP INDEX process_map_daily_day;
+DROP INDEX IF EXISTS process_map_daily_day;
 -- The Problems view's running threads (status active, unhealthy) with
 -- their cause, from the partial index alone: a 30-day report read their
 -- rows one heap page each (5,000 of them at a million seeded threads,
 -- 440 ms cold).
-CREATE INDEX threads_active_unhealthy_read ON threads (created_at, id, contract_name, contract_version, first_issue_type,
+CREATE INDEX IF NOT EXISTS threads_active_unhealthy_read ON threads (created_at, id, contract_name, contract_version, first_issue_type,
     first_issue_step, first_issue_message, status, health) WHERE status = 'active' AND health IN ('FAILED', 'VIOLATED');
-DROP INDEX threads_active_unhealthy;
+DROP INDEX IF EXISTS threads_active_unhealthy;
 
 -- +goose Down
-CREATE INDEX threads_active_unhealthy ON threads (created_at) WHERE status = 'active' AND health IN ('FAILED', 'VIOLATED');
-DROP INDEX threads_active_unhealthy_read;
-CREATE INDEX process_map_daily_day ON process_map_daily (contract_name, contract_version, day);
-DROP INDEX process_map_daily_read;
-CREATE INDEX process_map_hourly_hour ON process_map_hourly (contract_name, contract_version, hour);
-DROP INDEX process_map_hourly_read;
-DROP INDEX problems_hourly_read;
+CREATE INDEX IF NOT EXISTS threads_active_unhealthy ON threads (created_at) WHERE status = 'active' AND health IN ('FAILED', 'VIOLATED');
+DROP INDEX IF EXISTS threads_active_unhealthy_read;
+CREATE INDEX IF NOT EXISTS process_map_daily_day ON process_map_daily (contract_name, contract_version, day);
+DROP INDEX IF EXISTS process_map_daily_read;
+CREATE INDEX IF NOT EXISTS process_map_hourly_hour ON process_map_hourly (contract_name, contract_version, hour);
+DROP INDEX IF EXISTS process_map_hourly_read;
+DROP INDEX IF EXISTS problems_hourly_read;
 DROP TRIGGER problems_daily_delete;
 DROP TRIGGER problems_daily_rekey;
 DROP TRIGGER problems_daily_update;
