@@ -78,6 +78,8 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - name: THREADENGINE_SERVER__TRUSTED_PROXIES
   value: {{ . | quote }}
 {{- end }}
+- name: THREADENGINE_DATABASE__MAX_CONNS
+  value: {{ .Values.config.databaseMaxConns | quote }}
 - name: THREADENGINE_LOG__FORMAT
   value: {{ .Values.config.logFormat | quote }}
 - name: THREADENGINE_LOG__LEVEL
