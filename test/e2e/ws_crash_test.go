@@ -24,6 +24,7 @@ import (
 	"github.com/threadengine/engine/adapters/threadstore"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/test/enginebin"
+	"github.com/threadengine/engine/test/enginetest"
 )
 
 const crashSecret = "crash-test-hash-chain-secret-0123456789"
@@ -49,7 +50,8 @@ func TestWSAckedStepsSurviveKill9(t *testing.T) {
 			}
 		}
 		env = append(env, "THREADENGINE_DATABASE__URL="+sqldbtest.URL(t, d),
-			"THREADENGINE_SECURITY__HASH_CHAIN_SECRET="+crashSecret, "THREADENGINE_LOG__LEVEL=warn")
+			"THREADENGINE_SECURITY__HASH_CHAIN_SECRET="+crashSecret, "THREADENGINE_LOG__LEVEL=warn",
+			enginetest.MaxConnsEnv)
 		boot := exec.Command(bin, "bootstrap-owner", "--email", "owner@example.com")
 		boot.Env, boot.Dir = env, dir
 		var bootErr bytes.Buffer

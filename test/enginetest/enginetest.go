@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -99,6 +100,7 @@ func Start(t testing.TB, d sqldb.Dialect, opts ...Option) *Engine {
 	// The packages run several engines at once on one PostgreSQL server
 	// (100 connections by default); 25 writers each ran it out.
 	cfg.Database.MaxConns = TestMaxConns
+	cfg.Limits.GraphQL.PoolConns = TestReadConns
 	clock := NewClock(time.Now())
 	o := server.Options{Clock: clock, DataDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	for _, fn := range opts {
@@ -242,4 +244,8 @@ const TestMaxConns = 10
 
 // MaxConnsEnv is TestMaxConns for an engine process of this release
 // (older releases refuse the key as unknown).
-const MaxConnsEnv = "THREADENGINE_DATABASE__MAX_CONNS=10"
+var MaxConnsEnv = "THREADENGINE_DATABASE__MAX_CONNS=" + strconv.Itoa(TestMaxConns)
+
+// TestReadConns is the read pool of an in-process test engine
+// (limits.graphql.pool_conns; 8 by default), for the same reason.
+const TestReadConns = 4

@@ -27,6 +27,7 @@ import (
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/adapters/wsapi"
 	"github.com/threadengine/engine/test/enginebin"
+	"github.com/threadengine/engine/test/enginetest"
 )
 
 func sdkDir(t *testing.T) string {
@@ -155,7 +156,7 @@ func TestJavaScriptSDK(t *testing.T) {
 		cmd := exec.CommandContext(ctx, p.node, append([]string{"--test", "--test-reporter=spec"}, files...)...)
 		cmd.Dir = dir
 		cmd.Env = append(append(os.Environ(), "THREADENGINE_BIN="+bin, "NODE_OPTIONS="+p.nodeOptions,
-			"THREADENGINE_EXPECT_WEBSOCKET="+p.expect), env...)
+			"THREADENGINE_EXPECT_WEBSOCKET="+p.expect, enginetest.MaxConnsEnv), env...)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("node --test: %v\n%s", err, out)
