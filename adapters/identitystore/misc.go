@@ -85,7 +85,9 @@ func (s *Store) RecordAudits(ctx context.Context, es []ports.AuditEntry) error {
 			if len(e.Details) > 0 {
 				var err error
 				if details, err = json.Marshal(e.Details); err != nil {
-					return domain.Internal(err, "audit details are not serialisable")
+					// The line is kept (who, what, which target) rather than
+					// the whole batch lost for one entry's details.
+					details = []byte(`{"details_error":"not serialisable"}`)
 				}
 			}
 			args = append(args, e.ID, sqldb.Time(e.At), string(e.ActorKind), e.ActorID, e.Action, e.Target, string(details))

@@ -380,6 +380,11 @@ func TestThreadWithRowsIsNotDeletedByHand(t *testing.T) {
 			if _, err := f.db.Exec(f.db.Rebind(`DELETE FROM threads WHERE id = ?`), th.ID); err == nil {
 				t.Fatal("a thread with steps was deleted by hand")
 			}
+			if d == sqldb.Postgres {
+				if _, err := f.db.Exec(`TRUNCATE threads CASCADE`); err == nil {
+					t.Fatal("threads was truncated with its steps left behind")
+				}
+			}
 			wantAllRows(t, f, th.ID)
 			wantNoOrphans(t, f.db)
 		})

@@ -70,8 +70,24 @@ $$;
 DROP TRIGGER thread_tags_delete ON threads;
 CREATE TRIGGER thread_tags_delete AFTER DELETE ON threads
     REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION thread_tags_delete_gone();
+-- 4. TRUNCATE fires no DELETE trigger, and the dropped keys used to refuse
+-- it; thread_keys still does, but not TRUNCATE … CASCADE, which would empty
+-- threads and thread_keys only. It is refused here instead, so no
+-- one empties threads and leaves every child row behind.
+-- +goose StatementBegin
+CREATE FUNCTION threads_no_truncate() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'threads cannot be truncated: their rows in other tables would remain; delete threads through the engine (erasure, retention)'
+        USING ERRCODE = 'foreign_key_violation';
+END;
+$$;
+-- +goose StatementEnd
+CREATE TRIGGER threads_no_truncate BEFORE TRUNCATE ON threads
+    FOR EACH STATEMENT EXECUTE FUNCTION threads_no_truncate();
 
 -- +goose Down
+DROP TRIGGER threads_no_truncate ON threads;
+DROP FUNCTION threads_no_truncate();
 DROP TRIGGER thread_tags_delete ON threads;
 DROP FUNCTION thread_tags_delete_gone();
 CREATE TRIGGER thread_tags_delete AFTER DELETE ON threads
