@@ -45,11 +45,11 @@ const (
 
 var binary string // built once by TestMain
 
-// TestMain builds the engine once and runs three tests at a time: each
-// attacks its own engine process on its own database and port, and much of
-// an attack is waiting on the engine and PostgreSQL (testrun.Parallel).
+// TestMain builds the engine once and runs two tests at a time: each
+// attacks its own engine process on its own database and port
+// (testrun.Parallel; why not more: test/e2e/main_test.go).
 func TestMain(m *testing.M) {
-	testrun.Parallel(3)
+	testrun.Parallel(2)
 	dir, err := os.MkdirTemp("", "abuse-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

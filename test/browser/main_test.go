@@ -7,10 +7,11 @@ import (
 	"github.com/threadengine/engine/test/testrun"
 )
 
-// TestMain runs four tests at a time: each starts its own Chromium and its
+// TestMain runs two tests at a time (see test/e2e/main_test.go for why not
+// more): each starts its own Chromium and its
 // own engine on its own database and port, and mostly waits for the page
 // (testrun.Parallel).
 func TestMain(m *testing.M) {
-	testrun.Parallel(4)
+	testrun.Parallel(2)
 	os.Exit(m.Run())
 }

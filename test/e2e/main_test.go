@@ -7,12 +7,16 @@ import (
 	"github.com/threadengine/engine/test/testrun"
 )
 
-// TestMain runs four tests at a time: every test starts its own engine on
-// its own database and port and mostly waits on it (testrun.Parallel).
-// Not more: an engine on PostgreSQL keeps up to 33 connections (25
-// writers, 8 readers), and at six at a time the package with the rest of
-// go test -p 4 ./... went over PostgreSQL's default max_connections (100).
+// TestMain runs two tests at a time (testrun.Parallel): every test starts
+// its own engine on its own database and port. Alone the package is faster
+// at four, but beside the rest of go test -p 4 ./... the machine's two
+// cores are the limit: with e2e and browser at four and abuse at three a
+// whole idle run took 424 s against 300 s before (every slow package
+// slower, test/jssdk 235 s against 65–86 s; docs/contributors/testing.md).
+// At six, when a test engine on PostgreSQL kept up to 34 connections,
+// PostgreSQL also ran out of connections; test engines now keep up to 15
+// (enginetest.TestMaxConns, TestReadConns; engine processes 19).
 func TestMain(m *testing.M) {
-	testrun.Parallel(4)
+	testrun.Parallel(2)
 	os.Exit(m.Run())
 }
