@@ -192,11 +192,24 @@ func (h LinkedFromHandler) Handle(ctx context.Context, threadIDs []string) (map[
 	if err != nil {
 		return nil, err
 	}
+	return rowsOfLinks(ctx, v, h.store, threadIDs, links, func(id string) string { return id })
+}
+
+// rowsOfLinks reads the rows of the threads links name (once each) and
+// lists them under each key in links' order; a thread the read did not
+// return is left out. Every key gets a list, empty if need be.
+func rowsOfLinks[L any](ctx context.Context, v view, store ThreadRows, keys []string, links map[string][]L, idOf func(L) string) (map[string][]ports.ThreadView, error) {
 	var ids []string
-	for _, l := range links {
-		ids = append(ids, l...)
+	seen := map[string]bool{}
+	for _, ls := range links {
+		for _, l := range ls {
+			if id := idOf(l); !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+		}
 	}
-	threads, err := v.threads(ctx, h.store, ids)
+	threads, err := v.threads(ctx, store, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -204,15 +217,15 @@ func (h LinkedFromHandler) Handle(ctx context.Context, threadIDs []string) (map[
 	for _, t := range threads {
 		byID[t.ID] = t
 	}
-	out := make(map[string][]ports.ThreadView, len(threadIDs))
-	for _, id := range threadIDs {
+	out := make(map[string][]ports.ThreadView, len(keys))
+	for _, key := range keys {
 		list := []ports.ThreadView{}
-		for _, src := range links[id] {
-			if t, ok := byID[src]; ok {
+		for _, l := range links[key] {
+			if t, ok := byID[idOf(l)]; ok {
 				list = append(list, t)
 			}
 		}
-		out[id] = list
+		out[key] = list
 	}
 	return out, nil
 }
@@ -263,33 +276,5 @@ func (h ThreadChainsHandler) Handle(ctx context.Context, rootIDs []string, maxDe
 	if err != nil {
 		return nil, err
 	}
-	var ids []string
-	seen := map[string]bool{}
-	for _, ls := range links {
-		for _, l := range ls {
-			if !seen[l.ThreadID] {
-				seen[l.ThreadID] = true
-				ids = append(ids, l.ThreadID)
-			}
-		}
-	}
-	threads, err := v.threads(ctx, h.store, ids)
-	if err != nil {
-		return nil, err
-	}
-	byID := make(map[string]ports.ThreadView, len(threads))
-	for _, t := range threads {
-		byID[t.ID] = t
-	}
-	out := make(map[string][]ports.ThreadView, len(rootIDs))
-	for _, root := range rootIDs {
-		list := []ports.ThreadView{}
-		for _, l := range links[root] {
-			if t, ok := byID[l.ThreadID]; ok {
-				list = append(list, t)
-			}
-		}
-		out[root] = list
-	}
-	return out, nil
+	return rowsOfLinks(ctx, v, h.store, rootIDs, links, func(l ports.ChainLink) string { return l.ThreadID })
 }
