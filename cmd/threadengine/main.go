@@ -23,6 +23,7 @@ import (
 	"syscall"
 
 	"github.com/threadengine/engine/adapters/config"
+	"github.com/threadengine/engine/adapters/sqldb"
 )
 
 // commands is the subcommand registry; other files add entries from init().
@@ -39,6 +40,14 @@ var configPath string
 // it so --config and the environment apply everywhere.
 func loadConfig() (config.Config, error) {
 	return config.Load(configPath, os.Environ())
+}
+
+// openDatabase opens the configured database with the configured pool
+// size (database.max_conns), as serve does, for the commands that work on
+// it directly.
+func openDatabase(ctx context.Context, cfg config.Config, opt sqldb.OpenOptions) (*sqldb.DB, error) {
+	opt.MaxConns = cfg.Database.MaxConns
+	return sqldb.OpenWith(ctx, cfg.Database.URL, opt)
 }
 
 // usageError makes main print usage and exit 2.

@@ -42,7 +42,7 @@ func migrate(ctx context.Context, args []string) error {
 	}
 	// On SQLite this takes the data file's process lock: migrating a
 	// database an engine is serving is refused.
-	db, err := sqldb.OpenWith(ctx, cfg.Database.URL, sqldb.OpenOptions{NoMigrate: true, MaxConns: cfg.Database.MaxConns})
+	db, err := openDatabase(ctx, cfg, sqldb.OpenOptions{NoMigrate: true})
 	if err != nil {
 		return err
 	}

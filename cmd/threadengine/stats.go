@@ -34,7 +34,7 @@ func rebuild(table string, run func(*threadquery.Store, context.Context) (int, e
 		if err != nil {
 			return err
 		}
-		db, err := sqldb.OpenWith(ctx, cfg.Database.URL, sqldb.OpenOptions{Alongside: true, MaxConns: cfg.Database.MaxConns})
+		db, err := openDatabase(ctx, cfg, sqldb.OpenOptions{Alongside: true})
 		if err != nil {
 			return err
 		}

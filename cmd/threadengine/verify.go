@@ -96,7 +96,7 @@ func rotateLogKeyCmd(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	db, err := sqldb.OpenWith(ctx, cfg.Database.URL, sqldb.OpenOptions{Alongside: true, MaxConns: cfg.Database.MaxConns})
+	db, err := openDatabase(ctx, cfg, sqldb.OpenOptions{Alongside: true})
 	if err != nil {
 		return err
 	}
