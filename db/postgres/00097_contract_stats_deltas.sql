@@ -26,6 +26,10 @@ CREATE TABLE contract_stats_delta (
     health           TEXT NOT NULL,
     n                INTEGER NOT NULL
 );
+-- The one table without a primary key (an insert-only log read whole; a key
+-- would add an index entry per change): its deletes carry the whole row, for
+-- an installation that replicates the database logically.
+ALTER TABLE contract_stats_delta REPLICA IDENTITY FULL;
 -- A started thread adds one, a change of its key moves it (the WHEN clause
 -- is evaluated without calling the function: the updates of every step,
 -- which change none of the four columns, cost nothing more).
