@@ -70,6 +70,8 @@ $$;
 -- +goose StatementEnd
 CREATE TRIGGER contract_stats_delete AFTER DELETE ON threads
     REFERENCING OLD TABLE AS contract_stats_gone FOR EACH STATEMENT EXECUTE FUNCTION contract_stats_deleted();
+-- TRUNCATE is refused (00094's threads_no_truncate); should that ever be
+-- lifted, an emptied threads leaves no counts behind.
 -- +goose StatementBegin
 CREATE FUNCTION contract_stats_truncated() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
