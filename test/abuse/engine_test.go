@@ -374,6 +374,18 @@ func (w *watch) check(t *testing.T, attack string) {
 // dialects is SQLite, and PostgreSQL when the test URL is set.
 func dialects(t *testing.T) []sqldb.Dialect { return sqldbtest.Dialects(t) }
 
+// measureRounds is how many with/without-attack rounds the throughput
+// cases measure: one by default, more with THREADENGINE_ABUSE_ROUNDS. What
+// they assert (budgets, refusals, re-reads, pools, memory) holds in any
+// round; the writers' ratio is a logged figure that more rounds only
+// sharpen, at a few seconds of both cores each (docs/contributors/testing.md).
+func measureRounds() int {
+	if n, err := strconv.Atoi(os.Getenv("THREADENGINE_ABUSE_ROUNDS")); err == nil && n > 0 {
+		return n
+	}
+	return 1
+}
+
 // refusals is threadengine_limit_refusals_total for limit.
 func (e *engine) refusals(t *testing.T, limit string) int {
 	t.Helper()

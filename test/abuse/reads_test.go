@@ -152,7 +152,7 @@ func TestExpensiveReadsDoNotStarveWriters(t *testing.T) {
 				}
 			}
 			attackBegan := time.Now()
-			for round := 0; round < 3; round++ {
+			for round := 0; round < measureRounds(); round++ {
 				c0 := e.cpu(t)
 				base := writers(t, e, normal, 4, window)
 				baseCPU := cpuWindow{e.cpu(t) - c0, base}

@@ -220,7 +220,7 @@ func TestWaitsDoNotStarveWriters(t *testing.T) {
 
 			w := e.during(t, nil)
 			var ratios []float64
-			for round := 0; round < 3; round++ {
+			for round := 0; round < measureRounds(); round++ {
 				c0 := e.cpu(t)
 				base := writers(t, e, normal, 4, window)
 				baseCPU := cpuWindow{e.cpu(t) - c0, base}
