@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -84,13 +83,7 @@ func start(t *testing.T, d sqldb.Dialect, env ...string) *engine {
 	if d == sqldb.Postgres {
 		dbURL = sqldbtest.URL(t, d)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	base := append(os.Environ(), "THREADENGINE_DATABASE__URL="+dbURL, "THREADENGINE_SERVER__LISTEN="+addr,
+	base := append(os.Environ(), "THREADENGINE_DATABASE__URL="+dbURL,
 		"THREADENGINE_LOG__LEVEL=warn", enginetest.MaxConnsEnv)
 	base = append(base, env...)
 	pprofAddr := ""
@@ -105,9 +98,10 @@ func start(t *testing.T, d sqldb.Dialect, env ...string) *engine {
 	if err != nil {
 		t.Fatalf("bootstrap-owner: %v", err)
 	}
-	e := &engine{URL: "http://" + addr, AdminKey: strings.TrimSpace(string(out)), logs: &bytes.Buffer{}, logMu: &sync.Mutex{}, pprof: pprofAddr}
+	e := &engine{AdminKey: strings.TrimSpace(string(out)), logs: &bytes.Buffer{}, logMu: &sync.Mutex{}, pprof: pprofAddr}
+	anyPort, addressFile := enginetest.AnyPort(t)
 	e.cmd = exec.Command(binary, "serve")
-	e.cmd.Dir, e.cmd.Env = dir, base
+	e.cmd.Dir, e.cmd.Env = dir, append(base, anyPort...)
 	stderr, _ := e.cmd.StderrPipe()
 	if err := e.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -139,6 +133,7 @@ func start(t *testing.T, d sqldb.Dialect, env ...string) *engine {
 			e.logMu.Unlock()
 		}
 	})
+	e.URL = "http://" + enginetest.BoundAddr(t, addressFile)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		resp, err := http.Get(e.URL + "/healthz")
