@@ -179,9 +179,10 @@ type Server struct {
 	// default) serves nothing.
 	PprofListen string `koanf:"pprof_listen"`
 	// AddressFile, when set, is where serve writes the host:port it bound
-	// (useful with port 0 in Listen): written once the listener is open, to
-	// a temporary file renamed into place, so a reader sees all of it or
-	// nothing. Empty (the default) writes nothing.
+	// (useful with port 0 in Listen), then on a second line PprofListen's
+	// when that is set: written once the listeners are open, to a temporary
+	// file renamed into place, so a reader sees all of it or nothing. Empty
+	// (the default) writes nothing.
 	AddressFile string `koanf:"address_file"`
 }
 

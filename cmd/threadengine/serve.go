@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/threadengine/engine/adapters/config"
 	"github.com/threadengine/engine/adapters/server"
@@ -65,6 +66,7 @@ func serve(ctx context.Context, args []string) error {
 			return fmt.Errorf("server.listen %s: %w", cfg.Server.Listen, err)
 		}
 	}
+	bound := []string{l.Addr().String()}
 	if cfg.Server.PprofListen != "" {
 		ps, err := server.ServePprof(cfg.Server.PprofListen, log)
 		if err != nil {
@@ -73,10 +75,11 @@ func serve(ctx context.Context, args []string) error {
 			return fmt.Errorf("server.pprof_listen %s: %w", cfg.Server.PprofListen, err)
 		}
 		defer ps.Close()
+		bound = append(bound, ps.Addr)
 	}
 	log.Info("threadengine listening", "addr", l.Addr().String(), "public_url", cfg.Server.PublicURL, "version", versionString())
 	if cfg.Server.AddressFile != "" {
-		if err := writeAddressFile(cfg.Server.AddressFile, l.Addr().String()); err != nil {
+		if err := writeAddressFile(cfg.Server.AddressFile, bound); err != nil {
 			srv.Close()
 			l.Close()
 			return fmt.Errorf("server.address_file: %w", err)
@@ -133,15 +136,16 @@ func bootstrapOwner(ctx context.Context, args []string) error {
 	return nil
 }
 
-// writeAddressFile writes addr to path through a temporary file in the same
-// directory renamed into place: a reader polling path sees the whole address
-// or no file.
-func writeAddressFile(path, addr string) error {
+// writeAddressFile writes the bound addresses, one a line (server.listen's,
+// then server.pprof_listen's when it is on), to path through a temporary
+// file in the same directory renamed into place: a reader polling path sees
+// all of them or no file.
+func writeAddressFile(path string, addrs []string) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".address-*")
 	if err != nil {
 		return err
 	}
-	if _, err := tmp.WriteString(addr + "\n"); err != nil {
+	if _, err := tmp.WriteString(strings.Join(addrs, "\n") + "\n"); err != nil {
 		tmp.Close()
 		os.Remove(tmp.Name())
 		return err

@@ -23,7 +23,7 @@ func TestServeWritesTheBoundAddress(t *testing.T) {
 	dir := t.TempDir()
 	env, addressFile := enginetest.AnyPort(t)
 	for _, kv := range append(env, "THREADENGINE_DATABASE__URL=sqlite://"+filepath.Join(dir, "te.db"),
-		"THREADENGINE_SECURITY__HASH_CHAIN_SECRET=0123456789abcdef0123456789abcdef", "THREADENGINE_LOG__LEVEL=warn") {
+		"THREADENGINE_SECURITY__HASH_CHAIN_SECRET=0123456789abcdef0123456789abcdef", "THREADENGINE_LOG__LEVEL=warn", "THREADENGINE_SERVER__PPROF_LISTEN=127.0.0.1:0") {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}
@@ -36,13 +36,18 @@ func TestServeWritesTheBoundAddress(t *testing.T) {
 			t.Errorf("serve: %v", err)
 		}
 	})
-	addr := enginetest.BoundAddr(t, addressFile)
-	resp, err := http.Get("http://" + addr + "/healthz")
-	if err != nil {
-		t.Fatalf("the address written, %s, does not answer: %v", addr, err)
+	bound := enginetest.BoundAddrs(t, addressFile) // server.listen's, then the profiler's
+	if len(bound) != 2 {
+		t.Fatalf("address file lists %q, want the engine's and the profiler's", bound)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET http://%s/healthz: %d", addr, resp.StatusCode)
+	for _, u := range []string{"http://" + bound[0] + "/healthz", "http://" + bound[1] + "/debug/pprof/"} {
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatalf("GET %s: %v", u, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d", u, resp.StatusCode)
+		}
 	}
 }

@@ -86,10 +86,8 @@ func start(t *testing.T, d sqldb.Dialect, env ...string) *engine {
 	base := append(os.Environ(), "THREADENGINE_DATABASE__URL="+dbURL,
 		"THREADENGINE_LOG__LEVEL=warn", enginetest.MaxConnsEnv)
 	base = append(base, env...)
-	pprofAddr := ""
 	if os.Getenv("ABUSE_PPROF_DIR") != "" {
-		pprofAddr = freeAddr(t)
-		base = append(base, "THREADENGINE_SERVER__PPROF_LISTEN="+pprofAddr)
+		base = append(base, "THREADENGINE_SERVER__PPROF_LISTEN=127.0.0.1:0")
 	}
 
 	boot := exec.Command(binary, "bootstrap-owner", "--email", "owner@example.com")
@@ -98,7 +96,7 @@ func start(t *testing.T, d sqldb.Dialect, env ...string) *engine {
 	if err != nil {
 		t.Fatalf("bootstrap-owner: %v", err)
 	}
-	e := &engine{AdminKey: strings.TrimSpace(string(out)), logs: &bytes.Buffer{}, logMu: &sync.Mutex{}, pprof: pprofAddr}
+	e := &engine{AdminKey: strings.TrimSpace(string(out)), logs: &bytes.Buffer{}, logMu: &sync.Mutex{}}
 	anyPort, addressFile := enginetest.AnyPort(t)
 	e.cmd = exec.Command(binary, "serve")
 	e.cmd.Dir, e.cmd.Env = dir, append(base, anyPort...)
@@ -133,7 +131,11 @@ func start(t *testing.T, d sqldb.Dialect, env ...string) *engine {
 			e.logMu.Unlock()
 		}
 	})
-	e.URL = "http://" + enginetest.BoundAddr(t, addressFile)
+	bound := enginetest.BoundAddrs(t, addressFile)
+	e.URL = "http://" + bound[0]
+	if len(bound) > 1 {
+		e.pprof = bound[1]
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		resp, err := http.Get(e.URL + "/healthz")

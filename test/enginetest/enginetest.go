@@ -96,12 +96,20 @@ func AnyPort(t testing.TB) (env []string, addressFile string) {
 // hang guard, not a speed requirement: a fresh database migrates first.
 func BoundAddr(t testing.TB, addressFile string) string {
 	t.Helper()
+	return BoundAddrs(t, addressFile)[0]
+}
+
+// BoundAddrs is BoundAddr with every address the file lists: server.listen's,
+// then server.pprof_listen's (127.0.0.1:0 takes a free port there too) when
+// the engine serves the profiler.
+func BoundAddrs(t testing.TB, addressFile string) []string {
+	t.Helper()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	deadline := time.After(2 * time.Minute)
 	for {
 		if b, err := os.ReadFile(addressFile); err == nil {
-			return strings.TrimSpace(string(b))
+			return strings.Fields(string(b))
 		}
 		select {
 		case <-tick.C:

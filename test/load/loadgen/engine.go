@@ -22,8 +22,11 @@ type Engine struct {
 	WSURL   string // ws://127.0.0.1:port/threads
 	Key     string // the bootstrapped owner's API key (or the one passed in)
 	PID     int
-	cmd     *exec.Cmd
-	dir     string
+	// PprofAddr is the profiler's address when the environment turned it on
+	// (THREADENGINE_SERVER__PPROF_LISTEN=127.0.0.1:0), else "".
+	PprofAddr string
+	cmd       *exec.Cmd
+	dir       string
 }
 
 // StartEngine serves bin on a free loopback port against dbURL. With an
@@ -76,8 +79,11 @@ func StartEngine(bin, dbURL, key string, env ...string) (*Engine, error) {
 	e := &Engine{Key: key, PID: cmd.Process.Pid, cmd: cmd, dir: dir}
 	for i := 0; i < 400; i++ {
 		if b, err := os.ReadFile(addressFile); err == nil {
-			addr := strings.TrimSpace(string(b))
-			e.BaseURL, e.WSURL = "http://"+addr, "ws://"+addr+"/threads"
+			bound := strings.Fields(string(b)) // server.listen's, then server.pprof_listen's
+			e.BaseURL, e.WSURL = "http://"+bound[0], "ws://"+bound[0]+"/threads"
+			if len(bound) > 1 {
+				e.PprofAddr = bound[1]
+			}
 			if resp, err := http.Get(e.BaseURL + "/healthz"); err == nil {
 				resp.Body.Close()
 				return e, nil
