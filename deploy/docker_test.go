@@ -235,8 +235,8 @@ func TestImageBinary(t *testing.T) {
 	// serve with the embedded default database (./data under the working
 	// directory, as in the image), then probe it with the binary itself.
 	work := t.TempDir()
-	addr := enginetest.FreeAddr(t)
-	runEnv := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + work, "THREADENGINE_SERVER__LISTEN=" + addr, "THREADENGINE_LOG__LEVEL=warn"}
+	baseEnv := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + work}
+	runEnv := append(baseEnv[:len(baseEnv):len(baseEnv)], "THREADENGINE_SERVER__LISTEN="+enginetest.FreeAddr(t), "THREADENGINE_LOG__LEVEL=warn")
 	probe := func() ([]byte, error) {
 		c := exec.Command(bin, "healthcheck")
 		c.Env, c.Dir = runEnv, work
@@ -245,13 +245,15 @@ func TestImageBinary(t *testing.T) {
 	if out, err := probe(); err == nil {
 		t.Fatalf("healthcheck passed with no engine running: %s", out)
 	}
+	anyPort, addressFile := enginetest.AnyPort(t)
 	srv := exec.Command(bin, "serve")
-	srv.Env, srv.Dir = append(runEnv[:len(runEnv)-1:len(runEnv)-1], "THREADENGINE_LOG__LEVEL=info"), work
+	srv.Env, srv.Dir = append(append(baseEnv[:len(baseEnv):len(baseEnv)], "THREADENGINE_LOG__LEVEL=info"), anyPort...), work
 	listening := waitForLine(t, srv, "threadengine listening")
 	defer func() { _ = srv.Process.Kill(); _, _ = srv.Process.Wait() }()
 	if w := <-listening; !w.found {
 		t.Fatalf("the engine stopped before listening:\n%s", w.out)
 	}
+	runEnv = append(baseEnv[:len(baseEnv):len(baseEnv)], "THREADENGINE_SERVER__LISTEN="+enginetest.BoundAddr(t, addressFile), "THREADENGINE_LOG__LEVEL=warn")
 	// It logs once its listener is bound: the probe's connection waits in
 	// the backlog until Serve accepts it.
 	if out, err := probe(); err != nil || !strings.Contains(string(out), `"status":"ready"`) {

@@ -178,6 +178,12 @@ type Server struct {
 	// unauthenticated, so only loopback addresses are accepted; empty (the
 	// default) serves nothing.
 	PprofListen string `koanf:"pprof_listen"`
+	// AddressFile, when set, is where serve writes the host:port it bound
+	// (useful with port 0 in Listen), then on a second line PprofListen's
+	// when that is set: written once the listeners are open, to a temporary
+	// file renamed into place, so a reader sees all of it or nothing. Empty
+	// (the default) writes nothing.
+	AddressFile string `koanf:"address_file"`
 }
 
 // Database selects the store.
@@ -334,7 +340,7 @@ var knownSections = map[string]bool{"server": true, "database": true, "registry"
 	"threads": true, "contracts": true, "transparency": true}
 
 var knownKeys = map[string]bool{
-	"server.listen": true, "server.public_url": true, "server.shutdown_timeout": true, "server.trusted_proxies": true, "server.pprof_listen": true,
+	"server.listen": true, "server.public_url": true, "server.shutdown_timeout": true, "server.trusted_proxies": true, "server.pprof_listen": true, "server.address_file": true,
 	"database.url": true, "database.max_conns": true,
 	"registry.url": true, "registry.license_key": true, "registry.browser_origin": true,
 	"registry.client_id": true, "registry.client_secret": true, "registry.product": true, "registry.check_interval": true,

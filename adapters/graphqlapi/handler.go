@@ -105,10 +105,13 @@ type Handler struct {
 	// decisions serve can, should and next (nil: they are unavailable).
 	decisions *decisions.Decisions
 
-	queries *readmodel.Queries
-	schema  *graphql.Schema
-	idx     *schemaIndex
-	model   domain.CostModel
+	// queries answer the root fields; threadReads the fields of the threads
+	// and steps they return.
+	queries     *readmodel.Queries
+	threadReads *threadReads
+	schema      *graphql.Schema
+	idx         *schemaIndex
+	model       domain.CostModel
 	// rowModel prices the published SDKs' documents by the rows they
 	// return (domain.CostModel.PerRow).
 	rowModel domain.CostModel
@@ -134,7 +137,7 @@ func New(q *readmodel.Queries, log *slog.Logger) (*Handler, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	h := &Handler{queries: q, model: domain.QueryCostModel, log: log, verifyBudget: domain.MaxVerifiedStepsPerRequest,
+	h := &Handler{queries: q, threadReads: newThreadReads(q), model: domain.QueryCostModel, log: log, verifyBudget: domain.MaxVerifiedStepsPerRequest,
 		metrics: ports.NopMetrics{}, tracer: tracing.Tracer(nil, "graphqlapi"), limits: Limits{Refused: func(string) {}}}
 	s, err := h.parseSchema()
 	if err != nil {

@@ -44,7 +44,7 @@ func (r *issueSummaryResolver) IdempotencyKey(ctx context.Context) (*string, err
 		return nil, nil
 	}
 	g := r.thread.g
-	m, err := g.issueKeys.get(func() (map[string]string, error) { return g.q.IssueKeys.Handle(ctx, g.threads) })
+	m, err := g.issueKeys.get(func() (map[string]string, error) { return g.reads.IssueKeys.Handle(ctx, g.threads) })
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +79,7 @@ func (r *threadResolver) Tags() []string {
 func (r *threadResolver) AttemptCount() int32 { return int32(r.t.StepCount) }
 
 func (r *threadResolver) counts(ctx context.Context) (ports.ThreadCounts, error) {
-	m, err := r.g.sizes.get(func() (map[string]ports.ThreadCounts, error) { return r.g.q.Counts.Handle(ctx, r.g.ids) })
+	m, err := r.g.sizes.get(func() (map[string]ports.ThreadCounts, error) { return r.g.reads.Counts.Handle(ctx, r.g.ids) })
 	return m[r.t.ID], err
 }
 
@@ -94,12 +94,12 @@ func (r *threadResolver) ValidationCount(ctx context.Context) (int32, error) {
 }
 
 func (r *threadResolver) LinkedFrom(ctx context.Context) ([]*threadResolver, error) {
-	m, err := r.g.linked.get(func() (map[string][]ports.ThreadView, error) { return r.g.q.LinkedFrom.Handle(ctx, r.g.ids) })
+	m, err := r.g.linked.get(func() (map[string][]ports.ThreadView, error) { return r.g.reads.LinkedFrom.Handle(ctx, r.g.ids) })
 	if err != nil {
 		return nil, err
 	}
 	list := m[r.t.ID]
-	return newThreadGroup(r.g.q, list).resolvers(list), nil
+	return newThreadGroup(r.g.reads, list).resolvers(list), nil
 }
 
 func (r *hashStatusResolver) BrokenStepID() *string         { return strPtr(r.st.BrokenStepID) }
@@ -163,7 +163,7 @@ func (r *threadResolver) Attempts(ctx context.Context, a struct{ Limit, Offset *
 	limit, offset := i32(a.Limit), i32(a.Offset)
 	key := fmt.Sprintf("%d|%d", deref32(limit), deref32(offset))
 	m, err := r.g.tries.get(key, func() (map[string][]ports.ActivityView, error) {
-		return r.g.q.Attempts.Handle(ctx, r.g.ids, limit, offset)
+		return r.g.reads.Attempts.Handle(ctx, r.g.ids, limit, offset)
 	})
 	if err != nil {
 		return nil, err
@@ -174,7 +174,7 @@ func (r *threadResolver) Attempts(ctx context.Context, a struct{ Limit, Offset *
 func (r *stepResolver) LatestValidation(ctx context.Context) (*validationResolver, error) {
 	g := r.g
 	m, err := g.latest.get(func() (map[ports.StepKey]ports.ValidationView, error) {
-		return g.q.LatestValidations.Handle(ctx, g.keys)
+		return g.reads.LatestValidations.Handle(ctx, g.keys)
 	})
 	if err != nil {
 		return nil, err

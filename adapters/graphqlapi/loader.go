@@ -49,9 +49,39 @@ func (mm *memoMap[T]) get(key string, load func() (T, error)) (T, error) {
 	return e.get(load)
 }
 
+// threadReads are the read handlers the thread and step resolvers (a
+// thread's fields, loaded for a threadGroup or stepGroup at once) use: they
+// hold these, not the whole readmodel.Queries.
+type threadReads struct {
+	VerifyThreads      readmodel.VerifyThreadsHandler
+	Steps              readmodel.StepsHandler
+	Attempts           readmodel.AttemptsHandler
+	StepHistories      readmodel.StepHistoriesHandler
+	SubSteps           readmodel.SubStepsHandler
+	StepGroups         readmodel.StepGroupsHandler
+	StepEdges          readmodel.StepEdgesHandler
+	IssueKeys          readmodel.IssueKeysHandler
+	LatestValidations  readmodel.LatestValidationsHandler
+	Validations        readmodel.ValidationsHandler
+	Notifications      readmodel.NotificationsHandler
+	NotificationCounts readmodel.NotificationCountsHandler
+	Counts             readmodel.CountsHandler
+	LinkedFrom         readmodel.LinkedFromHandler
+	Chains             readmodel.ThreadChainsHandler
+	Clock              ports.Clock // judges hashChainStatus.lastVerifiedAt
+}
+
+func newThreadReads(q *readmodel.Queries) *threadReads {
+	return &threadReads{VerifyThreads: q.VerifyThreads, Steps: q.Steps, Attempts: q.Attempts,
+		StepHistories: q.StepHistories, SubSteps: q.SubSteps, StepGroups: q.StepGroups, StepEdges: q.StepEdges,
+		IssueKeys: q.IssueKeys, LatestValidations: q.LatestValidations, Validations: q.Validations,
+		Notifications: q.Notifications, NotificationCounts: q.NotificationCounts, Counts: q.Counts,
+		LinkedFrom: q.LinkedFrom, Chains: q.Chains, Clock: q.Clock}
+}
+
 // threadGroup is a list of threads resolved together.
 type threadGroup struct {
-	q      *readmodel.Queries
+	reads  *threadReads
 	ids    []string
 	work   int // recorded steps of every thread: the work of verifying them
 	counts memo[map[string]ports.NotificationCounts]
@@ -75,14 +105,14 @@ type stepLoad struct {
 	group    *stepGroup
 }
 
-func newThreadGroup(q *readmodel.Queries, threads []ports.ThreadView) *threadGroup {
+func newThreadGroup(reads *threadReads, threads []ports.ThreadView) *threadGroup {
 	ids := make([]string, len(threads))
 	steps := 0
 	for i, t := range threads {
 		ids[i] = t.ID
 		steps += t.StepCount
 	}
-	return &threadGroup{q: q, ids: ids, work: steps, threads: threads}
+	return &threadGroup{reads: reads, ids: ids, work: steps, threads: threads}
 }
 
 // verified verifies the hash chain of every thread of the group once,
@@ -92,7 +122,7 @@ func (g *threadGroup) verified(ctx context.Context) (map[string]domain.ChainStat
 		if err := chargeVerify(ctx, g.work); err != nil {
 			return nil, err
 		}
-		return g.q.VerifyThreads.Handle(ctx, g.ids)
+		return g.reads.VerifyThreads.Handle(ctx, g.ids)
 	})
 }
 
@@ -111,11 +141,11 @@ func (g *threadGroup) loadSteps(ctx context.Context, key string, sel readmodel.S
 		m, ok := prefetchedSteps(ctx, g.ids, key)
 		if !ok {
 			var err error
-			if m, err = g.q.Steps.Handle(ctx, g.ids, sel); err != nil {
+			if m, err = g.reads.Steps.Handle(ctx, g.ids, sel); err != nil {
 				return stepLoad{}, err
 			}
 		}
-		sg := &stepGroup{q: g.q, tg: g}
+		sg := &stepGroup{reads: g.reads, tg: g}
 		for _, id := range g.ids {
 			for _, s := range m[id] {
 				sg.keys = append(sg.keys, s.StepKey)
@@ -127,7 +157,7 @@ func (g *threadGroup) loadSteps(ctx context.Context, key string, sel readmodel.S
 
 // stepGroup is every step state loaded by one Thread.steps argument set.
 type stepGroup struct {
-	q       *readmodel.Queries
+	reads   *threadReads
 	tg      *threadGroup
 	keys    []ports.StepKey
 	history memoMap[map[ports.StepKey][]ports.ActivityView]

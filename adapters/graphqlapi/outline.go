@@ -25,11 +25,11 @@ func (r *stepGroupResolver) PreviousSteps() []string { return append([]string{},
 // so the graph of a long thread needs one field.
 func (r *threadResolver) StepGroups(ctx context.Context) ([]*stepGroupResolver, error) {
 	g := r.g
-	m, err := g.groups.get(func() (map[string][]ports.StepGroupView, error) { return g.q.StepGroups.Handle(ctx, g.ids) })
+	m, err := g.groups.get(func() (map[string][]ports.StepGroupView, error) { return g.reads.StepGroups.Handle(ctx, g.ids) })
 	if err != nil {
 		return nil, err
 	}
-	e, err := g.edges.get(func() (map[string][]ports.StepEdgeView, error) { return g.q.StepEdges.Handle(ctx, g.ids) })
+	e, err := g.edges.get(func() (map[string][]ports.StepEdgeView, error) { return g.reads.StepEdges.Handle(ctx, g.ids) })
 	if err != nil {
 		return nil, err
 	}

@@ -103,7 +103,7 @@ func (r *queryResolver) Thread(ctx context.Context, args struct{ ID graphql.ID }
 	if err != nil {
 		return nil, err
 	}
-	g := newThreadGroup(r.h.queries, []ports.ThreadView{d.Thread})
+	g := newThreadGroup(r.h.threadReads, []ports.ThreadView{d.Thread})
 	if counts {
 		_, _ = g.counts.get(func() (map[string]ports.NotificationCounts, error) {
 			return map[string]ports.NotificationCounts{d.Thread.ID: d.NotificationCounts}, nil
@@ -208,7 +208,7 @@ func (r *queryResolver) search(ctx context.Context, s readmodel.ThreadSearch) (*
 	if err != nil {
 		return nil, err
 	}
-	g := newThreadGroup(r.h.queries, page.Threads)
+	g := newThreadGroup(r.h.threadReads, page.Threads)
 	return &connectionResolver{threads: g.resolvers(page.Threads), page: page, search: s, h: r.h}, nil
 }
 
@@ -228,7 +228,7 @@ func (r *queryResolver) ThreadChain(ctx context.Context, a struct {
 	if err != nil {
 		return nil, err
 	}
-	return newThreadGroup(r.h.queries, list).resolvers(list), nil
+	return newThreadGroup(r.h.threadReads, list).resolvers(list), nil
 }
 
 type stepHistoryArgs struct {
@@ -438,7 +438,9 @@ func (r *threadResolver) ValidationResults(ctx context.Context, a struct{ Option
 		}
 	}
 	key := fmt.Sprintf("%+v|%v|%v", va, deref32(va.Limit), deref32(va.Offset))
-	m, err := r.g.valids.get(key, func() (map[string][]ports.ValidationView, error) { return r.g.q.Validations.Handle(ctx, r.g.ids, va) })
+	m, err := r.g.valids.get(key, func() (map[string][]ports.ValidationView, error) {
+		return r.g.reads.Validations.Handle(ctx, r.g.ids, va)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -454,7 +456,7 @@ func deref32(p *int) int {
 
 func (r *threadResolver) NotificationSummary(ctx context.Context) (*notificationSummaryResolver, error) {
 	m, err := r.g.counts.get(func() (map[string]ports.NotificationCounts, error) {
-		return r.g.q.NotificationCounts.Handle(ctx, r.g.ids)
+		return r.g.reads.NotificationCounts.Handle(ctx, r.g.ids)
 	})
 	if err != nil {
 		return nil, err
@@ -483,7 +485,7 @@ func (r *threadResolver) Notifications(ctx context.Context, a struct{ Options *n
 	key := fmt.Sprintf("%s|%s|%s|%s|%s|%d|%d", na.StepID, na.StepName, na.Source, na.NotificationType,
 		strings.Join(na.Severities, ","), deref32(na.Limit), deref32(na.Offset))
 	m, err := r.g.notifs.get(key, func() (map[string][]ports.NotificationView, error) {
-		return r.g.q.Notifications.Handle(ctx, r.g.ids, na)
+		return r.g.reads.Notifications.Handle(ctx, r.g.ids, na)
 	})
 	if err != nil {
 		return nil, err
@@ -499,12 +501,12 @@ func (r *threadResolver) Notifications(ctx context.Context, a struct{ Options *n
 func (r *threadResolver) ThreadChain(ctx context.Context, a struct{ MaxDepth *int32 }) ([]*threadResolver, error) {
 	depth := i32(a.MaxDepth)
 	key := fmt.Sprint(deref32(depth))
-	m, err := r.g.chains.get(key, func() (map[string][]ports.ThreadView, error) { return r.g.q.Chains.Handle(ctx, r.g.ids, depth) })
+	m, err := r.g.chains.get(key, func() (map[string][]ports.ThreadView, error) { return r.g.reads.Chains.Handle(ctx, r.g.ids, depth) })
 	if err != nil {
 		return nil, err
 	}
 	list := m[r.t.ID]
-	return newThreadGroup(r.g.q, list).resolvers(list), nil
+	return newThreadGroup(r.g.reads, list).resolvers(list), nil
 }
 
 func (r *threadResolver) chainStatus(ctx context.Context) (domain.ChainStatus, error) {
@@ -528,7 +530,7 @@ func (r *threadResolver) HashChainStatus(ctx context.Context) (*hashStatusResolv
 	if err != nil {
 		return nil, err
 	}
-	return &hashStatusResolver{st: st, now: r.g.q.Clock.Now().UTC()}, nil
+	return &hashStatusResolver{st: st, now: r.g.reads.Clock.Now().UTC()}, nil
 }
 
 // stepResolver resolves one step state; g is the set it was loaded with.
@@ -602,7 +604,7 @@ func (r *stepResolver) History(ctx context.Context, a historyArgs) ([]*historyRe
 	key := fmt.Sprintf("%d|%d|%s|%s|%s|%s", deref32(ha.Limit), deref32(ha.Offset), ha.StartAt, ha.EndAt, ha.ActivityType, ha.Actor)
 	g := r.g
 	m, err := g.history.get(key, func() (map[ports.StepKey][]ports.ActivityView, error) {
-		return g.q.StepHistories.Handle(ctx, g.keys, ha)
+		return g.reads.StepHistories.Handle(ctx, g.keys, ha)
 	})
 	if err != nil {
 		return nil, err
@@ -612,7 +614,7 @@ func (r *stepResolver) History(ctx context.Context, a historyArgs) ([]*historyRe
 
 func (r *stepResolver) SubSteps(ctx context.Context) ([]*subStepResolver, error) {
 	g := r.g
-	m, err := g.subs.get(func() (map[ports.StepKey][]ports.SubStepView, error) { return g.q.SubSteps.Handle(ctx, g.keys) })
+	m, err := g.subs.get(func() (map[ports.StepKey][]ports.SubStepView, error) { return g.reads.SubSteps.Handle(ctx, g.keys) })
 	if err != nil {
 		return nil, err
 	}

@@ -10,8 +10,9 @@ import (
 )
 
 // ServePprof serves Go's profiler on addr (server.pprof_listen) until the
-// returned server is closed. It has a mux of its own so the profiler is
-// never reachable on the engine's public listener.
+// returned server is closed; its Addr is the address bound (port 0 takes
+// a free one). It has a mux of its own so the profiler is never reachable
+// on the engine's public listener.
 func ServePprof(addr string, log *slog.Logger) (*http.Server, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -23,7 +24,7 @@ func ServePprof(addr string, log *slog.Logger) (*http.Server, error) {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Addr: l.Addr().String(), Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("pprof listener stopped", "err", err)

@@ -23,7 +23,7 @@ const MaxRetentionDays = 36500
 type RetentionDeps struct {
 	Store    ports.ThreadEraser
 	Settings ports.Settings
-	Audit    ports.Audit
+	Audit    RetentionAuditLog
 	Clock    ports.Clock
 	NewID    func() string
 	// Deleted is told which threads are gone so caches drop them (optional).
@@ -79,9 +79,18 @@ type retentionPolicy struct {
 	log                  *slog.Logger
 }
 
+// RetentionAuditLog is the audit log the retention use cases write: a line
+// at a time, and a sweep's batch in one call (the identity store writes it
+// in one statement: a batch of 1,000 deleted threads is then one write, not
+// 1,000 commits, which cost more than the delete itself).
+type RetentionAuditLog interface {
+	ports.Audit
+	RecordAudits(ctx context.Context, es []ports.AuditEntry) error
+}
+
 // retentionAudit records the retention use cases' audit lines.
 type retentionAudit struct {
-	audit ports.Audit
+	audit RetentionAuditLog
 	clock ports.Clock
 	newID func() string
 	log   *slog.Logger
@@ -293,17 +302,10 @@ func (a retentionAudit) entry(kind domain.PrincipalKind, actor, action, target s
 		Target: target, Details: details}
 }
 
-// auditBatch is an audit log that writes many lines in one statement (the
-// identity store does): a sweep's batch of 1,000 threads is then one write,
-// not 1,000 commits, which cost more than the delete itself.
-type auditBatch interface {
-	RecordAudits(ctx context.Context, es []ports.AuditEntry) error
-}
-
-// recordAll writes the lines, in one call when the audit log batches.
+// recordAll writes the lines, a batch in one call.
 func (a retentionAudit) recordAll(ctx context.Context, es []ports.AuditEntry) {
-	if b, ok := a.audit.(auditBatch); ok && len(es) > 1 {
-		if err := b.RecordAudits(ctx, es); err != nil {
+	if len(es) > 1 {
+		if err := a.audit.RecordAudits(ctx, es); err != nil {
 			a.log.Error("audit record failed", "action", es[0].Action, "lines", len(es), "err", err)
 		}
 		return

@@ -89,4 +89,9 @@ func TestRetentionGoesOnPastABatchDeletedElsewhere(t *testing.T) {
 	if strings.Join(targets, ",") != "c,d,e" {
 		t.Errorf("audit targets %v, want the threads deleted by this sweep", targets)
 	}
+	// A batch's lines in one write (RetentionAuditLog.RecordAudits): c and
+	// d together, e alone.
+	if n := ids.AuditBatches(); n != 1 {
+		t.Errorf("%d batched audit writes, want 1 (the batch of two)", n)
+	}
 }

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/threadengine/engine/adapters/config"
 	"github.com/threadengine/engine/adapters/server"
@@ -41,15 +43,30 @@ func serve(ctx context.Context, args []string) error {
 	log := newLogger(cfg)
 	slog.SetDefault(log)
 	b := readBuild()
+	// Port 0 takes a free port: bind before building the server, so that
+	// what it advertises without server.public_url is the bound address.
+	// Otherwise bind after (a fixed port stays closed while migrating).
+	var l net.Listener
+	if _, port, _ := net.SplitHostPort(cfg.Server.Listen); port == "0" {
+		if l, err = net.Listen("tcp", cfg.Server.Listen); err != nil {
+			return fmt.Errorf("server.listen %s: %w", cfg.Server.Listen, err)
+		}
+		cfg.Server.Listen = l.Addr().String()
+	}
 	srv, err := server.New(ctx, cfg, server.Options{Logger: log, Version: b.Version, Commit: b.Commit})
 	if err != nil {
+		if l != nil {
+			l.Close()
+		}
 		return err
 	}
-	l, err := net.Listen("tcp", cfg.Server.Listen)
-	if err != nil {
-		srv.Close()
-		return fmt.Errorf("server.listen %s: %w", cfg.Server.Listen, err)
+	if l == nil {
+		if l, err = net.Listen("tcp", cfg.Server.Listen); err != nil {
+			srv.Close()
+			return fmt.Errorf("server.listen %s: %w", cfg.Server.Listen, err)
+		}
 	}
+	bound := []string{l.Addr().String()}
 	if cfg.Server.PprofListen != "" {
 		ps, err := server.ServePprof(cfg.Server.PprofListen, log)
 		if err != nil {
@@ -58,8 +75,16 @@ func serve(ctx context.Context, args []string) error {
 			return fmt.Errorf("server.pprof_listen %s: %w", cfg.Server.PprofListen, err)
 		}
 		defer ps.Close()
+		bound = append(bound, ps.Addr)
 	}
 	log.Info("threadengine listening", "addr", l.Addr().String(), "public_url", cfg.Server.PublicURL, "version", versionString())
+	if cfg.Server.AddressFile != "" {
+		if err := writeAddressFile(cfg.Server.AddressFile, bound); err != nil {
+			srv.Close()
+			l.Close()
+			return fmt.Errorf("server.address_file: %w", err)
+		}
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
 	select {
@@ -109,4 +134,25 @@ func bootstrapOwner(ctx context.Context, args []string) error {
 	fmt.Fprintf(os.Stderr, "owner %s (%s) is an active admin. API key (shown once, store it now):\n", u.Email, u.ID)
 	fmt.Println(key)
 	return nil
+}
+
+// writeAddressFile writes the bound addresses, one a line (server.listen's,
+// then server.pprof_listen's when it is on), to path through a temporary
+// file in the same directory renamed into place: a reader polling path sees
+// all of them or no file.
+func writeAddressFile(path string, addrs []string) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".address-*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.WriteString(strings.Join(addrs, "\n") + "\n"); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }

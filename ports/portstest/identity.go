@@ -27,6 +27,7 @@ type Identity struct {
 	sessions     map[string]domain.Session
 	bindings     []ports.IdentityBinding
 	audit        []ports.AuditEntry
+	auditBatches int
 	settings     map[string]string
 	installation string
 }
@@ -449,6 +450,26 @@ func (s *Identity) RecordAudit(_ context.Context, e ports.AuditEntry) error {
 	e.At = stored(e.At)
 	s.audit = append(s.audit, e)
 	return nil
+}
+
+// RecordAudits writes the entries in one call, as the identity store does
+// in one statement (app/ops.RetentionAuditLog); AuditBatches counts them.
+func (s *Identity) RecordAudits(_ context.Context, es []ports.AuditEntry) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.auditBatches++
+	for _, e := range es {
+		e.At = stored(e.At)
+		s.audit = append(s.audit, e)
+	}
+	return nil
+}
+
+// AuditBatches is how many RecordAudits calls there were.
+func (s *Identity) AuditBatches() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.auditBatches
 }
 
 // PruneAudit implements ports.AuditPruner.

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -84,19 +83,11 @@ func start(t *testing.T, d sqldb.Dialect, env ...string) *engine {
 	if d == sqldb.Postgres {
 		dbURL = sqldbtest.URL(t, d)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	base := append(os.Environ(), "THREADENGINE_DATABASE__URL="+dbURL, "THREADENGINE_SERVER__LISTEN="+addr,
+	base := append(os.Environ(), "THREADENGINE_DATABASE__URL="+dbURL,
 		"THREADENGINE_LOG__LEVEL=warn", enginetest.MaxConnsEnv)
 	base = append(base, env...)
-	pprofAddr := ""
 	if os.Getenv("ABUSE_PPROF_DIR") != "" {
-		pprofAddr = freeAddr(t)
-		base = append(base, "THREADENGINE_SERVER__PPROF_LISTEN="+pprofAddr)
+		base = append(base, "THREADENGINE_SERVER__PPROF_LISTEN=127.0.0.1:0")
 	}
 
 	boot := exec.Command(binary, "bootstrap-owner", "--email", "owner@example.com")
@@ -105,9 +96,10 @@ func start(t *testing.T, d sqldb.Dialect, env ...string) *engine {
 	if err != nil {
 		t.Fatalf("bootstrap-owner: %v", err)
 	}
-	e := &engine{URL: "http://" + addr, AdminKey: strings.TrimSpace(string(out)), logs: &bytes.Buffer{}, logMu: &sync.Mutex{}, pprof: pprofAddr}
+	e := &engine{AdminKey: strings.TrimSpace(string(out)), logs: &bytes.Buffer{}, logMu: &sync.Mutex{}}
+	anyPort, addressFile := enginetest.AnyPort(t)
 	e.cmd = exec.Command(binary, "serve")
-	e.cmd.Dir, e.cmd.Env = dir, base
+	e.cmd.Dir, e.cmd.Env = dir, append(base, anyPort...)
 	stderr, _ := e.cmd.StderrPipe()
 	if err := e.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -139,6 +131,11 @@ func start(t *testing.T, d sqldb.Dialect, env ...string) *engine {
 			e.logMu.Unlock()
 		}
 	})
+	bound := enginetest.BoundAddrs(t, addressFile)
+	e.URL = "http://" + bound[0]
+	if len(bound) > 1 {
+		e.pprof = bound[1]
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		resp, err := http.Get(e.URL + "/healthz")

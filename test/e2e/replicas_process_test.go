@@ -70,9 +70,9 @@ func startReplicaSet(t *testing.T, n int) *replicaSet {
 	fields := strings.Fields(strings.TrimSpace(string(out)))
 	rs.ownerKey = fields[len(fields)-1]
 	for i := 0; i < n; i++ {
-		addr := freeAddr(t)
+		proc, addr := startEngine(t, bin, t.TempDir(), rs.env)
 		rs.addrs = append(rs.addrs, addr)
-		rs.procs = append(rs.procs, startEngine(t, bin, t.TempDir(), rs.env, addr))
+		rs.procs = append(rs.procs, proc)
 	}
 	return rs
 }

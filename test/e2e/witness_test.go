@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -69,8 +70,7 @@ func TestWitnessCosignsAndRefusesAFork(t *testing.T) {
 	owner := fields[len(fields)-1]
 
 	// The log's key, from a first start of the engine.
-	addrA := freeAddr(t)
-	a := startEngine(t, bin, dirA, envA, addrA)
+	a, addrA := startEngine(t, bin, dirA, envA)
 	engA := &enginetest.Engine{URL: "http://" + addrA, AdminKey: owner}
 	resp, logKeys := engA.Do(t, http.MethodGet, "/v1/log/keys", "", nil)
 	wantStatus(t, resp, logKeys, http.StatusOK)
@@ -83,16 +83,25 @@ func TestWitnessCosignsAndRefusesAFork(t *testing.T) {
 
 	// The witness: a real process and HTTP server.
 	wdir := t.TempDir()
-	waddr := freeAddr(t)
 	wout := &syncBuffer{}
 	wcmd := exec.Command(bin, "witness", "--key", filepath.Join(wdir, "witness.key"), "--state", filepath.Join(wdir, "state.json"),
-		"--log-key", logKey, "--listen", waddr, "--name", "witness.example/w1")
+		"--log-key", logKey, "--listen", "127.0.0.1:0", "--name", "witness.example/w1")
 	wcmd.Env, wcmd.Stderr = env, wout
 	if err := wcmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = wcmd.Process.Kill(); _, _ = wcmd.Process.Wait() })
 	pollUntil(t, "the witness serving", func() bool { return strings.Contains(wout.String(), "witness: serving") })
+	// It logs the address it bound (JSON): {"msg":"witness: serving","addr":"127.0.0.1:…",…}
+	var serving struct{ Addr string }
+	for _, line := range strings.Split(wout.String(), "\n") {
+		if strings.Contains(line, "witness: serving") {
+			if err := json.Unmarshal([]byte(line), &serving); err != nil {
+				t.Fatalf("witness log line %q: %v", line, err)
+			}
+		}
+	}
+	waddr := serving.Addr
 	wkeyRaw, err := os.ReadFile(filepath.Join(wdir, "witness.key.pub"))
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +159,8 @@ func TestWitnessCosignsAndRefusesAFork(t *testing.T) {
 		return n
 	}
 
-	a = startEngine(t, bin, dirA, withWitness(envA), addrA)
+	a, addrA = startEngine(t, bin, dirA, withWitness(envA))
+	engA.URL = "http://" + addrA
 	key, _ := (&replicaSet{addrs: []string{addrA}, ownerKey: owner}).newKey(t, 0, "svc")
 	write(engA, key, 3, "a")
 	first := cosigned(engA, 3)
@@ -167,16 +177,16 @@ func TestWitnessCosignsAndRefusesAFork(t *testing.T) {
 			}
 		}
 	}
-	startEngine(t, bin, dirA, withWitness(envA), addrA) // stopped by its cleanup
+	_, addrA = startEngine(t, bin, dirA, withWitness(envA)) // stopped by its cleanup
+	engA.URL = "http://" + addrA
 	tidA := write(engA, key, 3, "a3")
 	third := cosigned(engA, size(second)+3)
 	if out, ok := verify(engA, tidA); !ok || !strings.Contains(out, "ok   thread "+tidA) {
 		t.Fatalf("the honest log's export with the witness required:\n%s", out)
 	}
 
-	addrB := freeAddr(t)
 	envB := append(env, "THREADENGINE_DATABASE__URL=sqlite://"+filepath.Join(dirB, "te.db"))
-	b := startEngine(t, bin, dirB, envB, addrB) // without the witness at first
+	b, addrB := startEngine(t, bin, dirB, envB) // without the witness at first
 	engB := &enginetest.Engine{URL: "http://" + addrB, AdminKey: owner}
 	write(engB, key, 3, "b") // other steps: the same size as third, another tree
 	var forked []byte
@@ -213,7 +223,8 @@ func TestWitnessCosignsAndRefusesAFork(t *testing.T) {
 	// with the witness, submits its checkpoint with a consistency proof from
 	// the witness's size: 422, no cosignature.
 	stop(b)
-	startEngine(t, bin, dirB, withWitness(envB), addrB) // stopped by its cleanup
+	_, addrB = startEngine(t, bin, dirB, withWitness(envB)) // stopped by its cleanup
+	engB.URL = "http://" + addrB
 	tidB := write(engB, key, 2, "b2")
 	pollUntil(t, "the witness refusing the fork's engine", func() bool { return strings.Contains(wout.String(), `"status":422`) })
 	resp, ckB := engB.Do(t, http.MethodGet, "/v1/log/checkpoint", "", nil)

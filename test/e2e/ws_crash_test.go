@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -63,8 +62,7 @@ func TestWSAckedStepsSurviveKill9(t *testing.T) {
 		lines := strings.Fields(strings.TrimSpace(string(out)))
 		key := lines[len(lines)-1]
 
-		addr := freeAddr(t)
-		proc := startEngine(t, bin, dir, env, addr)
+		proc, addr := startEngine(t, bin, dir, env)
 		acked := writeUntilKilled(t, addr, key, proc)
 		if len(acked) < 50 {
 			t.Fatalf("only %d steps acknowledged before the kill", len(acked))
@@ -72,7 +70,7 @@ func TestWSAckedStepsSurviveKill9(t *testing.T) {
 
 		// Restart on the same database: it must come up (recovery), then stop it
 		// cleanly and read the database directly.
-		proc2 := startEngine(t, bin, dir, env, addr)
+		proc2, _ := startEngine(t, bin, dir, env)
 		_ = proc2.Process.Signal(syscall.SIGTERM)
 		_ = proc2.Wait()
 
@@ -146,40 +144,34 @@ func TestWSAckedStepsSurviveKill9(t *testing.T) {
 	})
 }
 
-func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-func startEngine(t *testing.T, bin, dir string, env []string, addr string) *exec.Cmd {
+// startEngine runs "threadengine serve" on a port it picks itself (each
+// start gets a new one) and returns once /healthz answers, with the address.
+func startEngine(t *testing.T, bin, dir string, env []string) (*exec.Cmd, string) {
 	t.Helper()
+	anyPort, addressFile := enginetest.AnyPort(t)
 	cmd := exec.Command(bin, "serve")
-	cmd.Env, cmd.Dir = append(env, "THREADENGINE_SERVER__LISTEN="+addr), dir
-	var stderr bytes.Buffer
+	cmd.Env, cmd.Dir = append(append([]string{}, env...), anyPort...), dir
+	var stderr syncBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
-	// A hang guard, not a speed requirement: a fresh database migrates
-	// first, and the machine may be shared.
+	addr := enginetest.BoundAddr(t, addressFile)
+	// A hang guard, not a speed requirement: the machine may be shared.
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
 		resp, err := http.Get("http://" + addr + "/healthz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
-				return cmd
+				return cmd, addr
 			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("engine did not start: %s", stderr.String())
-	return nil
+	return nil, ""
 }
 
 // writeUntilKilled pipelines steps on 4 connections and SIGKILLs the engine

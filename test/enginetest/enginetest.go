@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -78,8 +80,48 @@ func WithDatabase(url string) Option {
 	return func(c *config.Config, _ *server.Options) { c.Database.URL = url }
 }
 
-// FreeAddr returns a loopback host:port nothing listens on (for engine
-// processes a test starts, or to probe a port where nothing answers).
+// AnyPort is the environment that has an engine process (threadengine
+// serve) listen on a free loopback port it picks itself (server.listen
+// 127.0.0.1:0) and write the address it bound into a fresh file; BoundAddr
+// reads it. Nothing can take the port between the choice and the bind, as
+// it can with FreeAddr.
+func AnyPort(t testing.TB) (env []string, addressFile string) {
+	t.Helper()
+	addressFile = filepath.Join(t.TempDir(), "address")
+	return []string{"THREADENGINE_SERVER__LISTEN=127.0.0.1:0", "THREADENGINE_SERVER__ADDRESS_FILE=" + addressFile}, addressFile
+}
+
+// BoundAddr waits until the engine process started with AnyPort's
+// environment has bound its port and returns that host:port. The wait is a
+// hang guard, not a speed requirement: a fresh database migrates first.
+func BoundAddr(t testing.TB, addressFile string) string {
+	t.Helper()
+	return BoundAddrs(t, addressFile)[0]
+}
+
+// BoundAddrs is BoundAddr with every address the file lists: server.listen's,
+// then server.pprof_listen's (127.0.0.1:0 takes a free port there too) when
+// the engine serves the profiler.
+func BoundAddrs(t testing.TB, addressFile string) []string {
+	t.Helper()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(2 * time.Minute)
+	for {
+		if b, err := os.ReadFile(addressFile); err == nil {
+			return strings.Fields(string(b))
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("the engine wrote no address into %s in 2 minutes", addressFile)
+		}
+	}
+}
+
+// FreeAddr returns a loopback host:port nothing listens on, to probe a port
+// where nothing answers. Not for starting a server on: another process may
+// take the port first (use AnyPort).
 func FreeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")

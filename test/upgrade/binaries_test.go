@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,7 +21,6 @@ import (
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/test/enginebin"
-	"github.com/threadengine/engine/test/enginetest"
 )
 
 // The releases of the rolling upgrade below, as migrations added to this
@@ -148,13 +148,19 @@ func env(url string) []string {
 	return append(out, "THREADENGINE_DATABASE__URL="+url, "THREADENGINE_SECURITY__HASH_CHAIN_SECRET=upgrade-test-secret-0123456789abcdef")
 }
 
-// serve starts bin and returns once it logged that it listens.
+// boundAddr finds the address in the "threadengine listening" line.
+var boundAddr = regexp.MustCompile(`\baddr=(\S+)`)
+
+// serve starts bin on a port it picks itself and returns once it logged
+// that it listens, with the address from that line (text format:
+// `msg="threadengine listening" addr=127.0.0.1:…`). Released binaries log
+// it too, whereas they do not know server.address_file.
 func serve(t *testing.T, name, bin, url string) *proc {
 	t.Helper()
-	p := &proc{name: name, addr: enginetest.FreeAddr(t), log: &syncBuffer{}}
+	p := &proc{name: name, log: &syncBuffer{}}
 	p.cmd = exec.Command(bin, "serve")
 	p.cmd.Dir = t.TempDir()
-	p.cmd.Env = append(env(url), "THREADENGINE_SERVER__LISTEN="+p.addr, "THREADENGINE_LOG__LEVEL=info")
+	p.cmd.Env = append(env(url), "THREADENGINE_SERVER__LISTEN=127.0.0.1:0", "THREADENGINE_LOG__LEVEL=info", "THREADENGINE_LOG__FORMAT=text")
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -164,7 +170,7 @@ func serve(t *testing.T, name, bin, url string) *proc {
 		t.Fatal(err)
 	}
 	w.Close()
-	listening := make(chan bool, 1)
+	listening := make(chan string, 1)
 	go func() {
 		defer r.Close()
 		sc := bufio.NewScanner(r)
@@ -172,17 +178,17 @@ func serve(t *testing.T, name, bin, url string) *proc {
 		said := false
 		for sc.Scan() {
 			p.log.Write([]byte(sc.Text() + "\n"))
-			if !said && strings.Contains(sc.Text(), "threadengine listening") {
+			if m := boundAddr.FindStringSubmatch(sc.Text()); !said && m != nil && strings.Contains(sc.Text(), "threadengine listening") {
 				said = true
-				listening <- true
+				listening <- m[1]
 			}
 		}
 		if !said {
-			listening <- false
+			listening <- ""
 		}
 	}()
 	t.Cleanup(p.stop)
-	if !<-listening {
+	if p.addr = <-listening; p.addr == "" {
 		t.Fatalf("%s did not start:\n%s", name, p.log)
 	}
 	return p

@@ -152,14 +152,14 @@ func run(c config) error {
 		if err := os.MkdirAll(c.profiles, 0o755); err != nil {
 			return err
 		}
-		c.pprofAddr = freeLoopbackAddr()
-		env = append(env, "THREADENGINE_SERVER__PPROF_LISTEN="+c.pprofAddr)
+		env = append(env, "THREADENGINE_SERVER__PPROF_LISTEN=127.0.0.1:0")
 	}
 	e, err := loadgen.StartEngine(bins.engine, dbURL, "", env...)
 	if err != nil {
 		return err
 	}
 	defer e.Stop()
+	c.pprofAddr = e.PprofAddr
 	threadID, err := loadgen.Seed(e.BaseURL, e.Key, 20)
 	if err != nil {
 		return fmt.Errorf("seed: %w", err)
@@ -271,15 +271,6 @@ func build(c config) (binaries, error) {
 func vacuum(ctx context.Context, db *sql.DB) error {
 	_, err := db.ExecContext(ctx, `VACUUM (ANALYZE)`)
 	return err
-}
-
-func freeLoopbackAddr() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		fail(err.Error())
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 func envOr(k, def string) string {

@@ -6,7 +6,6 @@ package loadgen
 import (
 	"bufio"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -23,8 +22,11 @@ type Engine struct {
 	WSURL   string // ws://127.0.0.1:port/threads
 	Key     string // the bootstrapped owner's API key (or the one passed in)
 	PID     int
-	cmd     *exec.Cmd
-	dir     string
+	// PprofAddr is the profiler's address when the environment turned it on
+	// (THREADENGINE_SERVER__PPROF_LISTEN=127.0.0.1:0), else "".
+	PprofAddr string
+	cmd       *exec.Cmd
+	dir       string
 }
 
 // StartEngine serves bin on a free loopback port against dbURL. With an
@@ -65,27 +67,32 @@ func StartEngine(bin, dbURL, key string, env ...string) (*Engine, error) {
 		}
 		key = f[len(f)-1]
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	addr := l.Addr().String()
-	l.Close()
+	// Port 0: the engine picks a free port and writes the one it bound
+	// into addressFile (server.address_file), so no other process can take
+	// it between a choice and the bind.
+	addressFile := filepath.Join(dir, "address")
 	cmd := exec.Command(abs, "serve")
-	cmd.Env, cmd.Dir, cmd.Stderr = append(env, "THREADENGINE_SERVER__LISTEN="+addr), dir, os.Stderr
+	cmd.Env, cmd.Dir, cmd.Stderr = append(env, "THREADENGINE_SERVER__LISTEN=127.0.0.1:0", "THREADENGINE_SERVER__ADDRESS_FILE="+addressFile), dir, os.Stderr
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	e := &Engine{BaseURL: "http://" + addr, WSURL: "ws://" + addr + "/threads", Key: key, PID: cmd.Process.Pid, cmd: cmd, dir: dir}
+	e := &Engine{Key: key, PID: cmd.Process.Pid, cmd: cmd, dir: dir}
 	for i := 0; i < 400; i++ {
-		if resp, err := http.Get(e.BaseURL + "/healthz"); err == nil {
-			resp.Body.Close()
-			return e, nil
+		if b, err := os.ReadFile(addressFile); err == nil {
+			bound := strings.Fields(string(b)) // server.listen's, then server.pprof_listen's
+			e.BaseURL, e.WSURL = "http://"+bound[0], "ws://"+bound[0]+"/threads"
+			if len(bound) > 1 {
+				e.PprofAddr = bound[1]
+			}
+			if resp, err := http.Get(e.BaseURL + "/healthz"); err == nil {
+				resp.Body.Close()
+				return e, nil
+			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	e.Stop()
-	return nil, fmt.Errorf("engine on %s did not answer /healthz within 20 s", addr)
+	return nil, fmt.Errorf("engine in %s did not answer /healthz within 20 s", dir)
 }
 
 // Stop terminates the engine and removes its data directory.
