@@ -416,9 +416,14 @@ func (s *Store) FlushLog(ctx context.Context) (int, error) {
 
 // defaultFlushGap is how long the sequencer, woken by a commit, lets further
 // commits queue before it flushes: it bounds it to one transaction per gap
-// under load, and adds at most this much to the time a step takes to reach
-// the tree (checkpoints are signed every second).
-const defaultFlushGap = 20 * time.Millisecond
+// under load. Each sequencer transaction costs about a millisecond of CPU
+// (engine and server) whatever it carries, and with a short gap their number
+// per step grew as ingest slowed down: 20 ms cost 0.012–0.037 transactions
+// per step, 250 ms 0.001–0.005, and the log's CPU per step went from about
+// +17 % to about +9 % of ingest (docs/contributors/performance.md,
+// "Transparency log"). Nothing waits on it: proofs, exports and checkpoint
+// signing flush first, and the signer flushes every checkpoint interval.
+const defaultFlushGap = 250 * time.Millisecond
 
 // RunLogSequencer flushes the queue after local commits (woken) and every
 // interval (leaves other replicas queued, if their sequencer is slower),
