@@ -11,37 +11,60 @@ import (
 	"github.com/threadengine/engine/adapters/sqldb"
 )
 
-// contractStats reads a roll-up (migration 00041): the threads of each
-// contract version by status and health, for the threads that ended before
-// stats_rollup 'threads'.rolled_until. An ended thread never changes its
-// contract, status, health or updated_at again, so it is counted once, when
-// the roll-up passes its end; the threads still active or ended since are
-// counted from threads (a few per cent of them: what is in flight, not
-// history). "Ended" is updated_at, the time the thread ended in the engine,
-// not completed_at: a trace thread's completed_at is its last span's end,
-// which can be behind the watermark when it ends (an exporter that batched
-// for minutes), and would then be counted by neither half. Both halves are
-// bounded by the watermark read in the same statement, so a roll-up
-// committing meanwhile neither loses nor double-counts a thread. Deleting
-// an ended thread (retention, erasure) subtracts it in the delete's
-// transaction (threadstore.unrollContractStats), by the same key.
+// contractStats reads contract_stats_total plus the rows of
+// contract_stats_delta not folded into it yet (migration 00097): triggers on
+// threads record every start, change of (contract, version, status,
+// health) and delete as insert-only ±1 rows, whichever release writes the
+// thread, and the roll-up job folds them into the totals (foldContractStats)
+// in one statement. Both tables are read in one statement, one snapshot: a
+// fold committing meanwhile is seen whole or not at all. The rows read are
+// bounded by contracts × versions × statuses × health plus the changes since
+// the last fold (a minute), not by the threads.
+//
+// The roll-up of ended threads of migration 00041 (contract_stats_rollup,
+// rollUpContractStats below, threadstore.unrollContractStats) is no longer
+// read by this release; it is kept up to date for the previous release's
+// replicas during a rolling upgrade (they read it plus the threads in
+// flight), and goes in a later release.
 
 // ThreadsRollup is the stats_rollup row of the contract statistics.
 const ThreadsRollup = "threads"
 
 // contractStatsQuery counts threads per (contract version, status, health):
-// the roll-up plus the threads it does not hold yet.
+// the folded totals plus the deltas not folded yet.
 const contractStatsQuery = `SELECT contract_name, contract_version, status, health, SUM(n) AS n FROM (
- SELECT contract_name, contract_version, status, health, threads AS n FROM contract_stats_rollup WHERE threads <> 0
+ SELECT contract_name, contract_version, status, health, threads AS n FROM contract_stats_total
  UNION ALL
- SELECT contract_name, COALESCE(contract_version, 0), status, health, COUNT(*) FROM threads
- WHERE contract_name IS NOT NULL AND status = 'active' GROUP BY contract_name, COALESCE(contract_version, 0), status, health
- UNION ALL
- SELECT contract_name, COALESCE(contract_version, 0), status, health, COUNT(*) FROM threads
- WHERE contract_name IS NOT NULL AND status <> 'active'
- AND updated_at >= COALESCE((SELECT rolled_until FROM stats_rollup WHERE name = 'threads'), ?)
- GROUP BY contract_name, COALESCE(contract_version, 0), status, health
+ SELECT contract_name, contract_version, status, health, n FROM contract_stats_delta
 ) x GROUP BY contract_name, contract_version, status, health ORDER BY contract_name, contract_version DESC`
+
+// foldContractStats moves the deltas into the totals. On PostgreSQL one
+// statement deletes the delta rows it sees and adds exactly those: rows
+// inserted meanwhile stay for the next fold, and a concurrent fold (another
+// replica) waits on the rows this one deletes, then skips them. On SQLite
+// the transaction is the only writer. Writers of threads never touch the
+// totals, so they never wait on a fold or on each other.
+func (s *Store) foldContractStats(ctx context.Context, tx *sqlx.Tx) error {
+	if s.db.Dialect == sqldb.Postgres {
+		_, err := tx.ExecContext(ctx, `WITH gone AS (DELETE FROM contract_stats_delta RETURNING contract_name, contract_version, status, health, n)
+ INSERT INTO contract_stats_total (contract_name, contract_version, status, health, threads)
+ SELECT contract_name, contract_version, status, health, SUM(n) FROM gone GROUP BY contract_name, contract_version, status, health
+ ON CONFLICT (contract_name, contract_version, status, health) DO UPDATE SET threads = contract_stats_total.threads + excluded.threads`)
+		return err
+	}
+	var last sql.NullInt64
+	if err := tx.GetContext(ctx, &last, `SELECT MAX(rowid) FROM contract_stats_delta`); err != nil || !last.Valid {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO contract_stats_total (contract_name, contract_version, status, health, threads)
+ SELECT contract_name, contract_version, status, health, SUM(n) FROM contract_stats_delta WHERE rowid <= ?
+ GROUP BY contract_name, contract_version, status, health
+ ON CONFLICT (contract_name, contract_version, status, health) DO UPDATE SET threads = contract_stats_total.threads + excluded.threads`, last.Int64); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `DELETE FROM contract_stats_delta WHERE rowid <= ?`, last.Int64)
+	return err
+}
 
 // epoch stands for "nothing rolled up yet" (every ended thread is read raw).
 var epoch = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)

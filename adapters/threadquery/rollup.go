@@ -91,7 +91,11 @@ func (s *Store) rollUp(ctx context.Context, now time.Time) (int, bool, error) {
 		} else if err != nil {
 			return err
 		}
-		// The contract statistics roll forward in the same transaction, to
+		// The contract statistics' deltas (contract_rollup.go), every call.
+		if err := s.foldContractStats(ctx, tx); err != nil {
+			return err
+		}
+		// The previous release's roll-up of them rolls forward in the same transaction, to
 		// the same lag (contract_rollup.go).
 		contracts, err := s.rollUpContractStats(ctx, tx, now.UTC().Add(-RollupLag))
 		if err != nil {

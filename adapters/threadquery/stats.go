@@ -20,11 +20,11 @@ type contractStatRow struct {
 }
 
 // ContractStats counts threads per contract version: one count per (version,
-// status, health), from the roll-up and the threads it does not hold yet
-// (contract_rollup.go), folded here.
+// status, health), from the totals and the deltas not folded into them yet
+// (contract_rollup.go), summed here.
 func (s *Store) ContractStats(ctx context.Context) ([]ports.ContractStat, error) {
 	var rows []contractStatRow
-	if err := s.selectRaw(ctx, &rows, contractStatsQuery, sqldb.Time(epoch)); err != nil {
+	if err := s.selectRaw(ctx, &rows, contractStatsQuery); err != nil {
 		return nil, err
 	}
 	var out []ports.ContractStat

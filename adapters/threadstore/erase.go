@@ -114,7 +114,10 @@ type rolledRow struct {
 // deleted that it counts: those that ended (in the engine: updated_at, the
 // roll-up's key) before its watermark. The
 // watermark row is locked first, so a roll-up cannot pass these threads
-// between this read and the delete's commit.
+// between this read and the delete's commit. This release's contractStats
+// reads contract_stats_total and the delta rows the DELETE's own trigger
+// writes (migration 00097); this subtraction keeps the older roll-up right
+// for the previous release's replicas during a rolling upgrade.
 func (s *Store) unrollContractStats(ctx context.Context, tx *sqlx.Tx, ids []string) error {
 	var w []time.Time
 	if err := tx.SelectContext(ctx, &w, s.q(`SELECT rolled_until FROM stats_rollup WHERE name = 'threads'`+s.db.ForUpdate())); err != nil {

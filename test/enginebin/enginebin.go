@@ -7,25 +7,52 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
 
-// Flags are the Dockerfile's compile flags (with CGO_ENABLED=0). Every test
-// binary is built with them, so the engine's packages are compiled once for
-// all of them, and with -trimpath the compiled packages do not depend on
-// the checkout's path: a fresh clone finds them in the build cache.
-var Flags = []string{"-trimpath", "-ldflags=-s -w"}
+// flags are what the engine's binary is built with: the running test
+// binary's own -trimpath and CGO_ENABLED, so every package of the engine
+// and its dependencies is the one the go command already compiled for the
+// tests (built with other flags, a cold build cache compiled them all a
+// second time: 90 s of CPU on two cores), and the Dockerfile's
+// -ldflags="-s -w", which only the link reads. .ci/run builds the tests
+// with the Dockerfile's CGO_ENABLED=0 and -trimpath, so deploy's image
+// binary shares the same compiled packages, and with -trimpath they do not
+// depend on the checkout's path: a fresh clone finds them in the cache.
+func flags() (args []string, env string) {
+	trim, cgo := false, os.Getenv("CGO_ENABLED")
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "-trimpath":
+				trim = s.Value == "true"
+			case "CGO_ENABLED":
+				cgo = s.Value
+			}
+		}
+	}
+	if trim {
+		args = append(args, "-trimpath")
+	}
+	args = append(args, "-ldflags=-s -w")
+	if cgo != "" {
+		env = "CGO_ENABLED=" + cgo
+	}
+	return args, env
+}
 
 // Build writes cmd/threadengine of the module at dir ("" for this one) to
-// out, built with Flags and extra go build flags (e.g. -overlay). It runs
+// out, built with flags and extra go build flags (e.g. -overlay). It runs
 // `go run -exec cp`: the go command keeps the executables `go run` links
 // in its build cache (Go 1.24+), keyed by everything that goes into them
 // (sources, embedded files, overlay, flags, toolchain), so a second build
 // of the same tree is a file copy instead of a link of 30 MB, across test
 // packages and runs.
 func Build(dir, out string, extra ...string) error {
-	args := append(append(append([]string{"run", "-exec", "cp"}, Flags...), extra...), "./cmd/threadengine", out)
+	fl, env := flags()
+	args := append(append(append([]string{"run", "-exec", "cp"}, fl...), extra...), "./cmd/threadengine", out)
 	cmd := exec.Command("go", args...)
 	cmd.Dir = dir
 	if dir == "" {
@@ -35,7 +62,10 @@ func Build(dir, out string, extra ...string) error {
 		}
 		cmd.Dir = root
 	}
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Env = os.Environ()
+	if env != "" {
+		cmd.Env = append(cmd.Env, env)
+	}
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go %s (in %s): %v\n%s", strings.Join(args, " "), cmd.Dir, err, b)
 	}

@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,8 +30,13 @@ import (
 )
 
 func sdkDir(t *testing.T) string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "sdk", "js")
+	// go test runs a package's tests in its directory (with -trimpath,
+	// runtime.Caller gives an import path, not a file).
+	dir, err := filepath.Abs(filepath.Join("..", "..", "sdk", "js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // The SDK's automatic idempotency keys must equal the Go side's; the node

@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -55,8 +54,10 @@ terminal_steps: [ship]
 `
 
 func repoFile(t *testing.T, rel string) string {
-	_, file, _, _ := runtime.Caller(0)
-	p := filepath.Join(filepath.Dir(file), rel)
+	p, err := filepath.Abs(rel) // relative to the package's directory, where go test runs it
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := os.Stat(p); err != nil {
 		t.Fatal(err)
 	}
