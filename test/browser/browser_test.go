@@ -92,9 +92,17 @@ func get[T any](t *testing.T, ctx context.Context, what string, a chromedp.Actio
 	return v
 }
 
+// text waits for the first element sel matches to be displayed and reads
+// its text in the same evaluation. chromedp.Text finds the node and reads
+// it in two calls, and a list the page re-renders in between (the contract
+// editor revalidating after a key) failed it with "No node with given id
+// found" under load.
 func text(t *testing.T, ctx context.Context, sel string) string {
 	t.Helper()
-	return strings.TrimSpace(get(t, ctx, "text of "+sel, chromedp.Text(css(sel))))
+	q, _ := json.Marshal(sel)
+	js := `(() => { const e = document.querySelector(` + string(q) + `); return e && e.getClientRects().length ? [e.innerText] : null })()`
+	v := get(t, ctx, "text of "+sel, chromedp.Poll[[]string](js, chromedp.WithPollingTimeout(stepTimeout)))
+	return strings.TrimSpace(v[0])
 }
 
 func location(t *testing.T, ctx context.Context) string {
