@@ -2,6 +2,7 @@ package threadstore
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -43,4 +44,18 @@ func (s *Store) AfterQueueRead(f func()) { s.queueRead = f }
 // round does, in one transaction.
 func (s *Store) WriteProcessMapForTest(ctx context.Context, plans []ports.StepPlan) error {
 	return s.tx(ctx, func(tx *sqlx.Tx) error { return s.execParts(ctx, tx, s.processMapParts(plans)) })
+}
+
+// CachedStatementsContaining is how many statements in the store's prepared
+// statement cache contain sub.
+func (s *Store) CachedStatementsContaining(sub string) int {
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	n := 0
+	for q := range s.stmts {
+		if strings.Contains(q, sub) {
+			n++
+		}
+	}
+	return n
 }

@@ -22,19 +22,23 @@ import (
 // parallel writers on their own threads) with the transparency log and
 // without it, side by side; "log-before" is the design before 2026-11-27
 // (SQLite: leaves queued and moved by the sequencer; PostgreSQL: the
-// sequencer flushing at once on every wake). flushtx/op is the sequencer
-// transactions per step. Run interleaved with -count to compare:
+// sequencer flushing at once on every wake), "log-gap20" the PostgreSQL
+// sequencer's flush gap before it was 250 ms. flushtx/op is the sequencer
+// transactions per step, stmts the statements prepared by the end. Run interleaved with -count to compare:
 //
 //	go test ./adapters/threadstore -run '^$' -bench IngestWithAndWithoutLog -count 4 -benchtime 3s
 func BenchmarkIngestWithAndWithoutLog(b *testing.B) {
 	for _, d := range sqldbtest.Dialects(b) {
-		for _, mode := range []string{"log", "log-before", "nolog"} {
+		for _, mode := range []string{"log", "log-gap20", "log-before", "nolog"} {
 			b.Run(string(d)+"/"+mode, func(b *testing.B) {
 				db, app := openMetered(b, d)
 				store := threadstore.New(db)
 				if mode == "nolog" {
 					store.SkipLogForBenchmark()
 				} else {
+					if mode == "log-gap20" { // the flush gap before 2026-11-27 12:30
+						store.FlushGapForBenchmark(20 * time.Millisecond)
+					}
 					if mode == "log-before" {
 						store.QueueLeavesForTest()
 						store.FlushGapForBenchmark(0)
@@ -79,6 +83,9 @@ func BenchmarkIngestWithAndWithoutLog(b *testing.B) {
 					}
 				}
 				cpu.report(b)
+				// Statements prepared by the end: one per distinct text (a
+				// flush whose text depends on its size adds one per size).
+				b.ReportMetric(float64(store.CachedStatementsContaining("")), "stmts")
 			})
 		}
 	}

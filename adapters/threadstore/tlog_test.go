@@ -571,3 +571,57 @@ func treeHash(hs []tlog.Hash) tlog.Hash {
 	}
 	return tlog.NodeHash(treeHash(hs[:k]), treeHash(hs[k:]))
 }
+
+// Sequencer flushes of different sizes use one statement text to write the
+// tree (on PostgreSQL: arrays, not a VALUES list per count of rows), so the
+// statement cache holds one tree-writing statement, not one per flush size
+// (each new text was parsed and planned, then prepared for a reuse that
+// rarely came; docs/contributors/performance.md, "Transparency log"). The
+// rows written are the same: tombstones keep a NULL step_id.
+func TestFlushesOfAnySizeShareOneStatement(t *testing.T) {
+	t.Parallel()
+	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
+		f := newLogFixture(t, d)
+		f.store.QueueLeavesForTest() // the outbox, also on SQLite
+		th, err := f.threads.Application().Commands.StartThread.Handle(f.ctx, threadsapp.StartThreadInput{Label: "sizes"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps := 0
+		for k := 1; k <= 8; k++ {
+			for i := 0; i < k; i++ {
+				steps++
+				if _, err := f.threads.Application().Commands.RecordStep.Handle(f.ctx, threadsapp.RecordStepInput{ThreadID: th.ID,
+					StepName: "s", Status: "success", IdempotencyKey: fmt.Sprint(steps), Context: map[string]string{}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n, err := f.store.FlushLog(f.ctx); err != nil || n != k {
+				t.Fatalf("flush of %d: %d %v", k, n, err)
+			}
+		}
+		if d == sqldb.Postgres {
+			if n := f.store.CachedStatementsContaining("INSERT INTO tlog_leaves"); n != 1 {
+				t.Fatalf("%d cached statements write tlog_leaves after flushes of 8 sizes, want 1", n)
+			}
+		}
+		gone, _ := f.thread(t, 1)
+		gone2, _ := f.thread(t, 1)
+		if _, err := f.store.FlushLog(f.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.store.DeleteThreads(f.ctx, []string{gone, gone2}); err != nil {
+			t.Fatal(err)
+		}
+		var tomb, stepLeaves int
+		if err := f.db.Get(&tomb, `SELECT COUNT(*) FROM tlog_leaves WHERE kind = 'thread_deleted' AND step_id IS NULL`); err != nil || tomb != 2 {
+			t.Fatalf("tombstones with a NULL step_id: %d %v", tomb, err)
+		}
+		if err := f.db.Get(&stepLeaves, `SELECT COUNT(*) FROM tlog_leaves l JOIN thread_activities a ON a.id = l.step_id AND a.thread_id = l.thread_id`); err != nil || stepLeaves != steps {
+			t.Fatalf("step leaves naming their step and thread: %d of %d %v", stepLeaves, steps, err)
+		}
+		if st, err := f.queries.VerifyThread.Handle(f.ctx, th.ID); err != nil || !st.Verified || st.Log.Leaves != steps {
+			t.Fatalf("verify: %+v %v", st, err)
+		}
+	})
+}
