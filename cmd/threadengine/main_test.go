@@ -23,7 +23,8 @@ func TestRunExitCodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The test harness's THREADENGINE_TEST_POSTGRES_URL shares the config
-	// prefix and would be refused as the unknown key "test_postgres_url".
+	// prefix; these engines run on SQLite, so it is kept out of their
+	// environment.
 	if v, ok := os.LookupEnv("THREADENGINE_TEST_POSTGRES_URL"); ok {
 		os.Unsetenv("THREADENGINE_TEST_POSTGRES_URL")
 		t.Cleanup(func() { os.Setenv("THREADENGINE_TEST_POSTGRES_URL", v) })

@@ -43,6 +43,13 @@ func serve(ctx context.Context, args []string) error {
 	log := newLogger(cfg)
 	slog.SetDefault(log)
 	b := readBuild()
+	// A reader polling the address file must not take a previous run's port
+	// for this one's.
+	if cfg.Server.AddressFile != "" {
+		if err := os.Remove(cfg.Server.AddressFile); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("server.address_file: %w", err)
+		}
+	}
 	// Port 0 takes a free port: bind before building the server, so that
 	// what it advertises without server.public_url is the bound address.
 	// Otherwise bind after (a fixed port stays closed while migrating).

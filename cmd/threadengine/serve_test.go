@@ -17,7 +17,7 @@ import (
 // can take before the engine binds it.
 func TestServeWritesTheBoundAddress(t *testing.T) {
 	if v, ok := os.LookupEnv("THREADENGINE_TEST_POSTGRES_URL"); ok {
-		os.Unsetenv("THREADENGINE_TEST_POSTGRES_URL") // an unknown config key to serve
+		os.Unsetenv("THREADENGINE_TEST_POSTGRES_URL") // this engine runs on SQLite; keep the harness variable out of its environment
 		t.Cleanup(func() { os.Setenv("THREADENGINE_TEST_POSTGRES_URL", v) })
 	}
 	dir := t.TempDir()
