@@ -102,8 +102,32 @@ func (t claimTable) evictOldest() {
 }
 
 // remoteClaim records a claim another replica made at (its clock, or the
-// time the message arrived if earlier).
-func (l *ledger) remoteClaim(principal, key string, at time.Time) { l.claims.claim(principal, key, at) }
+// time the message arrived if earlier). When it holds rows no claim here
+// held (it is new, or began before the one here), and a session of the
+// principal here already holds the key, those rows may now go to it: the
+// log is read again, and remoteClaim reports it. A broadcast can arrive
+// after that session subscribed (an SDK leaving one replica and
+// reconnecting to another at once): its subscription made a claim here
+// from that moment, and the rows held from before were judged without
+// the other replica's claim.
+func (l *ledger) remoteClaim(principal, key string, at time.Time) (rescan bool) {
+	k := claimKey{principal, key}
+	var since time.Time
+	if c := l.claims[k]; c != nil && c.released.IsZero() {
+		since = c.since
+	}
+	l.claims.claim(principal, key, at)
+	if !since.IsZero() && !l.claims[k].since.Before(since) {
+		return false // held nothing more
+	}
+	for id := range l.byPrincipal[principal] {
+		if _, ok := l.sessions[id].keys[key]; ok {
+			l.rescan()
+			return true
+		}
+	}
+	return false
+}
 
 // remoteRelease records a release on another replica, unless a session of
 // the principal here still holds the key.

@@ -402,6 +402,58 @@ func TestLedgerFollowsAreBounded(t *testing.T) {
 	}
 }
 
+// A claim made on another replica that arrives after a session of the
+// principal here subscribed to the key makes the rows it holds eligible
+// and has the log read again for them (TestReplicasHeldNotifications
+// failed 2 times in 24 under load when the broadcast came late).
+func TestLedgerRemoteClaimAfterTheSubscription(t *testing.T) {
+	t.Parallel()
+	subAt := t0.Add(time.Hour)
+	l := newLedger(t0)
+	s := l.register("u1", 10)
+	l.subscribe(s, "ship", []string{"step.success"}, subAt)
+	delete(l.claims, claimKey{"u1", "ship"}) // no claim here before
+	held := row(1, "n", "u1", "t1", "ship", subAt.Add(-10*time.Minute))
+	if l.eligible(l.sessions[s], held) {
+		t.Fatal("an old row is eligible before any claim")
+	}
+	l.setCursor(7) // the log read past the row
+	if !l.remoteClaim("u1", "ship", subAt.Add(-20*time.Minute)) {
+		t.Fatal("remoteClaim did not ask for the log to be read again")
+	}
+	if l.cur.at != 0 {
+		t.Fatalf("cursor at %d after the claim, want 0 (read again)", l.cur.at)
+	}
+	if !l.eligible(l.sessions[s], held) {
+		t.Fatal("the row raised under the remote claim is not eligible")
+	}
+	if l.remoteClaim("u1", "ship", subAt.Add(-15*time.Minute)) {
+		t.Fatal("a claim beginning after the one that lasts asked for a rescan")
+	}
+	if l.remoteClaim("u2", "ship", subAt.Add(-20*time.Minute)) {
+		t.Fatal("a claim of a principal with no session here asked for a rescan")
+	}
+
+	// The usual order: the session's own subscription claimed the key here
+	// at subAt, then the other replica's earlier claim arrives.
+	l = newLedger(t0)
+	s = l.register("u1", 10)
+	l.subscribe(s, "ship", []string{"step.success"}, subAt)
+	if l.eligible(l.sessions[s], held) {
+		t.Fatal("an old row is eligible under a claim made after it")
+	}
+	l.setCursor(7)
+	if !l.remoteClaim("u1", "ship", subAt.Add(-20*time.Minute)) || l.cur.at != 0 {
+		t.Fatalf("an earlier remote claim did not have the log read again (cursor %d)", l.cur.at)
+	}
+	if !l.eligible(l.sessions[s], held) {
+		t.Fatal("the row raised under the earlier remote claim is not eligible")
+	}
+	if l.remoteClaim("u1", "ship", subAt.Add(-5*time.Minute)) {
+		t.Fatal("a later remote claim asked for a rescan")
+	}
+}
+
 func TestClaimTable(t *testing.T) {
 	t.Parallel()
 	c := claimTable{}

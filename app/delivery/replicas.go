@@ -175,13 +175,14 @@ func (h *Hub) heard(payload string) {
 		at = n.At
 	}
 	h.mu.Lock()
+	rescan := false
 	for _, c := range n.Claims {
-		h.l.remoteClaim(c[0], c[1], at)
+		rescan = h.l.remoteClaim(c[0], c[1], at) || rescan
 	}
 	for _, c := range n.Releases {
 		h.l.remoteRelease(c[0], c[1], now)
 	}
-	due := h.l.changedElsewhere(n.Threads)
+	due := h.l.changedElsewhere(n.Threads) || rescan
 	h.mu.Unlock()
 	if n.Rows || n.All || due {
 		h.Wake()

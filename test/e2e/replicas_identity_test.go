@@ -19,7 +19,8 @@ func twoReplicas(t *testing.T) (a, b *enginetest.Engine) {
 	t.Helper()
 	noSecret := enginetest.WithConfig(func(c *config.Config) { c.Security.HashChainSecret = "" })
 	a = enginetest.Start(t, sqldb.Postgres, noSecret)
-	b = enginetest.Start(t, sqldb.Postgres, noSecret, enginetest.WithDatabase(a.Config.Database.URL), enginetest.WithoutOwner())
+	b = enginetest.Start(t, sqldb.Postgres, noSecret, enginetest.WithDatabase(a.Config.Database.URL), enginetest.WithoutOwner(),
+		enginetest.WithClockAt(a.Clock.Now()))
 	return a, b
 }
 

@@ -20,7 +20,8 @@ func TestReplicasDeliverWebhooksOnce(t *testing.T) {
 		c.Alerts.Concurrency = 2
 	})
 	a := enginetest.Start(t, sqldb.Postgres, fast)
-	b := enginetest.Start(t, sqldb.Postgres, fast, enginetest.WithDatabase(a.Config.Database.URL), enginetest.WithoutOwner())
+	b := enginetest.Start(t, sqldb.Postgres, fast, enginetest.WithDatabase(a.Config.Database.URL), enginetest.WithoutOwner(),
+		enginetest.WithClockAt(a.Clock.Now()))
 	rcv := newReceiver(t)
 	w := createWebhook(t, a, map[string]any{"name": "ops", "url": rcv.URL, "events": []string{"step.failed"}})
 	ca, cb := connectWS(t, a, a.AdminKey), connectWS(t, b, a.AdminKey)

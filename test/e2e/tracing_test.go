@@ -269,7 +269,8 @@ func TestReplicasTraceAPushAcrossReplicas(t *testing.T) {
 		c.Telemetry.Tracing.Endpoint = col.URL
 	})
 	a := enginetest.Start(t, sqldb.Postgres, traced)
-	b := enginetest.Start(t, sqldb.Postgres, traced, enginetest.WithDatabase(a.Config.Database.URL), enginetest.WithoutOwner())
+	b := enginetest.Start(t, sqldb.Postgres, traced, enginetest.WithDatabase(a.Config.Database.URL), enginetest.WithoutOwner(),
+		enginetest.WithClockAt(a.Clock.Now()))
 	_, key := a.NewUser(t, domain.RoleMember)
 	sub := connectWS(t, b, key)
 	sub.ok(map[string]any{"action": "subscribe", "stepName": "ship", "requestId": "sub"})

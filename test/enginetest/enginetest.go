@@ -74,6 +74,21 @@ func WithConfig(fn func(*config.Config)) Option {
 	return func(c *config.Config, _ *server.Options) { fn(c) }
 }
 
+// WithClockAt starts the engine's clock at t instead of now: a second
+// replica started at the first one's time, as machines whose clocks agree
+// (each engine's clock moves only when its test advances it, so replicas
+// started a few seconds apart on a busy machine would otherwise disagree
+// by those seconds for good).
+func WithClockAt(t time.Time) Option {
+	return func(_ *config.Config, o *server.Options) {
+		if c, ok := o.Clock.(*Clock); ok {
+			c.mu.Lock()
+			c.now = t.UTC()
+			c.mu.Unlock()
+		}
+	}
+}
+
 // WithDatabase starts the engine on an existing database (a second replica
 // of an engine started before, typically with WithoutOwner).
 func WithDatabase(url string) Option {
