@@ -171,8 +171,6 @@ func (s *Store) appendLeavesAt(ctx context.Context, tx *sqlx.Tx, leaves []leafIn
 		}
 	}
 	s.pendMu.Unlock()
-	leafRows := make([][]any, 0, len(leaves))
-	var hashRows [][]any
 	var newIdx []int64
 	var newHashes []tlog.Hash
 	for i, l := range leaves {
@@ -185,15 +183,21 @@ func (s *Store) appendLeavesAt(ctx context.Context, tx *sqlx.Tx, leaves []leafIn
 		for j, h := range hs {
 			x := base + int64(j)
 			r.fresh[x] = h
-			hashRows = append(hashRows, []any{x, h[:]})
 			newIdx, newHashes = append(newIdx, x), append(newHashes, h)
 		}
-		leafRows = append(leafRows, []any{n, l.kind, l.threadID, l.stepID, string(l.data), sqldb.Time(now)})
 	}
 	var parts []part
 	if s.db.Dialect == sqldb.Postgres {
-		parts = treePartsPostgres(leafRows, hashRows, now)
+		parts = treePartsPostgres(leaves, start, newIdx, newHashes, now)
 	} else {
+		leafRows := make([][]any, len(leaves))
+		for i, l := range leaves {
+			leafRows[i] = []any{start + int64(i), l.kind, l.threadID, l.stepID, string(l.data), sqldb.Time(now)}
+		}
+		hashRows := make([][]any, len(newIdx))
+		for i, x := range newIdx {
+			hashRows[i] = []any{x, newHashes[i][:]}
+		}
 		parts = rowsParts(`INSERT INTO tlog_leaves (idx, kind, thread_id, step_id, data, created_at) VALUES `, `(?,?,?,?,?,?)`, "", 6, leafRows)
 		parts = append(parts, rowsParts(`INSERT INTO tlog_hashes (idx, hash) VALUES `, `(?,?)`, "", 2, hashRows)...)
 	}
@@ -213,22 +217,21 @@ func (s *Store) appendLeavesAt(ctx context.Context, tx *sqlx.Tx, leaves []leafIn
 // nearly every sequencer flush was parsed and planned afresh, then prepared
 // once more for a reuse that rarely came, filling the statement cache
 // (docs/contributors/performance.md, "Transparency log").
-func treePartsPostgres(leafRows, hashRows [][]any, now time.Time) []part {
-	idx := make([]int64, len(leafRows))
-	kinds := make([]string, len(leafRows))
-	threads := make([]string, len(leafRows))
-	steps := make([]sql.NullString, len(leafRows))
-	data := make([]string, len(leafRows))
-	for i, r := range leafRows {
-		idx[i], kinds[i], threads[i], data[i] = r[0].(int64), r[1].(string), r[2].(string), r[4].(string)
-		if id, ok := r[3].(string); ok {
+func treePartsPostgres(leaves []leafIn, start int64, hidx []int64, hashes []tlog.Hash, now time.Time) []part {
+	idx := make([]int64, len(leaves))
+	kinds := make([]string, len(leaves))
+	threads := make([]string, len(leaves))
+	steps := make([]sql.NullString, len(leaves))
+	data := make([]string, len(leaves))
+	for i, l := range leaves {
+		idx[i], kinds[i], threads[i], data[i] = start+int64(i), l.kind, l.threadID, string(l.data)
+		if id, ok := l.stepID.(string); ok { // nil for a tombstone: NULL
 			steps[i] = sql.NullString{String: id, Valid: true}
 		}
 	}
-	hidx := make([]int64, len(hashRows))
-	hs := make([][]byte, len(hashRows))
-	for i, r := range hashRows {
-		hidx[i], hs[i] = r[0].(int64), r[1].([]byte)
+	hs := make([][]byte, len(hashes))
+	for i := range hashes {
+		hs[i] = hashes[i][:]
 	}
 	return []part{
 		{q: `INSERT INTO tlog_leaves (idx, kind, thread_id, step_id, data, created_at)
@@ -384,15 +387,15 @@ func (s *Store) FlushLog(ctx context.Context) (int, error) {
 			// (one round trip on PostgreSQL). Exactly the rows read are
 			// deleted: a row with a lower seq may commit after this read
 			// (seq is taken before commit) and is appended next time.
-			seqRows := make([][]any, len(seqs))
-			for i, q := range seqs {
-				seqRows[i] = []any{q}
-			}
 			extra := []part{{q: `UPDATE tlog_state SET size = ? WHERE id = 1`, args: []any{size + int64(len(leaves))}}}
 			if s.db.Dialect == sqldb.Postgres {
 				// One statement text whatever the count (see treePartsPostgres).
 				extra = append(extra, part{q: `DELETE FROM tlog_pending WHERE seq = ANY(CAST(? AS BIGINT[]))`, args: []any{pq.Array(seqs)}})
 			} else {
+				seqRows := make([][]any, len(seqs))
+				for i, q := range seqs {
+					seqRows[i] = []any{q}
+				}
 				extra = append(extra, rowsParts(`DELETE FROM tlog_pending WHERE seq IN (`, `?`, `)`, 1, seqRows)...)
 			}
 			if err := s.appendLeavesAt(ctx, tx, leaves, time.Now(), size, extra); err != nil {
