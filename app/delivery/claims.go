@@ -31,8 +31,9 @@ type claimTable map[claimKey]*claim
 // maxClaims bounds the table; the claims touched longest ago go first.
 const maxClaims = 100_000
 
-// claim starts the principal's claim on key unless it lasts already; it
-// reports whether it started.
+// claim starts the principal's claim on key at, or moves the start of the
+// one that lasts back to at; it reports whether the claim now holds more
+// than before (it started, or begins earlier).
 func (t claimTable) claim(principal, key string, at time.Time) bool {
 	k := claimKey{principal, key}
 	if c := t[k]; c != nil {
@@ -40,6 +41,7 @@ func (t claimTable) claim(principal, key string, at time.Time) bool {
 		if c.released.IsZero() {
 			if at.Before(c.since) {
 				c.since = at
+				return true
 			}
 			return false
 		}
@@ -111,13 +113,7 @@ func (t claimTable) evictOldest() {
 // from that moment, and the rows held from before were judged without
 // the other replica's claim.
 func (l *ledger) remoteClaim(principal, key string, at time.Time) (rescan bool) {
-	k := claimKey{principal, key}
-	var since time.Time
-	if c := l.claims[k]; c != nil && c.released.IsZero() {
-		since = c.since
-	}
-	l.claims.claim(principal, key, at)
-	if !since.IsZero() && !l.claims[k].since.Before(since) {
+	if !l.claims.claim(principal, key, at) {
 		return false // held nothing more
 	}
 	for id := range l.byPrincipal[principal] {

@@ -147,7 +147,7 @@ func (l *ledger) register(principal string, maxInFlight int) sid {
 
 // subscribe sets a routing key and its event types (either vocabulary) for
 // session id. It reports whether the principal's claim on the key is new
-// (the Hub tells the other replicas).
+// or begins earlier (the Hub tells the other replicas).
 func (l *ledger) subscribe(id sid, key string, events []string, now time.Time) bool {
 	s := l.sessions[id]
 	if s == nil {
