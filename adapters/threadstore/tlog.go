@@ -110,6 +110,23 @@ func (r *hashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 		delete(at, row.Idx)
 		got, idx = append(got, h), append(idx, row.Idx)
 	}
+	if len(at) > 0 && r.s.db.Dialect == sqldb.SQLite {
+		rest := make([]int64, 0, len(at))
+		for x := range at {
+			rest = append(rest, x)
+		}
+		found, err := batchHashes(r.ctx, r.q, rest)
+		if err != nil {
+			return nil, err
+		}
+		for x, h := range found {
+			for _, i := range at[x] {
+				out[i] = h
+			}
+			delete(at, x)
+			got, idx = append(got, h), append(idx, x)
+		}
+	}
 	if len(at) > 0 {
 		return nil, fmt.Errorf("tlog_hashes: %d stored hashes missing (the log is damaged)", len(at))
 	}
@@ -190,16 +207,10 @@ func (s *Store) appendLeavesAt(ctx context.Context, tx *sqlx.Tx, leaves []leafIn
 	if s.db.Dialect == sqldb.Postgres {
 		parts = treePartsPostgres(leaves, start, newIdx, newHashes, now)
 	} else {
-		leafRows := make([][]any, len(leaves))
-		for i, l := range leaves {
-			leafRows[i] = []any{start + int64(i), l.kind, l.threadID, l.stepID, string(l.data), sqldb.Time(now)}
+		var err error
+		if parts, err = batchParts(leaves, start, newIdx, newHashes, now); err != nil {
+			return err
 		}
-		hashRows := make([][]any, len(newIdx))
-		for i, x := range newIdx {
-			hashRows[i] = []any{x, newHashes[i][:]}
-		}
-		parts = rowsParts(`INSERT INTO tlog_leaves (idx, kind, thread_id, step_id, data, created_at) VALUES `, `(?,?,?,?,?,?)`, "", 6, leafRows)
-		parts = append(parts, rowsParts(`INSERT INTO tlog_hashes (idx, hash) VALUES `, `(?,?)`, "", 2, hashRows)...)
 	}
 	if err := s.execParts(ctx, tx, append(parts, extra...)); err != nil {
 		return err
@@ -499,8 +510,7 @@ func (s *Store) BackfillLog(ctx context.Context) (int, error) {
 			}
 			var ids []string
 			if err := tx.SelectContext(ctx, &ids, s.q(`SELECT a.id FROM thread_activities a
- WHERE a.id > ? AND NOT EXISTS (SELECT 1 FROM tlog_leaves l WHERE l.step_id = a.id)
- AND NOT EXISTS (SELECT 1 FROM tlog_pending p WHERE p.step_id = a.id) ORDER BY a.id LIMIT ?`), after, backfillBatch); err != nil {
+ WHERE a.id > ?`+s.noLeafSQL()+` ORDER BY a.id LIMIT ?`), after, backfillBatch); err != nil {
 				return err
 			}
 			if len(ids) == 0 {
