@@ -341,13 +341,10 @@ func (s *Store) appendStepLeaves(ctx context.Context, tx *sqlx.Tx, plans []ports
 	return err
 }
 
-// wakeLog tells the sequencer leaves are queued (nothing is queued when
-// steps append in place: the sequencer then only drains, on its interval,
-// what an earlier release queued).
+// wakeLog tells the sequencer leaves are queued, or (SQLite, leaves
+// appended in place) that batches wait for their thread index
+// (tlog_sqlite.go).
 func (s *Store) wakeLog() {
-	if s.logInPlace() {
-		return
-	}
 	select {
 	case s.logWake <- struct{}{}:
 	default:
@@ -361,6 +358,17 @@ const flushBatch = 2000
 // returns how many it appended.
 func (s *Store) FlushLog(ctx context.Context) (int, error) {
 	total := 0
+	if s.logInPlace() {
+		// Only what an earlier release queued: looked for without taking
+		// the write lock (every step's commit wakes the sequencer).
+		var queued bool
+		if err := s.db.GetContext(ctx, &queued, `SELECT EXISTS (SELECT 1 FROM tlog_pending)`); err != nil {
+			return 0, sqldb.TranslateError(err)
+		}
+		if !queued {
+			return 0, s.indexLog(ctx)
+		}
+	}
 	for {
 		n := 0
 		err := s.logTx(ctx, true, func(tx *sqlx.Tx) error {
@@ -423,7 +431,8 @@ func (s *Store) FlushLog(ctx context.Context) (int, error) {
 			s.logFlushes.Add(1)
 		}
 		if n < flushBatch {
-			return total, nil
+			// SQLite: list the batches' leaves by thread (tlog_sqlite.go).
+			return total, s.indexLog(ctx)
 		}
 	}
 }
@@ -507,6 +516,12 @@ func (s *Store) BackfillLog(ctx context.Context) (int, error) {
 			if flag != 0 {
 				done = true
 				return nil
+			}
+			if s.db.Dialect == sqldb.SQLite {
+				// The steps' leaves not indexed by thread yet are found too.
+				if err := s.indexAll(ctx, tx); err != nil {
+					return err
+				}
 			}
 			var ids []string
 			if err := tx.SelectContext(ctx, &ids, s.q(`SELECT a.id FROM thread_activities a

@@ -67,6 +67,12 @@ func (s *Store) CatchUpLog(ctx context.Context, now time.Time) (int, error) {
 			if err := tx.GetContext(ctx, &size, `SELECT size FROM tlog_state WHERE id = 1`+s.db.ForUpdate()); err != nil {
 				return err
 			}
+			if s.db.Dialect == sqldb.SQLite {
+				// The steps' leaves not indexed by thread yet are found too.
+				if err := s.indexAll(ctx, tx); err != nil {
+					return err
+				}
+			}
 			// Under the lock: what another replica appended meanwhile is gone.
 			q, args, err := sqlx.In(`SELECT a.id FROM thread_activities a WHERE a.id IN (?)`+s.noLeafSQL()+` ORDER BY a.id`, ids)
 			if err != nil {

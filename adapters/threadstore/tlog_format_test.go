@@ -91,7 +91,16 @@ func TestSQLiteLogAcrossTheBatchMigration(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	b, bSteps := f.thread(t, 2)
+	// Not indexed by thread yet (the sequencer's next round): found all
+	// the same.
+	var entries int
+	if err := db.Get(&entries, `SELECT COUNT(*) FROM tlog_thread_leaves`); err != nil || entries != 0 {
+		t.Fatalf("%d thread entries before the sequencer ran: %v", entries, err)
+	}
+	if st, err := f.queries.VerifyThread.Handle(f.ctx, a); err != nil || !st.Verified || st.Log == nil || st.Log.Leaves != 5 {
+		t.Fatalf("thread a before indexing: %+v %v", st, err)
+	}
+	b, bSteps := f.thread(t, 2) // flushes: the sequencer's round
 	c, _ := f.thread(t, 1)
 	size2, root2 := root(f)
 	if size2 != size1+5 {
@@ -99,6 +108,11 @@ func TestSQLiteLogAcrossTheBatchMigration(t *testing.T) {
 	}
 	if err := db.Get(&batches, `SELECT COUNT(*) FROM tlog_batches`); err != nil || batches != 5 {
 		t.Fatalf("%d batches, want one per step transaction (5): %v", batches, err)
+	}
+	var indexedTo int64
+	if err := db.QueryRow(`SELECT (SELECT COUNT(*) FROM tlog_thread_leaves), indexed_to FROM tlog_state`).Scan(&entries, &indexedTo); err != nil ||
+		entries != 5 || indexedTo != size2 {
+		t.Fatalf("%d thread entries indexed to %d, want 5 to %d: %v", entries, indexedTo, size2, err)
 	}
 	for _, id := range []string{a, b, c} {
 		st, err := f.queries.VerifyThread.Handle(f.ctx, id)
@@ -177,11 +191,38 @@ func TestSQLiteLogAcrossTheBatchMigration(t *testing.T) {
 		t.Fatalf("thread deleted in SQL: %+v %v", st, err)
 	}
 
+	// The newest step of a thread not indexed yet, deleted in SQL.
+	th, err := f.threads.Application().Commands.StartThread.Handle(f.ctx, threadsapp.StartThreadInput{Label: "tail"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tailSteps []string
+	for i := 1; i <= 2; i++ {
+		r, err := f.threads.Application().Commands.RecordStep.Handle(f.ctx, threadsapp.RecordStepInput{ThreadID: th.ID,
+			StepName: "s", Status: "success", IdempotencyKey: fmt.Sprint(i), Context: map[string]string{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tailSteps = append(tailSteps, r.StepID)
+	}
+	if l, err := f.store.StepLeaf(ctx, tailSteps[1]); err != nil || l.Leaf.StepID != tailSteps[1] {
+		t.Fatalf("a step's leaf not indexed yet: %+v %v", l, err)
+	}
+	f.exec(t, `DELETE FROM thread_activities WHERE id = ?`, tailSteps[1])
+	st, err = f.queries.VerifyThread.Handle(f.ctx, th.ID)
+	if err != nil || st.Verified || st.Code != domain.ChainMissingSteps || len(st.Missing) != 1 || st.Missing[0].StepID != tailSteps[1] {
+		t.Fatalf("newest step deleted before indexing: %+v %v", st, err)
+	}
+
 	// Rolled back: the whole tree as rows again, for the earlier release.
+	_, root3 := root(f)
+	if r, err := tlog.TreeHash(size2, f.store.Hashes(ctx)); err != nil || r != root2 {
+		t.Fatalf("the tree of size %d changed: %v %v", size2, r, err)
+	}
 	if _, err := db.MigrateDown(ctx, 98); err != nil {
 		t.Fatal(err)
 	}
-	rowsTree(size2, root2)
+	rowsTree(size2+2, root3)
 	if _, err := db.MigrateUp(ctx, 0); err != nil {
 		t.Fatal(err)
 	}

@@ -145,11 +145,20 @@ func (s *Store) ThreadLeaves(ctx context.Context, threadIDs []string) (map[strin
 		return nil, err
 	}
 	if s.db.Dialect == sqldb.SQLite {
+		// The batches not indexed yet before the index (see tlog_sqlite.go).
+		want := make(map[string]bool, len(ids))
+		for _, id := range ids {
+			want[id] = true
+		}
+		tail, err := s.tailLeaves(ctx, func(threadID, _ string) bool { return want[threadID] })
+		if err != nil {
+			return nil, err
+		}
 		batched, err := s.batchLeaves(ctx, `tlog_thread_leaves t`, `t.thread_id IN (?)`, ids)
 		if err != nil {
 			return nil, err
 		}
-		recs = mergeLeaves(recs, batched)
+		recs = mergeLeaves(recs, tail, batched)
 	}
 	inTree := make(map[string]bool, len(recs))
 	for _, r := range recs {
@@ -187,12 +196,18 @@ func (s *Store) StepLeaf(ctx context.Context, stepID string) (ports.LogLeafRecor
 		return ports.LogLeafRecord{}, err
 	}
 	if len(recs) == 0 && s.db.Dialect == sqldb.SQLite {
-		// Found by the step's thread: the step's row names it.
+		// Among the batches not indexed yet, then by the step's thread (the
+		// step's row names it).
+		tail, err := s.tailLeaves(ctx, func(_, id string) bool { return id == stepID })
+		if err != nil {
+			return ports.LogLeafRecord{}, err
+		}
 		recs, err = s.batchLeaves(ctx, `thread_activities a JOIN tlog_thread_leaves t ON t.thread_id = a.thread_id AND t.step_id = a.id`,
 			`a.id = ?`, stepID)
 		if err != nil {
 			return ports.LogLeafRecord{}, err
 		}
+		recs = mergeLeaves(tail, recs)
 	}
 	if len(recs) == 0 {
 		return ports.LogLeafRecord{}, domain.NotFound("step " + stepID + " in the transparency log")

@@ -2,9 +2,15 @@ package threadstore
 
 // The transparency log's tables on SQLite (db/sqlite/00099_tlog_batches.sql):
 // one tlog_batches row per appending transaction holds its leaves and the
-// stored hashes they complete, and tlog_thread_leaves one small entry per
-// leaf, keyed by thread. Leaves appended before that migration stay in
-// tlog_leaves_v1 and tlog_hashes; every read looks in both.
+// stored hashes they complete; it is the only row the log adds to a step's
+// transaction (with the tlog_state update), so an acknowledged step's leaf is
+// committed with it. tlog_thread_leaves lists every leaf by thread: it is
+// derived from the batches by the sequencer (indexBatches, after the commits
+// of the next moment, in one transaction for many of them) up to
+// tlog_state.indexed_to, and every reader by thread or step reads the batches
+// from indexed_to on as well, so a leaf not indexed yet is never missed.
+// Leaves appended before that migration stay in tlog_leaves_v1 and
+// tlog_hashes; every read looks there too.
 //
 // A step's transaction used to write a leaf row with two secondary indexes
 // (one keyed by the step's random UUID) and about two stored-hash rows: the
@@ -26,6 +32,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/threadengine/engine/adapters/sqldb"
+	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
 
@@ -53,7 +60,7 @@ func (s *Store) noLeafSQL() string {
 
 // batchParts writes leaves appended at start… and the stored hashes they
 // complete (hidx, contiguous from StoredHashIndex(0, start)) as one batch
-// row and one tlog_thread_leaves entry per leaf.
+// row.
 func batchParts(leaves []leafIn, start int64, hidx []int64, hashes []tlog.Hash, now time.Time) ([]part, error) {
 	hstart := tlog.StoredHashIndex(0, start)
 	hs := make([]byte, 0, len(hashes)*tlog.HashSize)
@@ -64,10 +71,8 @@ func batchParts(leaves []leafIn, start int64, hidx []int64, hashes []tlog.Hash, 
 		hs = append(hs, hashes[i][:]...)
 	}
 	data := make([]string, len(leaves))
-	rows := make([][]any, len(leaves))
 	for i, l := range leaves {
 		data[i] = string(l.data)
-		rows[i] = []any{l.threadID, start + int64(i), start, l.stepID}
 	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
@@ -75,9 +80,151 @@ func batchParts(leaves []leafIn, start int64, hidx []int64, hashes []tlog.Hash, 
 	if err := enc.Encode(data); err != nil {
 		return nil, err
 	}
-	parts := []part{{q: `INSERT INTO tlog_batches (start, hstart, leaves, hashes, created_at) VALUES (?,?,?,?,?)`,
-		args: []any{start, hstart, string(bytes.TrimSuffix(b.Bytes(), []byte("\n"))), hs, sqldb.Time(now)}}}
-	return append(parts, rowsParts(`INSERT INTO tlog_thread_leaves (thread_id, idx, batch, step_id) VALUES `, `(?,?,?,?)`, "", 4, rows)...), nil
+	return []part{{q: `INSERT INTO tlog_batches (start, hstart, leaves, hashes, created_at) VALUES (?,?,?,?,?)`,
+		args: []any{start, hstart, string(bytes.TrimSuffix(b.Bytes(), []byte("\n"))), hs, sqldb.Time(now)}}}, nil
+}
+
+// leafIDs are the thread and step a leaf names (step empty for a
+// tombstone); ok is false for bytes that are not a leaf (an edited batch).
+func leafIDs(data string) (threadID, stepID string, ok bool) {
+	var v struct {
+		Type     string `json:"type"`
+		ThreadID string `json:"thread_id"`
+		StepID   string `json:"step_id"`
+	}
+	if err := json.Unmarshal([]byte(data), &v); err != nil || v.ThreadID == "" {
+		return "", "", false
+	}
+	if v.Type != domain.LeafStep {
+		v.StepID = ""
+	}
+	return v.ThreadID, v.StepID, true
+}
+
+// decodeBatch is a batch's leaves (nil if the row was edited into
+// something else).
+func decodeBatch(leaves string) []string {
+	var data []string
+	if err := json.Unmarshal([]byte(leaves), &data); err != nil {
+		return nil
+	}
+	return data
+}
+
+// indexBatchesLimit is how many batches one indexing round reads.
+const indexBatchesLimit = 1000
+
+// indexBatches adds the tlog_thread_leaves entries of the batches appended
+// since tlog_state.indexed_to (up to indexBatchesLimit of them) inside tx
+// and moves indexed_to past them. It returns how many batches it indexed.
+// Entries are derived data: inserted OR IGNORE, so a round repeated after a
+// crash adds nothing twice.
+func (s *Store) indexBatches(ctx context.Context, tx *sqlx.Tx) (int, error) {
+	var from int64
+	if err := tx.GetContext(ctx, &from, `SELECT indexed_to FROM tlog_state WHERE id = 1`); err != nil {
+		return 0, fmt.Errorf("tlog_state: %w", err)
+	}
+	var rows []struct {
+		Start  int64  `db:"start"`
+		Leaves string `db:"leaves"`
+	}
+	if err := tx.SelectContext(ctx, &rows, `SELECT start, leaves FROM tlog_batches WHERE start >= ? ORDER BY start LIMIT ?`,
+		from, indexBatchesLimit); err != nil {
+		return 0, fmt.Errorf("tlog_batches: %w", err)
+	}
+	if len(rows) == 0 {
+		return 0, nil
+	}
+	var entries [][]any
+	next := from
+	for _, r := range rows {
+		data := decodeBatch(r.Leaves)
+		for k, d := range data {
+			// A leaf that names no thread (an edited batch) is listed
+			// nowhere; proofs and tree hashes still cover it.
+			if threadID, stepID, ok := leafIDs(d); ok {
+				entries = append(entries, []any{threadID, r.Start + int64(k), r.Start, nullStr(stepID)})
+			}
+		}
+		next = max(next, r.Start+int64(max(len(data), 1)))
+	}
+	parts := rowsParts(`INSERT OR IGNORE INTO tlog_thread_leaves (thread_id, idx, batch, step_id) VALUES `, `(?,?,?,?)`, "", 4, entries)
+	parts = append(parts, part{q: `UPDATE tlog_state SET indexed_to = ? WHERE id = 1`, args: []any{next}})
+	if err := s.execParts(ctx, tx, parts); err != nil {
+		return 0, err
+	}
+	return len(rows), nil
+}
+
+// indexAll indexes every batch not indexed yet, inside tx.
+func (s *Store) indexAll(ctx context.Context, tx *sqlx.Tx) error {
+	for {
+		n, err := s.indexBatches(ctx, tx)
+		if err != nil || n < indexBatchesLimit {
+			return err
+		}
+	}
+}
+
+// indexLog indexes the batches appended since the last round (SQLite;
+// nothing on PostgreSQL), a transaction per indexBatchesLimit batches.
+func (s *Store) indexLog(ctx context.Context) error {
+	if s.db.Dialect != sqldb.SQLite {
+		return nil
+	}
+	var st struct {
+		Size      int64 `db:"size"`
+		IndexedTo int64 `db:"indexed_to"`
+	}
+	if err := s.db.GetContext(ctx, &st, `SELECT size, indexed_to FROM tlog_state WHERE id = 1`); err != nil {
+		return sqldb.TranslateError(err)
+	}
+	if st.IndexedTo >= st.Size {
+		return nil
+	}
+	for {
+		n := 0
+		err := s.logTx(ctx, true, func(tx *sqlx.Tx) error {
+			var err error
+			n, err = s.indexBatches(ctx, tx)
+			return err
+		})
+		if err != nil {
+			return sqldb.TranslateError(err)
+		}
+		if n > 0 {
+			s.logFlushes.Add(1)
+		}
+		if n < indexBatchesLimit {
+			return nil
+		}
+	}
+}
+
+// tailLeaves reads the leaves of the batches not indexed yet that match
+// (thread and step of each leaf), in log order.
+func (s *Store) tailLeaves(ctx context.Context, match func(threadID, stepID string) bool) ([]ports.LogLeafRecord, error) {
+	var rows []batchRow
+	if err := s.db.SelectContext(ctx, &rows, `SELECT start, hstart, leaves, hashes FROM tlog_batches
+ WHERE start >= (SELECT indexed_to FROM tlog_state WHERE id = 1) ORDER BY start`); err != nil {
+		return nil, sqldb.TranslateError(err)
+	}
+	var out []ports.LogLeafRecord
+	for _, r := range rows {
+		for k, d := range decodeBatch(r.Leaves) {
+			threadID, stepID, ok := leafIDs(d)
+			if !ok || !match(threadID, stepID) {
+				continue
+			}
+			lr := leafRow{Idx: r.Start + int64(k), ThreadID: threadID, Data: d}
+			if h, ok := r.hash(tlog.StoredHashIndex(0, lr.Idx)); ok {
+				lr.Stored = h[:]
+			}
+			rec, _ := lr.record()
+			out = append(out, rec)
+		}
+	}
+	return out, nil
 }
 
 // leafOfHash is the leaf whose append wrote stored hash x.
@@ -161,9 +308,7 @@ func (s *Store) batchLeaves(ctx context.Context, join, where string, args ...any
 	for _, r := range rows {
 		data, ok := decoded[r.Start]
 		if !ok {
-			if err := json.Unmarshal([]byte(r.Leaves), &data); err != nil {
-				data = nil // an edited batch: the leaves read as missing
-			}
+			data = decodeBatch(r.Leaves) // nil for an edited batch: its leaves read as missing
 			decoded[r.Start] = data
 		}
 		lr := leafRow{Idx: r.Idx, ThreadID: r.ThreadID}
@@ -179,12 +324,13 @@ func (s *Store) batchLeaves(ctx context.Context, join, where string, args ...any
 	return out, nil
 }
 
-// mergeLeaves joins leaves of the two formats in log order.
-func mergeLeaves(a, b []ports.LogLeafRecord) []ports.LogLeafRecord {
-	if len(a) == 0 {
-		return b
+// mergeLeaves joins leaves read from several places in log order, each
+// index once (a leaf indexed between two reads is read twice).
+func mergeLeaves(sets ...[]ports.LogLeafRecord) []ports.LogLeafRecord {
+	var out []ports.LogLeafRecord
+	for _, s := range sets {
+		out = append(out, s...)
 	}
-	out := append(a, b...)
 	slices.SortStableFunc(out, func(x, y ports.LogLeafRecord) int { return cmp.Compare(x.Index, y.Index) })
-	return out
+	return slices.CompactFunc(out, func(x, y ports.LogLeafRecord) bool { return x.Index == y.Index })
 }

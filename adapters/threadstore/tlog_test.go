@@ -256,6 +256,9 @@ func TestLostKeyFileIsUnknownKeyNotTampering(t *testing.T) {
 			f.exec(t, `DELETE FROM `+table)
 		}
 		f.exec(t, `UPDATE tlog_state SET size = 0, backfilled = 0`)
+		if d == sqldb.SQLite {
+			f.exec(t, `UPDATE tlog_state SET indexed_to = 0`)
+		}
 
 		// A replica starts in an empty data directory.
 		keys, err := threadstore.LoadChainKeys(f.ctx, f.db, threadstore.KeyConfig{}, t.TempDir(), time.Now())

@@ -21,7 +21,11 @@ CREATE TABLE tlog_batches (
 );
 -- A thread's leaves (steps and tombstones), kept when the thread or a step
 -- is deleted: per-thread verification names what is missing from it; the
--- step id also finds a step's leaf (with the step's thread_id).
+-- step id also finds a step's leaf (with the step's thread_id). Derived from
+-- the batches, not written by the steps' transactions: the engine's
+-- sequencer adds the entries of the batches from tlog_state.indexed_to on,
+-- many commits' at a time, and moves indexed_to; readers read the batches
+-- from indexed_to on as well.
 CREATE TABLE tlog_thread_leaves (
     thread_id TEXT NOT NULL,
     idx       INTEGER NOT NULL,
@@ -29,6 +33,8 @@ CREATE TABLE tlog_thread_leaves (
     step_id   TEXT,
     PRIMARY KEY (thread_id, idx)
 ) WITHOUT ROWID;
+ALTER TABLE tlog_state ADD COLUMN indexed_to BIGINT NOT NULL DEFAULT 0;
+UPDATE tlog_state SET indexed_to = size;
 -- The leaves and stored hashes written before stay where they are
 -- (tlog_leaves, renamed tlog_leaves_v1, and tlog_hashes; the engine reads
 -- both formats): nothing is copied, a large log migrates in constant time.
@@ -58,5 +64,6 @@ WITH RECURSIVE h (hidx, k, n, hashes) AS (
     SELECT hidx + 1, k + 1, n, hashes FROM h WHERE k + 1 < n
 )
 INSERT INTO tlog_hashes (idx, hash) SELECT hidx, substr(hashes, k * 32 + 1, 32) FROM h;
+ALTER TABLE tlog_state DROP COLUMN indexed_to;
 DROP TABLE tlog_thread_leaves;
 DROP TABLE tlog_batches;
