@@ -167,6 +167,13 @@ func (s *Store) appendLeaves(ctx context.Context, tx *sqlx.Tx, leaves []leafIn, 
 	}
 	k := int64(len(leaves))
 	var start int64
+	if s.db.Dialect == sqldb.SQLite {
+		// No update: the size is the end of the last batch (tlog_sqlite.go).
+		if err := tx.GetContext(ctx, &start, sizeSQL); err != nil {
+			return 0, fmt.Errorf("tlog_state: %w", err)
+		}
+		return start, s.appendLeavesAt(ctx, tx, leaves, now, start, nil)
+	}
 	if err := s.get(ctx, tx, &start, `UPDATE tlog_state SET size = size + ? WHERE id = 1 RETURNING size - ?`, k, k); err != nil {
 		return 0, fmt.Errorf("tlog_state: %w", err)
 	}
@@ -322,11 +329,11 @@ func pendingParts(plans []ports.StepPlan) []part {
 // logInPlace reports whether steps append their leaves to the tree in
 // their own transaction instead of queuing them. On SQLite it is so: the
 // database has one writer (its IMMEDIATE transaction already excludes every
-// other, so the tlog_state row costs no extra wait) and one connection, so a
+// other, so reading the size costs no extra wait) and one connection, so a
 // separate sequencer transaction per group commit doubled the commits and
 // stalled every other query while it ran (docs/contributors/performance.md,
 // "Transparency log"). What the step's transaction writes there is one
-// tlog_batches row and the tlog_state update (tlog_sqlite.go). On PostgreSQL
+// tlog_batches row (tlog_sqlite.go). On PostgreSQL
 // the row lock held to the commit would serialise the committers of every
 // replica, so steps queue their leaves.
 func (s *Store) logInPlace() bool { return s.db.Dialect == sqldb.SQLite && !s.queueLeaves }
@@ -376,7 +383,11 @@ func (s *Store) FlushLog(ctx context.Context) (int, error) {
 		err := s.logTx(ctx, true, func(tx *sqlx.Tx) error {
 			n = 0
 			var size int64
-			if err := tx.GetContext(ctx, &size, `SELECT size FROM tlog_state WHERE id = 1`+s.db.ForUpdate()); err != nil {
+			q := `SELECT size FROM tlog_state WHERE id = 1` + s.db.ForUpdate()
+			if s.db.Dialect == sqldb.SQLite {
+				q = sizeSQL
+			}
+			if err := tx.GetContext(ctx, &size, q); err != nil {
 				return err
 			}
 			// The queued row's bytes and columns are the leaf's as the

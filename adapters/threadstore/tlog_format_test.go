@@ -51,6 +51,10 @@ func TestSQLiteLogAcrossTheBatchMigration(t *testing.T) {
 			leaves != size || distinct != size {
 			t.Fatalf("%d leaf rows (%d distinct), want %d: %v", leaves, distinct, size, err)
 		}
+		var stateSize int64
+		if err := db.Get(&stateSize, `SELECT size FROM tlog_state`); err != nil || stateSize != size {
+			t.Fatalf("tlog_state.size %d, want %d: %v", stateSize, size, err)
+		}
 		var hashes int64
 		if err := db.Get(&hashes, `SELECT COUNT(*) FROM tlog_hashes`); err != nil || hashes != tlog.StoredHashIndex(0, size) {
 			t.Fatalf("%d stored hash rows, want %d: %v", hashes, tlog.StoredHashIndex(0, size), err)

@@ -25,7 +25,11 @@ func (s *Store) LogState(ctx context.Context) (ports.LogState, error) {
 		Size       int64 `db:"size"`
 		Backfilled int   `db:"backfilled"`
 	}
-	err := s.db.GetContext(ctx, &r, `SELECT size, backfilled FROM tlog_state WHERE id = 1`)
+	q := `SELECT size, backfilled FROM tlog_state WHERE id = 1`
+	if s.db.Dialect == sqldb.SQLite {
+		q = `SELECT (` + sizeSQL + `) AS size, backfilled FROM tlog_state WHERE id = 1`
+	}
+	err := s.db.GetContext(ctx, &r, q)
 	return ports.LogState{Size: r.Size, Backfilled: r.Backfilled != 0}, sqldb.TranslateError(err)
 }
 

@@ -2,9 +2,10 @@ package threadstore
 
 // The transparency log's tables on SQLite (db/sqlite/00099_tlog_batches.sql):
 // one tlog_batches row per appending transaction holds its leaves and the
-// stored hashes they complete; it is the only row the log adds to a step's
-// transaction (with the tlog_state update), so an acknowledged step's leaf is
-// committed with it. tlog_thread_leaves lists every leaf by thread: it is
+// stored hashes they complete; it is the only row the log writes in a step's
+// transaction, so an acknowledged step's leaf is committed with it. The
+// log's size is the end of the last batch (sizeSQL): tlog_state is not
+// updated per commit (the sequencer brings its size up to date). tlog_thread_leaves lists every leaf by thread: it is
 // derived from the batches by the sequencer (indexBatches, after the commits
 // of the next moment, in one transaction for many of them) up to
 // tlog_state.indexed_to, and every reader by thread or step reads the batches
@@ -58,6 +59,13 @@ func (s *Store) noLeafSQL() string {
 	return c
 }
 
+// sizeSQL reads the log's size on SQLite: the end of the last batch, or
+// tlog_state.size when that is more (leaves from before migration 00099,
+// or an empty log). Appends read it inside their write transaction: SQLite
+// has one writer at a time, so no other append can come between.
+const sizeSQL = `SELECT MAX(s.size, COALESCE((SELECT b.start + b.count FROM tlog_batches b ORDER BY b.start DESC LIMIT 1), 0))
+ FROM tlog_state s WHERE s.id = 1`
+
 // batchParts writes leaves appended at start… and the stored hashes they
 // complete (hidx, contiguous from StoredHashIndex(0, start)) as one batch
 // row.
@@ -80,8 +88,8 @@ func batchParts(leaves []leafIn, start int64, hidx []int64, hashes []tlog.Hash, 
 	if err := enc.Encode(data); err != nil {
 		return nil, err
 	}
-	return []part{{q: `INSERT INTO tlog_batches (start, hstart, leaves, hashes, created_at) VALUES (?,?,?,?,?)`,
-		args: []any{start, hstart, string(bytes.TrimSuffix(b.Bytes(), []byte("\n"))), hs, sqldb.Time(now)}}}, nil
+	return []part{{q: `INSERT INTO tlog_batches (start, count, hstart, leaves, hashes, created_at) VALUES (?,?,?,?,?,?)`,
+		args: []any{start, len(leaves), hstart, string(bytes.TrimSuffix(b.Bytes(), []byte("\n"))), hs, sqldb.Time(now)}}}, nil
 }
 
 // leafIDs are the thread and step a leaf names (step empty for a
@@ -116,7 +124,8 @@ const indexBatchesLimit = 1000
 
 // indexBatches adds the tlog_thread_leaves entries of the batches appended
 // since tlog_state.indexed_to (up to indexBatchesLimit of them) inside tx
-// and moves indexed_to past them. It returns how many batches it indexed.
+// and moves indexed_to past them (and tlog_state.size, which appends do not
+// update on SQLite, up to them). It returns how many batches it indexed.
 // Entries are derived data: inserted OR IGNORE, so a round repeated after a
 // crash adds nothing twice.
 func (s *Store) indexBatches(ctx context.Context, tx *sqlx.Tx) (int, error) {
@@ -149,7 +158,7 @@ func (s *Store) indexBatches(ctx context.Context, tx *sqlx.Tx) (int, error) {
 		next = max(next, r.Start+int64(max(len(data), 1)))
 	}
 	parts := rowsParts(`INSERT OR IGNORE INTO tlog_thread_leaves (thread_id, idx, batch, step_id) VALUES `, `(?,?,?,?)`, "", 4, entries)
-	parts = append(parts, part{q: `UPDATE tlog_state SET indexed_to = ? WHERE id = 1`, args: []any{next}})
+	parts = append(parts, part{q: `UPDATE tlog_state SET indexed_to = ?, size = MAX(size, ?) WHERE id = 1`, args: []any{next, next}})
 	if err := s.execParts(ctx, tx, parts); err != nil {
 		return 0, err
 	}
@@ -176,7 +185,7 @@ func (s *Store) indexLog(ctx context.Context) error {
 		Size      int64 `db:"size"`
 		IndexedTo int64 `db:"indexed_to"`
 	}
-	if err := s.db.GetContext(ctx, &st, `SELECT size, indexed_to FROM tlog_state WHERE id = 1`); err != nil {
+	if err := s.db.GetContext(ctx, &st, `SELECT (`+sizeSQL+`) AS size, indexed_to FROM tlog_state WHERE id = 1`); err != nil {
 		return sqldb.TranslateError(err)
 	}
 	if st.IndexedTo >= st.Size {

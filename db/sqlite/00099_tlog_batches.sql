@@ -7,13 +7,14 @@
 -- rows: the log cost about +19 % per acknowledged step on SQLite.
 --
 -- tlog_batches: the leaves one transaction appends, keyed by the index of
--- its first leaf (start). leaves is a JSON array of the leaves' canonical
+-- its first leaf (start), count of them. leaves is a JSON array of the leaves' canonical
 -- JSON, each as a string (the exact bytes that are hashed); hashes the
 -- stored hashes those leaves complete, 32 bytes each, from stored-hash
 -- index hstart (golang.org/x/mod/sumdb/tlog StoredHashIndex(0, start)) to
 -- StoredHashIndex(0, start + count) - 1, a contiguous range.
 CREATE TABLE tlog_batches (
     start      INTEGER PRIMARY KEY,
+    count      INTEGER NOT NULL,
     hstart     INTEGER NOT NULL,
     leaves     TEXT NOT NULL,
     hashes     BLOB NOT NULL,
@@ -33,6 +34,11 @@ CREATE TABLE tlog_thread_leaves (
     step_id   TEXT,
     PRIMARY KEY (thread_id, idx)
 ) WITHOUT ROWID;
+-- The log's size is now the end of the last batch (start + count), or
+-- tlog_state.size when that is more (no batch yet, or only leaves older
+-- than this migration): a step's transaction no longer updates tlog_state
+-- (one page less per commit). The sequencer brings size up to date when it
+-- indexes (above).
 ALTER TABLE tlog_state ADD COLUMN indexed_to BIGINT NOT NULL DEFAULT 0;
 UPDATE tlog_state SET indexed_to = size;
 -- The leaves and stored hashes written before stay where they are
@@ -48,10 +54,16 @@ CREATE VIEW tlog_leaves AS
            json_extract(j.value, '$.thread_id') AS thread_id, json_extract(j.value, '$.step_id') AS step_id,
            j.value AS data, b.created_at AS created_at
     FROM tlog_batches b, json_each(b.leaves) j;
+-- A contract step (docs/contributors/migrations.md): a binary before this
+-- migration would write leaf rows into the view and fail every step, so it
+-- refuses to serve instead; `migrate down` lets it serve again. SQLite
+-- serves one engine process: no rolling upgrade runs an older one beside.
+UPDATE schema_compat SET min_binary_schema = 99, updated_at = CURRENT_TIMESTAMP WHERE id = 1;
 
 -- +goose Down
 -- Back to one row per leaf and per stored hash (what a release before this
 -- migration reads and writes).
+UPDATE schema_compat SET min_binary_schema = 1, updated_at = CURRENT_TIMESTAMP WHERE id = 1;   -- the floor before this migration
 DROP VIEW tlog_leaves;
 ALTER TABLE tlog_leaves_v1 RENAME TO tlog_leaves;
 INSERT INTO tlog_leaves (idx, kind, thread_id, step_id, data, created_at)
@@ -64,6 +76,7 @@ WITH RECURSIVE h (hidx, k, n, hashes) AS (
     SELECT hidx + 1, k + 1, n, hashes FROM h WHERE k + 1 < n
 )
 INSERT INTO tlog_hashes (idx, hash) SELECT hidx, substr(hashes, k * 32 + 1, 32) FROM h;
+UPDATE tlog_state SET size = MAX(size, COALESCE((SELECT start + count FROM tlog_batches ORDER BY start DESC LIMIT 1), 0));
 ALTER TABLE tlog_state DROP COLUMN indexed_to;
 DROP TABLE tlog_thread_leaves;
 DROP TABLE tlog_batches;
