@@ -332,10 +332,10 @@ func pendingParts(plans []ports.StepPlan) []part {
 // other, so reading the size costs no extra wait) and one connection, so a
 // separate sequencer transaction per group commit doubled the commits and
 // stalled every other query while it ran (docs/contributors/performance.md,
-// "Transparency log"). What the step's transaction writes there is one
-// tlog_batches row (tlog_sqlite.go). On PostgreSQL
-// the row lock held to the commit would serialise the committers of every
-// replica, so steps queue their leaves.
+// "Transparency log"); what the step's transaction writes there is one
+// tlog_batches row (tlog_sqlite.go). On PostgreSQL the row lock held to the
+// commit would serialise the committers of every replica, so steps queue
+// their leaves.
 func (s *Store) logInPlace() bool { return s.db.Dialect == sqldb.SQLite && !s.queueLeaves }
 
 // appendStepLeaves appends the leaves of the steps plans write to the tree

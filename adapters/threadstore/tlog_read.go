@@ -201,7 +201,9 @@ func (s *Store) StepLeaf(ctx context.Context, stepID string) (ports.LogLeafRecor
 	}
 	if len(recs) == 0 && s.db.Dialect == sqldb.SQLite {
 		// Among the batches not indexed yet, then by the step's thread (the
-		// step's row names it).
+		// step's row names it: a leaf of a step whose row was deleted in SQL
+		// is not found by the step's id, only among its thread's leaves,
+		// where verification names it).
 		tail, err := s.tailLeaves(ctx, func(_, id string) bool { return id == stepID })
 		if err != nil {
 			return ports.LogLeafRecord{}, err
