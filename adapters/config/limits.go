@@ -93,6 +93,14 @@ type OTLPLimits struct {
 	// QueueTimeout, then get 429 with Retry-After.
 	MaxConcurrent int           `koanf:"max_concurrent"`
 	QueueTimeout  time.Duration `koanf:"queue_timeout"`
+	// BytesPerSecond and ByteBurst are one principal's share of OTLP
+	// ingest, in decoded (decompressed) body bytes, over all its requests
+	// on a replica: a token bucket charged once a body is read; a principal
+	// in debt is refused 429 with Retry-After before its next body is read.
+	// MaxConcurrent alone lets one exporter keep the decoding slots (and
+	// their cores) busy for ever.
+	BytesPerSecond int64 `koanf:"bytes_per_second"`
+	ByteBurst      int64 `koanf:"byte_burst"`
 }
 
 // WSLimits bound the WebSocket endpoint /threads.
@@ -155,7 +163,7 @@ func DefaultLimits() Limits {
 	return Limits{
 		HTTP: HTTPLimits{ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second, IdleTimeout: 120 * time.Second},
 		OTLP: OTLPLimits{MaxBodyBytes: 4 << 20, MaxDecodedBytes: 8 << 20, MaxSpans: 10000, MaxObjects: 100000,
-			MaxConcurrent: max(1, runtime.NumCPU()/2), QueueTimeout: 5 * time.Second},
+			MaxConcurrent: max(1, runtime.NumCPU()/2), QueueTimeout: 5 * time.Second, BytesPerSecond: 16 << 20, ByteBurst: 32 << 20},
 		WS: WSLimits{ConnectTimeout: 10 * time.Second, MaxSockets: 2000, MaxUnauthenticated: 200, MaxUnauthenticatedPerAddress: 20, MaxPerPrincipal: 100,
 			MaxSubscriptions: 256, MaxSubscriptionKeyBytes: 256, MaxWaitsPerSocket: 256, MaxWaitsPerPrincipal: 1024,
 			FramesPerSecond: 10000, FrameBurst: 40000, BytesPerSecond: 16 << 20, ByteBurst: 32 << 20, MaxQueuedBytesPerPrincipal: 4 << 20, MaxPendingBytesPerPrincipal: 4 << 20,
@@ -203,6 +211,7 @@ func (l *Limits) validate() error {
 		"limits.otlp.max_body_bytes": l.OTLP.MaxBodyBytes, "limits.otlp.max_decoded_bytes": l.OTLP.MaxDecodedBytes,
 		"limits.otlp.max_spans": int64(l.OTLP.MaxSpans), "limits.otlp.max_objects": int64(l.OTLP.MaxObjects),
 		"limits.otlp.max_concurrent": int64(l.OTLP.MaxConcurrent), "limits.ws.max_sockets": int64(l.WS.MaxSockets),
+		"limits.otlp.bytes_per_second": l.OTLP.BytesPerSecond, "limits.otlp.byte_burst": l.OTLP.ByteBurst,
 		"limits.ws.max_unauthenticated": int64(l.WS.MaxUnauthenticated), "limits.ws.max_per_principal": int64(l.WS.MaxPerPrincipal),
 		"limits.ws.max_subscriptions":                 int64(l.WS.MaxSubscriptions),
 		"limits.ws.max_subscription_key_bytes":        int64(l.WS.MaxSubscriptionKeyBytes),
@@ -250,6 +259,9 @@ func (l *Limits) validate() error {
 	}
 	if l.OTLP.MaxDecodedBytes < l.OTLP.MaxBodyBytes {
 		return fmt.Errorf("config: limits.otlp.max_decoded_bytes must be at least limits.otlp.max_body_bytes")
+	}
+	if l.OTLP.ByteBurst < l.OTLP.MaxDecodedBytes {
+		return fmt.Errorf("config: limits.otlp.byte_burst must be at least limits.otlp.max_decoded_bytes (one request at the limit)")
 	}
 	return nil
 }
