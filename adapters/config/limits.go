@@ -46,6 +46,11 @@ type ReadLimits struct {
 	// operations may run on average on a replica; beyond it they are
 	// refused 429 graphql_expensive_time with the wait as Retry-After.
 	ExpensiveShare float64 `koanf:"expensive_share"`
+	// PrincipalShare is the share of one core's time (0 < share ≤ 1) one
+	// principal's reads may run on average on a replica, whatever their
+	// price; beyond it they are refused 429 graphql_principal_time with the
+	// wait as Retry-After.
+	PrincipalShare float64 `koanf:"principal_share"`
 	// PointsPerSecond and PointsBurst are one principal's read budget in
 	// cost points (a token bucket): an operation whose cost is not in the
 	// bucket is refused with 429 and Retry-After.
@@ -171,7 +176,7 @@ func DefaultLimits() Limits {
 		SignIn: SignInLimits{FailuresPerWindow: 20, Window: time.Minute},
 		GraphQL: ReadLimits{MaxDuration: 5 * time.Second, PoolConns: 8, MaxConcurrent: 4, MaxConcurrentPerPrincipal: 2,
 			QueueTimeout: 2 * time.Second, PointsPerSecond: 10000, PointsBurst: 50000,
-			ExpensiveCost: 100, MaxExpensive: max(1, runtime.NumCPU()/2), ExpensiveShare: 0.25, MaxResponseBytes: 16 << 20,
+			ExpensiveCost: 100, MaxExpensive: max(1, runtime.NumCPU()/2), ExpensiveShare: 0.25, PrincipalShare: 0.5, MaxResponseBytes: 16 << 20,
 			ListContextBytes: 16 << 10, ExportMaxBytes: 256 << 20, ExportThreadMaxBytes: 32 << 20},
 	}
 }
@@ -242,6 +247,9 @@ func (l *Limits) validate() error {
 	}
 	if l.GraphQL.ExpensiveShare <= 0 || l.GraphQL.ExpensiveShare > 1 {
 		return fmt.Errorf("config: limits.graphql.expensive_share must be above 0 and at most 1")
+	}
+	if l.GraphQL.PrincipalShare <= 0 || l.GraphQL.PrincipalShare > 1 {
+		return fmt.Errorf("config: limits.graphql.principal_share must be above 0 and at most 1")
 	}
 	if l.WS.FramesPerSecond <= 0 || l.WS.BytesPerSecond <= 0 {
 		return fmt.Errorf("config: limits.ws.frames_per_second and limits.ws.bytes_per_second must be positive")

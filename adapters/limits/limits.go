@@ -62,6 +62,7 @@ const (
 	GraphQLPoints                 Name = "graphql_points"
 	GraphQLExpensive              Name = "graphql_expensive"
 	GraphQLExpensiveTime          Name = "graphql_expensive_time"
+	GraphQLPrincipalTime          Name = "graphql_principal_time"
 	GraphQLDuration               Name = "graphql_duration"
 	GraphQLResponseBytes          Name = "graphql_response_bytes"
 	ExportBytes                   Name = "export_bytes"
@@ -73,7 +74,7 @@ var All = []Name{HTTPReadTimeout, BodyBytes, OTLPBodyBytes, OTLPDecodedBytes, OT
 	SignInFailures, WSConnectTimeout, WSSockets, WSUnauthenticated, WSPerPrincipal, WSSubscriptions,
 	WSSubscriptionKeyBytes, WSMessageBytes, WSMessageFields, WSPreConnectBytes, WSUnauthPerAddress, WSCredentialsWithdrawn,
 	ReplaysPerCaller, ReplaysRunning, WSWaitsPerSocket, WSWaitsPerPrincipal, WSFrameRate, WSPendingBytes, WSFramesInFlight,
-	WSMessageTimeout, GraphQLConcurrent, GraphQLConcurrentPerPrincipal, GraphQLPoints, GraphQLExpensive, GraphQLExpensiveTime, GraphQLDuration,
+	WSMessageTimeout, GraphQLConcurrent, GraphQLConcurrentPerPrincipal, GraphQLPoints, GraphQLExpensive, GraphQLExpensiveTime, GraphQLPrincipalTime, GraphQLDuration,
 	GraphQLResponseBytes, ExportBytes, ExportThreadBytes}
 
 // Budget names a byte budget whose use is exported as

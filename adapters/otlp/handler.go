@@ -29,6 +29,7 @@ import (
 	"github.com/threadengine/engine/adapters/config"
 	"github.com/threadengine/engine/adapters/httperr"
 	"github.com/threadengine/engine/adapters/limits"
+	"github.com/threadengine/engine/app/budget"
 	"github.com/threadengine/engine/app/ingest"
 	"github.com/threadengine/engine/domain"
 )
@@ -52,7 +53,7 @@ type Handler struct {
 	slots     chan struct{} // one per request being read, decoded or written
 	waiting   atomic.Int64  // requests waiting for a slot
 	// shares are the principals' byte rates (limits.otlp.bytes_per_second).
-	shares *limits.Buckets
+	shares *budget.Buckets
 }
 
 // Mount adds the route behind auth (which puts the principal in the context).
@@ -83,6 +84,12 @@ func (h *Handler) export(c echo.Context) error {
 	}
 	release, err := h.acquire(req, lim)
 	if err != nil {
+		return h.fail(c, asJSON, err)
+	}
+	// Asked again with the slot: while this request waited for it, the
+	// principal's other requests may have spent its share.
+	if err := h.share(lim, p.ID); err != nil {
+		release()
 		return h.fail(c, asJSON, err)
 	}
 	// The slot is held through the write: the decoded spans and the rows
@@ -152,7 +159,7 @@ func (h *Handler) share(lim config.OTLPLimits, who string) error {
 // init makes the decoding slots and the byte-rate buckets from lim.
 func (h *Handler) init(lim config.OTLPLimits) {
 	h.slots = make(chan struct{}, lim.MaxConcurrent)
-	h.shares = limits.NewBuckets(float64(lim.BytesPerSecond), int(lim.ByteBurst))
+	h.shares = budget.NewBuckets(float64(lim.BytesPerSecond), int(lim.ByteBurst))
 }
 
 // acquire waits (up to QueueTimeout) for one of MaxConcurrent slots, held

@@ -1,4 +1,8 @@
-package limits
+// Package budget keeps per-principal token buckets: what one user or
+// service account may spend of a shared resource over time (the OTLP byte
+// rate, the read gate's run time), charged after the fact and paid back at
+// a rate.
+package budget
 
 import (
 	"sync"

@@ -1,4 +1,4 @@
-package limits
+package budget
 
 import (
 	"testing"
