@@ -169,7 +169,7 @@ func (s *Store) appendLeaves(ctx context.Context, tx *sqlx.Tx, leaves []leafIn, 
 	var start int64
 	if s.db.Dialect == sqldb.SQLite {
 		// No update: the size is the end of the last batch (tlog_sqlite.go).
-		if err := tx.GetContext(ctx, &start, sizeSQL); err != nil {
+		if err := s.get(ctx, tx, &start, sizeSQL); err != nil {
 			return 0, fmt.Errorf("tlog_state: %w", err)
 		}
 		return start, s.appendLeavesAt(ctx, tx, leaves, now, start, nil)

@@ -157,10 +157,15 @@ func (s *Store) indexBatches(ctx context.Context, tx *sqlx.Tx) (int, error) {
 		}
 		next = max(next, r.Start+int64(max(len(data), 1)))
 	}
+	// Run unprepared: the statement's text depends on how many entries
+	// there are, and each text kept prepared would take a place in the
+	// store's statement cache from the ingest path's statements.
 	parts := rowsParts(`INSERT OR IGNORE INTO tlog_thread_leaves (thread_id, idx, batch, step_id) VALUES `, `(?,?,?,?)`, "", 4, entries)
 	parts = append(parts, part{q: `UPDATE tlog_state SET indexed_to = ?, size = MAX(size, ?) WHERE id = 1`, args: []any{next, next}})
-	if err := s.execParts(ctx, tx, parts); err != nil {
-		return 0, err
+	for _, p := range parts {
+		if _, err := tx.ExecContext(ctx, p.q, p.args...); err != nil {
+			return 0, fmt.Errorf("tlog_thread_leaves: %w", err)
+		}
 	}
 	return len(rows), nil
 }
