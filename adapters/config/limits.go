@@ -46,6 +46,11 @@ type ReadLimits struct {
 	// operations may run on average on a replica; beyond it they are
 	// refused 429 graphql_expensive_time with the wait as Retry-After.
 	ExpensiveShare float64 `koanf:"expensive_share"`
+	// PrincipalShare is the share of one core's time (0 < share ≤ 1) one
+	// principal's reads may run on average on a replica, whatever their
+	// price; beyond it they are refused 429 graphql_principal_time with the
+	// wait as Retry-After.
+	PrincipalShare float64 `koanf:"principal_share"`
 	// PointsPerSecond and PointsBurst are one principal's read budget in
 	// cost points (a token bucket): an operation whose cost is not in the
 	// bucket is refused with 429 and Retry-After.
@@ -93,6 +98,14 @@ type OTLPLimits struct {
 	// QueueTimeout, then get 429 with Retry-After.
 	MaxConcurrent int           `koanf:"max_concurrent"`
 	QueueTimeout  time.Duration `koanf:"queue_timeout"`
+	// BytesPerSecond and ByteBurst are one principal's share of OTLP
+	// ingest, in decoded (decompressed) body bytes, over all its requests
+	// on a replica: a token bucket charged once a body is read; a principal
+	// in debt is refused 429 with Retry-After before its next body is read.
+	// MaxConcurrent alone lets one exporter keep the decoding slots (and
+	// their cores) busy for ever.
+	BytesPerSecond int64 `koanf:"bytes_per_second"`
+	ByteBurst      int64 `koanf:"byte_burst"`
 }
 
 // WSLimits bound the WebSocket endpoint /threads.
@@ -155,7 +168,7 @@ func DefaultLimits() Limits {
 	return Limits{
 		HTTP: HTTPLimits{ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second, IdleTimeout: 120 * time.Second},
 		OTLP: OTLPLimits{MaxBodyBytes: 4 << 20, MaxDecodedBytes: 8 << 20, MaxSpans: 10000, MaxObjects: 100000,
-			MaxConcurrent: max(1, runtime.NumCPU()/2), QueueTimeout: 5 * time.Second},
+			MaxConcurrent: max(1, runtime.NumCPU()/2), QueueTimeout: 5 * time.Second, BytesPerSecond: 16 << 20, ByteBurst: 32 << 20},
 		WS: WSLimits{ConnectTimeout: 10 * time.Second, MaxSockets: 2000, MaxUnauthenticated: 200, MaxUnauthenticatedPerAddress: 20, MaxPerPrincipal: 100,
 			MaxSubscriptions: 256, MaxSubscriptionKeyBytes: 256, MaxWaitsPerSocket: 256, MaxWaitsPerPrincipal: 1024,
 			FramesPerSecond: 10000, FrameBurst: 40000, BytesPerSecond: 16 << 20, ByteBurst: 32 << 20, MaxQueuedBytesPerPrincipal: 4 << 20, MaxPendingBytesPerPrincipal: 4 << 20,
@@ -163,7 +176,7 @@ func DefaultLimits() Limits {
 		SignIn: SignInLimits{FailuresPerWindow: 20, Window: time.Minute},
 		GraphQL: ReadLimits{MaxDuration: 5 * time.Second, PoolConns: 8, MaxConcurrent: 4, MaxConcurrentPerPrincipal: 2,
 			QueueTimeout: 2 * time.Second, PointsPerSecond: 10000, PointsBurst: 50000,
-			ExpensiveCost: 100, MaxExpensive: max(1, runtime.NumCPU()/2), ExpensiveShare: 0.25, MaxResponseBytes: 16 << 20,
+			ExpensiveCost: 100, MaxExpensive: max(1, runtime.NumCPU()/2), ExpensiveShare: 0.25, PrincipalShare: 0.5, MaxResponseBytes: 16 << 20,
 			ListContextBytes: 16 << 10, ExportMaxBytes: 256 << 20, ExportThreadMaxBytes: 32 << 20},
 	}
 }
@@ -203,6 +216,7 @@ func (l *Limits) validate() error {
 		"limits.otlp.max_body_bytes": l.OTLP.MaxBodyBytes, "limits.otlp.max_decoded_bytes": l.OTLP.MaxDecodedBytes,
 		"limits.otlp.max_spans": int64(l.OTLP.MaxSpans), "limits.otlp.max_objects": int64(l.OTLP.MaxObjects),
 		"limits.otlp.max_concurrent": int64(l.OTLP.MaxConcurrent), "limits.ws.max_sockets": int64(l.WS.MaxSockets),
+		"limits.otlp.bytes_per_second": l.OTLP.BytesPerSecond, "limits.otlp.byte_burst": l.OTLP.ByteBurst,
 		"limits.ws.max_unauthenticated": int64(l.WS.MaxUnauthenticated), "limits.ws.max_per_principal": int64(l.WS.MaxPerPrincipal),
 		"limits.ws.max_subscriptions":                 int64(l.WS.MaxSubscriptions),
 		"limits.ws.max_subscription_key_bytes":        int64(l.WS.MaxSubscriptionKeyBytes),
@@ -234,6 +248,9 @@ func (l *Limits) validate() error {
 	if l.GraphQL.ExpensiveShare <= 0 || l.GraphQL.ExpensiveShare > 1 {
 		return fmt.Errorf("config: limits.graphql.expensive_share must be above 0 and at most 1")
 	}
+	if l.GraphQL.PrincipalShare <= 0 || l.GraphQL.PrincipalShare > 1 {
+		return fmt.Errorf("config: limits.graphql.principal_share must be above 0 and at most 1")
+	}
 	if l.WS.FramesPerSecond <= 0 || l.WS.BytesPerSecond <= 0 {
 		return fmt.Errorf("config: limits.ws.frames_per_second and limits.ws.bytes_per_second must be positive")
 	}
@@ -250,6 +267,9 @@ func (l *Limits) validate() error {
 	}
 	if l.OTLP.MaxDecodedBytes < l.OTLP.MaxBodyBytes {
 		return fmt.Errorf("config: limits.otlp.max_decoded_bytes must be at least limits.otlp.max_body_bytes")
+	}
+	if l.OTLP.ByteBurst < l.OTLP.MaxDecodedBytes {
+		return fmt.Errorf("config: limits.otlp.byte_burst must be at least limits.otlp.max_decoded_bytes (one request at the limit)")
 	}
 	return nil
 }

@@ -15,13 +15,16 @@ import (
 type Name string
 
 const (
-	HTTPReadTimeout        Name = "http_read_timeout"
-	BodyBytes              Name = "body_bytes"
-	OTLPBodyBytes          Name = "otlp_body_bytes"
-	OTLPDecodedBytes       Name = "otlp_decoded_bytes"
-	OTLPSpans              Name = "otlp_spans"
-	OTLPObjects            Name = "otlp_objects"
-	OTLPConcurrent         Name = "otlp_concurrent"
+	HTTPReadTimeout  Name = "http_read_timeout"
+	BodyBytes        Name = "body_bytes"
+	OTLPBodyBytes    Name = "otlp_body_bytes"
+	OTLPDecodedBytes Name = "otlp_decoded_bytes"
+	OTLPSpans        Name = "otlp_spans"
+	OTLPObjects      Name = "otlp_objects"
+	OTLPConcurrent   Name = "otlp_concurrent"
+	// OTLPByteRate: a principal's OTLP requests decoded more bytes than
+	// limits.otlp.bytes_per_second allows (429 with Retry-After).
+	OTLPByteRate           Name = "otlp_byte_rate"
 	SignInFailures         Name = "signin_failures"
 	WSConnectTimeout       Name = "ws_connect_timeout"
 	WSSockets              Name = "ws_sockets"
@@ -59,6 +62,7 @@ const (
 	GraphQLPoints                 Name = "graphql_points"
 	GraphQLExpensive              Name = "graphql_expensive"
 	GraphQLExpensiveTime          Name = "graphql_expensive_time"
+	GraphQLPrincipalTime          Name = "graphql_principal_time"
 	GraphQLDuration               Name = "graphql_duration"
 	GraphQLResponseBytes          Name = "graphql_response_bytes"
 	ExportBytes                   Name = "export_bytes"
@@ -66,11 +70,11 @@ const (
 )
 
 // All is every limit, so each is exported as 0 before its first refusal.
-var All = []Name{HTTPReadTimeout, BodyBytes, OTLPBodyBytes, OTLPDecodedBytes, OTLPSpans, OTLPObjects, OTLPConcurrent,
+var All = []Name{HTTPReadTimeout, BodyBytes, OTLPBodyBytes, OTLPDecodedBytes, OTLPSpans, OTLPObjects, OTLPConcurrent, OTLPByteRate,
 	SignInFailures, WSConnectTimeout, WSSockets, WSUnauthenticated, WSPerPrincipal, WSSubscriptions,
 	WSSubscriptionKeyBytes, WSMessageBytes, WSMessageFields, WSPreConnectBytes, WSUnauthPerAddress, WSCredentialsWithdrawn,
 	ReplaysPerCaller, ReplaysRunning, WSWaitsPerSocket, WSWaitsPerPrincipal, WSFrameRate, WSPendingBytes, WSFramesInFlight,
-	WSMessageTimeout, GraphQLConcurrent, GraphQLConcurrentPerPrincipal, GraphQLPoints, GraphQLExpensive, GraphQLExpensiveTime, GraphQLDuration,
+	WSMessageTimeout, GraphQLConcurrent, GraphQLConcurrentPerPrincipal, GraphQLPoints, GraphQLExpensive, GraphQLExpensiveTime, GraphQLPrincipalTime, GraphQLDuration,
 	GraphQLResponseBytes, ExportBytes, ExportThreadBytes}
 
 // Budget names a byte budget whose use is exported as

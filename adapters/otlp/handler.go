@@ -29,6 +29,7 @@ import (
 	"github.com/threadengine/engine/adapters/config"
 	"github.com/threadengine/engine/adapters/httperr"
 	"github.com/threadengine/engine/adapters/limits"
+	"github.com/threadengine/engine/app/budget"
 	"github.com/threadengine/engine/app/ingest"
 	"github.com/threadengine/engine/domain"
 )
@@ -51,6 +52,8 @@ type Handler struct {
 	slotsOnce sync.Once
 	slots     chan struct{} // one per request being read, decoded or written
 	waiting   atomic.Int64  // requests waiting for a slot
+	// shares are the principals' byte rates (limits.otlp.bytes_per_second).
+	shares *budget.Buckets
 }
 
 // Mount adds the route behind auth (which puts the principal in the context).
@@ -70,18 +73,29 @@ func (h *Handler) export(c echo.Context) error {
 		return h.fail(c, asJSON, domain.E(domain.KindUnsupportedMedia, domain.CodeUnsupportedMediaType,
 			"unsupported Content-Type %s: use application/x-protobuf or application/json", ct))
 	}
-	// Before a byte of the body is read: who may write, and a decoding slot.
-	if err := ingest.Authorize(req.Context()); err != nil {
+	// Before a byte of the body is read: who may write, whether its share
+	// of ingest is spent, and a decoding slot.
+	p, err := ingest.Authorize(req.Context())
+	if err != nil {
+		return h.fail(c, asJSON, err)
+	}
+	if err := h.share(lim, p.ID); err != nil {
 		return h.fail(c, asJSON, err)
 	}
 	release, err := h.acquire(req, lim)
 	if err != nil {
 		return h.fail(c, asJSON, err)
 	}
+	// Asked again with the slot: while this request waited for it, the
+	// principal's other requests may have spent its share.
+	if err := h.share(lim, p.ID); err != nil {
+		release()
+		return h.fail(c, asJSON, err)
+	}
 	// The slot is held through the write: the decoded spans and the rows
 	// being written are what a request costs after its body is gone.
 	defer release()
-	traces, err := h.decode(req, lim, asJSON)
+	traces, err := h.decode(req, lim, asJSON, p.ID)
 	if err != nil {
 		return h.fail(c, asJSON, err)
 	}
@@ -97,11 +111,14 @@ func (h *Handler) export(c echo.Context) error {
 
 // decode reads, counts and parses the body, and validates every span; the
 // body and its parsed form are garbage once the spans are collected.
-func (h *Handler) decode(req *http.Request, lim config.OTLPLimits, asJSON bool) ([]ingest.Trace, error) {
+func (h *Handler) decode(req *http.Request, lim config.OTLPLimits, asJSON bool, who string) ([]ingest.Trace, error) {
 	body, err := readBody(req, lim)
 	if err != nil {
 		return nil, err
 	}
+	// Charged once its size is known, decoded or not: the principal's next
+	// request waits for it (share).
+	h.shares.Charge(who, len(body), time.Now())
 	defer putBuf(body) // pdata's form holds copies, never the body itself
 	var td ptrace.Traces
 	if asJSON {
@@ -122,11 +139,34 @@ func (h *Handler) limits() config.OTLPLimits {
 	return h.Limits
 }
 
+// share refuses a principal whose earlier requests spent more than its
+// byte rate, with the time until they are paid back as Retry-After (at
+// least a second: OTLP exporters retry 429 after it). Nothing of the body
+// is read: a refusal costs the engine nothing.
+func (h *Handler) share(lim config.OTLPLimits, who string) error {
+	h.slotsOnce.Do(func() { h.init(lim) })
+	d := h.shares.Debt(who, time.Now())
+	if d <= 0 {
+		return nil
+	}
+	d = max(d, time.Second).Round(time.Second)
+	e := domain.LimitExceeded(domain.KindRateLimited, string(limits.OTLPByteRate),
+		"this principal's OTLP requests are over %d bytes a second (burst %d); retry in %s", lim.BytesPerSecond, lim.ByteBurst, d)
+	e.RetryAfter = d
+	return e
+}
+
+// init makes the decoding slots and the byte-rate buckets from lim.
+func (h *Handler) init(lim config.OTLPLimits) {
+	h.slots = make(chan struct{}, lim.MaxConcurrent)
+	h.shares = budget.NewBuckets(float64(lim.BytesPerSecond), int(lim.ByteBurst))
+}
+
 // acquire waits (up to QueueTimeout) for one of MaxConcurrent slots, held
 // from before the body is read until the spans are written, so concurrent
 // large requests cannot multiply the memory one takes.
 func (h *Handler) acquire(req *http.Request, lim config.OTLPLimits) (func(), error) {
-	h.slotsOnce.Do(func() { h.slots = make(chan struct{}, lim.MaxConcurrent) })
+	h.slotsOnce.Do(func() { h.init(lim) })
 	h.waiting.Add(1)
 	defer h.waiting.Add(-1)
 	t := time.NewTimer(lim.QueueTimeout)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -35,10 +36,15 @@ func (s *spyBody) Close() error               { return nil }
 // serve runs one request through a handler mounted behind a fake auth that
 // sets the given role (viewer, member…).
 func serve(h *Handler, role domain.Role, body io.ReadCloser, header map[string]string) *httptest.ResponseRecorder {
+	return serveAs(h, "sa", role, body, header)
+}
+
+// serveAs is serve for the service account id.
+func serveAs(h *Handler, id string, role domain.Role, body io.ReadCloser, header map[string]string) *httptest.ResponseRecorder {
 	e := echo.New()
 	auth := func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			p := domain.Principal{Kind: domain.PrincipalServiceAccount, ID: "sa", Role: role, Via: domain.CredentialAPIKey}
+			p := domain.Principal{Kind: domain.PrincipalServiceAccount, ID: id, Role: role, Via: domain.CredentialAPIKey}
 			c.SetRequest(c.Request().WithContext(authz.WithPrincipal(c.Request().Context(), p)))
 			return next(c)
 		}
@@ -185,5 +191,42 @@ func TestPartialSuccessReply(t *testing.T) {
 	}
 	if body := w.Body.String(); body != `{"partialSuccess":{"rejectedSpans":"3","errorMessage":"trace x: bad"}}` {
 		t.Errorf("JSON reply %s", body)
+	}
+}
+
+// TestPrincipalByteRate is issue 25's OTLP write rate: a principal whose
+// requests decoded more than its byte rate allows is refused 429 with
+// Retry-After before its next body is read, and counted; another principal
+// is not affected.
+func TestPrincipalByteRate(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	lim := config.DefaultLimits().OTLP
+	lim.BytesPerSecond, lim.ByteBurst = 1<<10, 1<<20 // 1 KiB a second, burst 1 MiB
+	h := &Handler{Limits: lim, Refusals: limits.NewCounter(reg)}
+	body := func() []byte { return append(bytes.Repeat([]byte(" "), 800<<10), `{"resourceSpans":[]}`...) }
+	for i := range 2 { // 1.6 MiB: the second is admitted (nothing owed yet) and leaves a debt
+		if w := serveAs(h, "exporter", domain.RoleMember, io.NopCloser(bytes.NewReader(body())), nil); w.Code != http.StatusOK {
+			t.Fatalf("request %d: %d %s", i, w.Code, w.Body)
+		}
+	}
+	spy := &spyBody{r: bytes.NewReader(body())}
+	w := serveAs(h, "exporter", domain.RoleMember, spy, nil)
+	if w.Code != http.StatusTooManyRequests {
+		t.Fatalf("third request: %d %s, want 429", w.Code, w.Body)
+	}
+	if ra, err := strconv.Atoi(w.Header().Get("Retry-After")); err != nil || ra < 60 {
+		t.Errorf("Retry-After %q, want the debt (about 600 s at 1 KiB/s)", w.Header().Get("Retry-After"))
+	}
+	if code, msg := statusJSON(t, w); code != 8 || !strings.HasPrefix(msg, "limit_exceeded: ") {
+		t.Errorf("status = %d %q", code, msg)
+	}
+	if spy.read.Load() {
+		t.Error("the refused request's body was read")
+	}
+	if n := refusals(t, reg, limits.OTLPByteRate); n != 1 {
+		t.Errorf("otlp_byte_rate refusals = %v, want 1", n)
+	}
+	if w := serveAs(h, "other", domain.RoleMember, io.NopCloser(bytes.NewReader(body())), nil); w.Code != http.StatusOK {
+		t.Fatalf("another principal: %d %s", w.Code, w.Body)
 	}
 }

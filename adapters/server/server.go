@@ -307,7 +307,8 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 	tqr.SetListContextBytes(rl.ListContextBytes)
 	s.readGate = readgate.NewGate(readgate.GateLimits{MaxConcurrent: rl.MaxConcurrent, MaxConcurrentPerPrincipal: rl.MaxConcurrentPerPrincipal,
 		QueueTimeout: rl.QueueTimeout, PointsPerSecond: rl.PointsPerSecond, PointsBurst: rl.PointsBurst,
-		ExpensiveCost: rl.ExpensiveCost, MaxExpensive: rl.MaxExpensive, ExpensiveShare: rl.ExpensiveShare},
+		ExpensiveCost: rl.ExpensiveCost, MaxExpensive: rl.MaxExpensive, ExpensiveShare: rl.ExpensiveShare,
+		PrincipalShare: rl.PrincipalShare},
 		func(l string) { s.Refusals.Refused(limits.Name(l)) })
 	readDeps := readmodel.Deps{Store: tqr, Stats: tqr, Problems: tqr, ProcessMaps: tqr, Contracts: s.threadContracts(),
 		ChainSecrets: chainKeys.Secrets, ChainPartialBefore: chainKeys.PartialBefore, Log: threadStore, Clock: s.Clock}

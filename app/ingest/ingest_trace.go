@@ -73,10 +73,10 @@ func FromThreads(app threads.Application, store ports.ThreadUpdater, clock ports
 }
 
 // Authorize refuses a caller that may not write threads, before a
-// transport reads a request body; every span's write checks the same again.
-func Authorize(ctx context.Context) error {
-	_, err := authz.Require(ctx, domain.PermThreadsWrite)
-	return err
+// transport reads a request body, and returns who it is (whose share of
+// ingest the body is charged to); every span's write checks the same again.
+func Authorize(ctx context.Context) (domain.Principal, error) {
+	return authz.Require(ctx, domain.PermThreadsWrite)
 }
 
 // ValidateTraces checks every span and orders each trace's spans by start

@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/threadengine/engine/app/budget"
 	"github.com/threadengine/engine/domain"
 )
 
@@ -18,6 +19,7 @@ const (
 	LimitReadPoints        = "graphql_points"
 	LimitExpensiveReads    = "graphql_expensive"
 	LimitExpensiveTime     = "graphql_expensive_time"
+	LimitPrincipalTime     = "graphql_principal_time"
 )
 
 // GateLimits configure a Gate (config limits.graphql).
@@ -42,7 +44,21 @@ type GateLimits struct {
 	// looping expensive reads within its points cannot keep a core busy
 	// (on SQLite the read runs in the engine's process).
 	ExpensiveShare float64
+	// PrincipalShare is the share of one core's time one principal's reads
+	// may run, on average (0: no bound): every operation's run time is
+	// taken from the principal's bucket (refilled at PrincipalShare seconds
+	// a second, bursts of principalTimeBurst) once it ends, and a principal
+	// in debt waits for its turn up to the queue timeout, else is refused.
+	// The cost model prices what an operation asks for; what it turns out
+	// to take (contexts of any size read and cut, a plan gone wrong) is
+	// bounded here, per principal, whatever its price.
+	PrincipalShare float64
 }
+
+// principalTimeBurst is the run time one principal's reads may take in a
+// burst before PrincipalShare paces them: two operations at the default
+// deadline.
+const principalTimeBurst = 10 * time.Second
 
 // expensiveTimeBurst is the run time expensive operations may take in a
 // burst before ExpensiveShare paces them: one operation at the default
@@ -66,6 +82,9 @@ type Gate struct {
 	mine    map[string]*principalSlots
 	buckets map[string]*rate.Limiter
 	swept   time.Time // the last sweep of idle buckets
+	// ran is each principal's run time in milliseconds (PrincipalShare;
+	// nil: not bounded).
+	ran *budget.Buckets
 }
 
 // bucketSweepEvery is how often spend drops the buckets of idle
@@ -91,6 +110,7 @@ func NewGate(lim GateLimits, refused func(limit string)) *Gate {
 	if lim.ExpensiveShare > 0 && lim.ExpensiveCost > 0 {
 		g.heavyTime = rate.NewLimiter(rate.Limit(lim.ExpensiveShare*1000), int(expensiveTimeBurst/time.Millisecond))
 	}
+	g.ran = budget.NewBuckets(lim.PrincipalShare*1000, int(principalTimeBurst/time.Millisecond))
 	return g
 }
 
@@ -109,6 +129,9 @@ func (g *Gate) Enter(ctx context.Context, who string, cost int) (leave func(), e
 	}
 	wait, cancel := context.WithTimeout(ctx, g.lim.QueueTimeout)
 	defer cancel()
+	if err := g.principalTurn(ctx, wait, who); err != nil {
+		return nil, err
+	}
 	// An expensive operation waits for its turn (ExpensiveShare) and its
 	// place before it takes a read slot: waiting, it holds no slot the
 	// cheap reads need, so they are not affected by expensive ones.
@@ -151,12 +174,44 @@ func (g *Gate) Enter(ctx context.Context, who string, cost int) (leave func(), e
 			<-g.all
 			<-s.ch
 			g.drop(who, s)
+			took := time.Since(began)
 			if heavy {
-				g.ranHeavy(time.Since(began))
+				g.ranHeavy(took)
 			}
+			g.ran.Charge(who, int(took/time.Millisecond), time.Now())
 			leaveHeavy()
 		})
 	}, nil
+}
+
+// principalTurn waits until who's run time is out of debt
+// (PrincipalShare); a debt not paid before wait ends is refused at once,
+// with the time it needs as Retry-After (nothing runs, so a refusal costs
+// nothing).
+func (g *Gate) principalTurn(ctx, wait context.Context, who string) error {
+	d := g.ran.Debt(who, time.Now())
+	if d == 0 {
+		return nil
+	}
+	if dl, ok := wait.Deadline(); !ok || time.Now().Add(d).After(dl) {
+		if err := ctx.Err(); err != nil {
+			return g.busy(ctx, LimitPrincipalTime, "", 0)
+		}
+		g.refused(LimitPrincipalTime)
+		e := domain.LimitExceeded(domain.KindRateLimited, LimitPrincipalTime,
+			"this principal's reads may run %.0f%% of a core's time and have used it; retry in %s",
+			100*g.lim.PrincipalShare, d.Round(time.Millisecond))
+		e.RetryAfter = d
+		return e
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-wait.Done():
+		return g.busy(ctx, LimitPrincipalTime, "this principal's reads may run %d%% of a core's time", int(100*g.lim.PrincipalShare))
+	}
 }
 
 // heavyTurn waits until the expensive operations' run time is out of

@@ -363,3 +363,60 @@ func TestGateChargeAfterTheBucketWasSwept(t *testing.T) {
 		}
 	})
 }
+
+// Each principal's reads share a core's time: once one principal's
+// operations ran more than PrincipalShare of it (beyond a burst of two
+// deadlines), its next read is refused at once with the wait as its retry
+// time when the wait is longer than the queue timeout, waits for its turn
+// when shorter, and other principals are not held up.
+func TestGatePrincipalsShareTheTime(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var refused []string
+		g := NewGate(GateLimits{MaxConcurrent: 4, MaxConcurrentPerPrincipal: 4, QueueTimeout: time.Second,
+			PrincipalShare: 0.5}, func(l string) { refused = append(refused, l) })
+		ctx := context.Background()
+		run := func(who string, d time.Duration) error {
+			leave, err := g.Enter(ctx, who, 1)
+			if err != nil {
+				return err
+			}
+			time.Sleep(d)
+			leave()
+			return nil
+		}
+		// Four 5 s reads: the 10 s burst, refilled by 2.5 s during each,
+		// is spent after three; the fourth leaves 2.5 s of debt, paid in
+		// 5 s at half a second a second.
+		for i := range 4 {
+			if err := run("a", 5*time.Second); err != nil {
+				t.Fatalf("read %d within the burst: %v", i, err)
+			}
+		}
+		began := time.Now()
+		_, err := g.Enter(ctx, "a", 1)
+		var de *domain.Error
+		if limitOf(err) != LimitPrincipalTime || !errors.As(err, &de) || de.RetryAfter < 4*time.Second || de.RetryAfter > 6*time.Second {
+			t.Fatalf("a read of a principal in debt: %v", err)
+		}
+		if time.Since(began) != 0 {
+			t.Errorf("the refusal waited %v", time.Since(began))
+		}
+		if err := run("b", time.Second); err != nil {
+			t.Errorf("another principal's read: %v", err)
+		}
+		// 4.5 s after the refusal the debt is a fraction of a second (b's
+		// second counted): the next read of a waits for it.
+		time.Sleep(3500 * time.Millisecond)
+		began = time.Now()
+		if err := run("a", 0); err != nil {
+			t.Fatalf("a read once the debt is nearly paid: %v", err)
+		}
+		if w := time.Since(began); w <= 0 || w > time.Second {
+			t.Errorf("it waited %v, want the rest of the debt (under the 1 s queue timeout)", w)
+		}
+		if fmt.Sprint(refused) != "[graphql_principal_time]" {
+			t.Errorf("refusals %v", refused)
+		}
+	})
+}

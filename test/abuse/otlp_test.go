@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -111,6 +113,122 @@ func TestOTLPBombs(t *testing.T) {
 			st, b := e.do(t, http.MethodGet, "/metrics", "", nil)
 			if st != http.StatusOK || !strings.Contains(string(b), `threadengine_limit_refusals_total{limit="otlp_decoded_bytes"}`) {
 				t.Errorf("/metrics does not count the refusals: %d", st)
+			}
+		})
+	}
+}
+
+// largeTraces is a legitimate OTLP/JSON request of about 6 MiB once
+// gunzipped (issue 25 item 6's "5 MiB requests"): one trace of 2,000 spans
+// with 12 attributes of ~200 bytes each, within every per-request limit.
+func largeTraces(trace int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"checkout-service"}}]},"scopeSpans":[{"spans":[`)
+	value := strings.Repeat("v", 190)
+	t0 := time.Now().Add(-time.Hour).UnixNano()
+	for i := range 2000 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"traceId":"%032x","spanId":"%016x","name":"step-%d","startTimeUnixNano":"%d","endTimeUnixNano":"%d","attributes":[`,
+			trace+1, i+1, i%20, t0+int64(i)*1e6, t0+int64(i)*1e6+5e5)
+		for a := range 12 {
+			if a > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `{"key":"attr.%02d","value":{"stringValue":"%s-%06d"}}`, a, value, i)
+		}
+		b.WriteString(`]}`)
+	}
+	b.WriteString(`]}]}]}`)
+	return gzipped([]byte(b.String()))
+}
+
+// TestOTLPLargeRequestsDoNotStarveWriters is issue 25 item 6: eight
+// parallel legitimate ~6 MiB requests of one member (before: 448-495 MiB,
+// decoding bounded but not the write). A request holds its slot through
+// its write (limits.otlp.max_concurrent), so memory stays in budget; the
+// principal's byte rate (lowered here to 256 KiB/s, burst 8 MiB, so the
+// refusals are certain on any machine) refuses the rest 429 with
+// Retry-After before reading a body. Other writers' throughput is measured
+// with the exporters in their steady state (the burst spent).
+func TestOTLPLargeRequestsDoNotStarveWriters(t *testing.T) {
+	t.Parallel()
+	for _, d := range dialects(t) {
+		t.Run(string(d), func(t *testing.T) {
+			e := start(t, d, "THREADENGINE_LIMITS__OTLP__BYTES_PER_SECOND=262144", "THREADENGINE_LIMITS__OTLP__BYTE_BURST=8388608")
+			exporter := e.serviceKey(t, "exporter", "member")
+			bystander := e.serviceKey(t, "bystander", "member")
+			bodies := make([][]byte, 64)
+			for i := range bodies {
+				bodies[i] = largeTraces(i)
+			}
+			writers(t, e, bystander, 4, time.Second) // warm up
+			w := e.during(t, nil)
+			var mu sync.Mutex
+			counts := map[int]int{}
+			var bad []string
+			sideBySide(t, e, d, "8 exporters of ~6 MiB requests", bystander, measureRounds(), func() func() {
+				stop := make(chan struct{})
+				// allRefused is closed once every exporter has been refused:
+				// each one's earlier requests, admitted from the burst, are
+				// then written (an exporter waits for its answer).
+				allRefused := make(chan struct{})
+				var exportersRefused atomic.Int64
+				var wg sync.WaitGroup
+				for c := range 8 {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						var once sync.Once
+						for n := c; ; n += 8 {
+							select {
+							case <-stop:
+								return
+							default:
+							}
+							st, b := e.do(t, http.MethodPost, "/v1/traces", exporter, bytes.NewReader(bodies[n%len(bodies)]),
+								"Content-Type", "application/json", "Content-Encoding", "gzip")
+							mu.Lock()
+							counts[st]++
+							if st != http.StatusOK && (st != http.StatusTooManyRequests || !bytes.Contains(b, []byte("limit_exceeded"))) && len(bad) < 3 {
+								bad = append(bad, fmt.Sprintf("%d %.200s", st, b))
+							}
+							mu.Unlock()
+							if st == http.StatusTooManyRequests {
+								once.Do(func() {
+									if exportersRefused.Add(1) == 8 {
+										close(allRefused)
+									}
+								})
+								// An exporter backing off a little, not for
+								// the whole Retry-After: the pressure stays.
+								select {
+								case <-stop:
+									return
+								case <-time.After(100 * time.Millisecond):
+								}
+							}
+						}
+					}()
+				}
+				// Measured once the burst is spent and the requests admitted
+				// from it are written: the steady state, at the byte rate.
+				select {
+				case <-allRefused:
+				case <-time.After(2 * time.Minute):
+					t.Error("the exporters were not all refused")
+				}
+				return func() { close(stop); wg.Wait() }
+			})
+			w.check(t, "8 exporters of ~6 MiB OTLP requests")
+			t.Logf("%s: answers by status %v; otlp_byte_rate refusals %d, otlp_concurrent %d", d, counts,
+				e.refusals(t, "otlp_byte_rate"), e.refusals(t, "otlp_concurrent"))
+			if len(bad) > 0 {
+				t.Errorf("answers neither 200 nor a coded 429: %v", bad)
+			}
+			if counts[http.StatusOK] == 0 || e.refusals(t, "otlp_byte_rate") == 0 {
+				t.Errorf("want requests both stored and refused by the byte rate: %v", counts)
 			}
 		})
 	}

@@ -193,14 +193,10 @@ func TestExpensiveReadsDoNotStarveWriters(t *testing.T) {
 				t.Logf("%s round %d: writers %d steps without the attack, %d with it (ratio %.2f); attack operations ok %d, refused 429 %d, other %d; read pool in use ≤ %.0f/8, writer pool in use ≤ %.0f; %s; RSS %.0f MiB; load %s",
 					d, round, base, under, ratio, ok.Load(), refused.Load(), other.Load(), maxReads, maxWriters, attackShare(baseCPU, underCPU),
 					rssMiB(t, e), strings.TrimSpace(string(load)))
-				if ratio >= 0.9 {
-					break
-				}
 			}
 			if refused.Load() == 0 {
-				// A round that already left the writers ≥ 0.9 ends the rounds;
-				// on a slow machine the clients may not have met a limit by
-				// then. They go on until one refuses them — the points budget
+				// On a slow machine the clients may not have met a limit in
+				// the measured rounds. They go on until one refuses them — the points budget
 				// (about 540 points an operation against 1,000 a second) or,
 				// when an operation runs longer than ~0.14 s, the expensive
 				// operations' share of the time first — bounded by two minutes.
@@ -240,20 +236,25 @@ func TestExpensiveReadsDoNotStarveWriters(t *testing.T) {
 			// the rest is refused with a coded 429, and the read pool is
 			// never exceeded. Without the gate the points bound and the
 			// refusal count fail.
-			t.Logf("%s: other writers' throughput with the attack / without, per round: %v (target 0.9)", d, ratios)
+			t.Logf("%s: other writers' throughput with the attack / without: %s (target ≥ 0.9)", d, ratioSummary(ratios))
 		})
 	}
 }
 
 // Issue 25 item 3: big contexts read for lists are cut, so the answer's
 // bytes are a small fraction of the bytes stored, and the engine stays
-// under its memory budget while a viewer reads them over and over.
+// under its memory budget while a viewer reads them over and over. Reading
+// them still reads every stored byte (on SQLite in the engine's process):
+// the principal's share of the time (limits.graphql.principal_share)
+// bounds that, and other writers' throughput is measured beside it.
 func TestBigContextReadsBounded(t *testing.T) {
 	t.Parallel()
 	for _, d := range dialects(t) {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
-			e := start(t, d)
+			// A principal's reads may run a tenth of a core's time (what the
+			// limits doc advises on 2 cores; the default is half).
+			e := start(t, d, "THREADENGINE_LIMITS__GRAPHQL__PRINCIPAL_SHARE=0.1")
 			member := e.serviceKey(t, "writer", "member")
 			viewer := e.serviceKey(t, "reader", "viewer")
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -284,33 +285,79 @@ func TestBigContextReadsBounded(t *testing.T) {
 			stored := int64(attempts * size)
 			q := fmt.Sprintf(`{ a: thread(id: %q) { attempts(limit: 200) { context } } b: thread(id: %[1]q) { attempts(limit: 200) { context } }
  c: thread(id: %[1]q) { attempts(limit: 200) { context } } d: thread(id: %[1]q) { attempts(limit: 200) { context } } }`, r["threadId"])
+			var answered, cut atomic.Int64
+			// read is one read of the four aliases by key; false when its
+			// answer was wrong (reported).
+			read := func(key string) bool {
+				st, body := e.do(t, http.MethodPost, "/graphql", key, strings.NewReader(mustJSON(map[string]any{"query": q})))
+				// 200 (contexts cut), or a coded refusal: the gate's
+				// 429, or query_timeout when the database could not
+				// size the contexts in time on a loaded machine.
+				if st != http.StatusOK && st != http.StatusTooManyRequests && !(st == http.StatusServiceUnavailable && bytes.Contains(body, []byte(`"query_timeout"`))) {
+					t.Errorf("4 aliases of attempts(limit: 200) { context }: %d %.300s", st, body)
+					return false
+				}
+				if st == http.StatusOK && !bytes.Contains(body, []byte(`$truncated`)) {
+					t.Errorf("listed contexts not cut: %.300s", body)
+					return false
+				}
+				answered.Add(int64(len(body)))
+				if st == http.StatusOK {
+					cut.Add(1)
+				} else {
+					time.Sleep(50 * time.Millisecond) // a client backing off a little, as in the attack above, not waiting for anything
+				}
+				return true
+			}
+			// Other writers' throughput while four clients of the viewer
+			// read the contexts over and over (issue 25 "Done when").
+			bystander := e.serviceKey(t, "bystander", "member")
+			writers(t, e, bystander, 4, time.Second) // warm up
 			w := e.during(t, nil)
-			var answered atomic.Int64
+			sideBySide(t, e, d, "4 clients reading big contexts", bystander, measureRounds(), func() func() {
+				stop := make(chan struct{})
+				var wg sync.WaitGroup
+				for range 4 {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for {
+							select {
+							case <-stop:
+								return
+							default:
+							}
+							if !read(viewer) {
+								return
+							}
+						}
+					}()
+				}
+				// Measured once the principal's burst is spent (its reads
+				// refused for their run time): the steady state.
+				e.until(t, `threadengine_limit_refusals_total{limit="graphql_principal_time"}`, 1)
+				return func() { close(stop); wg.Wait() }
+			})
+			// The bounds, read by another viewer (the first one's share of
+			// the time is spent).
+			answered.Store(0)
+			cut.Store(0)
+			viewer2 := e.serviceKey(t, "reader-2", "viewer")
 			var wg sync.WaitGroup
 			for c := 0; c < 4; c++ {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					for i := 0; i < 5; i++ {
-						st, body := e.do(t, http.MethodPost, "/graphql", viewer, strings.NewReader(mustJSON(map[string]any{"query": q})))
-						// 200 (contexts cut), or a coded refusal: the gate's
-						// 429, or query_timeout when the database could not
-						// size the contexts in time on a loaded machine.
-						if st != http.StatusOK && st != http.StatusTooManyRequests && !(st == http.StatusServiceUnavailable && bytes.Contains(body, []byte(`"query_timeout"`))) {
-							t.Errorf("4 aliases of attempts(limit: 200) { context }: %d %.300s", st, body)
-							return
-						}
-						if st == http.StatusOK && !bytes.Contains(body, []byte(`$truncated`)) {
-							t.Errorf("listed contexts not cut: %.300s", body)
-							return
-						}
-						answered.Add(int64(len(body)))
+					for i := 0; i < 5 && read(viewer2); i++ {
 					}
 				}()
 			}
 			wg.Wait()
+			if cut.Load() == 0 {
+				t.Fatal("no read of the contexts was answered (all refused): nothing shows they are cut")
+			}
 			w.check(t, fmt.Sprintf("4 clients × 5 reads of 4 × %d listed contexts of 512 KiB (%d MiB stored)", attempts, stored>>20))
-			t.Logf("%s: %d MiB of contexts stored; 20 reads of 4 aliases answered %d KiB in total", d, stored>>20, answered.Load()>>10)
+			t.Logf("%s: %d MiB of contexts stored; 20 reads of 4 aliases, %d answered 200, %d KiB in total", d, stored>>20, cut.Load(), answered.Load()>>10)
 			if answered.Load() > stored/10 {
 				t.Fatalf("answered %d bytes for %d stored", answered.Load(), stored)
 			}

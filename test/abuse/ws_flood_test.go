@@ -130,35 +130,21 @@ func TestUnfinishedFragmentedMessages(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer normal.close()
+			bystander := e.serviceKey(t, "bystander", "member")
+			writers(t, e, bystander, 4, time.Second) // warm up
 			w := e.during(t, normal.round)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			piece := []byte(`{"action":"startThread","label":"` + strings.Repeat("x", 64<<10))
 			var wg sync.WaitGroup
 			var conns []*wsClient
-			for range 100 {
-				c, err := dialWS(ctx, e.URL)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := c.ok(ctx, map[string]any{"action": "connect", "apiKey": attacker, "serviceName": "fragments"}); err != nil {
-					t.Fatal(err)
-				}
-				conns = append(conns, c)
-				wg.Add(1)
-				go func() { // ~1 MB of one message, never finished
-					defer wg.Done()
-					mw, err := c.conn.Writer(ctx, websocket.MessageText)
-					if err != nil {
-						return
-					}
-					for range 15 { // under the 1 MiB frame limit, so it is held, not drained
-						if _, err := mw.Write(piece); err != nil {
-							return // closed by the engine
-						}
-					}
-				}()
-			}
+			// One round (the sockets stay until the engine closes them): other
+			// writers' throughput without the sockets, then while they hold
+			// their messages.
+			sideBySide(t, e, d, "100 sockets holding unfinished messages", bystander, 1, func() func() {
+				hold(t, ctx, e, attacker, piece, &wg, &conns)
+				return func() {}
+			})
 			closed := e.until(t, `threadengine_limit_refusals_total{limit="ws_message_timeout"}`, 4)
 			peak := e.budgetPeak(t, "ws_pending_bytes")
 			w.check(t, "unfinished fragmented messages")
@@ -228,5 +214,35 @@ func TestRefusedUpgradesCloseTheirConnections(t *testing.T) {
 	t.Logf("refused upgrades: %d answered 429, %d of them closed by the engine", statusOK.Load(), closedN.Load())
 	if statusOK.Load() != refusedN || closedN.Load() != refusedN {
 		t.Errorf("%d of %d upgrades answered 429 and %d connections closed; want all", statusOK.Load(), refusedN, closedN.Load())
+	}
+}
+
+// hold opens 100 sockets of key, each sending ~1 MB of one message it
+// never finishes (pieces under the 1 MiB frame limit, so the engine holds
+// them rather than draining them).
+func hold(t *testing.T, ctx context.Context, e *engine, key string, piece []byte, wg *sync.WaitGroup, conns *[]*wsClient) {
+	t.Helper()
+	for range 100 {
+		c, err := dialWS(ctx, e.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.ok(ctx, map[string]any{"action": "connect", "apiKey": key, "serviceName": "fragments"}); err != nil {
+			t.Fatal(err)
+		}
+		*conns = append(*conns, c)
+		wg.Add(1)
+		go func() { // ~1 MB of one message, never finished
+			defer wg.Done()
+			mw, err := c.conn.Writer(ctx, websocket.MessageText)
+			if err != nil {
+				return
+			}
+			for range 15 { // under the 1 MiB frame limit, so it is held, not drained
+				if _, err := mw.Write(piece); err != nil {
+					return // closed by the engine
+				}
+			}
+		}()
 	}
 }

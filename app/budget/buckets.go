@@ -1,0 +1,103 @@
+// Package budget keeps per-principal token buckets: what one user or
+// service account may spend of a shared resource over time (the OTLP byte
+// rate, the read gate's run time), charged after the fact and paid back at
+// a rate.
+package budget
+
+import (
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Buckets are token buckets kept per principal (user or service account
+// id), all with the same rate and burst. A principal that spends more than
+// it has goes into debt (Charge) and is refused (Debt) until the debt is
+// paid back at the rate: what a request costs is often known only once it
+// has been read, so it is charged after it was admitted and the next
+// request waits for it.
+//
+// A bucket back at its burst is the same as a new one, so the buckets of
+// idle principals are forgotten (at most once per sweepEvery, on use): the
+// map holds only principals that spent within the time their bucket takes
+// to refill, plus one interval.
+type Buckets struct {
+	perSecond float64
+	burst     int
+
+	mu    sync.Mutex
+	of    map[string]*rate.Limiter
+	swept time.Time
+}
+
+// sweepEvery is how often idle buckets are dropped.
+const sweepEvery = time.Minute
+
+// NewBuckets returns per-principal buckets refilled at perSecond, holding
+// at most burst; nil (no limit) unless both are positive.
+func NewBuckets(perSecond float64, burst int) *Buckets {
+	if perSecond <= 0 || burst <= 0 {
+		return nil
+	}
+	return &Buckets{perSecond: perSecond, burst: burst, of: map[string]*rate.Limiter{}}
+}
+
+// Debt is how long who must wait before its bucket holds a token again:
+// zero when it may go on (always, for nil Buckets: nothing is limited).
+func (b *Buckets) Debt(who string, now time.Time) time.Duration {
+	if b == nil {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.sweep(now)
+	l := b.of[who]
+	if l == nil {
+		return 0
+	}
+	r := l.ReserveN(now, 1)
+	defer r.CancelAt(now) // only looking
+	return r.DelayFrom(now)
+}
+
+// Charge takes n tokens from who's bucket, into debt if it has fewer (n
+// is capped at the burst: no single charge makes a debt longer than the
+// time to refill a full bucket).
+func (b *Buckets) Charge(who string, n int, now time.Time) {
+	if b == nil || n <= 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.sweep(now)
+	l := b.of[who]
+	if l == nil {
+		l = rate.NewLimiter(rate.Limit(b.perSecond), b.burst)
+		b.of[who] = l
+	}
+	l.ReserveN(now, min(n, b.burst))
+}
+
+// Len is how many principals have a bucket now.
+func (b *Buckets) Len() int {
+	if b == nil {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.of)
+}
+
+// sweep drops the buckets that are full again (b.mu held).
+func (b *Buckets) sweep(now time.Time) {
+	if now.Sub(b.swept) < sweepEvery {
+		return
+	}
+	b.swept = now
+	for who, l := range b.of {
+		if l.TokensAt(now) >= float64(l.Burst()) {
+			delete(b.of, who)
+		}
+	}
+}
