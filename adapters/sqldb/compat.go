@@ -14,6 +14,12 @@ import (
 // below it predates the gate and allows every binary.
 const GateMigration = 30
 
+// EmbeddedFloor is the min_binary_schema the embedded migrations leave: the
+// highest floor any of their contract migrations sets (00100: binaries
+// below 92 read thread_step_states.latest_context, which is no longer
+// written). Tests compare a migrated database's window with it.
+const EmbeddedFloor = 92
+
 // ErrIncompatible is wrapped by the gate's refusal (errors.Is).
 var ErrIncompatible = errors.New("binary outside the database's schema window")
 
