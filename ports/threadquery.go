@@ -260,7 +260,9 @@ type ValidationFilter struct {
 	Offset         int
 }
 
-// ValidationView is one row of thread_validations.
+// ValidationView is one validation result: a row of thread_validations, or
+// a passed result without issues stored compactly on its attempt (then ID
+// is the attempt's id and CreatedAt its recording time).
 type ValidationView struct {
 	ID             string
 	ThreadID       string

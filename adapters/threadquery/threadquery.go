@@ -569,9 +569,25 @@ const activityCols = `a.id, a.thread_id, a.seq, a.activity_type, a.step_name, a.
 
 // validationCol is the overall status of the validation made for the
 // attempt (passed, warning, violated; NULL when none), for the history and
-// attempts lists (thread_validations_thread narrows it to the thread).
-const validationCol = `, (SELECT v.overall_status FROM thread_validations v WHERE v.thread_id = a.thread_id AND v.step_id = a.id
- ORDER BY v.created_at DESC, v.id DESC LIMIT 1) AS validation`
+// attempts lists (thread_validations_thread narrows it to the thread): its
+// row's, else the compact form on the attempt (migration 00101).
+const validationCol = `, COALESCE((SELECT v.overall_status FROM thread_validations v WHERE v.thread_id = a.thread_id AND v.step_id = a.id
+ ORDER BY v.created_at DESC, v.id DESC LIMIT 1), a.validation_status) AS validation`
+
+// validationRows is every validation result in both of its stored forms
+// (migration 00101, issue 28), as rows of thread_validations (alias v): the
+// rows, and the results stored compactly on their attempt — validation_status
+// set, no issues, the attempt's id as the result's id and its recording time
+// as the result's. No writer stores both forms for one attempt, so nothing
+// is counted twice. Filters on v's columns reach both branches (PostgreSQL
+// and SQLite push them into a UNION ALL): thread_id takes each table's
+// thread index.
+const validationRows = `(SELECT r.id, r.thread_id, r.step_id, r.step_name, r.idempotency_key, r.overall_status,
+ CAST(r.issues AS TEXT) AS issues, r.critical_count, r.warning_count, r.minor_count, r.info_count, r.created_at
+ FROM thread_validations r
+ UNION ALL
+ SELECT c.id, c.thread_id, c.id, c.step_name, c.idempotency_key, c.validation_status, '[]', 0, 0, 0, 0, c.recorded_at
+ FROM thread_activities c WHERE c.validation_status IS NOT NULL) v`
 
 func (r activityRow) view() ports.ActivityView {
 	context := orJSON(r.Context.S, "{}")
@@ -776,14 +792,14 @@ func (s *Store) Validations(ctx context.Context, threadIDs []string, f ports.Val
 	if f.ValidationType != "" {
 		// Issues are a JSON array of objects with a "type"; matching the
 		// serialised pair works on jsonb-as-text and on SQLite text alike.
-		where = append(where, `REPLACE(CAST(v.issues AS TEXT), ' ', '') LIKE ? ESCAPE '\'`)
+		where = append(where, `REPLACE(v.issues, ' ', '') LIKE ? ESCAPE '\'`)
 		args = append(args, `%"type":"`+likeEscape(f.ValidationType)+`"%`)
 	}
 	args = append(args, f.Offset, f.Offset+f.Limit)
 	q := `SELECT * FROM (SELECT v.id, v.thread_id, v.step_id, v.step_name, v.idempotency_key, v.overall_status,
- CAST(v.issues AS TEXT) AS issues, v.critical_count, v.warning_count, v.minor_count, v.info_count, v.created_at,
+ v.issues, v.critical_count, v.warning_count, v.minor_count, v.info_count, v.created_at,
  ROW_NUMBER() OVER (PARTITION BY v.thread_id ORDER BY v.created_at DESC, v.id DESC) AS rn
- FROM thread_validations v WHERE ` + strings.Join(where, " AND ") + `) x WHERE rn > ? AND rn <= ? ORDER BY thread_id, rn`
+ FROM ` + validationRows + ` WHERE ` + strings.Join(where, " AND ") + `) x WHERE rn > ? AND rn <= ? ORDER BY thread_id, rn`
 	var rows []validationRow
 	if err := s.selectIn(ctx, &rows, q, args...); err != nil {
 		return nil, err
@@ -947,7 +963,8 @@ type countsRow struct {
 // Counts returns the sizes of each thread's step and validation lists.
 func (s *Store) Counts(ctx context.Context, threadIDs []string) (map[string]ports.ThreadCounts, error) {
 	q := `SELECT t.id, (SELECT COUNT(*) FROM thread_step_states s WHERE s.thread_id = t.id) AS steps,
- (SELECT COUNT(*) FROM thread_validations v WHERE v.thread_id = t.id) AS validations
+ (SELECT COUNT(*) FROM thread_validations v WHERE v.thread_id = t.id)
+ + (SELECT COUNT(*) FROM thread_activities c WHERE c.thread_id = t.id AND c.validation_status IS NOT NULL) AS validations
  FROM threads t WHERE t.id IN (?)`
 	return perThread(ctx, s, q, threadIDs, func(r countsRow) (string, ports.ThreadCounts) {
 		return r.ThreadID, ports.ThreadCounts{Steps: r.Steps, Validations: r.Validations}
@@ -1013,9 +1030,9 @@ func (s *Store) LatestValidations(ctx context.Context, steps []ports.StepKey) (m
 		}
 	}
 	q := `SELECT * FROM (SELECT v.id, v.thread_id, v.step_id, v.step_name, v.idempotency_key, v.overall_status,
- CAST(v.issues AS TEXT) AS issues, v.critical_count, v.warning_count, v.minor_count, v.info_count, v.created_at,
+ v.issues, v.critical_count, v.warning_count, v.minor_count, v.info_count, v.created_at,
  ROW_NUMBER() OVER (PARTITION BY v.thread_id, v.step_name, v.idempotency_key ORDER BY v.created_at DESC, v.id DESC) AS rn
- FROM thread_validations v WHERE v.thread_id IN (?) AND v.step_name IN (?)) x WHERE rn = 1`
+ FROM ` + validationRows + ` WHERE v.thread_id IN (?) AND v.step_name IN (?)) x WHERE rn = 1`
 	var rows []validationRow
 	if err := s.selectIn(ctx, &rows, q, threads, names); err != nil {
 		return nil, err

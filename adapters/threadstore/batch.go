@@ -355,7 +355,7 @@ func (s *Store) writePlans(ctx context.Context, tx *sqlx.Tx, plans []ports.StepP
 		}
 		st := p.State
 		states = append(states, []any{tid, st.StepName, st.IdempotencyKey, st.Status, st.RetryCount, st.LatestStepID,
-			nullStr(st.InvocationID), nullStr(st.PreviousStep), st.Actor, st.ActorService, jsonText(st.LatestContext),
+			nullStr(st.InvocationID), nullStr(st.PreviousStep), st.Actor, st.ActorService,
 			sqldb.Time(st.FirstSeenAt), sqldb.Time(st.LastUpdatedAt), sqldb.TimePtr(st.StartedAt), sqldb.TimePtr(st.FinishedAt)})
 		if v := p.Validation; v != nil {
 			issues := v.Issues
@@ -386,14 +386,19 @@ func (s *Store) writePlans(ctx context.Context, tx *sqlx.Tx, plans []ports.StepP
  recorded_at, created_at) VALUES `, `(?,?,?,?,?,?,?,?,?)`, "", 9, subs)...)
 	// Rows are on distinct threads, so no two rows of this upsert hit the
 	// same key (PostgreSQL refuses that in one statement).
+	// latest_context is no longer written (migration 00100, issue 28): the
+	// steps' context is read from their latest attempt. A new row takes the
+	// column's default '{}', an updated one is set to it, so a row the
+	// previous release wrote with a copy loses it at its next attempt. The
+	// column is dropped by a later release's contract migration.
 	parts = append(parts, rowsParts(`INSERT INTO thread_step_states (thread_id, step_name, idempotency_key, status,
- retry_count, latest_step_id, invocation_id, previous_step, actor, actor_service, latest_context, first_seen_at,
- last_updated_at, started_at, finished_at) VALUES `, `(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`, `
+ retry_count, latest_step_id, invocation_id, previous_step, actor, actor_service, first_seen_at,
+ last_updated_at, started_at, finished_at) VALUES `, `(?,?,?,?,?,?,?,?,?,?,?,?,?,?)`, `
  ON CONFLICT (thread_id, step_name, idempotency_key) DO UPDATE SET status = excluded.status,
  retry_count = excluded.retry_count, latest_step_id = excluded.latest_step_id,
  invocation_id = excluded.invocation_id, actor = excluded.actor,
- actor_service = excluded.actor_service, latest_context = excluded.latest_context,
- last_updated_at = excluded.last_updated_at, started_at = excluded.started_at, finished_at = excluded.finished_at`, 15, states)...)
+ actor_service = excluded.actor_service, latest_context = '{}',
+ last_updated_at = excluded.last_updated_at, started_at = excluded.started_at, finished_at = excluded.finished_at`, 14, states)...)
 	parts = append(parts, rowsParts(`INSERT INTO thread_validations (id, thread_id, step_id, step_name,
  idempotency_key, overall_status, issues, critical_count, warning_count, minor_count, info_count, created_at)
  VALUES `, `(?,?,?,?,?,?,?,?,?,?,?,?)`, "", 12, vals)...)

@@ -124,7 +124,9 @@ func (s *Store) StepValidation(ctx context.Context, threadID, stepID string) (*p
 		Status sql.NullString `db:"overall_status"`
 		Issues sql.NullString `db:"issues"`
 	}
-	err := s.db.GetContext(ctx, &r, s.q(`SELECT v.overall_status, CAST(v.issues AS TEXT) AS issues
+	// The attempt's row, else its compact result (migration 00101: passed,
+	// no issues, no row).
+	err := s.db.GetContext(ctx, &r, s.q(`SELECT COALESCE(v.overall_status, a.validation_status) AS overall_status, CAST(v.issues AS TEXT) AS issues
  FROM thread_activities a LEFT JOIN thread_validations v ON v.thread_id = a.thread_id AND v.step_id = a.id
  WHERE a.id = ? AND a.thread_id = ?`), stepID, threadID)
 	if errors.Is(err, sql.ErrNoRows) {

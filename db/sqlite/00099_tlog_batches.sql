@@ -58,11 +58,22 @@ CREATE VIEW tlog_leaves AS
 -- migration would write leaf rows into the view and fail every step, so it
 -- refuses to serve instead; `migrate down` lets it serve again. SQLite
 -- serves one engine process: no rolling upgrade runs an older one beside.
-UPDATE schema_compat SET min_binary_schema = 99, updated_at = CURRENT_TIMESTAMP WHERE id = 1;
+UPDATE schema_compat SET min_binary_schema = MAX(min_binary_schema, 99), updated_at = CURRENT_TIMESTAMP WHERE id = 1;
+-- Kept there while this migration is applied: a later contract migration
+-- that writes a lower floor (00100 writes 92) does not let those binaries
+-- back in.
+-- +goose StatementBegin
+CREATE TRIGGER schema_compat_tlog_batches AFTER UPDATE OF min_binary_schema ON schema_compat
+WHEN NEW.min_binary_schema < 99
+BEGIN
+    UPDATE schema_compat SET min_binary_schema = 99 WHERE id = 1;
+END;
+-- +goose StatementEnd
 
 -- +goose Down
 -- Back to one row per leaf and per stored hash (what a release before this
 -- migration reads and writes).
+DROP TRIGGER schema_compat_tlog_batches;
 UPDATE schema_compat SET min_binary_schema = 1, updated_at = CURRENT_TIMESTAMP WHERE id = 1;   -- the floor before this migration
 DROP VIEW tlog_leaves;
 ALTER TABLE tlog_leaves_v1 RENAME TO tlog_leaves;

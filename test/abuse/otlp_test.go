@@ -170,9 +170,11 @@ func TestOTLPLargeRequestsDoNotStarveWriters(t *testing.T) {
 			var bad []string
 			sideBySide(t, e, d, "8 exporters of ~6 MiB requests", bystander, measureRounds(), func() func() {
 				stop := make(chan struct{})
-				// allRefused is closed once every exporter has been refused:
-				// each one's earlier requests, admitted from the burst, are
-				// then written (an exporter waits for its answer).
+				// allRefused is closed once every exporter has been refused
+				// (by the byte rate, or by the slots' queue while the burst's
+				// requests are written): each one's earlier requests, admitted
+				// from the burst, are then written (an exporter waits for its
+				// answer).
 				allRefused := make(chan struct{})
 				var exportersRefused atomic.Int64
 				var wg sync.WaitGroup
@@ -227,8 +229,12 @@ func TestOTLPLargeRequestsDoNotStarveWriters(t *testing.T) {
 			if len(bad) > 0 {
 				t.Errorf("answers neither 200 nor a coded 429: %v", bad)
 			}
-			if counts[http.StatusOK] == 0 || e.refusals(t, "otlp_byte_rate") == 0 {
-				t.Errorf("want requests both stored and refused by the byte rate: %v", counts)
+			// The byte rate refuses once the burst is spent; on a machine
+			// so loaded that the admitted requests take longer to write than
+			// their debt takes to pay, the slots' queue refuses first
+			// (otlp_concurrent). Either is a coded 429 before a body is read.
+			if counts[http.StatusOK] == 0 || e.refusals(t, "otlp_byte_rate")+e.refusals(t, "otlp_concurrent") == 0 {
+				t.Errorf("want requests both stored and refused: %v", counts)
 			}
 		})
 	}

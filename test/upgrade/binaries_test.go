@@ -27,7 +27,9 @@ import (
 // tree's (with go build -overlay: the same code, more embedded files).
 // expand adds a table the next release writes; contract drops what only
 // releases before it needed and raises the floor to the expand release's
-// schema, restoring it in its Down.
+// schema, restoring it in its Down to this release's floor
+// (sqldb.EmbeddedFloor: this release's own contract migration 00100 set it;
+// the release before the gate does not check it and serves on).
 const (
 	expandVersion   = 90000001
 	contractVersion = 90000002
@@ -42,7 +44,7 @@ ALTER TABLE upgrade_probe DROP COLUMN legacy_note;
 UPDATE schema_compat SET min_binary_schema = 90000001, updated_at = now() WHERE id = 1;
 
 -- +goose Down
-UPDATE schema_compat SET min_binary_schema = 1, updated_at = now() WHERE id = 1;
+UPDATE schema_compat SET min_binary_schema = 92, updated_at = now() WHERE id = 1;
 ALTER TABLE upgrade_probe ADD COLUMN legacy_note TEXT;
 `
 )
@@ -453,7 +455,7 @@ func TestRollingUpgradeWithBinaries(t *testing.T) {
 	cur := serve(t, "cur", bin("cur"), url)
 	serving = append(serving, cur)
 	st := run(t, bin("cur"), url, "migrate", "status")
-	if !strings.Contains(st, fmt.Sprintf("database schema %d; binaries of schema 1 up to %d may use it", schema, schema)) {
+	if !strings.Contains(st, fmt.Sprintf("database schema %d; binaries of schema %d up to %d may use it", schema, sqldb.EmbeddedFloor, schema)) {
 		t.Fatalf("migrate status after this release started:\n%s", st)
 	}
 	// 3. Expand: the next release adds its table; three releases serve.
@@ -567,7 +569,7 @@ func TestRollingUpgradeWithBinaries(t *testing.T) {
 	// Down restores the floor); this release serves again.
 	after.stop()
 	out = run(t, bin("after"), url, "migrate", "down", "--to", fmt.Sprint(expandVersion))
-	if !strings.Contains(out, "binaries of schema 1 up to") {
+	if !strings.Contains(out, fmt.Sprintf("binaries of schema %d up to", sqldb.EmbeddedFloor)) {
 		t.Fatalf("rollback:\n%s", out)
 	}
 	eventually(t, 30*time.Second, "this release serves again after the rollback", func() bool { return cur.readyz() == http.StatusOK })

@@ -34,8 +34,8 @@ var sweepSeed = []string{
 	`INSERT INTO thread_activities (id, thread_id, seq, step_name, idempotency_key, status, attempt, context, recorded_at, content_hash, hash)
  SELECT 'old-' || t || '-' || s, 'old-' || t, s, 'step-' || s, 'k' || s, 'success', 1, '{"n": "1"}', now() - interval '60 days', 'c', 'h'
  FROM generate_series(1, $2::int) t, generate_series(1, $1::int) s`,
-	`INSERT INTO thread_step_states (thread_id, step_name, idempotency_key, status, latest_step_id, latest_context, first_seen_at, last_updated_at)
- SELECT 'old-' || t, 'step-' || s, 'k' || s, 'success', 'old-' || t || '-' || s, '{"n": "1"}', now() - interval '60 days', now() - interval '60 days'
+	`INSERT INTO thread_step_states (thread_id, step_name, idempotency_key, status, latest_step_id, first_seen_at, last_updated_at)
+ SELECT 'old-' || t, 'step-' || s, 'k' || s, 'success', 'old-' || t || '-' || s, now() - interval '60 days', now() - interval '60 days'
  FROM generate_series(1, $2::int) t, generate_series(1, $1::int) s`,
 	`INSERT INTO thread_notifications (id, thread_id, step_id, step_name, source, notification_type, message, created_at)
  SELECT 'old-' || t || '-' || s, 'old-' || t, 'old-' || t || '-' || s, 'step-' || s, 'step', 'step.success', 'ok', now() - interval '60 days'

@@ -39,8 +39,10 @@ var (
 	tRefs       = table{"thread_refs", []string{"thread_id", "ref_key", "ref_value"}}
 	tActivities = table{"thread_activities", []string{"id", "thread_id", "seq", "step_name", "idempotency_key", "status", "attempt", "actor",
 		"actor_service", "context", "metadata", "started_at", "finished_at", "recorded_at", "content_hash", "hash", "prev_hash"}}
+	// latest_context is left to its default '{}', as the engine writes it
+	// since migration 00100.
 	tStates = table{"thread_step_states", []string{"thread_id", "step_name", "idempotency_key", "status", "latest_step_id", "actor",
-		"actor_service", "latest_context", "first_seen_at", "last_updated_at", "started_at", "finished_at"}}
+		"actor_service", "first_seen_at", "last_updated_at", "started_at", "finished_at"}}
 	tValidations = table{"thread_validations", []string{"id", "thread_id", "step_id", "step_name", "idempotency_key", "overall_status",
 		"issues", "critical_count", "warning_count", "created_at"}}
 	tNotifications = table{"thread_notifications", []string{"id", "seq", "thread_id", "step_id", "step_name", "idempotency_key", "contract_name",
@@ -151,7 +153,7 @@ func (g *gen) thread(s sink, i int) (string, error) {
 			return "", err
 		}
 		prev = h
-		if err := s.add(tStates, id, name, key, st, stepID, sa, service, ctxJSON, started, at, started, at); err != nil {
+		if err := s.add(tStates, id, name, key, st, stepID, sa, service, started, at, started, at); err != nil {
 			return "", err
 		}
 		vstatus, issues := "passed", `[]`
