@@ -74,14 +74,24 @@ func TestSQLiteLogAcrossTheBatchMigration(t *testing.T) {
 			t.Fatalf("tree of the rows: %v, want %v (%v)", got, want, err)
 		}
 	}
+	floor := func(want int64) {
+		t.Helper()
+		var got int64
+		if err := db.Get(&got, `SELECT min_binary_schema FROM schema_compat`); err != nil || got != want {
+			t.Fatalf("schema floor %d, want %d: %v", got, want, err)
+		}
+	}
+	floor(99) // binaries before 00099 neither write nor read the batches
 	size1, root1 := root(f)
 	if _, err := db.MigrateDown(ctx, 98); err != nil {
 		t.Fatal(err)
 	}
 	rowsTree(size1, root1)
+	floor(1)
 	if _, err := db.MigrateUp(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
+	floor(99)
 	var batches int
 	if err := db.Get(&batches, `SELECT COUNT(*) FROM tlog_batches`); err != nil || batches != 0 {
 		t.Fatalf("%d batches after the migration, want the old rows kept as they are: %v", batches, err)
