@@ -19,7 +19,7 @@ import (
 // request waits for it.
 //
 // A bucket back at its burst is the same as a new one, so the buckets of
-// idle principals are forgotten (at most once per sweepEvery, on use): the
+// idle principals are forgotten (at most once per SweepEvery, on use): the
 // map holds only principals that spent within the time their bucket takes
 // to refill, plus one interval.
 type Buckets struct {
@@ -31,8 +31,8 @@ type Buckets struct {
 	swept time.Time
 }
 
-// sweepEvery is how often idle buckets are dropped.
-const sweepEvery = time.Minute
+// SweepEvery is how often idle buckets are dropped.
+const SweepEvery = time.Minute
 
 // NewBuckets returns per-principal buckets refilled at perSecond, holding
 // at most burst; nil (no limit) unless both are positive.
@@ -61,6 +61,23 @@ func (b *Buckets) Debt(who string, now time.Time) time.Duration {
 	return r.DelayFrom(now)
 }
 
+// Take takes n tokens (at most the burst) from who's bucket when it holds
+// them, and returns zero; else it takes nothing and returns how long who
+// must wait until it would hold them.
+func (b *Buckets) Take(who string, n int, now time.Time) time.Duration {
+	if b == nil {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r := b.bucket(who, now).ReserveN(now, min(max(n, 1), b.burst))
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return d
+	}
+	return 0
+}
+
 // Charge takes n tokens from who's bucket, into debt if it has fewer (n
 // is capped at the burst: no single charge makes a debt longer than the
 // time to refill a full bucket).
@@ -70,13 +87,21 @@ func (b *Buckets) Charge(who string, n int, now time.Time) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.bucket(who, now).ReserveN(now, min(n, b.burst))
+}
+
+// bucket is who's bucket, made if it has none (b.mu held): a bucket the
+// sweep dropped was full, so a new one is the same. The lookup and the use
+// happen under one lock, so a sweep never drops a bucket in between (what
+// it took would be lost).
+func (b *Buckets) bucket(who string, now time.Time) *rate.Limiter {
 	b.sweep(now)
 	l := b.of[who]
 	if l == nil {
 		l = rate.NewLimiter(rate.Limit(b.perSecond), b.burst)
 		b.of[who] = l
 	}
-	l.ReserveN(now, min(n, b.burst))
+	return l
 }
 
 // Len is how many principals have a bucket now.
@@ -91,7 +116,7 @@ func (b *Buckets) Len() int {
 
 // sweep drops the buckets that are full again (b.mu held).
 func (b *Buckets) sweep(now time.Time) {
-	if now.Sub(b.swept) < sweepEvery {
+	if now.Sub(b.swept) < SweepEvery {
 		return
 	}
 	b.swept = now

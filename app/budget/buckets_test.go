@@ -51,7 +51,7 @@ func TestBucketsForgetIdlePrincipals(t *testing.T) {
 	}
 	// Two seconds later both are full again; the next use after the sweep
 	// interval forgets them, keeping the one charged now.
-	later := now.Add(sweepEvery + time.Second)
+	later := now.Add(SweepEvery + time.Second)
 	b.Charge("c", 2000, later)
 	if b.Len() != 1 {
 		t.Fatalf("%d buckets after the sweep, want 1 (c)", b.Len())

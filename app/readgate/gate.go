@@ -2,6 +2,7 @@ package readgate
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -78,21 +79,17 @@ type Gate struct {
 	heavyTime *rate.Limiter
 	refused   func(limit string)
 
-	mu      sync.Mutex
-	mine    map[string]*principalSlots
-	buckets map[string]*rate.Limiter
-	swept   time.Time // the last sweep of idle buckets
+	mu   sync.Mutex
+	mine map[string]*principalSlots
+	// points are the principals' cost points (nil: not bounded); a bucket
+	// back at its burst is the same as a new one, so those of idle
+	// principals are forgotten (budget.SweepEvery) without giving them
+	// anything.
+	points *budget.Buckets
 	// ran is each principal's run time in milliseconds (PrincipalShare;
 	// nil: not bounded).
 	ran *budget.Buckets
 }
-
-// bucketSweepEvery is how often spend drops the buckets of idle
-// principals: a bucket back at its burst is the same as a new one, so it is
-// forgotten without giving its principal anything, and the map holds only
-// the principals that spent points within the time their bucket takes to
-// refill (plus one interval).
-const bucketSweepEvery = time.Minute
 
 type principalSlots struct {
 	ch    chan struct{}
@@ -106,7 +103,10 @@ func NewGate(lim GateLimits, refused func(limit string)) *Gate {
 		refused = func(string) {}
 	}
 	g := &Gate{lim: lim, all: make(chan struct{}, lim.MaxConcurrent), heavy: make(chan struct{}, max(1, lim.MaxExpensive)), refused: refused,
-		mine: map[string]*principalSlots{}, buckets: map[string]*rate.Limiter{}}
+		mine: map[string]*principalSlots{}}
+	if lim.PointsPerSecond > 0 {
+		g.points = budget.NewBuckets(float64(lim.PointsPerSecond), lim.PointsBurst)
+	}
 	if lim.ExpensiveShare > 0 && lim.ExpensiveCost > 0 {
 		g.heavyTime = rate.NewLimiter(rate.Limit(lim.ExpensiveShare*1000), int(expensiveTimeBurst/time.Millisecond))
 	}
@@ -185,57 +185,43 @@ func (g *Gate) Enter(ctx context.Context, who string, cost int) (leave func(), e
 }
 
 // principalTurn waits until who's run time is out of debt
-// (PrincipalShare); a debt not paid before wait ends is refused at once,
-// with the time it needs as Retry-After (nothing runs, so a refusal costs
-// nothing).
+// (PrincipalShare).
 func (g *Gate) principalTurn(ctx, wait context.Context, who string) error {
-	d := g.ran.Debt(who, time.Now())
-	if d == 0 {
-		return nil
-	}
-	if dl, ok := wait.Deadline(); !ok || time.Now().Add(d).After(dl) {
-		if err := ctx.Err(); err != nil {
-			return g.busy(ctx, LimitPrincipalTime, "", 0)
-		}
-		g.refused(LimitPrincipalTime)
-		e := domain.LimitExceeded(domain.KindRateLimited, LimitPrincipalTime,
-			"this principal's reads may run %.0f%% of a core's time and have used it; retry in %s",
-			100*g.lim.PrincipalShare, d.Round(time.Millisecond))
-		e.RetryAfter = d
-		return e
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-wait.Done():
-		return g.busy(ctx, LimitPrincipalTime, "this principal's reads may run %d%% of a core's time", int(100*g.lim.PrincipalShare))
-	}
+	return g.waitOut(ctx, wait, g.ran.Debt(who, time.Now()), LimitPrincipalTime,
+		fmt.Sprintf("this principal's reads may run %.0f%% of a core's time", 100*g.lim.PrincipalShare), nil)
 }
 
 // heavyTurn waits until the expensive operations' run time is out of
-// debt (ExpensiveShare); a debt not paid before wait ends is refused at
-// once, with the time it needs as Retry-After, so a refusal costs nothing.
+// debt (ExpensiveShare).
 func (g *Gate) heavyTurn(ctx, wait context.Context) error {
 	if g.heavyTime == nil {
 		return nil
 	}
 	now := time.Now()
 	r := g.heavyTime.ReserveN(now, 1)
-	d := r.DelayFrom(now)
-	if d == 0 {
+	return g.waitOut(ctx, wait, r.DelayFrom(now), LimitExpensiveTime,
+		fmt.Sprintf("expensive reads may run %.0f%% of the time on this engine", 100*g.lim.ExpensiveShare), r.Cancel)
+}
+
+// waitOut waits d, the time a run-time bucket needs to come out of debt;
+// a debt not paid before wait ends is refused at once, with d as
+// Retry-After (nothing runs, so a refusal costs nothing). what says whose
+// time it is; giveBack (may be nil) returns what was reserved for a turn
+// that does not come.
+func (g *Gate) waitOut(ctx, wait context.Context, d time.Duration, limit, what string, giveBack func()) error {
+	if d <= 0 {
 		return nil
 	}
-	if dl, ok := wait.Deadline(); !ok || now.Add(d).After(dl) {
-		r.CancelAt(now)
+	if giveBack == nil {
+		giveBack = func() {}
+	}
+	if dl, ok := wait.Deadline(); !ok || time.Now().Add(d).After(dl) {
+		giveBack()
 		if err := ctx.Err(); err != nil {
-			return g.busy(ctx, LimitExpensiveTime, "", 0)
+			return g.busy(ctx, limit, "")
 		}
-		g.refused(LimitExpensiveTime)
-		e := domain.LimitExceeded(domain.KindRateLimited, LimitExpensiveTime,
-			"expensive reads may run %.0f%% of the time on this engine and have used it; retry in %s",
-			100*g.lim.ExpensiveShare, d.Round(time.Millisecond))
+		g.refused(limit)
+		e := domain.LimitExceeded(domain.KindRateLimited, limit, "%s and have used it; retry in %s", what, d.Round(time.Millisecond))
 		e.RetryAfter = d
 		return e
 	}
@@ -245,8 +231,8 @@ func (g *Gate) heavyTurn(ctx, wait context.Context) error {
 	case <-t.C:
 		return nil
 	case <-wait.Done():
-		r.Cancel()
-		return g.busy(ctx, LimitExpensiveTime, "expensive reads may run %d%% of the time on this engine", int(100*g.lim.ExpensiveShare))
+		giveBack()
+		return g.busy(ctx, limit, "%s", what)
 	}
 }
 
@@ -264,46 +250,16 @@ func (g *Gate) ranHeavy(d time.Duration) {
 
 // spend takes cost points from who's bucket.
 func (g *Gate) spend(who string, cost int) error {
-	if g.lim.PointsPerSecond <= 0 {
+	d := g.points.Take(who, cost, time.Now())
+	if d == 0 {
 		return nil
 	}
-	cost = min(max(cost, 1), g.lim.PointsBurst)
-	now := time.Now()
-	// The reservation is made under g.mu so a sweep never drops a bucket
-	// between its lookup and its use (the points would be lost).
-	g.mu.Lock()
-	g.sweep(now)
-	b := g.buckets[who]
-	if b == nil {
-		b = rate.NewLimiter(rate.Limit(g.lim.PointsPerSecond), g.lim.PointsBurst)
-		g.buckets[who] = b
-	}
-	r := b.ReserveN(now, cost)
-	g.mu.Unlock()
-	if d := r.DelayFrom(now); d > 0 {
-		r.CancelAt(now)
-		g.refused(LimitReadPoints)
-		e := domain.LimitExceeded(domain.KindRateLimited, LimitReadPoints,
-			"the read budget of %d points per second (burst %d) is spent: this operation costs %d; retry in %s",
-			g.lim.PointsPerSecond, g.lim.PointsBurst, cost, d.Round(time.Millisecond))
-		e.RetryAfter = d
-		return e
-	}
-	return nil
-}
-
-// sweep drops the buckets that are full again (g.mu held), at most once
-// per bucketSweepEvery.
-func (g *Gate) sweep(now time.Time) {
-	if now.Sub(g.swept) < bucketSweepEvery {
-		return
-	}
-	g.swept = now
-	for who, b := range g.buckets {
-		if b.TokensAt(now) >= float64(b.Burst()) {
-			delete(g.buckets, who)
-		}
-	}
+	g.refused(LimitReadPoints)
+	e := domain.LimitExceeded(domain.KindRateLimited, LimitReadPoints,
+		"the read budget of %d points per second (burst %d) is spent: this operation costs %d; retry in %s",
+		g.lim.PointsPerSecond, g.lim.PointsBurst, min(max(cost, 1), g.lim.PointsBurst), d.Round(time.Millisecond))
+	e.RetryAfter = d
+	return e
 }
 
 // Charge takes n more points from who's budget without refusing: what an
@@ -313,27 +269,20 @@ func (g *Gate) sweep(now time.Time) {
 // a dropped bucket is a full one) is made again, so the points are still
 // charged.
 func (g *Gate) Charge(who string, n int) {
-	if g == nil || n <= 0 || g.lim.PointsPerSecond <= 0 {
+	if g == nil {
 		return
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	b := g.buckets[who]
-	if b == nil {
-		b = rate.NewLimiter(rate.Limit(g.lim.PointsPerSecond), g.lim.PointsBurst)
-		g.buckets[who] = b
-	}
-	b.ReserveN(time.Now(), min(n, g.lim.PointsBurst))
+	g.points.Charge(who, n, time.Now())
 }
 
 // busy is the refusal of a read that found no place in time: the
 // caller's own end (cancelled, past its deadline) is reported as such.
-func (g *Gate) busy(ctx context.Context, limit, msg string, n int) error {
+func (g *Gate) busy(ctx context.Context, limit, format string, args ...any) error {
 	if err := ctx.Err(); err != nil {
 		return &domain.Error{Kind: domain.KindUnavailable, Code: domain.CodeUnavailable, Message: "the request was cancelled or timed out", Err: err}
 	}
 	g.refused(limit)
-	e := domain.LimitExceeded(domain.KindRateLimited, limit, msg+"; retry later", n)
+	e := domain.LimitExceeded(domain.KindRateLimited, limit, format+"; retry later", args...)
 	e.RetryAfter = time.Second
 	return e
 }

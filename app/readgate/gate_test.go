@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/threadengine/engine/app/budget"
 	"github.com/threadengine/engine/domain"
 )
 
@@ -179,11 +180,7 @@ func TestGateForgetsIdleBuckets(t *testing.T) {
 			}
 			return err
 		}
-		buckets := func() int {
-			g.mu.Lock()
-			defer g.mu.Unlock()
-			return len(g.buckets)
-		}
+		buckets := g.points.Len
 		for i := range 1000 {
 			if err := enter(fmt.Sprintf("p%d", i), 1); err != nil {
 				t.Fatal(err)
@@ -197,7 +194,7 @@ func TestGateForgetsIdleBuckets(t *testing.T) {
 		}
 		// After a sweep interval the 1,000 one-point buckets are full again
 		// (1 point a second) and go; the debtor's (200 points spent) is not.
-		time.Sleep(bucketSweepEvery + time.Second)
+		time.Sleep(budget.SweepEvery + time.Second)
 		if err := enter("newcomer", 1); err != nil {
 			t.Fatal(err)
 		}
@@ -350,7 +347,7 @@ func TestGateChargeAfterTheBucketWasSwept(t *testing.T) {
 		}
 		// The read runs past a sweep interval; a's bucket refills meanwhile
 		// and another principal's read sweeps it away.
-		time.Sleep(bucketSweepEvery + 20*time.Second)
+		time.Sleep(budget.SweepEvery + 20*time.Second)
 		other, err := g.Enter(ctx, "b", 1)
 		if err != nil {
 			t.Fatal(err)
