@@ -17,8 +17,20 @@ const GateMigration = 30
 // EmbeddedFloor is the min_binary_schema the embedded migrations leave: the
 // highest floor any of their contract migrations sets (00100: binaries
 // below 92 read thread_step_states.latest_context, which is no longer
-// written). Tests compare a migrated database's window with it.
+// written). Tests compare a migrated database's window with it
+// (EmbeddedFloorOf: SQLite's is higher).
 const EmbeddedFloor = 92
+
+// EmbeddedFloorOf is EmbeddedFloor of the dialect: on SQLite 99 (00099:
+// binaries below it would write the transparency log's leaf rows into what
+// is now a view, and could not read its batches), kept there by a trigger
+// of 00099 while it is applied (00100 sets 92 after it).
+func EmbeddedFloorOf(d Dialect) int64 {
+	if d == SQLite {
+		return 99
+	}
+	return EmbeddedFloor
+}
 
 // ErrIncompatible is wrapped by the gate's refusal (errors.Is).
 var ErrIncompatible = errors.New("binary outside the database's schema window")

@@ -41,7 +41,7 @@ func TestCompatGateBothDialects(t *testing.T) {
 		if err != nil || changed || db.Refusal() != nil {
 			t.Fatalf("fresh database: %+v changed=%v err=%v refusal=%v", c, changed, err, db.Refusal())
 		}
-		if c != (sqldb.Compat{Database: schema, MinBinary: sqldb.EmbeddedFloor, Binary: schema}) {
+		if c != (sqldb.Compat{Database: schema, MinBinary: sqldb.EmbeddedFloorOf(d), Binary: schema}) {
 			t.Fatalf("fresh database window %+v", c)
 		}
 		write := func() error {

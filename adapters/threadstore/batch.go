@@ -106,8 +106,7 @@ func (s *Store) appendBatch(ctx context.Context, tx *sqlx.Tx, jobs []*appendJob,
 		written = append(written, plans...)
 	}
 	// On SQLite the steps' leaves go to the tree in this transaction, all
-	// rounds' at once (one tlog_state update and one insert per table per
-	// group commit), in the order the rounds wrote them.
+	// rounds' at once (one tlog_batches row per group commit), in the order the rounds wrote them.
 	if !s.noLog && s.logInPlace() && len(written) > 0 {
 		return s.appendStepLeaves(ctx, tx, written)
 	}

@@ -77,8 +77,8 @@ func TestStepStateKeepsNoContextCopy(t *testing.T) {
 				t.Fatalf("latest context %q after the retry, want the second attempt's", got)
 			}
 			c, err := db.ReadCompat(ctx)
-			if err != nil || c.MinBinary != sqldb.EmbeddedFloor || c.Err() != nil {
-				t.Fatalf("schema window %+v %v: want the floor at %d", c, err, sqldb.EmbeddedFloor)
+			if err != nil || c.MinBinary != sqldb.EmbeddedFloorOf(d) || c.Err() != nil {
+				t.Fatalf("schema window %+v %v: want the floor at %d", c, err, sqldb.EmbeddedFloorOf(d))
 			}
 		})
 	}

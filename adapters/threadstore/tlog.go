@@ -110,6 +110,23 @@ func (r *hashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 		delete(at, row.Idx)
 		got, idx = append(got, h), append(idx, row.Idx)
 	}
+	if len(at) > 0 && r.s.db.Dialect == sqldb.SQLite {
+		rest := make([]int64, 0, len(at))
+		for x := range at {
+			rest = append(rest, x)
+		}
+		found, err := batchHashes(r.ctx, r.q, rest)
+		if err != nil {
+			return nil, err
+		}
+		for x, h := range found {
+			for _, i := range at[x] {
+				out[i] = h
+			}
+			delete(at, x)
+			got, idx = append(got, h), append(idx, x)
+		}
+	}
 	if len(at) > 0 {
 		return nil, fmt.Errorf("tlog_hashes: %d stored hashes missing (the log is damaged)", len(at))
 	}
@@ -150,6 +167,13 @@ func (s *Store) appendLeaves(ctx context.Context, tx *sqlx.Tx, leaves []leafIn, 
 	}
 	k := int64(len(leaves))
 	var start int64
+	if s.db.Dialect == sqldb.SQLite {
+		// No update: the size is the end of the last batch (tlog_sqlite.go).
+		if err := s.get(ctx, tx, &start, sizeSQL); err != nil {
+			return 0, fmt.Errorf("tlog_state: %w", err)
+		}
+		return start, s.appendLeavesAt(ctx, tx, leaves, now, start, nil)
+	}
 	if err := s.get(ctx, tx, &start, `UPDATE tlog_state SET size = size + ? WHERE id = 1 RETURNING size - ?`, k, k); err != nil {
 		return 0, fmt.Errorf("tlog_state: %w", err)
 	}
@@ -190,16 +214,10 @@ func (s *Store) appendLeavesAt(ctx context.Context, tx *sqlx.Tx, leaves []leafIn
 	if s.db.Dialect == sqldb.Postgres {
 		parts = treePartsPostgres(leaves, start, newIdx, newHashes, now)
 	} else {
-		leafRows := make([][]any, len(leaves))
-		for i, l := range leaves {
-			leafRows[i] = []any{start + int64(i), l.kind, l.threadID, l.stepID, string(l.data), sqldb.Time(now)}
+		var err error
+		if parts, err = batchParts(leaves, start, newIdx, newHashes, now); err != nil {
+			return err
 		}
-		hashRows := make([][]any, len(newIdx))
-		for i, x := range newIdx {
-			hashRows[i] = []any{x, newHashes[i][:]}
-		}
-		parts = rowsParts(`INSERT INTO tlog_leaves (idx, kind, thread_id, step_id, data, created_at) VALUES `, `(?,?,?,?,?,?)`, "", 6, leafRows)
-		parts = append(parts, rowsParts(`INSERT INTO tlog_hashes (idx, hash) VALUES `, `(?,?)`, "", 2, hashRows)...)
 	}
 	if err := s.execParts(ctx, tx, append(parts, extra...)); err != nil {
 		return err
@@ -311,11 +329,13 @@ func pendingParts(plans []ports.StepPlan) []part {
 // logInPlace reports whether steps append their leaves to the tree in
 // their own transaction instead of queuing them. On SQLite it is so: the
 // database has one writer (its IMMEDIATE transaction already excludes every
-// other, so the tlog_state row costs no extra wait) and one connection, so a
+// other, so reading the size costs no extra wait) and one connection, so a
 // separate sequencer transaction per group commit doubled the commits and
 // stalled every other query while it ran (docs/contributors/performance.md,
-// "Transparency log"). On PostgreSQL the row lock held to the commit would
-// serialise the committers of every replica, so steps queue their leaves.
+// "Transparency log"); what the step's transaction writes there is one
+// tlog_batches row (tlog_sqlite.go). On PostgreSQL the row lock held to the
+// commit would serialise the committers of every replica, so steps queue
+// their leaves.
 func (s *Store) logInPlace() bool { return s.db.Dialect == sqldb.SQLite && !s.queueLeaves }
 
 // appendStepLeaves appends the leaves of the steps plans write to the tree
@@ -330,13 +350,10 @@ func (s *Store) appendStepLeaves(ctx context.Context, tx *sqlx.Tx, plans []ports
 	return err
 }
 
-// wakeLog tells the sequencer leaves are queued (nothing is queued when
-// steps append in place: the sequencer then only drains, on its interval,
-// what an earlier release queued).
+// wakeLog tells the sequencer leaves are queued, or (SQLite, leaves
+// appended in place) that batches wait for their thread index
+// (tlog_sqlite.go).
 func (s *Store) wakeLog() {
-	if s.logInPlace() {
-		return
-	}
 	select {
 	case s.logWake <- struct{}{}:
 	default:
@@ -350,12 +367,27 @@ const flushBatch = 2000
 // returns how many it appended.
 func (s *Store) FlushLog(ctx context.Context) (int, error) {
 	total := 0
+	if s.logInPlace() {
+		// Only what an earlier release queued: looked for without taking
+		// the write lock (every step's commit wakes the sequencer).
+		var queued bool
+		if err := s.db.GetContext(ctx, &queued, `SELECT EXISTS (SELECT 1 FROM tlog_pending)`); err != nil {
+			return 0, sqldb.TranslateError(err)
+		}
+		if !queued {
+			return 0, s.indexLog(ctx)
+		}
+	}
 	for {
 		n := 0
 		err := s.logTx(ctx, true, func(tx *sqlx.Tx) error {
 			n = 0
 			var size int64
-			if err := tx.GetContext(ctx, &size, `SELECT size FROM tlog_state WHERE id = 1`+s.db.ForUpdate()); err != nil {
+			q := `SELECT size FROM tlog_state WHERE id = 1` + s.db.ForUpdate()
+			if s.db.Dialect == sqldb.SQLite {
+				q = sizeSQL
+			}
+			if err := tx.GetContext(ctx, &size, q); err != nil {
 				return err
 			}
 			// The queued row's bytes and columns are the leaf's as the
@@ -412,7 +444,8 @@ func (s *Store) FlushLog(ctx context.Context) (int, error) {
 			s.logFlushes.Add(1)
 		}
 		if n < flushBatch {
-			return total, nil
+			// SQLite: list the batches' leaves by thread (tlog_sqlite.go).
+			return total, s.indexLog(ctx)
 		}
 	}
 }
@@ -497,10 +530,15 @@ func (s *Store) BackfillLog(ctx context.Context) (int, error) {
 				done = true
 				return nil
 			}
+			if s.db.Dialect == sqldb.SQLite {
+				// The steps' leaves not indexed by thread yet are found too.
+				if err := s.indexAll(ctx, tx); err != nil {
+					return err
+				}
+			}
 			var ids []string
 			if err := tx.SelectContext(ctx, &ids, s.q(`SELECT a.id FROM thread_activities a
- WHERE a.id > ? AND NOT EXISTS (SELECT 1 FROM tlog_leaves l WHERE l.step_id = a.id)
- AND NOT EXISTS (SELECT 1 FROM tlog_pending p WHERE p.step_id = a.id) ORDER BY a.id LIMIT ?`), after, backfillBatch); err != nil {
+ WHERE a.id > ?`+s.noLeafSQL()+` ORDER BY a.id LIMIT ?`), after, backfillBatch); err != nil {
 				return err
 			}
 			if len(ids) == 0 {

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
 	"github.com/threadengine/engine/adapters/threadstore"
 	"github.com/threadengine/engine/app/authz"
@@ -83,6 +84,18 @@ func BenchmarkIngestWithAndWithoutLog(b *testing.B) {
 					}
 				}
 				cpu.report(b)
+				// The database's size per step (SQLite: the file after a
+				// checkpoint; log minus nolog is the log's share).
+				if d == sqldb.SQLite {
+					var size int64
+					if _, err := db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+						b.Fatal(err)
+					}
+					if err := db.Get(&size, `SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()`); err != nil {
+						b.Fatal(err)
+					}
+					b.ReportMetric(float64(size)/float64(b.N), "dbB/op")
+				}
 				// Statements prepared by the end: one per distinct text (a
 				// flush whose text depends on its size adds one per size).
 				b.ReportMetric(float64(store.CachedStatementsContaining("")), "stmts")

@@ -54,9 +54,7 @@ func (s *Store) CatchUpLog(ctx context.Context, now time.Time) (int, error) {
 	for {
 		var ids []string
 		if err := s.db.SelectContext(ctx, &ids, s.q(`SELECT a.id FROM thread_activities a
- WHERE a.recorded_at >= ? AND a.hash NOT LIKE '`+domain.StepHashPrefix+`%'
- AND NOT EXISTS (SELECT 1 FROM tlog_leaves l WHERE l.step_id = a.id)
- AND NOT EXISTS (SELECT 1 FROM tlog_pending p WHERE p.step_id = a.id) ORDER BY a.id LIMIT ?`), sqldb.Time(since), backfillBatch); err != nil {
+ WHERE a.recorded_at >= ? AND a.hash NOT LIKE '`+domain.StepHashPrefix+`%'`+s.noLeafSQL()+` ORDER BY a.id LIMIT ?`), sqldb.Time(since), backfillBatch); err != nil {
 			return total, sqldb.TranslateError(err)
 		}
 		if len(ids) == 0 {
@@ -69,10 +67,14 @@ func (s *Store) CatchUpLog(ctx context.Context, now time.Time) (int, error) {
 			if err := tx.GetContext(ctx, &size, `SELECT size FROM tlog_state WHERE id = 1`+s.db.ForUpdate()); err != nil {
 				return err
 			}
+			if s.db.Dialect == sqldb.SQLite {
+				// The steps' leaves not indexed by thread yet are found too.
+				if err := s.indexAll(ctx, tx); err != nil {
+					return err
+				}
+			}
 			// Under the lock: what another replica appended meanwhile is gone.
-			q, args, err := sqlx.In(`SELECT a.id FROM thread_activities a WHERE a.id IN (?)
- AND NOT EXISTS (SELECT 1 FROM tlog_leaves l WHERE l.step_id = a.id)
- AND NOT EXISTS (SELECT 1 FROM tlog_pending p WHERE p.step_id = a.id) ORDER BY a.id`, ids)
+			q, args, err := sqlx.In(`SELECT a.id FROM thread_activities a WHERE a.id IN (?)`+s.noLeafSQL()+` ORDER BY a.id`, ids)
 			if err != nil {
 				return err
 			}
