@@ -211,6 +211,7 @@ func (s *Store) appendLeavesAt(ctx context.Context, tx *sqlx.Tx, leaves []leafIn
 		}
 	}
 	var parts []part
+	var batch []seenBatch
 	if s.db.Dialect == sqldb.Postgres {
 		parts = treePartsPostgres(leaves, start, newIdx, newHashes, now)
 	} else {
@@ -218,13 +219,15 @@ func (s *Store) appendLeavesAt(ctx context.Context, tx *sqlx.Tx, leaves []leafIn
 		if parts, err = batchParts(leaves, start, newIdx, newHashes, now); err != nil {
 			return err
 		}
+		batch = []seenBatch{batchEntries(leaves, start)}
 	}
 	if err := s.execParts(ctx, tx, append(parts, extra...)); err != nil {
 		return err
 	}
 	// Cached only now: if the transaction rolls back these indexes are
-	// assigned again, and another process may write other hashes there.
-	s.pendingHashes(tx, newIdx, newHashes)
+	// assigned again, and another process may write other hashes there
+	// (and another batch at start).
+	s.pendingHashes(tx, newIdx, newHashes, batch)
 	return nil
 }
 
@@ -265,20 +268,21 @@ func treePartsPostgres(leaves []leafIn, start int64, hidx []int64, hashes []tlog
 
 // pendingHashes remembers hashes written in tx, cached once it commits
 // (committed reports it; see committedHashes).
-func (s *Store) pendingHashes(tx *sqlx.Tx, idx []int64, hs []tlog.Hash) {
+func (s *Store) pendingHashes(tx *sqlx.Tx, idx []int64, hs []tlog.Hash, batches []seenBatch) {
 	s.pendMu.Lock()
 	defer s.pendMu.Unlock()
 	if s.pendHashes == nil {
 		s.pendHashes = map[*sqlx.Tx]pendingWrite{}
 	}
 	p := s.pendHashes[tx]
-	p.idx, p.hs = append(p.idx, idx...), append(p.hs, hs...)
+	p.idx, p.hs, p.batches = append(p.idx, idx...), append(p.hs, hs...), append(p.batches, batches...)
 	s.pendHashes[tx] = p
 }
 
 type pendingWrite struct {
-	idx []int64
-	hs  []tlog.Hash
+	idx     []int64
+	hs      []tlog.Hash
+	batches []seenBatch // SQLite: the listing entries of the batches written
 }
 
 // settleHashes caches (committed) or drops the hashes tx wrote.
@@ -289,6 +293,7 @@ func (s *Store) settleHashes(tx *sqlx.Tx, committed bool) {
 	s.pendMu.Unlock()
 	if ok && committed {
 		s.hashes.put(p.idx, p.hs)
+		s.rememberBatches(p.batches)
 	}
 }
 
