@@ -193,7 +193,7 @@ type seenBatch struct {
 
 // maxSeenBatches bounds the batches remembered for the listing round (when
 // no sequencer runs, or it falls behind): past it, batches are decoded.
-const maxSeenBatches = 1 << 14
+const maxSeenBatches = 1 << 12
 
 // batchEntries are the listing entries of leaves appended at start.
 func batchEntries(leaves []leafIn, start int64) seenBatch {
