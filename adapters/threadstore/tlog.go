@@ -187,7 +187,10 @@ func (s *Store) appendLeavesAt(ctx context.Context, tx *sqlx.Tx, leaves []leafIn
 	// Hashes an earlier append of this transaction wrote are read from
 	// memory: read from the database they would be cached, and wrong if the
 	// transaction then rolled back.
-	r := &hashReader{ctx: ctx, q: tx, s: s, fresh: map[int64]tlog.Hash{}}
+	// A leaf completes two stored hashes on average (sized for them: the
+	// append runs in every step's transaction on SQLite).
+	per := 2*len(leaves) + 8
+	r := &hashReader{ctx: ctx, q: tx, s: s, fresh: make(map[int64]tlog.Hash, per)}
 	s.pendMu.Lock()
 	if p, ok := s.pendHashes[tx]; ok {
 		for i, x := range p.idx {
@@ -195,8 +198,7 @@ func (s *Store) appendLeavesAt(ctx context.Context, tx *sqlx.Tx, leaves []leafIn
 		}
 	}
 	s.pendMu.Unlock()
-	var newIdx []int64
-	var newHashes []tlog.Hash
+	newIdx, newHashes := make([]int64, 0, per), make([]tlog.Hash, 0, per)
 	for i, l := range leaves {
 		n := start + int64(i)
 		hs, err := tlog.StoredHashes(n, l.data, r)
