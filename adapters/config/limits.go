@@ -100,8 +100,9 @@ type OTLPLimits struct {
 	QueueTimeout  time.Duration `koanf:"queue_timeout"`
 	// BytesPerSecond and ByteBurst are one principal's share of OTLP
 	// ingest, in decoded (decompressed) body bytes, over all its requests
-	// on a replica: a token bucket charged once a body is read; a principal
-	// in debt is refused 429 with Retry-After before its next body is read.
+	// on a replica: a token bucket charged with what each body read (also
+	// one then refused); a principal in debt is refused 429 with
+	// Retry-After before its next body is read.
 	// MaxConcurrent alone lets one exporter keep the decoding slots (and
 	// their cores) busy for ever.
 	BytesPerSecond int64 `koanf:"bytes_per_second"`

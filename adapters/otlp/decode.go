@@ -39,46 +39,57 @@ func malformed(msg string, args ...any) error {
 // length from Content-Length or the gzip trailer, capped by the limit), so
 // a request costs its limits and not twice them.
 func readBody(r *http.Request, lim config.OTLPLimits) ([]byte, error) {
+	body, _, err := readBodySpent(r, lim)
+	return body, err
+}
+
+// readBodySpent is readBody that also reports the bytes it read: what
+// the request cost, whether it was refused or not (the wire bytes, or the
+// decompressed ones when more), so a principal's byte rate is charged for
+// bodies refused after reading too.
+func readBodySpent(r *http.Request, lim config.OTLPLimits) (body []byte, spent int64, err error) {
 	enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
 	switch enc {
 	case "", "identity", "gzip":
 	default:
-		return nil, malformed("unsupported Content-Encoding %q: use gzip or none", enc)
+		return nil, 0, malformed("unsupported Content-Encoding %q: use gzip or none", enc)
 	}
 	if r.ContentLength > lim.MaxBodyBytes {
-		return nil, tooLarge(limits.OTLPBodyBytes, "the request body is larger than %d bytes", lim.MaxBodyBytes)
+		return nil, 0, tooLarge(limits.OTLPBodyBytes, "the request body is larger than %d bytes", lim.MaxBodyBytes)
 	}
 	counted := &countingReader{r: io.LimitReader(r.Body, lim.MaxBodyBytes+1)}
 	raw, err := readAll(counted, r.ContentLength, lim.MaxBodyBytes+1)
+	spent = counted.n
 	if counted.n > lim.MaxBodyBytes {
-		return nil, tooLarge(limits.OTLPBodyBytes, "the request body is larger than %d bytes", lim.MaxBodyBytes)
+		return nil, spent, tooLarge(limits.OTLPBodyBytes, "the request body is larger than %d bytes", lim.MaxBodyBytes)
 	}
 	if err != nil {
-		return nil, readErr(counted)
+		return nil, spent, readErr(counted)
 	}
 	if enc != "gzip" {
-		return raw, nil
+		return raw, spent, nil
 	}
 	defer putBuf(raw)
 	zr, err := gzip.NewReader(bytes.NewReader(raw))
 	if err != nil {
-		return nil, malformed("malformed gzip body: %v", err)
+		return nil, spent, malformed("malformed gzip body: %v", err)
 	}
 	size := int64(-1)
 	if len(raw) >= 4 { // ISIZE: the uncompressed length mod 2^32, a hint only
 		size = int64(binary.LittleEndian.Uint32(raw[len(raw)-4:]))
 	}
 	out, err := readAll(io.LimitReader(zr, lim.MaxDecodedBytes+1), size, lim.MaxDecodedBytes+1)
+	spent = max(spent, int64(len(out)))
 	if err != nil || int64(len(out)) > lim.MaxDecodedBytes {
 		putBuf(out)
 	}
 	if int64(len(out)) > lim.MaxDecodedBytes {
-		return nil, tooLarge(limits.OTLPDecodedBytes, "the decompressed body is larger than %d bytes", lim.MaxDecodedBytes)
+		return nil, spent, tooLarge(limits.OTLPDecodedBytes, "the decompressed body is larger than %d bytes", lim.MaxDecodedBytes)
 	}
 	if err != nil {
-		return nil, malformed("malformed gzip body: %v", err)
+		return nil, spent, malformed("malformed gzip body: %v", err)
 	}
-	return out, nil
+	return out, spent, nil
 }
 
 // bufPool recycles body buffers (*[]byte): a stream of large requests, or

@@ -79,7 +79,8 @@ func (h *Handler) export(c echo.Context) error {
 	if err != nil {
 		return h.fail(c, asJSON, err)
 	}
-	if err := h.share(lim, p.ID); err != nil {
+	who := string(p.Kind) + ":" + p.ID // as the read gate keys principals
+	if err := h.share(lim, who); err != nil {
 		return h.fail(c, asJSON, err)
 	}
 	release, err := h.acquire(req, lim)
@@ -88,14 +89,14 @@ func (h *Handler) export(c echo.Context) error {
 	}
 	// Asked again with the slot: while this request waited for it, the
 	// principal's other requests may have spent its share.
-	if err := h.share(lim, p.ID); err != nil {
+	if err := h.share(lim, who); err != nil {
 		release()
 		return h.fail(c, asJSON, err)
 	}
 	// The slot is held through the write: the decoded spans and the rows
 	// being written are what a request costs after its body is gone.
 	defer release()
-	traces, err := h.decode(req, lim, asJSON, p.ID)
+	traces, err := h.decode(req, lim, asJSON, who)
 	if err != nil {
 		return h.fail(c, asJSON, err)
 	}
@@ -112,13 +113,14 @@ func (h *Handler) export(c echo.Context) error {
 // decode reads, counts and parses the body, and validates every span; the
 // body and its parsed form are garbage once the spans are collected.
 func (h *Handler) decode(req *http.Request, lim config.OTLPLimits, asJSON bool, who string) ([]ingest.Trace, error) {
-	body, err := readBody(req, lim)
+	body, spent, err := readBodySpent(req, lim)
+	// Charged what was read (decompressed or not), also for a body refused
+	// once read (a gzip bomb, a malformed stream): the principal's next
+	// request waits for it (share).
+	h.shares.Charge(who, int(spent), time.Now())
 	if err != nil {
 		return nil, err
 	}
-	// Charged once its size is known, decoded or not: the principal's next
-	// request waits for it (share).
-	h.shares.Charge(who, len(body), time.Now())
 	defer putBuf(body) // pdata's form holds copies, never the body itself
 	var td ptrace.Traces
 	if asJSON {
@@ -149,9 +151,9 @@ func (h *Handler) share(lim config.OTLPLimits, who string) error {
 	if d <= 0 {
 		return nil
 	}
-	d = max(d, time.Second).Round(time.Second)
+	d = max(d, time.Second) // Retry-After rounds up to whole seconds
 	e := domain.LimitExceeded(domain.KindRateLimited, string(limits.OTLPByteRate),
-		"this principal's OTLP requests are over %d bytes a second (burst %d); retry in %s", lim.BytesPerSecond, lim.ByteBurst, d)
+		"this principal's OTLP requests are over %d bytes a second (burst %d); retry in %s", lim.BytesPerSecond, lim.ByteBurst, d.Round(time.Millisecond))
 	e.RetryAfter = d
 	return e
 }

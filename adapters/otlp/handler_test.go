@@ -230,3 +230,22 @@ func TestPrincipalByteRate(t *testing.T) {
 		t.Fatalf("another principal: %d %s", w.Code, w.Body)
 	}
 }
+
+// A body refused once read (here gzip decompressing past max_decoded_bytes)
+// is charged too: bombs cannot keep the decoding slots busy for free.
+func TestRefusedBodiesAreCharged(t *testing.T) {
+	lim := config.DefaultLimits().OTLP
+	lim.BytesPerSecond, lim.ByteBurst, lim.MaxDecodedBytes = 1<<10, 1<<20, 1<<20 // 1 KiB a second
+	h := &Handler{Limits: lim}
+	bomb := gz(bytes.Repeat([]byte(" "), 2<<20))
+	// The first reads 1 MiB + 1 decompressed before it is refused: the
+	// whole burst.
+	w := serveAs(h, "bomber", domain.RoleMember, io.NopCloser(bytes.NewReader(bomb)), map[string]string{"Content-Encoding": "gzip"})
+	if w.Code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("bomb: %d %s, want 413", w.Code, w.Body)
+	}
+	w = serveAs(h, "bomber", domain.RoleMember, io.NopCloser(bytes.NewReader(bomb)), map[string]string{"Content-Encoding": "gzip"})
+	if w.Code != http.StatusTooManyRequests {
+		t.Fatalf("second bomb: %d %s, want 429 (the refused body charged)", w.Code, w.Body)
+	}
+}

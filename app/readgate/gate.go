@@ -114,8 +114,9 @@ func NewGate(lim GateLimits, refused func(limit string)) *Gate {
 	return g
 }
 
-// Enter admits one read of cost points for principal who: it takes the
-// points from who's budget (refused at once, with the wait as
+// Enter admits one read of cost points for principal who: after who's
+// turn of the run time (PrincipalShare), it takes the points from who's
+// budget (refused at once, with the wait as
 // Retry-After, when they are not there), then (an expensive operation:
 // after its turn of the run time and its expensive place) waits for a
 // place among who's reads and among all reads, at most QueueTimeout in all
@@ -124,12 +125,14 @@ func (g *Gate) Enter(ctx context.Context, who string, cost int) (leave func(), e
 	if g == nil {
 		return func() {}, nil
 	}
-	if err := g.spend(who, cost); err != nil {
-		return nil, err
-	}
 	wait, cancel := context.WithTimeout(ctx, g.lim.QueueTimeout)
 	defer cancel()
+	// The principal's turn of the run time first: an operation refused for
+	// its time takes none of its points.
 	if err := g.principalTurn(ctx, wait, who); err != nil {
+		return nil, err
+	}
+	if err := g.spend(who, cost); err != nil {
 		return nil, err
 	}
 	// An expensive operation waits for its turn (ExpensiveShare) and its

@@ -370,11 +370,13 @@ func TestGatePrincipalsShareTheTime(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var refused []string
+		// Points too (1 a second, bursts of 1,000): a read refused for its
+		// time must take none of them.
 		g := NewGate(GateLimits{MaxConcurrent: 4, MaxConcurrentPerPrincipal: 4, QueueTimeout: time.Second,
-			PrincipalShare: 0.5}, func(l string) { refused = append(refused, l) })
+			PrincipalShare: 0.5, PointsPerSecond: 1, PointsBurst: 1000}, func(l string) { refused = append(refused, l) })
 		ctx := context.Background()
-		run := func(who string, d time.Duration) error {
-			leave, err := g.Enter(ctx, who, 1)
+		run := func(who string, d time.Duration, cost ...int) error {
+			leave, err := g.Enter(ctx, who, append(cost, 1)[0])
 			if err != nil {
 				return err
 			}
@@ -391,7 +393,7 @@ func TestGatePrincipalsShareTheTime(t *testing.T) {
 			}
 		}
 		began := time.Now()
-		_, err := g.Enter(ctx, "a", 1)
+		_, err := g.Enter(ctx, "a", 900)
 		var de *domain.Error
 		if limitOf(err) != LimitPrincipalTime || !errors.As(err, &de) || de.RetryAfter < 4*time.Second || de.RetryAfter > 6*time.Second {
 			t.Fatalf("a read of a principal in debt: %v", err)
@@ -406,8 +408,8 @@ func TestGatePrincipalsShareTheTime(t *testing.T) {
 		// second counted): the next read of a waits for it.
 		time.Sleep(3500 * time.Millisecond)
 		began = time.Now()
-		if err := run("a", 0); err != nil {
-			t.Fatalf("a read once the debt is nearly paid: %v", err)
+		if err := run("a", 0, 900); err != nil {
+			t.Fatalf("a read of 900 points once the debt is nearly paid (the refused one took none): %v", err)
 		}
 		if w := time.Since(began); w <= 0 || w > time.Second {
 			t.Errorf("it waited %v, want the rest of the debt (under the 1 s queue timeout)", w)
