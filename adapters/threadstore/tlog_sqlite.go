@@ -7,7 +7,9 @@ package threadstore
 // log's size is the end of the last batch (sizeSQL): tlog_state is not
 // updated per commit (the sequencer brings its size up to date). tlog_thread_leaves lists every leaf by thread: it is
 // derived from the batches by the sequencer (indexBatches, after the commits
-// of the next moment, in one transaction for many of them) up to
+// of the next moment, in one transaction for many of them; from the entries
+// this process remembered of the batches it committed, decoding only the
+// others) up to
 // tlog_state.indexed_to, and every reader by thread or step reads the batches
 // from indexed_to on as well, so a leaf not indexed yet is never missed.
 // Leaves appended before that migration stay in tlog_leaves_v1 and
