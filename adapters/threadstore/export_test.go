@@ -2,11 +2,13 @@ package threadstore
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
 
@@ -58,4 +60,33 @@ func (s *Store) CachedStatementsContaining(sub string) int {
 		}
 	}
 	return n
+}
+
+// AppendTombstonesRolledBack appends tombstones of threads in a transaction
+// that then rolls back (as a group commit that failed after its append).
+func (s *Store) AppendTombstonesRolledBack(ctx context.Context, threadIDs []string) error {
+	errRollback := errors.New("rolled back on purpose")
+	err := s.logTx(ctx, false, func(tx *sqlx.Tx) error {
+		ths := make([]domain.Thread, len(threadIDs))
+		for i, id := range threadIDs {
+			ths[i] = domain.Thread{ID: id}
+		}
+		if err := s.AppendTombstones(ctx, tx, ths, "test", time.Now()); err != nil {
+			return err
+		}
+		return errRollback
+	})
+	if errors.Is(err, errRollback) {
+		return nil
+	}
+	return err
+}
+
+// LeavesJSON is the leaves column a batch of data is written with.
+func LeavesJSON(data [][]byte) string {
+	leaves := make([]leafIn, len(data))
+	for i, d := range data {
+		leaves[i].data = d
+	}
+	return leavesJSON(leaves)
 }

@@ -56,6 +56,10 @@ type Store struct {
 	hashes     hashCache
 	pendMu     sync.Mutex
 	pendHashes map[*sqlx.Tx]pendingWrite
+	// seen: the listing entries of SQLite batches this process committed,
+	// by batch start, until the sequencer lists them (tlog_sqlite.go).
+	seenMu sync.Mutex
+	seen   map[int64][]listEntry
 	// noLog skips the log: only benchmarks set it (export_test.go), to
 	// measure what the log costs.
 	noLog bool

@@ -187,7 +187,10 @@ func (s *Store) appendLeavesAt(ctx context.Context, tx *sqlx.Tx, leaves []leafIn
 	// Hashes an earlier append of this transaction wrote are read from
 	// memory: read from the database they would be cached, and wrong if the
 	// transaction then rolled back.
-	r := &hashReader{ctx: ctx, q: tx, s: s, fresh: map[int64]tlog.Hash{}}
+	// A leaf completes two stored hashes on average (sized for them: the
+	// append runs in every step's transaction on SQLite).
+	per := 2*len(leaves) + 8
+	r := &hashReader{ctx: ctx, q: tx, s: s, fresh: make(map[int64]tlog.Hash, per)}
 	s.pendMu.Lock()
 	if p, ok := s.pendHashes[tx]; ok {
 		for i, x := range p.idx {
@@ -195,8 +198,7 @@ func (s *Store) appendLeavesAt(ctx context.Context, tx *sqlx.Tx, leaves []leafIn
 		}
 	}
 	s.pendMu.Unlock()
-	var newIdx []int64
-	var newHashes []tlog.Hash
+	newIdx, newHashes := make([]int64, 0, per), make([]tlog.Hash, 0, per)
 	for i, l := range leaves {
 		n := start + int64(i)
 		hs, err := tlog.StoredHashes(n, l.data, r)
@@ -211,6 +213,7 @@ func (s *Store) appendLeavesAt(ctx context.Context, tx *sqlx.Tx, leaves []leafIn
 		}
 	}
 	var parts []part
+	var batch []seenBatch
 	if s.db.Dialect == sqldb.Postgres {
 		parts = treePartsPostgres(leaves, start, newIdx, newHashes, now)
 	} else {
@@ -218,13 +221,15 @@ func (s *Store) appendLeavesAt(ctx context.Context, tx *sqlx.Tx, leaves []leafIn
 		if parts, err = batchParts(leaves, start, newIdx, newHashes, now); err != nil {
 			return err
 		}
+		batch = []seenBatch{batchEntries(leaves, start)}
 	}
 	if err := s.execParts(ctx, tx, append(parts, extra...)); err != nil {
 		return err
 	}
 	// Cached only now: if the transaction rolls back these indexes are
-	// assigned again, and another process may write other hashes there.
-	s.pendingHashes(tx, newIdx, newHashes)
+	// assigned again, and another process may write other hashes there
+	// (and another batch at start).
+	s.pendingHashes(tx, newIdx, newHashes, batch)
 	return nil
 }
 
@@ -265,20 +270,21 @@ func treePartsPostgres(leaves []leafIn, start int64, hidx []int64, hashes []tlog
 
 // pendingHashes remembers hashes written in tx, cached once it commits
 // (committed reports it; see committedHashes).
-func (s *Store) pendingHashes(tx *sqlx.Tx, idx []int64, hs []tlog.Hash) {
+func (s *Store) pendingHashes(tx *sqlx.Tx, idx []int64, hs []tlog.Hash, batches []seenBatch) {
 	s.pendMu.Lock()
 	defer s.pendMu.Unlock()
 	if s.pendHashes == nil {
 		s.pendHashes = map[*sqlx.Tx]pendingWrite{}
 	}
 	p := s.pendHashes[tx]
-	p.idx, p.hs = append(p.idx, idx...), append(p.hs, hs...)
+	p.idx, p.hs, p.batches = append(p.idx, idx...), append(p.hs, hs...), append(p.batches, batches...)
 	s.pendHashes[tx] = p
 }
 
 type pendingWrite struct {
-	idx []int64
-	hs  []tlog.Hash
+	idx     []int64
+	hs      []tlog.Hash
+	batches []seenBatch // SQLite: the listing entries of the batches written
 }
 
 // settleHashes caches (committed) or drops the hashes tx wrote.
@@ -289,6 +295,7 @@ func (s *Store) settleHashes(tx *sqlx.Tx, committed bool) {
 	s.pendMu.Unlock()
 	if ok && committed {
 		s.hashes.put(p.idx, p.hs)
+		s.rememberBatches(p.batches)
 	}
 }
 

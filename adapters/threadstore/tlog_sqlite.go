@@ -7,7 +7,9 @@ package threadstore
 // log's size is the end of the last batch (sizeSQL): tlog_state is not
 // updated per commit (the sequencer brings its size up to date). tlog_thread_leaves lists every leaf by thread: it is
 // derived from the batches by the sequencer (indexBatches, after the commits
-// of the next moment, in one transaction for many of them) up to
+// of the next moment, in one transaction for many of them; from the entries
+// this process remembered of the batches it committed, decoding only the
+// others) up to
 // tlog_state.indexed_to, and every reader by thread or step reads the batches
 // from indexed_to on as well, so a leaf not indexed yet is never missed.
 // Leaves appended before that migration stay in tlog_leaves_v1 and
@@ -27,6 +29,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -78,18 +81,74 @@ func batchParts(leaves []leafIn, start int64, hidx []int64, hashes []tlog.Hash, 
 		}
 		hs = append(hs, hashes[i][:]...)
 	}
-	data := make([]string, len(leaves))
-	for i, l := range leaves {
-		data[i] = string(l.data)
-	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(data); err != nil {
-		return nil, err
-	}
 	return []part{{q: `INSERT INTO tlog_batches (start, count, hstart, leaves, hashes, created_at) VALUES (?,?,?,?,?,?)`,
-		args: []any{start, len(leaves), hstart, string(bytes.TrimSuffix(b.Bytes(), []byte("\n"))), hs, sqldb.Time(now)}}}, nil
+		args: []any{start, len(leaves), hstart, leavesJSON(leaves), hs, sqldb.Time(now)}}}, nil
+}
+
+// leavesJSON is the batch's leaves column: a JSON array of the leaves'
+// bytes as strings, written in one buffer (json.Encoder over a copy of each
+// leaf as a string made about three times the bytes, per step, in garbage).
+// The bytes are encoding/json's with SetEscapeHTML(false) for valid UTF-8
+// (a leaf's canonical JSON is): '"', '\\', control characters, U+2028 and
+// U+2029 escaped (TestLeavesJSONIsEncodingJSON).
+func leavesJSON(leaves []leafIn) string {
+	n := 2
+	for _, l := range leaves {
+		n += len(l.data) + 3 + bytes.Count(l.data, []byte{'"'}) // most escapes are quotes
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteByte('[')
+	for i, l := range leaves {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('"')
+		writeJSONStringBody(&b, l.data)
+		b.WriteByte('"')
+	}
+	b.WriteByte(']')
+	return b.String()
+}
+
+func writeJSONStringBody(b *strings.Builder, d []byte) {
+	const hex = "0123456789abcdef"
+	from := 0
+	for i := 0; i < len(d); i++ {
+		c := d[i]
+		var esc string
+		switch {
+		case c == '"':
+			esc = `\"`
+		case c == '\\':
+			esc = `\\`
+		case c == '\n':
+			esc = `\n`
+		case c == '\r':
+			esc = `\r`
+		case c == '\t':
+			esc = `\t`
+		case c == '\b':
+			esc = `\b`
+		case c == '\f':
+			esc = `\f`
+		case c < 0x20:
+			esc = `\u00` + string(hex[c>>4]) + string(hex[c&0xf])
+		case c == 0xe2 && i+2 < len(d) && d[i+1] == 0x80 && (d[i+2] == 0xa8 || d[i+2] == 0xa9):
+			esc = `\u202` + string(hex[d[i+2]&0xf])
+			b.Write(d[from:i])
+			b.WriteString(esc)
+			i += 2
+			from = i + 1
+			continue
+		default:
+			continue
+		}
+		b.Write(d[from:i])
+		b.WriteString(esc)
+		from = i + 1
+	}
+	b.Write(d[from:])
 }
 
 // leafIDs are the thread and step a leaf names (step empty for a
@@ -122,51 +181,177 @@ func decodeBatch(leaves string) []string {
 // indexBatchesLimit is how many batches one indexing round reads.
 const indexBatchesLimit = 1000
 
+// listEntry is a leaf's entry in tlog_thread_leaves (its index is the
+// batch's start plus its position; stepID empty for a tombstone).
+type listEntry struct{ threadID, stepID string }
+
+// seenBatch is a batch this process committed, with its leaves' entries:
+// the listing round takes them from here instead of decoding the batch's
+// JSON (tlog_sqlite.go, indexBatches).
+type seenBatch struct {
+	start   int64
+	entries []listEntry
+}
+
+// maxSeenBatches bounds the batches remembered for the listing round (when
+// no sequencer runs, or it falls behind): past it, batches are decoded.
+const maxSeenBatches = 1 << 12
+
+// batchEntries are the listing entries of leaves appended at start.
+func batchEntries(leaves []leafIn, start int64) seenBatch {
+	b := seenBatch{start: start, entries: make([]listEntry, len(leaves))}
+	for i, l := range leaves {
+		b.entries[i].threadID = l.threadID
+		if id, ok := l.stepID.(string); ok {
+			b.entries[i].stepID = id
+		}
+	}
+	return b
+}
+
+// rememberBatches keeps the entries of batches that committed (SQLite has
+// one writer process, so they are nearly all the batches there are). Only
+// committed ones: a rolled-back batch's start is written again, by this
+// process or another, with other leaves.
+func (s *Store) rememberBatches(bs []seenBatch) {
+	if len(bs) == 0 {
+		return
+	}
+	s.seenMu.Lock()
+	defer s.seenMu.Unlock()
+	if s.seen == nil {
+		s.seen = map[int64][]listEntry{}
+	}
+	for _, b := range bs {
+		if len(s.seen) >= maxSeenBatches {
+			return
+		}
+		s.seen[b.start] = b.entries
+	}
+}
+
+// takeSeen returns (and forgets) the entries remembered for the batch at
+// start, if they are count of them.
+func (s *Store) takeSeen(start int64, count int) ([]listEntry, bool) {
+	s.seenMu.Lock()
+	defer s.seenMu.Unlock()
+	e, ok := s.seen[start]
+	if !ok {
+		return nil, false
+	}
+	delete(s.seen, start)
+	return e, len(e) == count
+}
+
+// forgetSeenBelow drops the entries of batches before next (listed by now,
+// in this round or by another process).
+func (s *Store) forgetSeenBelow(next int64) {
+	s.seenMu.Lock()
+	defer s.seenMu.Unlock()
+	for start := range s.seen {
+		if start < next {
+			delete(s.seen, start)
+		}
+	}
+}
+
+// listInsertRows are the sizes of the listing's INSERT statements: fixed
+// texts, prepared once (a text per count of entries, as before, was parsed
+// at every round), the entries of a round going through the largest first.
+var listInsertRows = [...]int{64, 8, 1}
+
+func listInsertSQL(rows int) string {
+	return `INSERT OR IGNORE INTO tlog_thread_leaves (thread_id, idx, batch, step_id) VALUES ` +
+		strings.TrimSuffix(strings.Repeat(`(?,?,?,?),`, rows), ",")
+}
+
+var listInsertSQLs = func() (out [len(listInsertRows)]string) {
+	for i, n := range listInsertRows {
+		out[i] = listInsertSQL(n)
+	}
+	return out
+}()
+
 // indexBatches adds the tlog_thread_leaves entries of the batches appended
 // since tlog_state.indexed_to (up to indexBatchesLimit of them) inside tx
 // and moves indexed_to past them (and tlog_state.size, which appends do not
 // update on SQLite, up to them). It returns how many batches it indexed.
 // Entries are derived data: inserted OR IGNORE, so a round repeated after a
-// crash adds nothing twice.
+// crash adds nothing twice. A batch this process committed is listed from
+// the entries it remembered (rememberBatches); any other (another process's,
+// one committed before a restart) is decoded from its JSON.
 func (s *Store) indexBatches(ctx context.Context, tx *sqlx.Tx) (int, error) {
 	var from int64
-	if err := tx.GetContext(ctx, &from, `SELECT indexed_to FROM tlog_state WHERE id = 1`); err != nil {
+	if err := s.get(ctx, tx, &from, `SELECT indexed_to FROM tlog_state WHERE id = 1`); err != nil {
 		return 0, fmt.Errorf("tlog_state: %w", err)
 	}
 	var rows []struct {
-		Start  int64  `db:"start"`
-		Leaves string `db:"leaves"`
+		Start int64 `db:"start"`
+		Count int   `db:"count"`
 	}
-	if err := tx.SelectContext(ctx, &rows, `SELECT start, leaves FROM tlog_batches WHERE start >= ? ORDER BY start LIMIT ?`,
+	if err := s.selectTx(ctx, tx, &rows, `SELECT start, count FROM tlog_batches WHERE start >= ? ORDER BY start LIMIT ?`,
 		from, indexBatchesLimit); err != nil {
 		return 0, fmt.Errorf("tlog_batches: %w", err)
 	}
 	if len(rows) == 0 {
 		return 0, nil
 	}
-	var entries [][]any
+	args := make([]any, 0, 4*64)
+	var entries int
+	var unseen []int64
 	next := from
+	add := func(threadID string, idx, batch int64, stepID string) {
+		args = append(args, threadID, idx, batch, nullStr(stepID))
+		entries++
+	}
 	for _, r := range rows {
-		data := decodeBatch(r.Leaves)
-		for k, d := range data {
-			// A leaf that names no thread (an edited batch) is listed
-			// nowhere; proofs and tree hashes still cover it.
-			if threadID, stepID, ok := leafIDs(d); ok {
-				entries = append(entries, []any{threadID, r.Start + int64(k), r.Start, nullStr(stepID)})
+		if es, ok := s.takeSeen(r.Start, r.Count); ok {
+			for k, e := range es {
+				add(e.threadID, r.Start+int64(k), r.Start, e.stepID)
 			}
+			next = max(next, r.Start+int64(max(len(es), 1)))
+			continue
 		}
-		next = max(next, r.Start+int64(max(len(data), 1)))
+		unseen = append(unseen, r.Start)
 	}
-	// Run unprepared: the statement's text depends on how many entries
-	// there are, and each text kept prepared would take a place in the
-	// store's statement cache from the ingest path's statements.
-	parts := rowsParts(`INSERT OR IGNORE INTO tlog_thread_leaves (thread_id, idx, batch, step_id) VALUES `, `(?,?,?,?)`, "", 4, entries)
-	parts = append(parts, part{q: `UPDATE tlog_state SET indexed_to = ?, size = MAX(size, ?) WHERE id = 1`, args: []any{next, next}})
-	for _, p := range parts {
-		if _, err := tx.ExecContext(ctx, p.q, p.args...); err != nil {
-			return 0, fmt.Errorf("tlog_thread_leaves: %w", err)
+	if len(unseen) > 0 {
+		var leaves []struct {
+			Start  int64  `db:"start"`
+			Leaves string `db:"leaves"`
+		}
+		if err := tx.SelectContext(ctx, &leaves, `SELECT start, leaves FROM tlog_batches WHERE start >= ? AND start <= ? ORDER BY start`,
+			unseen[0], unseen[len(unseen)-1]); err != nil {
+			return 0, fmt.Errorf("tlog_batches: %w", err)
+		}
+		for _, r := range leaves {
+			if _, ok := slices.BinarySearch(unseen, r.Start); !ok {
+				continue
+			}
+			data := decodeBatch(r.Leaves)
+			for k, d := range data {
+				// A leaf that names no thread (an edited batch) is listed
+				// nowhere; proofs and tree hashes still cover it.
+				if threadID, stepID, ok := leafIDs(d); ok {
+					add(threadID, r.Start+int64(k), r.Start, stepID)
+				}
+			}
+			next = max(next, r.Start+int64(max(len(data), 1)))
 		}
 	}
+	// Fixed statement texts (listInsertRows), prepared: entries in chunks
+	// of the largest size that fits, the rest in smaller ones.
+	for i, per := range listInsertRows {
+		for entries >= per {
+			if err := s.exec(ctx, tx, listInsertSQLs[i], args[:4*per]...); err != nil {
+				return 0, fmt.Errorf("tlog_thread_leaves: %w", err)
+			}
+			args, entries = args[4*per:], entries-per
+		}
+	}
+	if err := s.exec(ctx, tx, `UPDATE tlog_state SET indexed_to = ?, size = MAX(size, ?) WHERE id = 1`, next, next); err != nil {
+		return 0, fmt.Errorf("tlog_state: %w", err)
+	}
+	s.forgetSeenBelow(next)
 	return len(rows), nil
 }
 
