@@ -16,10 +16,10 @@ import (
 // the engine's CPU share of the attack and RSS, and the median ratio; it
 // returns the ratios. rounds is measureRounds() (one by default,
 // THREADENGINE_ABUSE_ROUNDS for more) where an attack can be begun again;
-// `go test -count` repeats any of them. The ratio is a figure of the machine as much as of the engine (on
-// the shared 2-core machine running the whole suite it swings by ±0.3), so
-// it is logged, never asserted; the bounds the engine guarantees are
-// asserted by each test.
+// `go test -count` repeats any of them. The ratio is a figure of the
+// machine as much as of the engine (on the shared 2-core machine running
+// the whole suite it swings by ±0.3), so it is logged, never asserted; the
+// bounds the engine guarantees are asserted by each test.
 func sideBySide(t *testing.T, e *engine, d sqldb.Dialect, attack, writerKey string, rounds int, begin func() (end func())) []float64 {
 	t.Helper()
 	var ratios []float64
