@@ -85,47 +85,23 @@ func (r *hashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 	if len(missing) == 0 {
 		return out, nil
 	}
-	q, args, err := sqlx.In(`SELECT idx, hash FROM tlog_hashes WHERE idx IN (?)`, missing)
+	found, err := r.s.storedHashes(r.ctx, r.q, missing)
 	if err != nil {
-		return nil, err
-	}
-	var rows []struct {
-		Idx  int64  `db:"idx"`
-		Hash []byte `db:"hash"`
-	}
-	if err := sqlx.SelectContext(r.ctx, r.q, &rows, r.s.q(q), args...); err != nil {
 		return nil, fmt.Errorf("tlog_hashes: %w", err)
 	}
-	got := make([]tlog.Hash, 0, len(rows))
-	idx := make([]int64, 0, len(rows))
-	for _, row := range rows {
-		if len(row.Hash) != tlog.HashSize {
-			return nil, fmt.Errorf("tlog_hashes: hash %d is corrupt", row.Idx)
+	got := make([]tlog.Hash, 0, len(found))
+	idx := make([]int64, 0, len(found))
+	for x, b := range found {
+		if len(b) != tlog.HashSize {
+			return nil, fmt.Errorf("tlog_hashes: hash %d is corrupt", x)
 		}
 		var h tlog.Hash
-		copy(h[:], row.Hash)
-		for _, i := range at[row.Idx] {
+		copy(h[:], b)
+		for _, i := range at[x] {
 			out[i] = h
 		}
-		delete(at, row.Idx)
-		got, idx = append(got, h), append(idx, row.Idx)
-	}
-	if len(at) > 0 && r.s.db.Dialect == sqldb.SQLite {
-		rest := make([]int64, 0, len(at))
-		for x := range at {
-			rest = append(rest, x)
-		}
-		found, err := batchHashes(r.ctx, r.q, rest)
-		if err != nil {
-			return nil, err
-		}
-		for x, h := range found {
-			for _, i := range at[x] {
-				out[i] = h
-			}
-			delete(at, x)
-			got, idx = append(got, h), append(idx, x)
-		}
+		delete(at, x)
+		got, idx = append(got, h), append(idx, x)
 	}
 	if len(at) > 0 {
 		return nil, fmt.Errorf("tlog_hashes: %d stored hashes missing (the log is damaged)", len(at))

@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -89,36 +90,51 @@ func (s *Store) readStored(ctx context.Context, idx []int64) (map[int64][]byte, 
 	out := make(map[int64][]byte, len(idx))
 	for len(idx) > 0 {
 		n := min(len(idx), 1000)
-		q, args, err := sqlx.In(`SELECT idx, hash FROM tlog_hashes WHERE idx IN (?)`, idx[:n])
+		found, err := s.storedHashes(ctx, s.db, idx[:n])
 		if err != nil {
-			return nil, err
-		}
-		var rows []struct {
-			Idx  int64  `db:"idx"`
-			Hash []byte `db:"hash"`
-		}
-		if err := s.db.SelectContext(ctx, &rows, s.q(q), args...); err != nil {
 			return nil, sqldb.TranslateError(err)
 		}
-		for _, r := range rows {
-			out[r.Idx] = r.Hash
-		}
-		if s.db.Dialect == sqldb.SQLite {
-			var rest []int64
-			for _, x := range idx[:n] {
-				if _, ok := out[x]; !ok {
-					rest = append(rest, x)
-				}
-			}
-			found, err := batchHashes(ctx, s.db, rest)
-			if err != nil {
-				return nil, err
-			}
-			for x, h := range found {
-				out[x] = h[:]
-			}
-		}
+		maps.Copy(out, found)
 		idx = idx[n:]
+	}
+	return out, nil
+}
+
+// storedHashes reads stored hashes by index through q: from tlog_hashes
+// and, on SQLite, from the batches (tlog_sqlite.go) for those it does not
+// hold. A hash found nowhere is absent from the map; a hash's length is the
+// caller's to check.
+func (s *Store) storedHashes(ctx context.Context, q sqlx.QueryerContext, idx []int64) (map[int64][]byte, error) {
+	query, args, err := sqlx.In(`SELECT idx, hash FROM tlog_hashes WHERE idx IN (?)`, idx)
+	if err != nil {
+		return nil, err
+	}
+	var rows []struct {
+		Idx  int64  `db:"idx"`
+		Hash []byte `db:"hash"`
+	}
+	if err := sqlx.SelectContext(ctx, q, &rows, s.q(query), args...); err != nil {
+		return nil, err
+	}
+	out := make(map[int64][]byte, len(idx))
+	for _, r := range rows {
+		out[r.Idx] = r.Hash
+	}
+	if s.db.Dialect != sqldb.SQLite || len(out) == len(idx) {
+		return out, nil
+	}
+	var rest []int64
+	for _, x := range idx {
+		if _, ok := out[x]; !ok {
+			rest = append(rest, x)
+		}
+	}
+	found, err := batchHashes(ctx, q, rest)
+	if err != nil {
+		return nil, err
+	}
+	for x, h := range found {
+		out[x] = h[:]
 	}
 	return out, nil
 }
