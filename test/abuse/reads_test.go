@@ -121,44 +121,33 @@ func TestExpensiveReadsDoNotStarveWriters(t *testing.T) {
 			var ratios []float64
 			var ok, refused, other atomic.Int64
 			var maxReads, maxWriters float64
-			// attack runs the six clients of the viewer until stop is closed;
+			// attack runs the six clients of the viewer until end is called;
 			// firstRefusal is closed at the first coded 429.
 			firstRefusal := make(chan struct{})
 			var refusedOnce sync.Once
-			attack := func(stop <-chan struct{}, wg *sync.WaitGroup) {
-				for c := 0; c < 6; c++ {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						for {
-							select {
-							case <-stop:
-								return
-							default:
-							}
-							st, b := e.gql(t, viewer, heavy, nil)
-							switch {
-							case st == http.StatusOK && len(b.Errors) == 0:
-								ok.Add(1)
-							case st == http.StatusTooManyRequests && b.code() == "limit_exceeded":
-								refused.Add(1)
-								refusedOnce.Do(func() { close(firstRefusal) })
-								time.Sleep(50 * time.Millisecond) // a client backing off a little, not waiting for anything
-							default:
-								other.Add(1)
-							}
-						}
-					}()
-				}
+			attack := func() (end func()) {
+				return loopClients(6, func() bool {
+					st, b := e.gql(t, viewer, heavy, nil)
+					switch {
+					case st == http.StatusOK && len(b.Errors) == 0:
+						ok.Add(1)
+					case st == http.StatusTooManyRequests && b.code() == "limit_exceeded":
+						refused.Add(1)
+						refusedOnce.Do(func() { close(firstRefusal) })
+						time.Sleep(50 * time.Millisecond) // a client backing off a little, not waiting for anything
+					default:
+						other.Add(1)
+					}
+					return true
+				})
 			}
 			attackBegan := time.Now()
 			for round := 0; round < measureRounds(); round++ {
 				c0 := e.cpu(t)
 				base := writers(t, e, normal, 4, window)
 				baseCPU := cpuWindow{e.cpu(t) - c0, base}
+				endAttack := attack()
 				stop := make(chan struct{})
-				var wg sync.WaitGroup
-				attack(stop, &wg)
 				sampled := make(chan struct{})
 				go func() {
 					defer close(sampled)
@@ -185,7 +174,7 @@ func TestExpensiveReadsDoNotStarveWriters(t *testing.T) {
 				profiled()
 				underCPU := cpuWindow{e.cpu(t) - c2, under}
 				close(stop)
-				wg.Wait()
+				endAttack()
 				<-sampled
 				ratio := float64(under) / float64(base)
 				ratios = append(ratios, ratio)
@@ -200,15 +189,12 @@ func TestExpensiveReadsDoNotStarveWriters(t *testing.T) {
 				// (about 540 points an operation against 1,000 a second) or,
 				// when an operation runs longer than ~0.14 s, the expensive
 				// operations' share of the time first — bounded by two minutes.
-				stop := make(chan struct{})
-				var wg sync.WaitGroup
-				attack(stop, &wg)
+				endAttack := attack()
 				select {
 				case <-firstRefusal:
 				case <-time.After(2 * time.Minute):
 				}
-				close(stop)
-				wg.Wait()
+				endAttack()
 			}
 			elapsed := time.Since(attackBegan).Seconds()
 			w.check(t, "6 clients of one viewer looping 10 sorted, counted, offset pages")
@@ -315,28 +301,11 @@ func TestBigContextReadsBounded(t *testing.T) {
 			writers(t, e, bystander, 4, time.Second) // warm up
 			w := e.during(t, nil)
 			sideBySide(t, e, d, "4 clients reading big contexts", bystander, measureRounds(), func() func() {
-				stop := make(chan struct{})
-				var wg sync.WaitGroup
-				for range 4 {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						for {
-							select {
-							case <-stop:
-								return
-							default:
-							}
-							if !read(viewer) {
-								return
-							}
-						}
-					}()
-				}
+				end := loopClients(4, func() bool { return read(viewer) })
 				// Measured once the principal's burst is spent (its reads
 				// refused for their run time): the steady state.
 				e.until(t, `threadengine_limit_refusals_total{limit="graphql_principal_time"}`, 1)
-				return func() { close(stop); wg.Wait() }
+				return end
 			})
 			// The bounds, read by another viewer (the first one's share of
 			// the time is spent).
