@@ -56,9 +56,10 @@ func (b *Buckets) Debt(who string, now time.Time) time.Duration {
 	if l == nil {
 		return 0
 	}
-	r := l.ReserveN(now, 1)
-	defer r.CancelAt(now) // only looking
-	return r.DelayFrom(now)
+	if tokens := l.TokensAt(now); tokens < 1 {
+		return time.Duration((1 - tokens) / b.perSecond * float64(time.Second))
+	}
+	return 0
 }
 
 // Take takes n tokens (at most the burst) from who's bucket when it holds
