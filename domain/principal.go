@@ -34,6 +34,11 @@ type Principal struct {
 	Identity string // registry subject for OIDC sessions, if any
 }
 
+// Key is the principal as one string, its kind and id: what per-principal
+// limits and budgets are kept by (a user and a service account never share
+// one), and how logs name it.
+func (p Principal) Key() string { return string(p.Kind) + ":" + p.ID }
+
 // IsHuman reports whether the principal is a user (not a service account).
 func (p Principal) IsHuman() bool { return p.Kind == PrincipalUser }
 

@@ -43,7 +43,7 @@ func (h *Handler) SetLimits(l Limits) {
 // principalKey names the principal of ctx for the gate.
 func principalKey(ctx context.Context) string {
 	p, _ := authz.PrincipalFrom(ctx)
-	return string(p.Kind) + ":" + p.ID
+	return p.Key()
 }
 
 // errQueryTimeout is the answer of an operation cut by its deadline.

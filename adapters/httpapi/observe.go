@@ -104,7 +104,7 @@ func Observe(m *Metrics, log *slog.Logger) echo.MiddlewareFunc {
 				slog.String("remote", c.RealIP()),
 			}
 			if p, ok := authz.PrincipalFrom(c.Request().Context()); ok {
-				attrs = append(attrs, slog.String("principal", string(p.Kind)+":"+p.ID))
+				attrs = append(attrs, slog.String("principal", p.Key()))
 			}
 			log.LogAttrs(c.Request().Context(), level, "http request", attrs...)
 			return nil

@@ -61,7 +61,7 @@ func limitTools(l Limits, log func(ctx context.Context, tool string, err error) 
 			parent := ctx
 			if l.Gate != nil && call.Params.Name != "graphql_query" {
 				p, _ := authz.PrincipalFrom(ctx)
-				leave, err := l.Gate.Enter(ctx, string(p.Kind)+":"+p.ID, ToolCost)
+				leave, err := l.Gate.Enter(ctx, p.Key(), ToolCost)
 				if err != nil {
 					return errorResult(log(parent, call.Params.Name, err)), nil
 				}

@@ -79,7 +79,7 @@ func (h *Handler) export(c echo.Context) error {
 	if err != nil {
 		return h.fail(c, asJSON, err)
 	}
-	who := string(p.Kind) + ":" + p.ID // as the read gate keys principals
+	who := p.Key()
 	if err := h.share(lim, who); err != nil {
 		return h.fail(c, asJSON, err)
 	}

@@ -244,8 +244,6 @@ func (w closeOnRefusal) WriteHeader(code int) {
 // Unwrap lets the WebSocket library find the connection to hijack.
 func (w closeOnRefusal) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-func principalKey(p domain.Principal) string { return string(p.Kind) + ":" + p.ID }
-
 // promote moves a socket from unauthenticated to principal p's sockets.
 func (h *Handler) promote(s *session, p domain.Principal) error {
 	lim := h.limits()
@@ -253,7 +251,7 @@ func (h *Handler) promote(s *session, p domain.Principal) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.sweep(time.Now())
-	key := principalKey(p)
+	key := p.Key()
 	sh := a.perPrincipal[key]
 	if sh != nil && sh.sockets >= lim.MaxPerPrincipal {
 		return limitErr(domain.KindRateLimited, limits.WSPerPrincipal,
