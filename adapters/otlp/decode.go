@@ -37,17 +37,11 @@ func malformed(msg string, args ...any) error {
 // MaxDecodedBytes: a small gzip bomb stops at the decoded limit instead of
 // inflating in memory. Each buffer is allocated once at its final size (the
 // length from Content-Length or the gzip trailer, capped by the limit), so
-// a request costs its limits and not twice them.
-func readBody(r *http.Request, lim config.OTLPLimits) ([]byte, error) {
-	body, _, err := readBodySpent(r, lim)
-	return body, err
-}
-
-// readBodySpent is readBody that also reports the bytes it read: what
-// the request cost, whether it was refused or not (the wire bytes, or the
-// decompressed ones when more), so a principal's byte rate is charged for
+// a request costs its limits and not twice them. spent is the bytes it
+// read, whether the body was then refused or not (the wire bytes, or the
+// decompressed ones when more): a principal's byte rate is charged for
 // bodies refused after reading too.
-func readBodySpent(r *http.Request, lim config.OTLPLimits) (body []byte, spent int64, err error) {
+func readBody(r *http.Request, lim config.OTLPLimits) (body []byte, spent int64, err error) {
 	enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
 	switch enc {
 	case "", "identity", "gzip":

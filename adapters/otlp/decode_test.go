@@ -304,7 +304,7 @@ func TestReadBodyLimits(t *testing.T) {
 	lim := config.DefaultLimits().OTLP
 	lim.MaxBodyBytes, lim.MaxDecodedBytes = 1000, 4000
 
-	b, err := readBody(request(gz([]byte("hello")), "gzip"), lim)
+	b, _, err := readBody(request(gz([]byte("hello")), "gzip"), lim)
 	if err != nil || string(b) != "hello" {
 		t.Fatalf("gzip body = %q, %v", b, err)
 	}
@@ -312,24 +312,24 @@ func TestReadBodyLimits(t *testing.T) {
 	bomb := gz(make([]byte, 1<<20))
 	lim.MaxBodyBytes = int64(len(bomb)) + 10
 	lim.MaxDecodedBytes = lim.MaxBodyBytes * 4
-	if _, err := readBody(request(bomb, "gzip"), lim); limitOf(t, err) != string(limits.OTLPDecodedBytes) {
+	if _, _, err := readBody(request(bomb, "gzip"), lim); limitOf(t, err) != string(limits.OTLPDecodedBytes) {
 		t.Errorf("bomb: %v", err)
 	}
 	lim.MaxBodyBytes, lim.MaxDecodedBytes = 1000, 4000
 	big := bytes.Repeat([]byte("x"), 1001)
-	if _, err := readBody(request(big, ""), lim); limitOf(t, err) != string(limits.OTLPBodyBytes) {
+	if _, _, err := readBody(request(big, ""), lim); limitOf(t, err) != string(limits.OTLPBodyBytes) {
 		t.Errorf("plain: %v", err)
 	}
 	// Without Content-Length (chunked) the limit still holds.
 	r := request(big, "")
 	r.ContentLength = -1
-	if _, err := readBody(r, lim); limitOf(t, err) != string(limits.OTLPBodyBytes) {
+	if _, _, err := readBody(r, lim); limitOf(t, err) != string(limits.OTLPBodyBytes) {
 		t.Errorf("chunked: %v", err)
 	}
-	if _, err := readBody(request([]byte("not gzip"), "gzip"), lim); domain.KindOf(err) != domain.KindInvalid {
+	if _, _, err := readBody(request([]byte("not gzip"), "gzip"), lim); domain.KindOf(err) != domain.KindInvalid {
 		t.Errorf("bad gzip: %v", err)
 	}
-	if _, err := readBody(request([]byte("x"), "br"), lim); domain.KindOf(err) != domain.KindInvalid {
+	if _, _, err := readBody(request([]byte("x"), "br"), lim); domain.KindOf(err) != domain.KindInvalid {
 		t.Errorf("brotli: %v", err)
 	}
 }

@@ -113,7 +113,7 @@ func (h *Handler) export(c echo.Context) error {
 // decode reads, counts and parses the body, and validates every span; the
 // body and its parsed form are garbage once the spans are collected.
 func (h *Handler) decode(req *http.Request, lim config.OTLPLimits, asJSON bool, who string) ([]ingest.Trace, error) {
-	body, spent, err := readBodySpent(req, lim)
+	body, spent, err := readBody(req, lim)
 	// Charged what was read (decompressed or not), also for a body refused
 	// once read (a gzip bomb, a malformed stream): the principal's next
 	// request waits for it (share).
