@@ -142,40 +142,41 @@ func TestExpensiveReadsDoNotStarveWriters(t *testing.T) {
 				})
 			}
 			attackBegan := time.Now()
-			for round := 0; round < measureRounds(); round++ {
-				c0 := e.cpu(t)
-				base := writers(t, e, normal, 4, window)
-				baseCPU := cpuWindow{e.cpu(t) - c0, base}
-				endAttack := attack()
-				stop := make(chan struct{})
-				sampled := make(chan struct{})
-				go func() {
-					defer close(sampled)
-					for {
-						select {
-						case <-stop:
-							return
-						case <-time.After(100 * time.Millisecond):
-						}
-						// One uncompressed scrape for both pools, ten a second.
-						body := e.scrape(t)
-						r, okR := sampleWith(body, "go_sql_in_use_connections", "db_name", "threadengine_reads")
-						w, okW := sampleWith(body, "go_sql_in_use_connections", "db_name", "threadengine")
-						if !okR || !okW {
-							t.Errorf("/metrics has no go_sql_in_use_connections of both pools")
-							return
-						}
-						maxReads, maxWriters = max(maxReads, r), max(maxWriters, w)
+			// The pools are sampled through every round, with the attack and
+			// without it, so neither window's figure carries the scrapes alone
+			// (ten a second, this process's and the engine's CPU).
+			stop := make(chan struct{})
+			sampled := make(chan struct{})
+			go func() {
+				defer close(sampled)
+				for {
+					select {
+					case <-stop:
+						return
+					case <-time.After(100 * time.Millisecond):
 					}
-				}()
-				c2 := e.cpu(t)
+					// One uncompressed scrape for both pools, ten a second.
+					body := e.scrape(t)
+					r, okR := sampleWith(body, "go_sql_in_use_connections", "db_name", "threadengine_reads")
+					w, okW := sampleWith(body, "go_sql_in_use_connections", "db_name", "threadengine")
+					if !okR || !okW {
+						t.Errorf("/metrics has no go_sql_in_use_connections of both pools")
+						return
+					}
+					maxReads, maxWriters = max(maxReads, r), max(maxWriters, w)
+				}
+			}()
+			for round := 0; round < measureRounds(); round++ {
+				c0 := e.snap(t)
+				base := writers(t, e, normal, 4, window)
+				baseCPU := cpuIn(c0, e.snap(t), base)
+				endAttack := attack()
+				c2 := e.snap(t)
 				profiled := e.profile(t, fmt.Sprint("round", round), window)
 				under := writers(t, e, normal, 4, window)
 				profiled()
-				underCPU := cpuWindow{e.cpu(t) - c2, under}
-				close(stop)
+				underCPU := cpuIn(c2, e.snap(t), under)
 				endAttack()
-				<-sampled
 				ratio := float64(under) / float64(base)
 				ratios = append(ratios, ratio)
 				load, _ := os.ReadFile("/proc/loadavg")
@@ -183,6 +184,8 @@ func TestExpensiveReadsDoNotStarveWriters(t *testing.T) {
 					d, round, base, under, ratio, ok.Load(), refused.Load(), other.Load(), maxReads, maxWriters, attackShare(baseCPU, underCPU),
 					rssMiB(t, e), strings.TrimSpace(string(load)))
 			}
+			close(stop)
+			<-sampled
 			if refused.Load() == 0 {
 				// On a slow machine the clients may not have met a limit in
 				// the measured rounds. They go on until one refuses them — the points budget

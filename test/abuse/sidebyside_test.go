@@ -26,13 +26,13 @@ func sideBySide(t *testing.T, e *engine, d sqldb.Dialect, attack, writerKey stri
 	var ratios []float64
 	const window = 3 * time.Second
 	for round := 0; round < rounds; round++ {
-		c0 := e.cpu(t)
+		c0 := e.snap(t)
 		base := writers(t, e, writerKey, 4, window)
-		baseCPU := cpuWindow{e.cpu(t) - c0, base}
+		baseCPU := cpuIn(c0, e.snap(t), base)
 		end := begin()
-		c2 := e.cpu(t)
+		c2 := e.snap(t)
 		under := writers(t, e, writerKey, 4, window)
-		underCPU := cpuWindow{e.cpu(t) - c2, under}
+		underCPU := cpuIn(c2, e.snap(t), under)
 		rss := rssMiB(t, e)
 		end()
 		ratio := float64(under) / float64(max(base, 1))
