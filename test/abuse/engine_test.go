@@ -52,6 +52,9 @@ var binary string // built once by TestMain
 // attacks its own engine process on its own database and port
 // (testrun.Parallel; why not more: test/e2e/main_test.go).
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(attackerEnv); spec != "" { // an attacker process (attacker_test.go)
+		os.Exit(runAttacker(spec))
+	}
 	testrun.Parallel(2)
 	dir, err := os.MkdirTemp("", "abuse-bin")
 	if err != nil {
