@@ -3,7 +3,6 @@ package abuse
 import (
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -59,29 +58,4 @@ func ratioSummary(ratios []float64) string {
 		m = (s[len(s)/2-1] + s[len(s)/2]) / 2
 	}
 	return fmt.Sprintf("rounds %.2f, median %.2f", ratios, m)
-}
-
-// loopClients runs n attacking clients, each calling round over and over
-// until it returns false or end is called; end stops them and waits for
-// them.
-func loopClients(n int, round func() bool) (end func()) {
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if !round() {
-					return
-				}
-			}
-		}()
-	}
-	return func() { close(stop); wg.Wait() }
 }
