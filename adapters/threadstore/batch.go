@@ -347,8 +347,9 @@ func (s *Store) writePlans(ctx context.Context, tx *sqlx.Tx, plans []ports.StepP
 	for _, p := range plans {
 		a := p.Activity
 		tid := p.Thread.ID
+		context := jsonText(a.Context)
 		acts = append(acts, []any{a.ID, tid, a.Seq, a.StepName, a.IdempotencyKey, a.Status, a.Attempt, a.Actor,
-			a.ActorService, jsonText(a.Context), jsonText(a.Metadata), sqldb.TimePtr(a.StartedAt), sqldb.TimePtr(a.FinishedAt),
+			a.ActorService, context, len(context), jsonText(a.Metadata), sqldb.TimePtr(a.StartedAt), sqldb.TimePtr(a.FinishedAt),
 			sqldb.Time(a.RecordedAt), a.ContentHash, a.Hash, a.PrevHash})
 		for i, ss := range p.SubSteps {
 			subs = append(subs, []any{ss.ID, tid, a.ID, i, ss.Name, ss.Status, jsonText(ss.Payload), sqldb.Time(ss.RecordedAt), sqldb.Time(a.RecordedAt)})
@@ -379,9 +380,11 @@ func (s *Store) writePlans(ctx context.Context, tx *sqlx.Tx, plans []ports.StepP
 			refs = append(refs, []any{tid, k, p.Refs[k]})
 		}
 	}
+	// context_bytes is the context's size as written (migration 00105):
+	// lists and exports bound contexts by it without reading them.
 	parts := rowsParts(`INSERT INTO thread_activities (id, thread_id, seq, activity_type, step_name,
- idempotency_key, status, attempt, actor, actor_service, context, metadata, started_at, finished_at, recorded_at,
- content_hash, hash, prev_hash) VALUES `, `(?,?,?,'step_recorded',?,?,?,?,?,?,?,?,?,?,?,?,?,?)`, "", 17, acts)
+ idempotency_key, status, attempt, actor, actor_service, context, context_bytes, metadata, started_at, finished_at, recorded_at,
+ content_hash, hash, prev_hash) VALUES `, `(?,?,?,'step_recorded',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`, "", 18, acts)
 	parts = append(parts, rowsParts(`INSERT INTO step_substeps (id, thread_id, step_id, position, name, status, payload,
  recorded_at, created_at) VALUES `, `(?,?,?,?,?,?,?,?,?)`, "", 9, subs)...)
 	// Rows are on distinct threads, so no two rows of this upsert hit the
