@@ -386,18 +386,18 @@ func (s *Store) writePlans(ctx context.Context, tx *sqlx.Tx, plans []ports.StepP
  recorded_at, created_at) VALUES `, `(?,?,?,?,?,?,?,?,?)`, "", 9, subs)...)
 	// Rows are on distinct threads, so no two rows of this upsert hit the
 	// same key (PostgreSQL refuses that in one statement).
-	// latest_context is no longer written (migration 00100, issue 28): the
-	// steps' context is read from their latest attempt. A new row takes the
-	// column's default '{}', an updated one is set to it, so a row the
-	// previous release wrote with a copy loses it at its next attempt. The
-	// column is dropped by a later release's contract migration.
+	// The statement names no column this release does not need: the
+	// steps' context is read from their latest attempt (issue 28), and
+	// thread_step_states.latest_context, which the previous release still
+	// sets to '{}' on update, is dropped by the next release's contract
+	// migration (a new row takes its default meanwhile).
 	parts = append(parts, rowsParts(`INSERT INTO thread_step_states (thread_id, step_name, idempotency_key, status,
  retry_count, latest_step_id, invocation_id, previous_step, actor, actor_service, first_seen_at,
  last_updated_at, started_at, finished_at) VALUES `, `(?,?,?,?,?,?,?,?,?,?,?,?,?,?)`, `
  ON CONFLICT (thread_id, step_name, idempotency_key) DO UPDATE SET status = excluded.status,
  retry_count = excluded.retry_count, latest_step_id = excluded.latest_step_id,
  invocation_id = excluded.invocation_id, actor = excluded.actor,
- actor_service = excluded.actor_service, latest_context = '{}',
+ actor_service = excluded.actor_service,
  last_updated_at = excluded.last_updated_at, started_at = excluded.started_at, finished_at = excluded.finished_at`, 14, states)...)
 	parts = append(parts, rowsParts(`INSERT INTO thread_validations (id, thread_id, step_id, step_name,
  idempotency_key, overall_status, issues, critical_count, warning_count, minor_count, info_count, created_at)
