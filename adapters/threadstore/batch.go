@@ -3,6 +3,7 @@ package threadstore
 import (
 	"context"
 	"database/sql"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -347,9 +348,16 @@ func (s *Store) writePlans(ctx context.Context, tx *sqlx.Tx, plans []ports.StepP
 	for _, p := range plans {
 		a := p.Activity
 		tid := p.Thread.ID
+		// A passed result without issues is stored compactly, as the
+		// attempt's validation_status (migration 00102, issue 28): no row.
+		// Every other result is a row; no attempt gets both forms.
+		var compact any
+		if v := p.Validation; v != nil && compactValidation(v) {
+			compact = v.OverallStatus
+		}
 		acts = append(acts, []any{a.ID, tid, a.Seq, a.StepName, a.IdempotencyKey, a.Status, a.Attempt, a.Actor,
 			a.ActorService, jsonText(a.Context), jsonText(a.Metadata), sqldb.TimePtr(a.StartedAt), sqldb.TimePtr(a.FinishedAt),
-			sqldb.Time(a.RecordedAt), a.ContentHash, a.Hash, a.PrevHash})
+			sqldb.Time(a.RecordedAt), a.ContentHash, a.Hash, a.PrevHash, compact})
 		for i, ss := range p.SubSteps {
 			subs = append(subs, []any{ss.ID, tid, a.ID, i, ss.Name, ss.Status, jsonText(ss.Payload), sqldb.Time(ss.RecordedAt), sqldb.Time(a.RecordedAt)})
 		}
@@ -357,7 +365,7 @@ func (s *Store) writePlans(ctx context.Context, tx *sqlx.Tx, plans []ports.StepP
 		states = append(states, []any{tid, st.StepName, st.IdempotencyKey, st.Status, st.RetryCount, st.LatestStepID,
 			nullStr(st.InvocationID), nullStr(st.PreviousStep), st.Actor, st.ActorService,
 			sqldb.Time(st.FirstSeenAt), sqldb.Time(st.LastUpdatedAt), sqldb.TimePtr(st.StartedAt), sqldb.TimePtr(st.FinishedAt)})
-		if v := p.Validation; v != nil {
+		if v := p.Validation; v != nil && compact == nil {
 			issues := v.Issues
 			if issues == nil {
 				issues = []any{}
@@ -381,7 +389,7 @@ func (s *Store) writePlans(ctx context.Context, tx *sqlx.Tx, plans []ports.StepP
 	}
 	parts := rowsParts(`INSERT INTO thread_activities (id, thread_id, seq, activity_type, step_name,
  idempotency_key, status, attempt, actor, actor_service, context, metadata, started_at, finished_at, recorded_at,
- content_hash, hash, prev_hash) VALUES `, `(?,?,?,'step_recorded',?,?,?,?,?,?,?,?,?,?,?,?,?,?)`, "", 17, acts)
+ content_hash, hash, prev_hash, validation_status) VALUES `, `(?,?,?,'step_recorded',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`, "", 18, acts)
 	parts = append(parts, rowsParts(`INSERT INTO step_substeps (id, thread_id, step_id, position, name, status, payload,
  recorded_at, created_at) VALUES `, `(?,?,?,?,?,?,?,?,?)`, "", 9, subs)...)
 	// Rows are on distinct threads, so no two rows of this upsert hit the
@@ -451,4 +459,23 @@ func (s *Store) threadParts(plans []ports.StepPlan) []part {
 		`) AS v(id, status, error, last_hash, step_count, updated_at, completed_at, health, failed_steps, critical_issues,
  major_issues, warning_issues, first_issue_step, first_issue_type, first_issue_message, first_issue_severity,
  last_activity_at, duration_ms) WHERE t.id = v.id`, 18, rows)
+}
+
+// compactValidation reports whether v is stored as its attempt's
+// validation_status instead of a thread_validations row: a passed result
+// without issues (98 % of them), whose row would say nothing the attempt's
+// id and time do not (readers: threadquery's validationRows). Its own id is
+// not kept: the result reads back with its attempt's id and recording time.
+func compactValidation(v *ports.ValidationRecord) bool {
+	return v.OverallStatus == domain.ValidationPassed && v.StepID != "" && noIssues(v.Issues) &&
+		v.CriticalCount == 0 && v.WarningCount == 0 && v.MinorCount == 0 && v.InfoCount == 0
+}
+
+// noIssues: the issues list is nil or empty (of any slice type).
+func noIssues(issues any) bool {
+	if issues == nil {
+		return true
+	}
+	rv := reflect.ValueOf(issues)
+	return (rv.Kind() == reflect.Slice || rv.Kind() == reflect.Array) && rv.Len() == 0
 }
