@@ -12,6 +12,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/threadengine/engine/adapters/sqldb"
+	"github.com/threadengine/engine/ports"
 )
 
 // The seed: realistic threads written straight into the engine's schema
@@ -68,11 +69,15 @@ type gen struct {
 	// notifications.settled_retention).
 	notesAfter time.Time
 	pm         map[pmKey]*pmRow // the process map roll-ups (processmap.go)
+	// hoursAfter: the process map's hour rows before it were deleted by
+	// the engine's roll-up job (ports.ProcessMapHourlyPruned); their days'
+	// rows stay.
+	hoursAfter time.Time
 }
 
 func newGen(n int, now time.Time) *gen {
 	return &gen{r: rand.New(rand.NewPCG(28, uint64(n))), n: n, start: now.Add(-30 * 24 * time.Hour), span: 30*24*time.Hour - time.Hour,
-		notesAfter: now.Add(-24 * time.Hour)}
+		notesAfter: now.Add(-24 * time.Hour), hoursAfter: ports.ProcessMapHourlyPruned(now)}
 }
 
 func (g *gen) uuid() string {
