@@ -159,6 +159,9 @@ func TestMigrateDownAndUp(t *testing.T) {
 		}
 		// 00102's Down (a contract step) restores the floor before it: 92
 		// on PostgreSQL, SQLite's 99 that 00099 keeps.
+		if _, err := db.MigrateDown(ctx, 101); err != nil {
+			t.Fatal(err)
+		}
 		want92 := int64(92)
 		if d == sqldb.SQLite {
 			want92 = 99
