@@ -159,7 +159,7 @@ func start(t *testing.T, d sqldb.Dialect, env ...string) *engine {
 			e.logMu.Unlock()
 		}
 	})
-	bound := enginetest.BoundAddrs(t, addressFile)
+	bound := enginetest.BoundAddrs(t, addressFile, e.cmd.Process)
 	e.URL = "http://" + bound[0]
 	if len(bound) > 1 {
 		e.pprof = bound[1]
