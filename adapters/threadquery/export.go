@@ -60,8 +60,9 @@ type storedBytesRow struct {
 }
 
 // StoredBytes: see ports.ThreadLister. Octets, not characters (SQLite's
-// length of a blob, PostgreSQL's octet_length; an attempt's context by its
-// context_bytes, see contextSize), read from the rows' thread_id indexes: every large column an export loads (attempts' context
+// length of a blob, PostgreSQL's octet_length; an attempt's context by
+// its context_bytes, see contextSize), read from the rows' thread_id
+// indexes: every large column an export loads (attempts' context
 // and metadata, steps' latest contexts — their latest attempt's context, read
 // again for the step — sub-steps' payloads, validations'
 // issues, notifications' messages and details).

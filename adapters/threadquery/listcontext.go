@@ -35,10 +35,12 @@ func (s *Store) listCols(one bool) string {
 }
 
 // contextSize is the size in bytes of the context of the attempt aliased
-// a: its context_bytes, written with it (migration 00105), else — a row the
-// previous release wrote — the length of its text. COALESCE evaluates the
-// second only when the first is NULL, so a context is not read (on
-// PostgreSQL, serialized from jsonb) to be sized.
+// a: its context_bytes, written with it (migration 00105: the compact JSON
+// the engine wrote), else — a row the previous release wrote — the length
+// of its text (on PostgreSQL jsonb's output, which adds a space after each
+// ':' and ','). COALESCE evaluates the second only when the first is NULL,
+// so a context is not read (on PostgreSQL, serialized from jsonb) to be
+// sized.
 func contextSize(d sqldb.Dialect, a string) string {
 	if d == sqldb.SQLite {
 		return `COALESCE(` + a + `.context_bytes, length(CAST(` + a + `.context AS BLOB)))`

@@ -82,14 +82,20 @@ type attackerProc struct {
 	refused      atomic.Int64
 	firstRefusal chan struct{}
 	began        time.Time
-	// done is closed once the process's output ended, rep read.
-	done chan struct{}
-	rep  loopReport
+	// done is closed once the process's output ended, rep read (reported
+	// false when no report came).
+	done     chan struct{}
+	rep      loopReport
+	reported bool
+	ended    sync.Once
+	waitErr  error
 }
 
 // startAttacker runs spec's clients in a child process at nice 19 and
-// returns once they are about to send their first requests.
-func startAttacker(t *testing.T, spec loopSpec) *attackerProc {
+// returns once they are about to send their first requests. The process
+// is e's attacker until stopped (its CPU is in e's snapshots) and is
+// stopped when the test ends, whatever failed.
+func (e *engine) startAttacker(t *testing.T, spec loopSpec) *attackerProc {
 	t.Helper()
 	b, _ := json.Marshal(spec)
 	cmd := exec.Command("nice", "-n", "19", os.Args[0], "-test.run=^$")
@@ -107,6 +113,7 @@ func startAttacker(t *testing.T, spec loopSpec) *attackerProc {
 		t.Fatal(err)
 	}
 	a := &attackerProc{cmd: cmd, stdin: stdin, firstRefusal: make(chan struct{}), done: make(chan struct{}), began: time.Now()}
+	t.Cleanup(func() { a.end() })
 	ready := make(chan struct{})
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -123,31 +130,68 @@ func startAttacker(t *testing.T, spec loopSpec) *attackerProc {
 					once.Do(func() { close(a.firstRefusal) })
 				}
 			case strings.HasPrefix(line, "report "):
-				_ = json.Unmarshal([]byte(strings.TrimPrefix(line, "report ")), &a.rep)
+				a.reported = json.Unmarshal([]byte(strings.TrimPrefix(line, "report ")), &a.rep) == nil
 			}
 		}
 	}()
 	select {
 	case <-ready:
 	case <-a.done:
-		_ = cmd.Wait()
 		t.Fatal("the attacker process ended before it began")
 	case <-time.After(time.Minute):
-		_ = cmd.Process.Kill()
 		t.Fatal("the attacker process did not start")
 	}
+	e.setAttacker(a)
 	return a
+}
+
+// end stops the process once: its input closed, its clients finish their
+// requests and it reports; killed if it has not within a minute (a hang
+// guard), and waited for.
+func (a *attackerProc) end() {
+	a.ended.Do(func() {
+		_ = a.stdin.Close()
+		select {
+		case <-a.done:
+		case <-time.After(time.Minute):
+			_ = a.cmd.Process.Kill()
+			<-a.done
+		}
+		a.waitErr = a.cmd.Wait()
+	})
 }
 
 // stop ends the attacker's clients and returns what they were answered.
 func (a *attackerProc) stop(t *testing.T) loopReport {
 	t.Helper()
-	_ = a.stdin.Close()
-	<-a.done
-	if err := a.cmd.Wait(); err != nil {
-		t.Errorf("attacker process: %v", err)
+	a.end()
+	if a.waitErr != nil {
+		t.Errorf("attacker process: %v", a.waitErr)
+	}
+	if !a.reported {
+		t.Errorf("the attacker process sent no report of its answers")
 	}
 	return a.rep
+}
+
+// setAttacker makes a the engine's attacker: its CPU is in snapshots.
+func (e *engine) setAttacker(a *attackerProc) {
+	e.attackerMu.Lock()
+	e.attacker = a
+	e.attackerMu.Unlock()
+}
+
+// attackerCPU is the CPU the current attacker process has used so far
+// (0 without one, or once it is gone), and its pid.
+func (e *engine) attackerCPU() (time.Duration, int) {
+	e.attackerMu.Lock()
+	a := e.attacker
+	e.attackerMu.Unlock()
+	if a == nil {
+		return 0, 0
+	}
+	d, _ := procCPU(a.cmd.Process.Pid)
+	return d, a.cmd.Process.Pid
 }
 
 // bodyFiles writes bodies to files for a loopSpec.

@@ -48,18 +48,21 @@ func (e *engine) cpu(t *testing.T) time.Duration {
 }
 
 // cpuSnap is the CPU time used so far by the engine, by the PostgreSQL
-// backends serving its connections (by pid; none on SQLite, whose work is
-// the engine's) and by this test process (the writers and the attacking
-// clients), so a window's figure says whose CPU an attack took.
+// backends serving its pools (by pid; none on SQLite, whose work is the
+// engine's), by this test process (the writers, and the attacking clients
+// of the cases that keep them here) and by the attacker process (by pid,
+// attacker_test.go), so a window's figure says whose CPU an attack took.
 type cpuSnap struct {
-	engine, clients time.Duration
-	backends        map[int]time.Duration
+	engine, clients, attacker time.Duration
+	attackerPID               int
+	backends                  map[int]time.Duration
 }
 
 func (e *engine) snap(t *testing.T) cpuSnap {
 	t.Helper()
 	s := cpuSnap{engine: e.cpu(t), backends: map[int]time.Duration{}}
 	s.clients, _ = procCPU(os.Getpid())
+	s.attacker, s.attackerPID = e.attackerCPU()
 	if e.pg == nil {
 		return s
 	}
@@ -77,14 +80,19 @@ func (e *engine) snap(t *testing.T) cpuSnap {
 
 // cpuWindow is the CPU used while the other writers recorded steps.
 type cpuWindow struct {
-	engine, db, clients time.Duration
-	steps               int64
+	engine, db, clients, attacker time.Duration
+	steps                         int64
 }
 
 // cpuIn is the CPU used from s0 to s1 by whom, while steps were recorded
 // (a backend started in between counts from 0).
 func cpuIn(s0, s1 cpuSnap, steps int64) cpuWindow {
 	w := cpuWindow{engine: s1.engine - s0.engine, clients: s1.clients - s0.clients, steps: steps}
+	if s1.attackerPID != 0 && s1.attackerPID == s0.attackerPID {
+		w.attacker = s1.attacker - s0.attacker
+	} else {
+		w.attacker = s1.attacker // started in between: counted from 0
+	}
 	for pid, d := range s1.backends {
 		w.db += d - s0.backends[pid]
 	}
@@ -107,8 +115,8 @@ func attackShare(base, under cpuWindow) string {
 	writers := perStep * time.Duration(under.steps)
 	share := 1 - float64(writers)/float64(under.engine)
 	r := func(d time.Duration) time.Duration { return d.Round(10 * time.Millisecond) }
-	return fmt.Sprintf("engine CPU %v for %d steps alone (%v a step), %v under the attack of which ≈ %.0f%% the attack's; database %v → %v, test process %v → %v",
-		r(base.engine), base.steps, perStep.Round(time.Microsecond), r(under.engine), 100*max(share, 0), r(base.db), r(under.db), r(base.clients), r(under.clients))
+	return fmt.Sprintf("engine CPU %v for %d steps alone (%v a step), %v under the attack of which ≈ %.0f%% the attack's; database %v → %v, test process %v → %v, attacker process %v",
+		r(base.engine), base.steps, perStep.Round(time.Microsecond), r(under.engine), 100*max(share, 0), r(base.db), r(under.db), r(base.clients), r(under.clients), r(under.attacker))
 }
 
 // rssMiB is the engine's resident set now, in MiB.

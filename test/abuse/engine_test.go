@@ -83,6 +83,9 @@ type engine struct {
 	// and pg a connection to read pg_stat_activity with (PostgreSQL only).
 	app string
 	pg  *sqlx.DB
+	// attacker is the attacker process running now, if any (attacker_test.go).
+	attackerMu sync.Mutex
+	attacker   *attackerProc
 }
 
 // start runs the engine on a fresh database of dialect d with the given
@@ -93,7 +96,8 @@ func start(t *testing.T, d sqldb.Dialect, env ...string) *engine {
 	dbURL, app := "sqlite://"+filepath.Join(dir, "engine.db"), ""
 	if d == sqldb.Postgres {
 		// The engine's connections carry an application_name of their own,
-		// so the server backends serving it are found (backendsCPU).
+		// so the server backends serving its pools are found (snap; its
+		// notification listener, named by the engine, only waits).
 		dbURL, app = sqldbtest.URL(t, d), "abuse_"+strconv.FormatInt(time.Now().UnixNano(), 36)
 		u, err := url.Parse(dbURL)
 		if err != nil {
@@ -119,7 +123,9 @@ func start(t *testing.T, d sqldb.Dialect, env ...string) *engine {
 	}
 	e := &engine{AdminKey: strings.TrimSpace(string(out)), logs: &bytes.Buffer{}, logMu: &sync.Mutex{}, app: app}
 	if app != "" {
-		if e.pg, err = sqlx.Open("postgres", dbURL); err != nil {
+		// The test's own connection (listing the backends) is named apart.
+		probeURL := strings.Replace(dbURL, "application_name="+app, "application_name=probe_"+app, 1)
+		if e.pg, err = sqlx.Open("postgres", probeURL); err != nil {
 			t.Fatal(err)
 		}
 		e.pg.SetMaxOpenConns(1)

@@ -172,7 +172,7 @@ func TestOTLPLargeRequestsDoNotStarveWriters(t *testing.T) {
 				// bodies c, c+8, …, each waiting for its answer, and backs
 				// off 100 ms after a 429 (not for the whole Retry-After: the
 				// pressure stays).
-				a := startAttacker(t, loopSpec{URL: e.URL, Key: exporter, Method: http.MethodPost, Path: "/v1/traces", Clients: 8,
+				a := e.startAttacker(t, loopSpec{URL: e.URL, Key: exporter, Method: http.MethodPost, Path: "/v1/traces", Clients: 8,
 					Bodies: files, Headers: []string{"Content-Type", "application/json", "Content-Encoding", "gzip"},
 					Backoff: 100 * time.Millisecond, Marks: []string{"limit_exceeded"}})
 				// Measured once every exporter has been refused (by the byte

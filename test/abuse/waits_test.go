@@ -70,6 +70,20 @@ func (e *engine) until(t *testing.T, name string, want float64) float64 {
 	}
 }
 
+// untilBelow polls a gauge of /metrics until it is under limit.
+func (e *engine) untilBelow(t *testing.T, name string, limit float64) {
+	t.Helper()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(2 * time.Minute); ; <-tick.C {
+		if v := e.metric(t, name); v < limit {
+			return
+		} else if time.Now().After(deadline) {
+			t.Fatalf("%s stayed at %.0f, want under %.0f", name, v, limit)
+		}
+	}
+}
+
 // writers run n normal clients recording steps on their own threads for d
 // and return how many steps were acknowledged.
 func writers(t *testing.T, e *engine, key string, n int, d time.Duration) int64 {

@@ -59,6 +59,14 @@ func TestWriteFloodPerPrincipal(t *testing.T) {
 				ctx, stop := context.WithCancel(context.Background())
 				var wg sync.WaitGroup
 				var conns []*wsClient
+				end := func() {
+					stop()
+					wg.Wait()
+					for _, c := range conns {
+						_ = c.conn.CloseNow()
+					}
+				}
+				t.Cleanup(end) // also when the test fails before the round's end
 				for range 100 {
 					c, err := dialWS(ctx, e.URL)
 					if err != nil {
@@ -78,12 +86,13 @@ func TestWriteFloodPerPrincipal(t *testing.T) {
 						}
 					}()
 				}
+				profiled := e.profile(t, "flood", 3*time.Second) // the writers' window under the flood
 				return func() {
-					stop()
-					wg.Wait()
-					for _, c := range conns {
-						_ = c.conn.CloseNow()
-					}
+					profiled()
+					end()
+					// The next round opens its 100 sockets once the engine has
+					// let go of these (the principal's limit is 100).
+					e.untilBelow(t, "threadengine_websocket_sessions_open", 50)
 				}
 			})
 			w.check(t, "write flood")
@@ -133,16 +142,26 @@ func TestUnfinishedFragmentedMessages(t *testing.T) {
 				ctx, cancel := context.WithCancel(context.Background())
 				var wg sync.WaitGroup
 				var conns []*wsClient
+				t.Cleanup(func() { release(cancel, &wg, conns) })
 				hold(t, ctx, e, attacker, piece, &wg, &conns)
 				e.until(t, `threadengine_budget_bytes{budget="ws_pending_bytes"}`, 3<<20)
-				return func() { release(cancel, &wg, conns) }
+				return func() {
+					release(cancel, &wg, conns)
+					// The next round begins once the engine has let go of these
+					// (their held bytes and their places among the principal's
+					// 100 sockets).
+					e.untilBelow(t, `threadengine_budget_bytes{budget="ws_pending_bytes"}`, 1<<20)
+					e.untilBelow(t, "threadengine_websocket_sessions_open", 50)
+				}
 			})
 			// Then the bound: sockets held until the engine closes them.
 			ctx, cancel := context.WithCancel(context.Background())
 			var wg sync.WaitGroup
 			var conns []*wsClient
+			t.Cleanup(func() { release(cancel, &wg, conns) })
+			closed0 := e.metric(t, `threadengine_limit_refusals_total{limit="ws_message_timeout"}`)
 			hold(t, ctx, e, attacker, piece, &wg, &conns)
-			closed := e.until(t, `threadengine_limit_refusals_total{limit="ws_message_timeout"}`, 4)
+			closed := e.until(t, `threadengine_limit_refusals_total{limit="ws_message_timeout"}`, closed0+4) - closed0
 			peak := e.budgetPeak(t, "ws_pending_bytes")
 			w.check(t, "unfinished fragmented messages")
 			release(cancel, &wg, conns)

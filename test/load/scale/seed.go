@@ -40,7 +40,7 @@ var (
 		"duration_ms", "health_version"}}
 	tRefs       = table{"thread_refs", []string{"thread_id", "ref_key", "ref_value"}}
 	tActivities = table{"thread_activities", []string{"id", "thread_id", "seq", "step_name", "idempotency_key", "status", "attempt", "actor",
-		"actor_service", "context", "metadata", "started_at", "finished_at", "recorded_at", "content_hash", "hash", "prev_hash", "validation_status"}}
+		"actor_service", "context", "context_bytes", "metadata", "started_at", "finished_at", "recorded_at", "content_hash", "hash", "prev_hash", "validation_status"}}
 	tStates = table{"thread_step_states", []string{"thread_id", "step_name", "idempotency_key", "status", "latest_step_id", "actor",
 		"actor_service", "first_seen_at", "last_updated_at", "started_at", "finished_at"}}
 	tValidations = table{"thread_validations", []string{"id", "thread_id", "step_id", "step_name", "idempotency_key", "overall_status",
@@ -168,7 +168,7 @@ func (g *gen) thread(s sink, i int) (string, error) {
 			compact = vstatus
 		}
 		h := g.hash()
-		if err := s.add(tActivities, stepID, id, s0, name, key, st, 1, sa, service, ctxJSON, `{}`, started, at, at, g.hash(), h, prev,
+		if err := s.add(tActivities, stepID, id, s0, name, key, st, 1, sa, service, ctxJSON, len(ctxJSON), `{}`, started, at, at, g.hash(), h, prev,
 			compact); err != nil {
 			return "", err
 		}
