@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/threadengine/engine/adapters/sqldb"
+	"github.com/threadengine/engine/adapters/threadquery"
 	"github.com/threadengine/engine/test/load/loadgen"
 )
 
@@ -18,9 +19,9 @@ import (
 // running, interleaved, on PostgreSQL or (--store sqlite) SQLite.
 //
 // The database holds --sweep-threads ended threads of sweepSteps steps each
-// (an activity, a step state and a notification per step, written in SQL,
-// in bulk), a day old. Each round first adds --sweep-frac of that many
-// again, 60 days old, then:
+// (an activity, a step state and a settled notification per step, written
+// in SQL, in bulk), 12 hours old. Each round first adds --sweep-frac of
+// that many again, 60 days old (their notifications long pruned), then:
 //
 //  1. starts an engine with retention.threads_days = 30, whose sweeper
 //     starts deleting them at once, and ingests beside it until the sweep
@@ -38,7 +39,7 @@ const sweepSteps = 10
 // seedThreads writes n ended threads of sweepSteps steps, ids prefix||1..n,
 // last changed at "at", in four statements (one per table). The series come
 // from recursive CTEs, which both dialects run.
-func seedThreads(ctx context.Context, db *sqldb.DB, prefix string, n int, at time.Time) error {
+func seedThreads(ctx context.Context, db *sqldb.DB, prefix string, n int, at time.Time, notes bool) error {
 	ts := "?"
 	if db.Dialect == sqldb.Postgres {
 		ts = "CAST(? AS timestamptz)" // a parameter in a select list is text otherwise
@@ -61,9 +62,18 @@ func seedThreads(ctx context.Context, db *sqldb.DB, prefix string, n int, at tim
 		{`INSERT INTO thread_step_states (thread_id, step_name, idempotency_key, status, latest_step_id, first_seen_at, last_updated_at)
  SELECT ` + p + ` || g, 'step-' || s, 'k' || s, 'success', ` + p + ` || g || '-' || s, ` + ts + `, ` + ts + ` FROM g, s`,
 			[]any{prefix, prefix, at, at}},
-		{`INSERT INTO thread_notifications (id, thread_id, step_id, step_name, source, notification_type, message, created_at)
- SELECT ` + p + ` || g || '-' || s, ` + p + ` || g, ` + p + ` || g || '-' || s, 'step-' || s, 'step', 'step.success', 'ok', ` + ts + ` FROM g, s`,
-			[]any{prefix, prefix, prefix, at}},
+		// Settled (acknowledged) notifications, as the hub leaves them until
+		// notifications.settled_retention (24 h) prunes them: unsettled
+		// ones would all expire at the engine's start, and on SQLite that
+		// holds the one writer for minutes.
+		{`INSERT INTO thread_notifications (id, thread_id, step_id, step_name, source, notification_type, message, created_at,
+ delivery, deliveries, settled_at)
+ SELECT ` + p + ` || g || '-' || s, ` + p + ` || g, ` + p + ` || g || '-' || s, 'step-' || s, 'step', 'step.success', 'ok', ` + ts + `,
+ 'acked', 1, ` + ts + ` FROM g, s`,
+			[]any{prefix, prefix, prefix, at, at}},
+	}
+	if !notes { // pruned long ago
+		stmts = stmts[:3]
 	}
 	for _, st := range stmts {
 		if _, err := db.ExecContext(ctx, db.Rebind(series+st.q), append([]any{n, sweepSteps}, st.args...)...); err != nil {
@@ -132,17 +142,28 @@ func runSweep(c config) error {
 	defer db.Close()
 	start := time.Now()
 	now := time.Now().UTC()
-	if err := seedThreads(ctx, db, "kept-", c.sweepThreads, sqldb.Time(now.Add(-24*time.Hour))); err != nil {
+	if err := seedThreads(ctx, db, "kept-", c.sweepThreads, sqldb.Time(now.Add(-12*time.Hour)), true); err != nil {
 		return err
 	}
 	if err := tidy(ctx, db); err != nil {
 		return err
 	}
+	// The roll-ups caught up over the seed, as on a live database (an
+	// engine's first catch-up of it would hold the roll-up watermark, and on
+	// SQLite the one writer, through the first rounds).
+	rolled := time.Now()
+	rollups := threadquery.New(db)
+	err = rollups.CatchUp(ctx, time.Now())
+	rollups.Close()
+	if err != nil {
+		return fmt.Errorf("roll-up: %w", err)
+	}
+	fmt.Printf("# roll-ups caught up in %s\n", time.Since(rolled).Round(time.Second))
 	perRound := int(float64(c.sweepThreads) * c.sweepFrac)
 	if perRound < 1 {
 		return fmt.Errorf("--sweep-frac %.3f of --sweep-threads %d is no thread", c.sweepFrac, c.sweepThreads)
 	}
-	fmt.Printf("# %s: seeded %d ended threads of %d steps (an activity, a step state and a notification each), a day old, in %s\n",
+	fmt.Printf("# %s: seeded %d ended threads of %d steps (an activity, a step state and a settled notification each), 12 hours old, in %s\n",
 		db.Dialect, c.sweepThreads, sweepSteps, time.Since(start).Round(time.Second))
 	fmt.Printf("# machine: %s; load average before: %s\n", machine(), loadavg())
 
@@ -175,7 +196,7 @@ func runSweep(c config) error {
 		}
 	}
 	for r := 1; r <= c.rounds; r++ {
-		if err := seedThreads(ctx, db, fmt.Sprintf("old%d-", r), perRound, sqldb.Time(time.Now().Add(-60*24*time.Hour))); err != nil {
+		if err := seedThreads(ctx, db, fmt.Sprintf("old%d-", r), perRound, sqldb.Time(time.Now().Add(-60*24*time.Hour)), false); err != nil {
 			return err
 		}
 		if err := tidy(ctx, db); err != nil {
