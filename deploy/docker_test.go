@@ -253,7 +253,7 @@ func TestImageBinary(t *testing.T) {
 	if w := <-listening; !w.found {
 		t.Fatalf("the engine stopped before listening:\n%s", w.out)
 	}
-	runEnv = append(baseEnv[:len(baseEnv):len(baseEnv)], "THREADENGINE_SERVER__LISTEN="+enginetest.BoundAddr(t, addressFile), "THREADENGINE_LOG__LEVEL=warn")
+	runEnv = append(baseEnv[:len(baseEnv):len(baseEnv)], "THREADENGINE_SERVER__LISTEN="+enginetest.BoundAddr(t, addressFile, srv.Process), "THREADENGINE_LOG__LEVEL=warn")
 	// It logs once its listener is bound: the probe's connection waits in
 	// the backlog until Serve accepts it.
 	if out, err := probe(); err != nil || !strings.Contains(string(out), `"status":"ready"`) {

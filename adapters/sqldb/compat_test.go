@@ -157,6 +157,18 @@ func TestMigrateDownAndUp(t *testing.T) {
 		if err != nil || len(steps) != 1 || steps[0].Direction != "down" {
 			t.Fatalf("down one: %v %v", steps, err)
 		}
+		// 00102's Down (a contract step) restores the floor before it: 92
+		// on PostgreSQL, SQLite's 99 that 00099 keeps.
+		if _, err := db.MigrateDown(ctx, 101); err != nil {
+			t.Fatal(err)
+		}
+		want92 := int64(92)
+		if d == sqldb.SQLite {
+			want92 = 99
+		}
+		if c, err := db.ReadCompat(ctx); err != nil || c.Database != 101 || c.MinBinary != want92 {
+			t.Fatalf("after 00102's Down: %+v %v, want schema 101 and floor %d", c, err, want92)
+		}
 		// 00100's Down (a contract step) restores the floor before it: 1 on
 		// PostgreSQL, SQLite's 99 that 00099 keeps.
 		if _, err := db.MigrateDown(ctx, 99); err != nil {

@@ -60,8 +60,8 @@ type storedBytesRow struct {
 }
 
 // StoredBytes: see ports.ThreadLister. Octets, not characters (SQLite's
-// length of a blob, PostgreSQL's octet_length), read from the rows'
-// thread_id indexes: every large column an export loads (attempts' context
+// length of a blob, PostgreSQL's octet_length; an attempt's context by its
+// context_bytes, see contextSize), read from the rows' thread_id indexes: every large column an export loads (attempts' context
 // and metadata, steps' latest contexts — their latest attempt's context, read
 // again for the step — sub-steps' payloads, validations'
 // issues, notifications' messages and details).
@@ -77,9 +77,9 @@ func (s *Store) StoredBytes(ctx context.Context, threadIDs []string) (map[string
 		return `COALESCE(octet_length(CAST(` + col + ` AS TEXT)), 0)`
 	}
 	q := `SELECT thread_id, SUM(b) AS bytes FROM (
- SELECT a.thread_id, ` + size("a.context") + ` + ` + size("a.metadata") + ` AS b FROM thread_activities a WHERE a.thread_id IN (?)
+ SELECT a.thread_id, ` + contextSize(s.db.Dialect, "a") + ` + ` + size("a.metadata") + ` AS b FROM thread_activities a WHERE a.thread_id IN (?)
  UNION ALL
- SELECT s.thread_id, ` + size("l.context") + ` AS b FROM thread_step_states s
+ SELECT s.thread_id, ` + contextSize(s.db.Dialect, "l") + ` AS b FROM thread_step_states s
  JOIN thread_activities l ON l.id = s.latest_step_id WHERE s.thread_id IN (?)
  UNION ALL
  SELECT u.thread_id, ` + size("u.payload") + ` AS b FROM step_substeps u WHERE u.thread_id IN (?)

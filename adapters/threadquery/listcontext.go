@@ -29,10 +29,19 @@ func (s *Store) listCols(one bool) string {
 		return activityCols
 	}
 	text := `CAST(a.context AS TEXT)`
-	size := `octet_length(` + text + `)`
-	if s.db.Dialect == sqldb.SQLite {
-		size = `length(CAST(a.context AS BLOB))`
-	}
+	size := contextSize(s.db.Dialect, "a")
 	capped := fmt.Sprintf(`CASE WHEN %s > %d THEN NULL ELSE %s END AS context, %s AS context_bytes`, size, s.listContext, text, size)
 	return strings.Replace(activityCols, text+` AS context`, capped, 1)
+}
+
+// contextSize is the size in bytes of the context of the attempt aliased
+// a: its context_bytes, written with it (migration 00105), else — a row the
+// previous release wrote — the length of its text. COALESCE evaluates the
+// second only when the first is NULL, so a context is not read (on
+// PostgreSQL, serialized from jsonb) to be sized.
+func contextSize(d sqldb.Dialect, a string) string {
+	if d == sqldb.SQLite {
+		return `COALESCE(` + a + `.context_bytes, length(CAST(` + a + `.context AS BLOB)))`
+	}
+	return `COALESCE(` + a + `.context_bytes, octet_length(CAST(` + a + `.context AS TEXT)))`
 }

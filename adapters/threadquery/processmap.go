@@ -60,7 +60,9 @@ func (s *Store) ProcessMapRows(ctx context.Context, contractName string, version
 }
 
 // RebuildProcessMapDaily recomputes process_map_daily from
-// process_map_hourly and returns how many day rows it wrote. It repairs the
+// process_map_hourly and returns how many day rows it wrote, for the days
+// whose hour rows are all still kept (ports.ProcessMapHourlyPruned; older
+// day rows are left as they are). It repairs the
 // day rows after replicas of a release before migration 00090 appended
 // steps during a rolling upgrade (they write the hour rows only, and the
 // migration's fill was a snapshot). One transaction: on PostgreSQL the day
@@ -81,14 +83,47 @@ func (s *Store) RebuildProcessMapDaily(ctx context.Context) (int, error) {
 				return err
 			}
 		}
-		var err error
-		n, err = refill(ctx, tx, "process_map_daily", `INSERT INTO process_map_daily (contract_name, contract_version, kind, from_step, to_step, day, bucket, n, example_thread)
+		// Only the days whose hour rows are all kept: the roll-up deleted
+		// the older hours, whose day rows are the only count left.
+		var pruned dbTime
+		if err := tx.GetContext(ctx, &pruned, s.db.Rebind(`SELECT MAX(rolled_until) FROM stats_rollup WHERE name = ?`), ProcessMapPruned); err != nil {
+			return err
+		}
+		kept := sqldb.Time(time.Time{})
+		if pruned.Valid {
+			kept = sqldb.Time(pruned.T.UTC())
+		}
+		if _, err := tx.ExecContext(ctx, s.db.Rebind(`DELETE FROM process_map_daily WHERE day >= ?`), kept); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, s.db.Rebind(`INSERT INTO process_map_daily (contract_name, contract_version, kind, from_step, to_step, day, bucket, n, example_thread)
  SELECT contract_name, contract_version, kind, from_step, to_step, `+day+`, bucket, SUM(n), MAX(example_thread)
- FROM process_map_hourly GROUP BY contract_name, contract_version, kind, from_step, to_step, `+day+`, bucket`)
+ FROM process_map_hourly WHERE hour >= ? GROUP BY contract_name, contract_version, kind, from_step, to_step, `+day+`, bucket`), kept)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
 		return err
 	})
 	if err != nil {
 		return 0, sqldb.TranslateError(err)
 	}
 	return int(n), nil
+}
+
+// ProcessMapPruned is the stats_rollup row holding the bound before which
+// the roll-up job deleted process_map_hourly's rows (issue 28): the days
+// before it are counted only in process_map_daily.
+const ProcessMapPruned = "process_map_hourly_pruned"
+
+// pruneProcessMapHours deletes the hour rows before bound (a UTC day) and
+// records it; a bound below the recorded one changes nothing.
+func (s *Store) pruneProcessMapHours(ctx context.Context, tx *sqlx.Tx, bound time.Time) error {
+	if _, err := tx.ExecContext(ctx, s.db.Rebind(`DELETE FROM process_map_hourly WHERE hour < ?`), sqldb.Time(bound)); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, s.db.Rebind(`INSERT INTO stats_rollup (name, rolled_until) VALUES (?, ?)
+ ON CONFLICT (name) DO UPDATE SET rolled_until = excluded.rolled_until WHERE stats_rollup.rolled_until < excluded.rolled_until`),
+		ProcessMapPruned, sqldb.Time(bound))
+	return err
 }

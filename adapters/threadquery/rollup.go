@@ -10,6 +10,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/threadengine/engine/adapters/sqldb"
+	"github.com/threadengine/engine/ports"
 )
 
 // Per-step counts per hour (step_stats_hourly, migration 00013) are rolled up
@@ -119,6 +120,15 @@ func (s *Store) rollUp(ctx context.Context, now time.Time) (int, bool, error) {
 			return nil
 		}
 		more = more || n == RollupHoursPerCall
+		// Once an hour (when an hour was rolled up): the process map's hour
+		// rows before ports.ProcessMapHourlyPruned go; their counts stay in
+		// process_map_daily (issue 28: the hour rows were most of the
+		// roll-up's space, and only windows' recent ends read them).
+		// The stats_rollup row ProcessMapPruned records the bound, which
+		// the day rows' rebuild respects.
+		if err := s.pruneProcessMapHours(ctx, tx, ports.ProcessMapHourlyPruned(now)); err != nil {
+			return err
+		}
 		_, err = tx.ExecContext(ctx, s.db.Rebind(`UPDATE stats_rollup SET rolled_until = ? WHERE name = ?`), sqldb.Time(h), rollupName)
 		return err
 	})

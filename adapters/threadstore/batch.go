@@ -3,6 +3,7 @@ package threadstore
 import (
 	"context"
 	"database/sql"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -347,9 +348,17 @@ func (s *Store) writePlans(ctx context.Context, tx *sqlx.Tx, plans []ports.StepP
 	for _, p := range plans {
 		a := p.Activity
 		tid := p.Thread.ID
+		// A passed result without issues is stored compactly, as the
+		// attempt's validation_status (migration 00102, issue 28): no row.
+		// Every other result is a row; no attempt gets both forms.
+		var compact any
+		if v := p.Validation; v != nil && compactValidation(v) {
+			compact = v.OverallStatus
+		}
+		context := jsonText(a.Context)
 		acts = append(acts, []any{a.ID, tid, a.Seq, a.StepName, a.IdempotencyKey, a.Status, a.Attempt, a.Actor,
-			a.ActorService, jsonText(a.Context), jsonText(a.Metadata), sqldb.TimePtr(a.StartedAt), sqldb.TimePtr(a.FinishedAt),
-			sqldb.Time(a.RecordedAt), a.ContentHash, a.Hash, a.PrevHash})
+			a.ActorService, context, len(context), jsonText(a.Metadata), sqldb.TimePtr(a.StartedAt), sqldb.TimePtr(a.FinishedAt),
+			sqldb.Time(a.RecordedAt), a.ContentHash, a.Hash, a.PrevHash, compact})
 		for i, ss := range p.SubSteps {
 			subs = append(subs, []any{ss.ID, tid, a.ID, i, ss.Name, ss.Status, jsonText(ss.Payload), sqldb.Time(ss.RecordedAt), sqldb.Time(a.RecordedAt)})
 		}
@@ -357,7 +366,7 @@ func (s *Store) writePlans(ctx context.Context, tx *sqlx.Tx, plans []ports.StepP
 		states = append(states, []any{tid, st.StepName, st.IdempotencyKey, st.Status, st.RetryCount, st.LatestStepID,
 			nullStr(st.InvocationID), nullStr(st.PreviousStep), st.Actor, st.ActorService,
 			sqldb.Time(st.FirstSeenAt), sqldb.Time(st.LastUpdatedAt), sqldb.TimePtr(st.StartedAt), sqldb.TimePtr(st.FinishedAt)})
-		if v := p.Validation; v != nil {
+		if v := p.Validation; v != nil && compact == nil {
 			issues := v.Issues
 			if issues == nil {
 				issues = []any{}
@@ -379,25 +388,27 @@ func (s *Store) writePlans(ctx context.Context, tx *sqlx.Tx, plans []ports.StepP
 			refs = append(refs, []any{tid, k, p.Refs[k]})
 		}
 	}
+	// context_bytes is the context's size as written (migration 00105):
+	// lists and exports bound contexts by it without reading them.
 	parts := rowsParts(`INSERT INTO thread_activities (id, thread_id, seq, activity_type, step_name,
- idempotency_key, status, attempt, actor, actor_service, context, metadata, started_at, finished_at, recorded_at,
- content_hash, hash, prev_hash) VALUES `, `(?,?,?,'step_recorded',?,?,?,?,?,?,?,?,?,?,?,?,?,?)`, "", 17, acts)
+ idempotency_key, status, attempt, actor, actor_service, context, context_bytes, metadata, started_at, finished_at, recorded_at,
+ content_hash, hash, prev_hash, validation_status) VALUES `, `(?,?,?,'step_recorded',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`, "", 19, acts)
 	parts = append(parts, rowsParts(`INSERT INTO step_substeps (id, thread_id, step_id, position, name, status, payload,
  recorded_at, created_at) VALUES `, `(?,?,?,?,?,?,?,?,?)`, "", 9, subs)...)
 	// Rows are on distinct threads, so no two rows of this upsert hit the
 	// same key (PostgreSQL refuses that in one statement).
-	// latest_context is no longer written (migration 00100, issue 28): the
-	// steps' context is read from their latest attempt. A new row takes the
-	// column's default '{}', an updated one is set to it, so a row the
-	// previous release wrote with a copy loses it at its next attempt. The
-	// column is dropped by a later release's contract migration.
+	// The statement names no column this release does not need: the
+	// steps' context is read from their latest attempt (issue 28), and
+	// thread_step_states.latest_context, which the previous release still
+	// sets to '{}' on update, is dropped by the next release's contract
+	// migration (a new row takes its default meanwhile).
 	parts = append(parts, rowsParts(`INSERT INTO thread_step_states (thread_id, step_name, idempotency_key, status,
  retry_count, latest_step_id, invocation_id, previous_step, actor, actor_service, first_seen_at,
  last_updated_at, started_at, finished_at) VALUES `, `(?,?,?,?,?,?,?,?,?,?,?,?,?,?)`, `
  ON CONFLICT (thread_id, step_name, idempotency_key) DO UPDATE SET status = excluded.status,
  retry_count = excluded.retry_count, latest_step_id = excluded.latest_step_id,
  invocation_id = excluded.invocation_id, actor = excluded.actor,
- actor_service = excluded.actor_service, latest_context = '{}',
+ actor_service = excluded.actor_service,
  last_updated_at = excluded.last_updated_at, started_at = excluded.started_at, finished_at = excluded.finished_at`, 14, states)...)
 	parts = append(parts, rowsParts(`INSERT INTO thread_validations (id, thread_id, step_id, step_name,
  idempotency_key, overall_status, issues, critical_count, warning_count, minor_count, info_count, created_at)
@@ -451,4 +462,23 @@ func (s *Store) threadParts(plans []ports.StepPlan) []part {
 		`) AS v(id, status, error, last_hash, step_count, updated_at, completed_at, health, failed_steps, critical_issues,
  major_issues, warning_issues, first_issue_step, first_issue_type, first_issue_message, first_issue_severity,
  last_activity_at, duration_ms) WHERE t.id = v.id`, 18, rows)
+}
+
+// compactValidation reports whether v is stored as its attempt's
+// validation_status instead of a thread_validations row: a passed result
+// without issues (98 % of them), whose row would say nothing the attempt's
+// id and time do not (readers: threadquery's validationRows). Its own id is
+// not kept: the result reads back with its attempt's id and recording time.
+func compactValidation(v *ports.ValidationRecord) bool {
+	return v.OverallStatus == domain.ValidationPassed && v.StepID != "" && noIssues(v.Issues) &&
+		v.CriticalCount == 0 && v.WarningCount == 0 && v.MinorCount == 0 && v.InfoCount == 0
+}
+
+// noIssues: the issues list is nil or empty (of any slice type).
+func noIssues(issues any) bool {
+	if issues == nil {
+		return true
+	}
+	rv := reflect.ValueOf(issues)
+	return (rv.Kind() == reflect.Slice || rv.Kind() == reflect.Array) && rv.Len() == 0
 }

@@ -60,7 +60,8 @@ func NewProcessMapHandler(store ports.ProcessMapReads, contracts ContractReader,
 
 // Handle returns the process map of a contract version (0: the latest) over
 // [from, to) (ISO-8601; defaults: the last 24 hours), widened to whole UTC
-// hours.
+// hours, or to whole UTC days for an end more than ports.ProcessMapHourlyKept
+// ago.
 func (q ProcessMapHandler) Handle(ctx context.Context, name string, version int, from, to string) (ProcessMap, error) {
 	if err := companyWide(ctx); err != nil {
 		return ProcessMap{}, err
@@ -93,6 +94,18 @@ func (q ProcessMapHandler) Handle(ctx context.Context, name string, version int,
 		return ProcessMap{}, domain.Invalid("from", "from must be before to")
 	case until.Sub(since) > MaxProcessMapWindow:
 		return ProcessMap{}, domain.Invalid("from", "the window is at most %d days", int(MaxProcessMapWindow/(24*time.Hour)))
+	}
+	// Ends older than the hour rows kept are widened to whole UTC days:
+	// those hours are only in the day rows (ports.ProcessMapHourlyKept).
+	const day = 24 * time.Hour
+	horizon := ports.ProcessMapHourlyHorizon(q.clock.Now())
+	if since.Before(horizon) {
+		since = since.Truncate(day)
+	}
+	if until.Before(horizon) {
+		if u := until.Truncate(day); !u.Equal(until) {
+			until = u.Add(day)
+		}
 	}
 	c, err := q.contracts.GetContract(ctx, name, version)
 	if err != nil {

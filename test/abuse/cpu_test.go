@@ -16,14 +16,12 @@ import (
 // 100 on Linux).
 const clockTicks = 100
 
-// cpu is the CPU time the engine process has used so far (user + system),
-// from /proc: unlike a throughput, it is what the engine itself spent, so
-// other processes on a loaded machine change it little.
-func (e *engine) cpu(t *testing.T) time.Duration {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", e.cmd.Process.Pid))
+// procCPU is the CPU time (user + system) process pid has used so far,
+// from /proc/<pid>/stat; ok is false when the process is gone.
+func procCPU(pid int) (d time.Duration, ok bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		t.Fatalf("reading /proc: %v", err)
+		return 0, false
 	}
 	// The command name (field 2) may hold spaces: count from after it.
 	rest := string(b[strings.LastIndexByte(string(b), ')')+2:])
@@ -32,31 +30,85 @@ func (e *engine) cpu(t *testing.T) time.Duration {
 	ut, err1 := strconv.ParseInt(f[11], 10, 64)
 	st, err2 := strconv.ParseInt(f[12], 10, 64)
 	if err1 != nil || err2 != nil {
-		t.Fatalf("parsing /proc/%d/stat: %q", e.cmd.Process.Pid, rest)
+		return 0, false
 	}
-	return time.Duration(ut+st) * time.Second / clockTicks
+	return time.Duration(ut+st) * time.Second / clockTicks, true
 }
 
-// cpuWindow is the engine CPU used while the other writers recorded steps.
+// cpu is the CPU time the engine process has used so far (user + system),
+// from /proc: unlike a throughput, it is what the engine itself spent, so
+// other processes on a loaded machine change it little.
+func (e *engine) cpu(t *testing.T) time.Duration {
+	t.Helper()
+	d, ok := procCPU(e.cmd.Process.Pid)
+	if !ok {
+		t.Fatalf("reading /proc/%d/stat", e.cmd.Process.Pid)
+	}
+	return d
+}
+
+// cpuSnap is the CPU time used so far by the engine, by the PostgreSQL
+// backends serving its connections (by pid; none on SQLite, whose work is
+// the engine's) and by this test process (the writers and the attacking
+// clients), so a window's figure says whose CPU an attack took.
+type cpuSnap struct {
+	engine, clients time.Duration
+	backends        map[int]time.Duration
+}
+
+func (e *engine) snap(t *testing.T) cpuSnap {
+	t.Helper()
+	s := cpuSnap{engine: e.cpu(t), backends: map[int]time.Duration{}}
+	s.clients, _ = procCPU(os.Getpid())
+	if e.pg == nil {
+		return s
+	}
+	var pids []int
+	if err := e.pg.Select(&pids, `SELECT pid FROM pg_stat_activity WHERE application_name = $1`, e.app); err != nil {
+		t.Fatalf("listing the engine's backends: %v", err)
+	}
+	for _, pid := range pids {
+		if d, ok := procCPU(pid); ok { // a backend gone since it was listed is not counted
+			s.backends[pid] = d
+		}
+	}
+	return s
+}
+
+// cpuWindow is the CPU used while the other writers recorded steps.
 type cpuWindow struct {
-	cpu   time.Duration
-	steps int64
+	engine, db, clients time.Duration
+	steps               int64
+}
+
+// cpuIn is the CPU used from s0 to s1 by whom, while steps were recorded
+// (a backend started in between counts from 0).
+func cpuIn(s0, s1 cpuSnap, steps int64) cpuWindow {
+	w := cpuWindow{engine: s1.engine - s0.engine, clients: s1.clients - s0.clients, steps: steps}
+	for pid, d := range s1.backends {
+		w.db += d - s0.backends[pid]
+	}
+	return w
 }
 
 // attackShare is the CPU-based figure of an attack: of the engine CPU
 // spent in the attack window, the share not explained by the other
 // writers' steps at the cost per step of the window without the attack.
 // It is less disturbed than the throughput ratio by other processes on a
-// loaded machine (they slow the engine, not change what it spends).
+// loaded machine (they slow the engine, not change what it spends). The
+// database's and the test process's CPU in both windows follow: on a
+// 2-core machine the writers' throughput falls with whatever the attack
+// takes from any of the three.
 func attackShare(base, under cpuWindow) string {
-	if base.steps == 0 || under.cpu <= 0 {
+	if base.steps == 0 || under.engine <= 0 {
 		return "engine CPU: not measurable"
 	}
-	perStep := base.cpu / time.Duration(base.steps)
+	perStep := base.engine / time.Duration(base.steps)
 	writers := perStep * time.Duration(under.steps)
-	share := 1 - float64(writers)/float64(under.cpu)
-	return fmt.Sprintf("engine CPU %v for %d steps alone (%v a step), %v under the attack of which ≈ %.0f%% the attack's",
-		base.cpu.Round(10*time.Millisecond), base.steps, perStep.Round(time.Microsecond), under.cpu.Round(10*time.Millisecond), 100*max(share, 0))
+	share := 1 - float64(writers)/float64(under.engine)
+	r := func(d time.Duration) time.Duration { return d.Round(10 * time.Millisecond) }
+	return fmt.Sprintf("engine CPU %v for %d steps alone (%v a step), %v under the attack of which ≈ %.0f%% the attack's; database %v → %v, test process %v → %v",
+		r(base.engine), base.steps, perStep.Round(time.Microsecond), r(under.engine), 100*max(share, 0), r(base.db), r(under.db), r(base.clients), r(under.clients))
 }
 
 // rssMiB is the engine's resident set now, in MiB.

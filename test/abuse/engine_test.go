@@ -13,6 +13,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +22,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jmoiron/sqlx"
+	_ "github.com/lib/pq"
 
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
@@ -48,6 +52,9 @@ var binary string // built once by TestMain
 // attacks its own engine process on its own database and port
 // (testrun.Parallel; why not more: test/e2e/main_test.go).
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(attackerEnv); spec != "" { // an attacker process (attacker_test.go)
+		os.Exit(runAttacker(spec))
+	}
 	testrun.Parallel(2)
 	dir, err := os.MkdirTemp("", "abuse-bin")
 	if err != nil {
@@ -72,6 +79,10 @@ type engine struct {
 	logs     *bytes.Buffer
 	logMu    *sync.Mutex
 	pprof    string // the engine's profiler address (ABUSE_PPROF_DIR set), else ""
+	// app is the application_name of the engine's PostgreSQL connections
+	// and pg a connection to read pg_stat_activity with (PostgreSQL only).
+	app string
+	pg  *sqlx.DB
 }
 
 // start runs the engine on a fresh database of dialect d with the given
@@ -79,9 +90,19 @@ type engine struct {
 func start(t *testing.T, d sqldb.Dialect, env ...string) *engine {
 	t.Helper()
 	dir := t.TempDir()
-	dbURL := "sqlite://" + filepath.Join(dir, "engine.db")
+	dbURL, app := "sqlite://"+filepath.Join(dir, "engine.db"), ""
 	if d == sqldb.Postgres {
-		dbURL = sqldbtest.URL(t, d)
+		// The engine's connections carry an application_name of their own,
+		// so the server backends serving it are found (backendsCPU).
+		dbURL, app = sqldbtest.URL(t, d), "abuse_"+strconv.FormatInt(time.Now().UnixNano(), 36)
+		u, err := url.Parse(dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := u.Query()
+		q.Set("application_name", app)
+		u.RawQuery = q.Encode()
+		dbURL = u.String()
 	}
 	base := append(os.Environ(), "THREADENGINE_DATABASE__URL="+dbURL,
 		"THREADENGINE_LOG__LEVEL=warn", enginetest.MaxConnsEnv)
@@ -96,7 +117,14 @@ func start(t *testing.T, d sqldb.Dialect, env ...string) *engine {
 	if err != nil {
 		t.Fatalf("bootstrap-owner: %v", err)
 	}
-	e := &engine{AdminKey: strings.TrimSpace(string(out)), logs: &bytes.Buffer{}, logMu: &sync.Mutex{}}
+	e := &engine{AdminKey: strings.TrimSpace(string(out)), logs: &bytes.Buffer{}, logMu: &sync.Mutex{}, app: app}
+	if app != "" {
+		if e.pg, err = sqlx.Open("postgres", dbURL); err != nil {
+			t.Fatal(err)
+		}
+		e.pg.SetMaxOpenConns(1)
+		t.Cleanup(func() { e.pg.Close() })
+	}
 	anyPort, addressFile := enginetest.AnyPort(t)
 	e.cmd = exec.Command(binary, "serve")
 	e.cmd.Dir, e.cmd.Env = dir, append(base, anyPort...)
@@ -131,7 +159,7 @@ func start(t *testing.T, d sqldb.Dialect, env ...string) *engine {
 			e.logMu.Unlock()
 		}
 	})
-	bound := enginetest.BoundAddrs(t, addressFile)
+	bound := enginetest.BoundAddrs(t, addressFile, e.cmd.Process)
 	e.URL = "http://" + bound[0]
 	if len(bound) > 1 {
 		e.pprof = bound[1]

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -163,65 +162,44 @@ func TestOTLPLargeRequestsDoNotStarveWriters(t *testing.T) {
 			for i := range bodies {
 				bodies[i] = largeTraces(i)
 			}
+			files := bodyFiles(t, bodies...)
 			writers(t, e, bystander, 4, time.Second) // warm up
 			w := e.during(t, nil)
-			var mu sync.Mutex
 			counts := map[int]int{}
 			var bad []string
 			sideBySide(t, e, d, "8 exporters of ~6 MiB requests", bystander, measureRounds(), func() func() {
-				stop := make(chan struct{})
-				// allRefused is closed once every exporter has been refused
-				// (by the byte rate, or by the slots' queue while the burst's
-				// requests are written): each one's earlier requests, admitted
-				// from the burst, are then written (an exporter waits for its
-				// answer).
-				allRefused := make(chan struct{})
-				var exportersRefused atomic.Int64
-				var wg sync.WaitGroup
-				for c := range 8 {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						var once sync.Once
-						for n := c; ; n += 8 {
-							select {
-							case <-stop:
-								return
-							default:
-							}
-							st, b := e.do(t, http.MethodPost, "/v1/traces", exporter, bytes.NewReader(bodies[n%len(bodies)]),
-								"Content-Type", "application/json", "Content-Encoding", "gzip")
-							mu.Lock()
-							counts[st]++
-							if st != http.StatusOK && (st != http.StatusTooManyRequests || !bytes.Contains(b, []byte("limit_exceeded"))) && len(bad) < 3 {
-								bad = append(bad, fmt.Sprintf("%d %.200s", st, b))
-							}
-							mu.Unlock()
-							if st == http.StatusTooManyRequests {
-								once.Do(func() {
-									if exportersRefused.Add(1) == 8 {
-										close(allRefused)
-									}
-								})
-								// An exporter backing off a little, not for
-								// the whole Retry-After: the pressure stays.
-								select {
-								case <-stop:
-									return
-								case <-time.After(100 * time.Millisecond):
-								}
-							}
-						}
-					}()
+				// The eight exporters, an attacker process: exporter c sends
+				// bodies c, c+8, …, each waiting for its answer, and backs
+				// off 100 ms after a 429 (not for the whole Retry-After: the
+				// pressure stays).
+				a := startAttacker(t, loopSpec{URL: e.URL, Key: exporter, Method: http.MethodPost, Path: "/v1/traces", Clients: 8,
+					Bodies: files, Headers: []string{"Content-Type", "application/json", "Content-Encoding", "gzip"},
+					Backoff: 100 * time.Millisecond, Marks: []string{"limit_exceeded"}})
+				// Measured once every exporter has been refused (by the byte
+				// rate, or by the slots' queue while the burst's requests are
+				// written): each one's earlier requests, admitted from the
+				// burst, are then written (an exporter waits for its answer).
+				// The steady state, at the byte rate.
+				for a.refused.Load() < 8 {
+					select {
+					case <-a.done:
+						t.Fatal("the exporters' process ended")
+					case <-time.After(50 * time.Millisecond):
+					}
+					if time.Since(a.began) > 2*time.Minute {
+						t.Error("the exporters were not all refused")
+						break
+					}
 				}
-				// Measured once the burst is spent and the requests admitted
-				// from it are written: the steady state, at the byte rate.
-				select {
-				case <-allRefused:
-				case <-time.After(2 * time.Minute):
-					t.Error("the exporters were not all refused")
+				return func() {
+					r := a.stop(t)
+					for st, n := range r.Statuses {
+						counts[st] += n
+					}
+					if odd := r.total() - r.count(http.StatusOK, "") - r.count(http.StatusTooManyRequests, "limit_exceeded"); odd > 0 && len(bad) < 3 {
+						bad = append(bad, fmt.Sprintf("%d answers: %v", odd, r.Samples))
+					}
 				}
-				return func() { close(stop); wg.Wait() }
 			})
 			w.check(t, "8 exporters of ~6 MiB OTLP requests")
 			t.Logf("%s: answers by status %v; otlp_byte_rate refusals %d, otlp_concurrent %d", d, counts,

@@ -3,7 +3,6 @@ package abuse
 import (
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,13 +25,13 @@ func sideBySide(t *testing.T, e *engine, d sqldb.Dialect, attack, writerKey stri
 	var ratios []float64
 	const window = 3 * time.Second
 	for round := 0; round < rounds; round++ {
-		c0 := e.cpu(t)
+		c0 := e.snap(t)
 		base := writers(t, e, writerKey, 4, window)
-		baseCPU := cpuWindow{e.cpu(t) - c0, base}
+		baseCPU := cpuIn(c0, e.snap(t), base)
 		end := begin()
-		c2 := e.cpu(t)
+		c2 := e.snap(t)
 		under := writers(t, e, writerKey, 4, window)
-		underCPU := cpuWindow{e.cpu(t) - c2, under}
+		underCPU := cpuIn(c2, e.snap(t), under)
 		rss := rssMiB(t, e)
 		end()
 		ratio := float64(under) / float64(max(base, 1))
@@ -59,29 +58,4 @@ func ratioSummary(ratios []float64) string {
 		m = (s[len(s)/2-1] + s[len(s)/2]) / 2
 	}
 	return fmt.Sprintf("rounds %.2f, median %.2f", ratios, m)
-}
-
-// loopClients runs n attacking clients, each calling round over and over
-// until it returns false or end is called; end stops them and waits for
-// them.
-func loopClients(n int, round func() bool) (end func()) {
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if !round() {
-					return
-				}
-			}
-		}()
-	}
-	return func() { close(stop); wg.Wait() }
 }

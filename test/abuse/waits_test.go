@@ -221,18 +221,18 @@ func TestWaitsDoNotStarveWriters(t *testing.T) {
 			w := e.during(t, nil)
 			var ratios []float64
 			for round := 0; round < measureRounds(); round++ {
-				c0 := e.cpu(t)
+				c0 := e.snap(t)
 				base := writers(t, e, normal, 4, window)
-				baseCPU := cpuWindow{e.cpu(t) - c0, base}
+				baseCPU := cpuIn(c0, e.snap(t), base)
 				reads0, began := e.metric(t, "threadengine_wait_reads_total"), time.Now()
 				pending, refused, stop := attack(t, e, attacker, 100, 256)
 				// Each accepted wait reads once when it starts (a burst,
 				// spread over a few rounds at a time); measured from then.
 				reads := e.until(t, "threadengine_wait_reads_total", reads0+float64(pending))
 				firstReads := time.Since(began)
-				c2 := e.cpu(t)
+				c2 := e.snap(t)
 				under := writers(t, e, normal, 4, window)
-				underCPU := cpuWindow{e.cpu(t) - c2, under}
+				underCPU := cpuIn(c2, e.snap(t), under)
 				rechecked := e.metric(t, "threadengine_wait_reads_total") - reads
 				stop()
 				ratio := float64(under) / float64(base)

@@ -156,8 +156,14 @@ func startEngine(t *testing.T, bin, dir string, env []string) (*exec.Cmd, string
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
-	addr := enginetest.BoundAddr(t, addressFile)
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_, _ = cmd.Process.Wait()
+		if t.Failed() {
+			t.Logf("engine log:\n%s", stderr.String())
+		}
+	})
+	addr := enginetest.BoundAddr(t, addressFile, cmd.Process)
 	// A hang guard, not a speed requirement: the machine may be shared.
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
@@ -170,7 +176,7 @@ func startEngine(t *testing.T, bin, dir string, env []string) (*exec.Cmd, string
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("engine did not start: %s", stderr.String())
+	t.Fatal("engine did not answer /healthz (its log follows)")
 	return nil, ""
 }
 

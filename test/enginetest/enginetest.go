@@ -109,15 +109,17 @@ func AnyPort(t testing.TB) (env []string, addressFile string) {
 // BoundAddr waits until the engine process started with AnyPort's
 // environment has bound its port and returns that host:port. The wait is a
 // hang guard, not a speed requirement: a fresh database migrates first.
-func BoundAddr(t testing.TB, addressFile string) string {
+func BoundAddr(t testing.TB, addressFile string, proc ...*os.Process) string {
 	t.Helper()
-	return BoundAddrs(t, addressFile)[0]
+	return BoundAddrs(t, addressFile, proc...)[0]
 }
 
 // BoundAddrs is BoundAddr with every address the file lists: server.listen's,
 // then server.pprof_listen's (127.0.0.1:0 takes a free port there too) when
 // the engine serves the profiler.
-func BoundAddrs(t testing.TB, addressFile string) []string {
+// Given the engine's process, it fails as soon as that process has exited
+// (it died at start) instead of waiting out the hang guard.
+func BoundAddrs(t testing.TB, addressFile string, proc ...*os.Process) []string {
 	t.Helper()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
@@ -125,6 +127,11 @@ func BoundAddrs(t testing.TB, addressFile string) []string {
 	for {
 		if b, err := os.ReadFile(addressFile); err == nil {
 			return strings.Fields(string(b))
+		}
+		for _, p := range proc {
+			if exited(p.Pid) {
+				t.Fatalf("the engine process %d exited before it wrote its address into %s", p.Pid, addressFile)
+			}
 		}
 		select {
 		case <-tick.C:
@@ -306,3 +313,16 @@ var MaxConnsEnv = "THREADENGINE_DATABASE__MAX_CONNS=" + strconv.Itoa(TestMaxConn
 // TestReadConns is the read pool of an in-process test engine
 // (limits.graphql.pool_conns; 8 by default), for the same reason.
 const TestReadConns = 4
+
+// exited tells whether process pid (a child not waited for yet) has ended:
+// it is gone from /proc or a zombie.
+func exited(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return os.IsNotExist(err)
+	}
+	// The state follows the command name, which may hold spaces.
+	rest := string(b[strings.LastIndexByte(string(b), ')')+1:])
+	f := strings.Fields(rest)
+	return len(f) > 0 && (f[0] == "Z" || f[0] == "X")
+}

@@ -28,7 +28,7 @@ import (
 // expand adds a table the next release writes; contract drops what only
 // releases before it needed and raises the floor to the expand release's
 // schema, restoring it in its Down to this release's floor
-// (sqldb.EmbeddedFloor: this release's own contract migration 00100 set it;
+// (sqldb.EmbeddedFloor: this release's own contract migration 00102 set it;
 // the release before the gate does not check it and serves on).
 const (
 	expandVersion   = 90000001
@@ -39,15 +39,16 @@ CREATE TABLE upgrade_probe (id TEXT PRIMARY KEY, legacy_note TEXT);
 -- +goose Down
 DROP TABLE upgrade_probe;
 `
-	contractSQL = `-- +goose Up
+)
+
+var contractSQL = fmt.Sprintf(`-- +goose Up
 ALTER TABLE upgrade_probe DROP COLUMN legacy_note;
 UPDATE schema_compat SET min_binary_schema = 90000001, updated_at = now() WHERE id = 1;
 
 -- +goose Down
-UPDATE schema_compat SET min_binary_schema = 92, updated_at = now() WHERE id = 1;
+UPDATE schema_compat SET min_binary_schema = %d, updated_at = now() WHERE id = 1;
 ALTER TABLE upgrade_probe ADD COLUMN legacy_note TEXT;
-`
-)
+`, sqldb.EmbeddedFloor)
 
 // build compiles ./cmd/threadengine of the module at dir into out, with
 // extra migrations (file name → SQL) added through an overlay. The

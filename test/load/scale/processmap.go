@@ -15,7 +15,8 @@ import (
 // append (threadstore.processMapParts): for each step of a contract thread
 // (all first attempts here), one on its node row (the attempt's duration
 // bucket) and one on its edge row from the previous step (the time since
-// the previous step; unknown for the first), in the hour the step finished.
+// the previous step; unknown for the first), in the hour the step finished;
+// the hour rows the roll-up job would have deleted are left out.
 // The Problems roll-up and the other roll-ups are filled by the engine's
 // own RollUp after seeding (main.go).
 
@@ -62,8 +63,11 @@ func (g *gen) pmStep(cname string, version int, id, prevStep, step string, start
 
 // writeProcessMap writes the accumulated roll-up rows, by hour and by day.
 func (g *gen) writeProcessMap(ctx context.Context, db *sqldb.DB) (int, error) {
-	days := map[pmKey]*pmRow{}
+	days, hours := map[pmKey]*pmRow{}, map[pmKey]*pmRow{}
 	for k, r := range g.pm {
+		if !k.hour.Before(g.hoursAfter) {
+			hours[k] = r
+		}
 		d := k
 		d.hour = k.hour.Truncate(24 * time.Hour)
 		a := days[d]
@@ -77,12 +81,12 @@ func (g *gen) writeProcessMap(ctx context.Context, db *sqldb.DB) (int, error) {
 	for _, t := range []struct {
 		table, col string
 		rows       map[pmKey]*pmRow
-	}{{"process_map_hourly", "hour", g.pm}, {"process_map_daily", "day", days}} {
+	}{{"process_map_hourly", "hour", hours}, {"process_map_daily", "day", days}} {
 		if err := writePM(ctx, db, t.table, t.col, t.rows); err != nil {
 			return 0, err
 		}
 	}
-	return len(g.pm), nil
+	return len(hours), nil
 }
 
 func writePM(ctx context.Context, db *sqldb.DB, table, col string, rows map[pmKey]*pmRow) error {

@@ -12,6 +12,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/threadengine/engine/adapters/sqldb"
+	"github.com/threadengine/engine/ports"
 )
 
 // The seed: realistic threads written straight into the engine's schema
@@ -20,7 +21,8 @@ import (
 // contracts × 2 versions (10 % free-form threads), 80 % completed / 10 %
 // failed / 5 % active / 5 % cancelled, ~10 % violated, 3–8 steps, 1–2 refs,
 // one or two tags, 20 service accounts. Per step: an attempt, a step state,
-// a validation (governed threads) and two notifications (acknowledged) if
+// a validation result (governed threads: passed on the attempt, violated as a
+// thread_validations row) and two notifications (acknowledged) if
 // the step is younger than notifications.settled_retention (24 h by
 // default): the engine deletes settled notifications after it.
 // Not seeded: the transparency log's rows (a leaf and ~2 hashes per step).
@@ -38,9 +40,7 @@ var (
 		"duration_ms", "health_version"}}
 	tRefs       = table{"thread_refs", []string{"thread_id", "ref_key", "ref_value"}}
 	tActivities = table{"thread_activities", []string{"id", "thread_id", "seq", "step_name", "idempotency_key", "status", "attempt", "actor",
-		"actor_service", "context", "metadata", "started_at", "finished_at", "recorded_at", "content_hash", "hash", "prev_hash"}}
-	// latest_context is left to its default '{}', as the engine writes it
-	// since migration 00100.
+		"actor_service", "context", "metadata", "started_at", "finished_at", "recorded_at", "content_hash", "hash", "prev_hash", "validation_status"}}
 	tStates = table{"thread_step_states", []string{"thread_id", "step_name", "idempotency_key", "status", "latest_step_id", "actor",
 		"actor_service", "first_seen_at", "last_updated_at", "started_at", "finished_at"}}
 	tValidations = table{"thread_validations", []string{"id", "thread_id", "step_id", "step_name", "idempotency_key", "overall_status",
@@ -69,11 +69,15 @@ type gen struct {
 	// notifications.settled_retention).
 	notesAfter time.Time
 	pm         map[pmKey]*pmRow // the process map roll-ups (processmap.go)
+	// hoursAfter: the process map's hour rows before it were deleted by
+	// the engine's roll-up job (ports.ProcessMapHourlyPruned); their days'
+	// rows stay.
+	hoursAfter time.Time
 }
 
 func newGen(n int, now time.Time) *gen {
 	return &gen{r: rand.New(rand.NewPCG(28, uint64(n))), n: n, start: now.Add(-30 * 24 * time.Hour), span: 30*24*time.Hour - time.Hour,
-		notesAfter: now.Add(-24 * time.Hour)}
+		notesAfter: now.Add(-24 * time.Hour), hoursAfter: ports.ProcessMapHourlyPruned(now)}
 }
 
 func (g *gen) uuid() string {
@@ -148,14 +152,6 @@ func (g *gen) thread(s sink, i int) (string, error) {
 			failedSteps++
 			health = "FAILED"
 		}
-		h := g.hash()
-		if err := s.add(tActivities, stepID, id, s0, name, key, st, 1, sa, service, ctxJSON, `{}`, started, at, at, g.hash(), h, prev); err != nil {
-			return "", err
-		}
-		prev = h
-		if err := s.add(tStates, id, name, key, st, stepID, sa, service, started, at, started, at); err != nil {
-			return "", err
-		}
 		vstatus, issues := "passed", `[]`
 		if violated && s0 == 2 {
 			vstatus = "violated"
@@ -164,13 +160,28 @@ func (g *gen) thread(s sink, i int) (string, error) {
 			health = "VIOLATED"
 			issueStep, issueType, issueMsg, issueSev = name, "content_rule", "amount must be positive", "critical"
 		}
+		// A governed step's passed result without issues is its attempt's
+		// validation_status, with no row, as the engine writes it since
+		// migration 00102; the violated ones are rows.
+		var compact any
+		if cname != "" && vstatus == "passed" {
+			compact = vstatus
+		}
+		h := g.hash()
+		if err := s.add(tActivities, stepID, id, s0, name, key, st, 1, sa, service, ctxJSON, `{}`, started, at, at, g.hash(), h, prev,
+			compact); err != nil {
+			return "", err
+		}
+		prev = h
+		if err := s.add(tStates, id, name, key, st, stepID, sa, service, started, at, started, at); err != nil {
+			return "", err
+		}
 		if cname != "" {
-			crit := 0
-			if vstatus == "violated" {
-				crit = 1
-			}
-			if err := s.add(tValidations, g.uuid(), id, stepID, name, key, vstatus, issues, crit, 0, at); err != nil {
-				return "", err
+			vid := g.uuid() // drawn either way: the rest of the seed does not depend on the form
+			if compact == nil {
+				if err := s.add(tValidations, vid, id, stepID, name, key, vstatus, issues, 1, 0, at); err != nil {
+					return "", err
+				}
 			}
 		}
 		for _, src := range []string{"execution", "validation"} {

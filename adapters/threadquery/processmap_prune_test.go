@@ -1,0 +1,111 @@
+package threadquery_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/threadengine/engine/adapters/sqldb"
+	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
+	"github.com/threadengine/engine/adapters/threadquery"
+	"github.com/threadengine/engine/app/authz"
+	"github.com/threadengine/engine/app/insights"
+	"github.com/threadengine/engine/domain"
+	"github.com/threadengine/engine/ports"
+)
+
+type pmClock struct{ t time.Time }
+
+func (c pmClock) Now() time.Time { return c.t }
+
+type pmContracts struct{}
+
+func (pmContracts) GetContract(_ context.Context, name string, version int) (domain.Contract, error) {
+	return domain.Contract{Name: name, Version: 1, EntryPoints: []string{"a"}, Steps: []domain.ContractStep{{Name: "a", Type: "managed"}}}, nil
+}
+
+// The process map keeps its hour rows for ports.ProcessMapHourlyKept (issue
+// 28: they were most of its space): the roll-up job deletes the older ones
+// once an hour, their days' rows stay, the day rows' rebuild leaves the days
+// before the bound alone (their hours are gone), and a map whose window
+// ends before the kept span is widened to whole UTC days, counted from the
+// day rows; a recent window still reads whole hours.
+func TestProcessMapHourRowsPruned(t *testing.T) {
+	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
+		db := sqldbtest.Open(t, d)
+		ctx := authz.WithPrincipal(context.Background(), domain.Principal{Kind: domain.PrincipalUser, ID: "u1", Role: domain.RoleAdmin})
+		now := time.Now().UTC().Truncate(time.Hour).Add(30 * time.Minute)
+		const day = 24 * time.Hour
+		oldDay := now.Truncate(day).Add(-12 * day)
+		recentDay := now.Truncate(day).Add(-2 * day)
+		exec := func(q string, args ...any) {
+			t.Helper()
+			if _, err := db.ExecContext(ctx, db.Rebind(q), args...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Two hours of each day, 3 and 4 first steps; the day rows their sums.
+		for _, dd := range []time.Time{oldDay, recentDay} {
+			for i, h := range []time.Duration{5 * time.Hour, 9 * time.Hour} {
+				exec(`INSERT INTO process_map_hourly (contract_name, contract_version, kind, from_step, to_step, hour, bucket, n, example_thread)
+ VALUES ('flow', 1, 'E', '', 'a', ?, 2, ?, 'x')`, sqldb.Time(dd.Add(h)), 3+i)
+			}
+			exec(`INSERT INTO process_map_daily (contract_name, contract_version, kind, from_step, to_step, day, bucket, n, example_thread)
+ VALUES ('flow', 1, 'E', '', 'a', ?, 2, 7, 'x')`, sqldb.Time(dd))
+		}
+		exec(`INSERT INTO stats_rollup (name, rolled_until) VALUES ('steps', ?)`, sqldb.Time(now.Add(-3*time.Hour).Truncate(time.Hour)))
+		q := threadquery.New(db)
+		if _, err := q.RollUp(ctx, now); err != nil {
+			t.Fatal(err)
+		}
+		count := func(table, col string, from time.Time) int {
+			t.Helper()
+			var n int
+			if err := db.GetContext(ctx, &n, db.Rebind(`SELECT COUNT(*) FROM `+table+` WHERE `+col+` >= ? AND `+col+` < ?`),
+				sqldb.Time(from), sqldb.Time(from.Add(day))); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		if o, r := count("process_map_hourly", "hour", oldDay), count("process_map_hourly", "hour", recentDay); o != 0 || r != 2 {
+			t.Fatalf("hour rows after the roll-up: old day %d, recent day %d; want 0 and 2", o, r)
+		}
+		if o, r := count("process_map_daily", "day", oldDay), count("process_map_daily", "day", recentDay); o != 1 || r != 1 {
+			t.Fatalf("day rows after the roll-up: %d, %d; want both kept", o, r)
+		}
+
+		// The rebuild recomputes the recent day only.
+		exec(`UPDATE process_map_daily SET n = 100`)
+		if _, err := q.RebuildProcessMapDaily(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var ns []int64
+		if err := db.SelectContext(ctx, &ns, `SELECT n FROM process_map_daily ORDER BY day`); err != nil {
+			t.Fatal(err)
+		}
+		if len(ns) != 2 || ns[0] != 100 || ns[1] != 7 {
+			t.Fatalf("day rows after the rebuild %v, want the old one left (100) and the recent one recomputed (7)", ns)
+		}
+		exec(`UPDATE process_map_daily SET n = 7`)
+
+		h := insights.NewProcessMapHandler(q, pmContracts{}, pmClock{now})
+		iso := func(t time.Time) string { return t.Format(time.RFC3339) }
+		m, err := h.Handle(ctx, "flow", 1, iso(oldDay.Add(8*time.Hour)), iso(oldDay.Add(10*time.Hour)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !m.Since.Equal(oldDay) || !m.Until.Equal(oldDay.Add(day)) || m.Started != 7 {
+			t.Fatalf("an old window: [%s, %s) started %d; want the whole day [%s, %s) and 7", m.Since, m.Until, m.Started, oldDay, oldDay.Add(day))
+		}
+		m, err = h.Handle(ctx, "flow", 1, iso(recentDay.Add(8*time.Hour)), iso(recentDay.Add(10*time.Hour)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !m.Since.Equal(recentDay.Add(8*time.Hour)) || !m.Until.Equal(recentDay.Add(10*time.Hour)) || m.Started != 4 {
+			t.Fatalf("a recent window: [%s, %s) started %d; want its hours and 4", m.Since, m.Until, m.Started)
+		}
+		if b := ports.ProcessMapHourlyPruned(now); !b.After(oldDay) || b.After(recentDay) {
+			t.Fatalf("prune bound %s", b)
+		}
+	})
+}
