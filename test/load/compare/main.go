@@ -16,8 +16,13 @@
 //     for it vs the engine's req/s (test/load/graphql), --read-conns each;
 //   - threads(limit: 50): the same.
 //
-// With --sweep it measures instead ingestion during a retention sweep of
-// 1 M old steps against ingestion without one (sweep.go).
+// With --sweep it measures instead ingestion's latency (p50, p99) during a
+// retention sweep of --sweep-frac of --sweep-threads seeded threads against
+// ingestion without one, interleaved, on PostgreSQL or (--store sqlite) on
+// SQLite in a temporary file (sweep.go):
+//
+//	go run ./test/load/compare --sweep --sweep-threads 1000000 --sweep-batch 1000
+//	go run ./test/load/compare --sweep --store sqlite --sweep-threads 100000
 //
 // The statements pgbench replays are captured from the engine's own read
 // path (see statements.go). Only loopback PostgreSQL is accepted.
@@ -61,6 +66,11 @@ type config struct {
 	// engine's defaults).
 	sweepBatch int
 	sweepPause time.Duration
+	// With --sweep: the store, the threads seeded and the fraction of them
+	// each round adds expired and sweeps.
+	store        string
+	sweepThreads int
+	sweepFrac    float64
 }
 
 func main() {
@@ -77,7 +87,10 @@ func main() {
 	flag.BoolVar(&c.keep, "keep", false, "keep the database afterwards")
 	flag.IntVar(&c.sweepBatch, "sweep-batch", 0, "with --sweep: retention.batch_size of the sweeping engine (0: its default)")
 	flag.DurationVar(&c.sweepPause, "sweep-pause", -1, "with --sweep: retention.batch_pause of the sweeping engine (negative: its default)")
-	sweep := flag.Bool("sweep", false, "instead: ingestion with and without a retention sweep of 1 M old steps running (see sweep.go)")
+	sweep := flag.Bool("sweep", false, "instead: ingestion latency with and without a retention sweep running, interleaved (see sweep.go)")
+	flag.StringVar(&c.store, "store", "postgres", "with --sweep: postgres (a database beside --pg) or sqlite (a temporary file)")
+	flag.IntVar(&c.sweepThreads, "sweep-threads", 100_000, "with --sweep: ended threads of 10 steps seeded (a day old)")
+	flag.Float64Var(&c.sweepFrac, "sweep-frac", 0.1, "with --sweep: each round adds this fraction of --sweep-threads, expired, and sweeps it")
 	flag.StringVar(&c.profiles, "profiles", "", "write a CPU profile of the engine for each engine run into this directory (go tool pprof <binary> <file>)")
 	flag.Parse()
 	u, err := url.Parse(*pgURL)
@@ -90,7 +103,13 @@ func main() {
 	if c.rounds < 1 || c.duration <= 0 || c.duration > 5*time.Minute || c.writeConns < 1 || c.readConns < 1 {
 		fail("--rounds >= 1, --duration in (0, 5m], --write-conns and --read-conns >= 1")
 	}
-	if _, err := exec.LookPath("pgbench"); err != nil {
+	if c.store != "postgres" && (c.store != "sqlite" || !*sweep) {
+		fail("--store is postgres, or sqlite with --sweep")
+	}
+	if c.sweepThreads < 1 || c.sweepFrac <= 0 || c.sweepFrac > 1 {
+		fail("--sweep-threads >= 1, --sweep-frac in (0, 1]")
+	}
+	if _, err := exec.LookPath("pgbench"); err != nil && !*sweep {
 		fail("pgbench is not installed (Debian: apt-get install postgresql-client or postgresql-contrib)")
 	}
 	c.pg = u

@@ -24,7 +24,8 @@ import (
 // reports it, and CPU per operation of the engine and of PostgreSQL.
 type result struct {
 	rate      float64
-	p99       time.Duration
+	p50, p99  time.Duration // p50: ingest only
+	elapsed   time.Duration // ingest only: how long the harness wrote
 	engineCPU time.Duration // per operation; 0 for pgbench runs
 	pgCPU     time.Duration // per operation, the database's client backends
 	rssMiB    int64         // engine peak RSS (ingest only)
@@ -99,15 +100,23 @@ func runPgbench(c config, db url.URL, j pgbenchJob) (result, error) {
 
 var (
 	stepsLine    = regexp.MustCompile(`acked_steps=(\d+) errors=(\d+) steps_per_s=([0-9.]+)`)
-	ackP99       = regexp.MustCompile(`ack_latency p50=\S+ p99=(\S+)`)
+	ackLatency   = regexp.MustCompile(`ack_latency p50=(\S+) p99=(\S+)`)
+	ingestLength = regexp.MustCompile(`conns=\d+ pipeline=\d+ duration=(\S+)`)
 	rssPeak      = regexp.MustCompile(`engine_rss_peak=(\d+)MiB`)
 	graphqlLine  = regexp.MustCompile(`requests=(\d+) errors=(\d+) req/s=([0-9.]+) .*p99=(\S+)`)
 	firstErrLine = regexp.MustCompile(`first error: (.*)`)
 )
 
 func runIngest(c config, b binaries, e *loadgen.Engine, label string) (result, error) {
-	return measure(c, e, label, exec.Command(b.ingest, "--url", e.WSURL, "--key", e.Key, "--conns", strconv.Itoa(c.writeConns),
-		"--duration", c.duration.String(), "--pid", strconv.Itoa(e.PID)), func(out []byte, r *result) (int64, error) {
+	return runIngestUntil(c, b, e, label, c.duration, nil)
+}
+
+// runIngestUntil is runIngest for d, ended early (by SIGINT, the harness
+// then reports what it measured so far) when stop is closed.
+func runIngestUntil(c config, b binaries, e *loadgen.Engine, label string, d time.Duration, stop <-chan struct{}) (result, error) {
+	cmd := exec.Command(b.ingest, "--url", e.WSURL, "--key", e.Key, "--conns", strconv.Itoa(c.writeConns),
+		"--duration", d.String(), "--pid", strconv.Itoa(e.PID))
+	return measureUntil(c, e, label, cmd, stop, func(out []byte, r *result) (int64, error) {
 		m := stepsLine.FindSubmatch(out)
 		if m == nil {
 			return 0, fmt.Errorf("ingest: unexpected output\n%s", out)
@@ -115,8 +124,12 @@ func runIngest(c config, b binaries, e *loadgen.Engine, label string) (result, e
 		n, _ := strconv.ParseInt(string(m[1]), 10, 64)
 		r.errors, _ = strconv.ParseInt(string(m[2]), 10, 64)
 		r.rate, _ = strconv.ParseFloat(string(m[3]), 64)
-		if m := ackP99.FindSubmatch(out); m != nil {
-			r.p99, _ = time.ParseDuration(string(m[1]))
+		if m := ackLatency.FindSubmatch(out); m != nil {
+			r.p50, _ = time.ParseDuration(string(m[1]))
+			r.p99, _ = time.ParseDuration(string(m[2]))
+		}
+		if m := ingestLength.FindSubmatch(out); m != nil {
+			r.elapsed, _ = time.ParseDuration(string(m[1]))
 		}
 		if m := rssPeak.FindSubmatch(out); m != nil {
 			r.rssMiB, _ = strconv.ParseInt(string(m[1]), 10, 64)
@@ -147,11 +160,27 @@ func runGraphQL(c config, b binaries, e *loadgen.Engine, scenario, threadID, lab
 // measure runs a harness and charges the engine's and PostgreSQL's CPU over
 // the run to the operations it reports.
 func measure(c config, e *loadgen.Engine, label string, cmd *exec.Cmd, parse func([]byte, *result) (int64, error)) (result, error) {
+	return measureUntil(c, e, label, cmd, nil, parse)
+}
+
+// measureUntil is measure, interrupting the harness (SIGINT) when stop is
+// closed before it ends.
+func measureUntil(c config, e *loadgen.Engine, label string, cmd *exec.Cmd, stop <-chan struct{}, parse func([]byte, *result) (int64, error)) (result, error) {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	profiled := profile(c, label)
 	e0, cpu := loadgen.CPU(e.PID), startBackendCPU(c.db)
-	err := cmd.Run()
+	err := cmd.Start()
+	if err == nil {
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err = <-done:
+		case <-stop:
+			_ = cmd.Process.Signal(os.Interrupt)
+			err = <-done
+		}
+	}
 	e1, pgCPU := loadgen.CPU(e.PID), cpu.Stop()
 	if perr := <-profiled; perr != nil {
 		fmt.Fprintf(os.Stderr, "profile %s: %v\n", label, perr)
@@ -234,6 +263,9 @@ func startBackendCPU(db *sql.DB) *backendCPU {
 }
 
 func (b *backendCPU) sample(first bool) {
+	if b.db == nil { // SQLite: no server backends
+		return
+	}
 	rows, err := b.db.Query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()`)
 	if err != nil {
 		return

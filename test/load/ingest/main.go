@@ -25,6 +25,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/signal"
 	"sort"
 	"strconv"
 	"strings"
@@ -82,7 +83,10 @@ func main() {
 		fail("--key is required (or use --bin)")
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), *duration)
+	// SIGINT ends the run early; what was measured until then is reported.
+	sigCtx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stopSignals()
+	ctx, cancel := context.WithTimeout(sigCtx, *duration)
 	defer cancel()
 	var (
 		mu        sync.Mutex

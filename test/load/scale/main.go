@@ -30,6 +30,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -55,8 +56,22 @@ func main() {
 	reuse := flag.Bool("reuse", false, "measure a kept database (scale_<n>, or the --db sqlite:// file) again instead of seeding it anew")
 	sweep := flag.Float64("sweep", 0.1, "fraction of threads the retention sweep deletes at the end (0: no sweep)")
 	sweepBatch := flag.Int("sweep-batch", 100, "threads per retention batch (retention.batch_size)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "scale:", err)
+			os.Exit(1)
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
+	}
 	if err := run(*dbURL, *name, *n, *reps, *keep, *reuse, *sweep, *sweepBatch); err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "scale:", err)
 		os.Exit(1)
 	}
