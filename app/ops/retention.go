@@ -302,8 +302,17 @@ func (a retentionAudit) entry(kind domain.PrincipalKind, actor, action, target s
 		Target: target, Details: details}
 }
 
-// recordAll writes the lines, a batch in one call.
+// auditWriteTimeout bounds writing a deletion's audit lines once the
+// sweep has been stopped (below).
+const auditWriteTimeout = 10 * time.Second
+
+// recordAll writes the lines, a batch in one call. The deletion they
+// record has committed, so they are written even when ctx has ended
+// meanwhile (the engine shutting down mid-sweep cancelled them and lost
+// the lines of deleted threads), for auditWriteTimeout at most.
 func (a retentionAudit) recordAll(ctx context.Context, es []ports.AuditEntry) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditWriteTimeout)
+	defer cancel()
 	if len(es) > 1 {
 		if err := a.audit.RecordAudits(ctx, es); err != nil {
 			a.log.Error("audit record failed", "action", es[0].Action, "lines", len(es), "err", err)

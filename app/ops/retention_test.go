@@ -12,6 +12,7 @@ import (
 
 	"github.com/threadengine/engine/app/ops"
 	"github.com/threadengine/engine/domain"
+	"github.com/threadengine/engine/ports"
 	"github.com/threadengine/engine/ports/portstest"
 )
 
@@ -93,5 +94,44 @@ func TestRetentionGoesOnPastABatchDeletedElsewhere(t *testing.T) {
 	// d together, e alone.
 	if n := ids.AuditBatches(); n != 1 {
 		t.Errorf("%d batched audit writes, want 1 (the batch of two)", n)
+	}
+}
+
+// cancelledAudit refuses a write whose context has ended, as a database
+// driver does.
+type cancelledAudit struct{ *portstest.Identity }
+
+func (a cancelledAudit) RecordAudits(ctx context.Context, es []ports.AuditEntry) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return a.Identity.RecordAudits(ctx, es)
+}
+
+func (a cancelledAudit) RecordAudit(ctx context.Context, e ports.AuditEntry) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return a.Identity.RecordAudit(ctx, e)
+}
+
+// A sweep stopped (the engine shutting down) while a batch is deleted
+// still writes that batch's audit lines: the threads are gone, and their
+// lines were lost with the cancelled context.
+func TestRetentionAuditOfADeletedBatchSurvivesStopping(t *testing.T) {
+	t.Parallel()
+	ctx, stop := context.WithCancel(context.Background())
+	store := &racedEraser{threads: map[string]bool{"a": true, "b": true}, other: func([]string) { stop() }}
+	ids := portstest.NewIdentity()
+	r := ops.NewRetention(ops.RetentionDeps{Store: store, Settings: ids, Audit: cancelledAudit{ids}, Clock: portstest.NewClock(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)),
+		NewID: func() string { return "id" }, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), ConfigDays: 30, BatchSize: 2})
+	if _, err := r.Sweeper.Sweep(ctx); err != nil && ctx.Err() == nil {
+		t.Fatal(err)
+	}
+	if len(store.threads) != 0 {
+		t.Fatalf("left %v", store.threads)
+	}
+	if n := len(ids.AuditLog()); n != 2 {
+		t.Fatalf("%d audit lines for 2 deleted threads", n)
 	}
 }
