@@ -5,6 +5,7 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/threadengine/engine/app/auditctx"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -105,6 +106,9 @@ func (a Auditor) record(ctx context.Context, p domain.Principal, action, target 
 	}
 	e := ports.AuditEntry{ID: a.newID(), At: a.clock.Now().UTC(), ActorKind: p.Kind, ActorID: p.ID, Action: action,
 		Target: target, Details: details}
+	// The action has committed: its line is written even if ctx ends now.
+	ctx, cancel := auditctx.Detached(ctx)
+	defer cancel()
 	if err := a.audit.RecordAudit(ctx, e); err != nil {
 		// The change is made; losing its audit line must not fail it.
 		a.log.Error("audit record failed", "action", e.Action, "target", e.Target, "err", err)

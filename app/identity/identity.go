@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/threadengine/engine/app/auditctx"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -145,6 +146,9 @@ type auditTrail struct {
 
 func (a auditTrail) record(ctx context.Context, actor domain.Principal, action, target string, details map[string]any) {
 	e := ports.AuditEntry{ID: a.newID(), At: now(a.clock), ActorKind: actor.Kind, ActorID: actor.ID, Action: action, Target: target, Details: details}
+	// The action has committed: its line is written even if ctx ends now.
+	ctx, cancel := auditctx.Detached(ctx)
+	defer cancel()
 	if err := a.store.RecordAudit(ctx, e); err != nil {
 		a.log.Error("audit record failed", "action", action, "target", target, "err", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/threadengine/engine/app/auditctx"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -78,6 +79,9 @@ func (a *AuditRetention) record(ctx context.Context, now, before time.Time, n in
 	e := ports.AuditEntry{ID: a.d.NewID(), At: now, ActorKind: domain.PrincipalSystem, ActorID: "retention",
 		Action: "audit.retention_delete", Target: "audit_log",
 		Details: map[string]any{"entries": n, "before": before, "retention_days": a.d.Days}}
+	// The action has committed: its line is written even if ctx ends now.
+	ctx, cancel := auditctx.Detached(ctx)
+	defer cancel()
 	if err := a.d.Audit.RecordAudit(ctx, e); err != nil {
 		a.d.Log.Error("audit record failed", "action", e.Action, "err", err)
 	}

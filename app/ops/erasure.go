@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/threadengine/engine/app/auditctx"
 	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
@@ -84,6 +85,9 @@ func threadFacts(t domain.Thread) map[string]any {
 func (e *Erasure) audit(ctx context.Context, kind domain.PrincipalKind, actor, action, target string, details map[string]any) {
 	entry := ports.AuditEntry{ID: e.d.NewID(), At: e.d.Clock.Now().UTC(), ActorKind: kind, ActorID: actor,
 		Action: action, Target: target, Details: details}
+	// The action has committed: its line is written even if ctx ends now.
+	ctx, cancel := auditctx.Detached(ctx)
+	defer cancel()
 	if err := e.d.Audit.RecordAudit(ctx, entry); err != nil {
 		// The rows are gone; losing the audit line must not report a failure
 		// the caller would retry.

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/threadengine/engine/app/auditctx"
 	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
@@ -302,16 +303,12 @@ func (a retentionAudit) entry(kind domain.PrincipalKind, actor, action, target s
 		Target: target, Details: details}
 }
 
-// auditWriteTimeout bounds writing a deletion's audit lines once the
-// sweep has been stopped (below).
-const auditWriteTimeout = 10 * time.Second
-
 // recordAll writes the lines, a batch in one call. The deletion they
 // record has committed, so they are written even when ctx has ended
 // meanwhile (the engine shutting down mid-sweep cancelled them and lost
-// the lines of deleted threads), for auditWriteTimeout at most.
+// the lines of deleted threads; auditctx).
 func (a retentionAudit) recordAll(ctx context.Context, es []ports.AuditEntry) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditWriteTimeout)
+	ctx, cancel := auditctx.Detached(ctx)
 	defer cancel()
 	if len(es) > 1 {
 		if err := a.audit.RecordAudits(ctx, es); err != nil {

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/threadengine/engine/app/auditctx"
 	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
@@ -125,6 +126,9 @@ func (s *EngineSettings) audit(ctx context.Context, p domain.Principal, action s
 	}
 	// The setting is already stored; an audit failure must not undo it (nor
 	// tell the caller it failed), so it is logged, as the identity use cases do.
+	// The action has committed: its line is written even if ctx ends now.
+	ctx, cancel := auditctx.Detached(ctx)
+	defer cancel()
 	err := s.Audit.RecordAudit(ctx, ports.AuditEntry{
 		ID: s.NewID(), At: s.Clock.Now().UTC(), ActorKind: p.Kind, ActorID: p.ID,
 		Action: action, Target: PublicURLSetting, Details: details,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/threadengine/engine/app/auditctx"
 	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
@@ -48,6 +49,9 @@ func (a webhookAudit) record(ctx context.Context, p domain.Principal, action str
 	e := ports.AuditEntry{ID: uuid.NewString(), At: a.now(), ActorKind: p.Kind, ActorID: p.ID, Action: action,
 		Target: "webhook:" + w.ID, Details: map[string]any{"name": w.Name, "url": w.URL, "events": evs,
 			"min_severity": string(w.MinSeverity), "format": string(w.Format), "enabled": w.Enabled}}
+	// The action has committed: its line is written even if ctx ends now.
+	ctx, cancel := auditctx.Detached(ctx)
+	defer cancel()
 	if err := a.audit.RecordAudit(ctx, e); err != nil {
 		a.log.Error("audit record failed", "action", action, "err", err)
 	}

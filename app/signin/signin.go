@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/threadengine/engine/app/auditctx"
 	"github.com/threadengine/engine/app/identity"
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
@@ -328,6 +329,9 @@ func (s *SignIn) audit(ctx context.Context, userID, action string, details map[s
 		return
 	}
 	e := ports.AuditEntry{ID: s.d.NewID(), At: s.now(), ActorKind: domain.PrincipalUser, ActorID: userID, Action: action, Target: userID, Details: details}
+	// The action has committed: its line is written even if ctx ends now.
+	ctx, cancel := auditctx.Detached(ctx)
+	defer cancel()
 	if err := s.d.Audit.RecordAudit(ctx, e); err != nil {
 		s.d.Log.Error("audit record failed", "action", action, "err", err)
 	}
