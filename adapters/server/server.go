@@ -310,6 +310,18 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 		ExpensiveCost: rl.ExpensiveCost, MaxExpensive: rl.MaxExpensive, ExpensiveShare: rl.ExpensiveShare,
 		PrincipalShare: rl.PrincipalShare},
 		func(l string) { s.Refusals.Refused(limits.Name(l)) })
+	gate := s.readGate
+	gateWaits := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "threadengine_graphql_read_waits_total",
+		Help: "Reads (GraphQL operations, MCP tool calls) that waited for their turn of a run-time share (limit: graphql_principal_time, graphql_expensive_time): paced, not refused."},
+		[]string{"limit"})
+	for _, l := range []string{readgate.LimitPrincipalTime, readgate.LimitExpensiveTime} {
+		gateWaits.WithLabelValues(l) // listed at 0
+	}
+	gate.OnWait(func(l string) { gateWaits.WithLabelValues(l).Inc() })
+	s.Metrics.MustRegister(gateWaits)
+	s.Metrics.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "threadengine_graphql_reads_running",
+		Help: "GraphQL operations and MCP tool calls holding a read place now (limits.graphql.max_concurrent)."},
+		func() float64 { return float64(gate.Running()) }))
 	readDeps := readmodel.Deps{Store: tqr, Stats: tqr, Problems: tqr, ProcessMaps: tqr, Contracts: s.threadContracts(),
 		ChainSecrets: chainKeys.Secrets, ChainPartialBefore: chainKeys.PartialBefore, Log: threadStore, Clock: s.Clock}
 	s.Queries = readmodel.New(readDeps)

@@ -78,6 +78,7 @@ type Gate struct {
 	// (nil: not bounded).
 	heavyTime *rate.Limiter
 	refused   func(limit string)
+	waited    func(limit string)
 
 	mu   sync.Mutex
 	mine map[string]*principalSlots
@@ -112,6 +113,15 @@ func NewGate(lim GateLimits, refused func(limit string)) *Gate {
 	}
 	g.ran = budget.NewBuckets(lim.PrincipalShare*1000, int(principalTimeBurst/time.Millisecond))
 	return g
+}
+
+// OnWait has waited (may be nil) count each read that waited for its
+// turn of a run-time bucket (LimitPrincipalTime, LimitExpensiveTime):
+// paced, not refused. Call it before serving.
+func (g *Gate) OnWait(waited func(limit string)) {
+	if g != nil {
+		g.waited = waited
+	}
 }
 
 // Enter admits one read of cost points for principal who: after who's
@@ -227,6 +237,9 @@ func (g *Gate) waitOut(ctx, wait context.Context, d time.Duration, limit, what s
 		e := domain.LimitExceeded(domain.KindRateLimited, limit, "%s and have used it; retry in %s", what, d.Round(time.Millisecond))
 		e.RetryAfter = d
 		return e
+	}
+	if g.waited != nil {
+		g.waited(limit)
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()

@@ -374,6 +374,8 @@ func TestGatePrincipalsShareTheTime(t *testing.T) {
 		// time must take none of them.
 		g := NewGate(GateLimits{MaxConcurrent: 4, MaxConcurrentPerPrincipal: 4, QueueTimeout: time.Second,
 			PrincipalShare: 0.5, PointsPerSecond: 1, PointsBurst: 1000}, func(l string) { refused = append(refused, l) })
+		var waited []string
+		g.OnWait(func(l string) { waited = append(waited, l) })
 		ctx := context.Background()
 		run := func(who string, d time.Duration, cost ...int) error {
 			leave, err := g.Enter(ctx, who, append(cost, 1)[0])
@@ -416,6 +418,12 @@ func TestGatePrincipalsShareTheTime(t *testing.T) {
 		}
 		if fmt.Sprint(refused) != "[graphql_principal_time]" {
 			t.Errorf("refusals %v", refused)
+		}
+		// The reads that waited for their turn are counted as paced
+		// (OnWait): the last one, and the fourth of the burst, which found
+		// the bucket empty (the three before spent it); not the refused one.
+		if fmt.Sprint(waited) != "[graphql_principal_time graphql_principal_time]" {
+			t.Errorf("waits %v", waited)
 		}
 	})
 }

@@ -81,6 +81,8 @@ type attackerProc struct {
 	// is closed at the first.
 	refused      atomic.Int64
 	firstRefusal chan struct{}
+	// answered counts the answers, by tens as the process reports them.
+	answered atomic.Int64
 	began        time.Time
 	// done is closed once the process's output ended, rep read (reported
 	// false when no report came).
@@ -129,6 +131,9 @@ func (e *engine) startAttacker(t *testing.T, spec loopSpec) *attackerProc {
 				if a.refused.Add(1) == 1 {
 					once.Do(func() { close(a.firstRefusal) })
 				}
+			case strings.HasPrefix(line, "answered "):
+				n, _ := strconv.ParseInt(strings.TrimPrefix(line, "answered "), 10, 64)
+				a.answered.Store(n)
 			case strings.HasPrefix(line, "report "):
 				a.reported = json.Unmarshal([]byte(strings.TrimPrefix(line, "report ")), &a.rep) == nil
 			}
@@ -211,7 +216,8 @@ func bodyFiles(t *testing.T, bodies ...[]byte) []string {
 
 // runAttacker is the child's main: it loops spec's requests until its
 // standard input closes, printing "ready" once, "refused <client>" at a
-// client's first 429 and "report <json>" at the end.
+// client's first 429, "answered <n>" at every tenth answer and
+// "report <json>" at the end.
 func runAttacker(raw string) int {
 	var spec loopSpec
 	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
@@ -265,6 +271,10 @@ func runAttacker(raw string) int {
 				}
 				mu.Lock()
 				rep.Statuses[st]++
+				tenth := 0
+				if n := rep.total(); n%10 == 0 {
+					tenth = n
+				}
 				rep.Bytes += int64(len(answer))
 				for _, m := range spec.Marks {
 					if bytes.Contains(answer, []byte(m)) {
@@ -275,6 +285,9 @@ func runAttacker(raw string) int {
 					rep.Samples[st] = append(rep.Samples[st], string(answer[:min(len(answer), 300)]))
 				}
 				mu.Unlock()
+				if tenth > 0 { // said after the lock: say takes it
+					say(fmt.Sprint("answered ", tenth))
+				}
 				if st == http.StatusTooManyRequests && !refused {
 					refused = true
 					say(fmt.Sprint("refused ", c))

@@ -305,15 +305,28 @@ func TestBigContextReadsBounded(t *testing.T) {
 			sideBySide(t, e, d, "4 clients reading big contexts", bystander, measureRounds(), func() func() {
 				// The viewer's four clients, an attacker process.
 				refused0 := e.metric(t, `threadengine_limit_refusals_total{limit="graphql_principal_time"}`)
+				waits0 := e.metric(t, `threadengine_graphql_read_waits_total{limit="graphql_principal_time"}`)
 				a := e.startAttacker(t, loopSpec{URL: e.URL, Key: viewer, Method: http.MethodPost, Path: "/graphql", Clients: 4,
 					Bodies: readBody, Backoff: 50 * time.Millisecond, Marks: []string{`$truncated`, `"query_timeout"`}})
-				// Measured once the principal's burst is spent (its reads
-				// refused for their run time): the steady state.
-				e.until(t, `threadengine_limit_refusals_total{limit="graphql_principal_time"}`, refused0+1)
+				// Measured in the steady state: once the principal's burst is
+				// spent — its reads paced (waiting for their turn) or refused
+				// for their run time — and the reads admitted from it have
+				// ended (the viewer's are the only reads here).
+				timeRefusals := `threadengine_limit_refusals_total{limit="graphql_principal_time"}`
+				timeWaits := `threadengine_graphql_read_waits_total{limit="graphql_principal_time"}`
+				tick := time.NewTicker(50 * time.Millisecond)
+				defer tick.Stop()
+				for deadline := time.Now().Add(2 * time.Minute); e.metric(t, timeRefusals) <= refused0 && e.metric(t, timeWaits) <= waits0; <-tick.C {
+					if time.Now().After(deadline) {
+						t.Fatalf("the viewer's reads were neither paced nor refused for their time in 2 minutes (%d answers)", a.answered.Load())
+					}
+				}
+				e.untilBelow(t, "threadengine_graphql_reads_running", 1)
 				return func() {
 					// As read checks: 200 with the contexts cut, or a coded
 					// refusal.
 					r := a.stop(t)
+					t.Logf("%s: the viewer's clients were answered %v (%d KiB)", d, r.Statuses, r.Bytes>>10)
 					cutN, timeouts := r.count(http.StatusOK, `$truncated`), r.count(http.StatusServiceUnavailable, `"query_timeout"`)
 					if r.total() != r.count(http.StatusOK, "")+r.count(http.StatusTooManyRequests, "")+r.count(http.StatusServiceUnavailable, "") ||
 						cutN != r.count(http.StatusOK, "") || timeouts != r.count(http.StatusServiceUnavailable, "") {
