@@ -83,7 +83,7 @@ type attackerProc struct {
 	firstRefusal chan struct{}
 	// answered counts the answers, by tens as the process reports them.
 	answered atomic.Int64
-	began        time.Time
+	began    time.Time
 	// done is closed once the process's output ended, rep read (reported
 	// false when no report came).
 	done     chan struct{}
