@@ -65,12 +65,12 @@ func (s *Store) ProcessMapRows(ctx context.Context, contractName string, version
 // day rows are left as they are). It repairs the
 // day rows after replicas of a release before migration 00090 appended
 // steps during a rolling upgrade (they write the hour rows only, and the
-// migration's fill was a snapshot). One transaction: on PostgreSQL the day
-// table is locked against writes first (SHARE ROW EXCLUSIVE), so an append
-// that wrote its hour rows but not yet its day rows waits and then adds to
-// the rebuilt day (its hours are not in the sum), and one that wrote both
-// has committed before the sum is read; on SQLite the transaction is the
-// only writer. Appends of contract threads wait while it runs.
+// migration's fill was a snapshot). One transaction: on PostgreSQL the hour
+// table is locked against writes (SHARE: appends and the prune wait, one
+// that wrote its hour rows commits first) and then the day table (SHARE
+// ROW EXCLUSIVE), so every append is in the sum or waits for it; on
+// SQLite the transaction is the only writer. Appends of contract threads
+// wait while it runs.
 func (s *Store) RebuildProcessMapDaily(ctx context.Context) (int, error) {
 	day := `SUBSTR(REPLACE(hour, 'T', ' '), 1, 10) || ' 00:00:00 +0000 UTC'` // as the driver writes a UTC time (migration 00090)
 	if s.db.Dialect == sqldb.Postgres {
@@ -79,6 +79,13 @@ func (s *Store) RebuildProcessMapDaily(ctx context.Context) (int, error) {
 	var n int64
 	err := s.db.Tx(ctx, func(tx *sqlx.Tx) error {
 		if s.db.Dialect == sqldb.Postgres {
+			// The hour rows first (the order appends take them in: hours,
+			// then days), against the roll-up's prune as well: a prune
+			// committing between the bound read below and the sum would
+			// leave its days deleted and not rebuilt.
+			if _, err := tx.ExecContext(ctx, `LOCK TABLE process_map_hourly IN SHARE MODE`); err != nil {
+				return err
+			}
 			if _, err := tx.ExecContext(ctx, `LOCK TABLE process_map_daily IN SHARE ROW EXCLUSIVE MODE`); err != nil {
 				return err
 			}
@@ -116,9 +123,33 @@ func (s *Store) RebuildProcessMapDaily(ctx context.Context) (int, error) {
 // before it are counted only in process_map_daily.
 const ProcessMapPruned = "process_map_hourly_pruned"
 
+// ProcessMapPruneFloor is the min_binary_schema from which the hour rows
+// are pruned: binaries of schema 102 on (00102's release) read hour rows
+// only within the kept span and rebuild only the kept days; older ones
+// read them for any window and rebuild every day from them, so while one
+// may still serve (the floor below this) nothing is deleted. A later
+// release's contract migration raises the floor (migrations.md: a change
+// of what the previous release reads waits for the floor).
+const ProcessMapPruneFloor = 102
+
 // pruneProcessMapHours deletes the hour rows before bound (a UTC day) and
-// records it; a bound below the recorded one changes nothing.
+// records it, once the floor allows it (ProcessMapPruneFloor); a bound not
+// past the recorded one changes nothing (and reads no hour row).
 func (s *Store) pruneProcessMapHours(ctx context.Context, tx *sqlx.Tx, bound time.Time) error {
+	var floor int64
+	if err := tx.GetContext(ctx, &floor, `SELECT min_binary_schema FROM schema_compat WHERE id = 1`); err != nil {
+		return err
+	}
+	if floor < ProcessMapPruneFloor {
+		return nil
+	}
+	var recorded dbTime
+	if err := tx.GetContext(ctx, &recorded, s.db.Rebind(`SELECT MAX(rolled_until) FROM stats_rollup WHERE name = ?`), ProcessMapPruned); err != nil {
+		return err
+	}
+	if recorded.Valid && !bound.After(recorded.T) {
+		return nil
+	}
 	if _, err := tx.ExecContext(ctx, s.db.Rebind(`DELETE FROM process_map_hourly WHERE hour < ?`), sqldb.Time(bound)); err != nil {
 		return err
 	}

@@ -25,8 +25,8 @@ func (pmContracts) GetContract(_ context.Context, name string, version int) (dom
 }
 
 // The process map keeps its hour rows for ports.ProcessMapHourlyKept (issue
-// 28: they were most of its space): the roll-up job deletes the older ones
-// once an hour, their days' rows stay, the day rows' rebuild leaves the days
+// 28: they were most of its space): once the floor excludes the binaries
+// that read older ones, the roll-up job deletes the older ones once an hour, their days' rows stay, the day rows' rebuild leaves the days
 // before the bound alone (their hours are gone), and a map whose window
 // ends before the kept span is widened to whole UTC days, counted from the
 // day rows; a recent window still reads whole hours.
@@ -55,9 +55,6 @@ func TestProcessMapHourRowsPruned(t *testing.T) {
 		}
 		exec(`INSERT INTO stats_rollup (name, rolled_until) VALUES ('steps', ?)`, sqldb.Time(now.Add(-3*time.Hour).Truncate(time.Hour)))
 		q := threadquery.New(db)
-		if _, err := q.RollUp(ctx, now); err != nil {
-			t.Fatal(err)
-		}
 		count := func(table, col string, from time.Time) int {
 			t.Helper()
 			var n int
@@ -66,6 +63,21 @@ func TestProcessMapHourRowsPruned(t *testing.T) {
 				t.Fatal(err)
 			}
 			return n
+		}
+		// While binaries older than 00102 may serve (this release leaves
+		// the floor at 101), nothing is pruned: they read the hour rows of
+		// any window and rebuild every day from them.
+		if _, err := q.RollUp(ctx, now.Add(-time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if o := count("process_map_hourly", "hour", oldDay); o != 2 {
+			t.Fatalf("old hour rows pruned under the floor of %d: %d left", sqldb.EmbeddedFloor, o)
+		}
+		// From the floor ProcessMapPruneFloor on (a later release's contract
+		// migration), the next hour's roll-up prunes.
+		exec(`UPDATE schema_compat SET min_binary_schema = ? WHERE id = 1`, threadquery.ProcessMapPruneFloor)
+		if _, err := q.RollUp(ctx, now); err != nil {
+			t.Fatal(err)
 		}
 		if o, r := count("process_map_hourly", "hour", oldDay), count("process_map_hourly", "hour", recentDay); o != 0 || r != 2 {
 			t.Fatalf("hour rows after the roll-up: old day %d, recent day %d; want 0 and 2", o, r)
