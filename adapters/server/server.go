@@ -312,7 +312,7 @@ func (s *Server) mount(ctx context.Context, opt Options) error {
 		func(l string) { s.Refusals.Refused(limits.Name(l)) })
 	gate := s.readGate
 	gateWaits := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "threadengine_graphql_read_waits_total",
-		Help: "Reads (GraphQL operations, MCP tool calls) that waited for their turn of a run-time share (limit: graphql_principal_time, graphql_expensive_time): paced, not refused."},
+		Help: "Reads (GraphQL operations, MCP tool calls) that waited for their turn of a run-time share (limit: graphql_principal_time, graphql_expensive_time); a wait ending in a refusal is also a refusal."},
 		[]string{"limit"})
 	for _, l := range []string{readgate.LimitPrincipalTime, readgate.LimitExpensiveTime} {
 		gateWaits.WithLabelValues(l) // listed at 0

@@ -117,7 +117,8 @@ func NewGate(lim GateLimits, refused func(limit string)) *Gate {
 
 // OnWait has waited (may be nil) count each read that waited for its
 // turn of a run-time bucket (LimitPrincipalTime, LimitExpensiveTime):
-// paced, not refused. Call it before serving.
+// paced (a wait that ends in a refusal is counted by both). Call it before
+// serving.
 func (g *Gate) OnWait(waited func(limit string)) {
 	if g != nil {
 		g.waited = waited

@@ -89,7 +89,7 @@ func main() {
 	flag.DurationVar(&c.sweepPause, "sweep-pause", -1, "with --sweep: retention.batch_pause of the sweeping engine (negative: its default)")
 	sweep := flag.Bool("sweep", false, "instead: ingestion latency with and without a retention sweep running, interleaved (see sweep.go)")
 	flag.StringVar(&c.store, "store", "postgres", "with --sweep: postgres (a database beside --pg) or sqlite (a temporary file)")
-	flag.IntVar(&c.sweepThreads, "sweep-threads", 100_000, "with --sweep: ended threads of 10 steps seeded (a day old)")
+	flag.IntVar(&c.sweepThreads, "sweep-threads", 100_000, "with --sweep: ended threads of 10 steps seeded (12 hours old)")
 	flag.Float64Var(&c.sweepFrac, "sweep-frac", 0.1, "with --sweep: each round adds this fraction of --sweep-threads, expired, and sweeps it")
 	flag.StringVar(&c.profiles, "profiles", "", "write a CPU profile of the engine for each engine run into this directory (go tool pprof <binary> <file>)")
 	flag.Parse()
