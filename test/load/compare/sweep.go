@@ -214,9 +214,11 @@ func runSweep(c config) error {
 			return err
 		}
 		swept := make(chan struct{})
-		var sweepTime time.Duration
+		var sweepTime time.Duration // written by the poller before it closes swept, read after
+		polled := make(chan struct{})
 		pollCtx, stopPoll := context.WithCancel(ctx)
 		go func() {
+			defer close(polled)
 			t := time.NewTicker(100 * time.Millisecond)
 			defer t.Stop()
 			for {
@@ -236,6 +238,7 @@ func runSweep(c config) error {
 		}()
 		during, err := runIngestUntil(c, bins, sweeping, fmt.Sprintf("ingest-sweeping-%d", r), c.duration, swept)
 		stopPoll()
+		<-polled // the poller has returned: sweepTime is settled
 		runTime := time.Since(t0)
 		sweeping.Stop()
 		if err != nil {
