@@ -84,7 +84,6 @@ type attackerProc struct {
 	firstRefusal chan struct{}
 	// answered counts the answers, by tens as the process reports them.
 	answered atomic.Int64
-	began    time.Time
 	// done is closed once the process's output ended, rep read (reported
 	// false when no report came).
 	done     chan struct{}
@@ -125,22 +124,21 @@ func (e *engine) startAttacker(t *testing.T, spec loopSpec) *attackerProc {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	a := &attackerProc{cmd: cmd, stdin: stdin, firstRefusal: make(chan struct{}), done: make(chan struct{}), began: time.Now()}
+	a := &attackerProc{cmd: cmd, stdin: stdin, firstRefusal: make(chan struct{}), done: make(chan struct{})}
 	t.Cleanup(func() { a.end() })
 	ready := make(chan struct{})
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		sc.Buffer(make([]byte, 64<<10), 16<<20)
 		defer close(a.done)
-		var once sync.Once
 		for sc.Scan() {
 			line := sc.Text()
 			switch {
 			case line == "ready":
 				close(ready)
 			case strings.HasPrefix(line, "refused "):
-				if a.refused.Add(1) == 1 {
-					once.Do(func() { close(a.firstRefusal) })
+				if a.refused.Add(1) == 1 { // the first refusal, once
+					close(a.firstRefusal)
 				}
 			case strings.HasPrefix(line, "answered "):
 				n, _ := strconv.ParseInt(strings.TrimPrefix(line, "answered "), 10, 64)

@@ -6,33 +6,18 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/threadengine/engine/test/enginetest"
 )
 
-// clockTicks is the unit of utime and stime in /proc/<pid>/stat (USER_HZ,
-// 100 on Linux).
-const clockTicks = 100
-
-// procCPU is the CPU time (user + system) process pid has used so far,
-// from /proc/<pid>/stat; ok is false when the process is gone.
-func procCPU(pid int) (d time.Duration, ok bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, false
-	}
-	// The command name (field 2) may hold spaces: count from after it.
-	rest := string(b[strings.LastIndexByte(string(b), ')')+2:])
-	f := strings.Fields(rest)
-	// utime and stime are fields 14 and 15, i.e. 11 and 12 after the name.
-	ut, err1 := strconv.ParseInt(f[11], 10, 64)
-	st, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, false
-	}
-	return time.Duration(ut+st) * time.Second / clockTicks, true
+// procCPU is the CPU time (user + system) process pid has used so far;
+// ok is false when the process is gone.
+func procCPU(pid int) (time.Duration, bool) {
+	_, d, err := enginetest.ProcStat(pid)
+	return d, err == nil
 }
 
 // cpu is the CPU time the engine process has used so far (user + system),

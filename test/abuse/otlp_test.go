@@ -180,16 +180,21 @@ func TestOTLPLargeRequestsDoNotStarveWriters(t *testing.T) {
 				// written): each one's earlier requests, admitted from the
 				// burst, are then written (an exporter waits for its answer).
 				// The steady state, at the byte rate.
-				for a.refused.Load() < 8 {
+				ended := false
+				allRefused := poll(func() bool {
 					select {
 					case <-a.done:
-						t.Fatal("the exporters' process ended")
-					case <-time.After(50 * time.Millisecond):
+						ended = true
+						return true
+					default:
+						return a.refused.Load() >= 8
 					}
-					if time.Since(a.began) > 2*time.Minute {
-						t.Error("the exporters were not all refused")
-						break
-					}
+				})
+				if ended {
+					t.Fatal("the exporters' process ended")
+				}
+				if !allRefused {
+					t.Error("the exporters were not all refused")
 				}
 				return func() {
 					r := a.stop(t)

@@ -318,12 +318,8 @@ func TestBigContextReadsBounded(t *testing.T) {
 				// ended (the viewer's are the only reads here).
 				timeRefusals := `threadengine_limit_refusals_total{limit="graphql_principal_time"}`
 				timeWaits := `threadengine_graphql_read_waits_total{limit="graphql_principal_time"}`
-				tick := time.NewTicker(50 * time.Millisecond)
-				defer tick.Stop()
-				for deadline := time.Now().Add(2 * time.Minute); e.metric(t, timeRefusals) <= refused0 && e.metric(t, timeWaits) <= waits0; <-tick.C {
-					if time.Now().After(deadline) {
-						t.Fatalf("the viewer's reads were neither paced nor refused for their time in 2 minutes (%d answers)", a.answered.Load())
-					}
+				if !poll(func() bool { return e.metric(t, timeRefusals) > refused0 || e.metric(t, timeWaits) > waits0 }) {
+					t.Fatalf("the viewer's reads were neither paced nor refused for their time in 2 minutes (%d answers)", a.answered.Load())
 				}
 				e.untilBelow(t, "threadengine_graphql_reads_running", 1)
 				return func() {

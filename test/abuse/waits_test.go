@@ -55,32 +55,36 @@ func (e *engine) metric(t *testing.T, name string) float64 {
 	return 0
 }
 
+// poll checks cond every 50 ms until it holds (true) or two minutes have
+// passed (false): a hang guard, not a speed requirement.
+func poll(cond func() bool) bool {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(2 * time.Minute); !cond(); <-tick.C {
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
+}
+
 // until polls a counter of /metrics until it reaches at least want, and
 // returns it.
 func (e *engine) until(t *testing.T, name string, want float64) float64 {
 	t.Helper()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for deadline := time.Now().Add(2 * time.Minute); ; <-tick.C {
-		if v := e.metric(t, name); v >= want {
-			return v
-		} else if time.Now().After(deadline) {
-			t.Fatalf("%s stayed at %.0f, want %.0f", name, v, want)
-		}
+	var v float64
+	if !poll(func() bool { v = e.metric(t, name); return v >= want }) {
+		t.Fatalf("%s stayed at %.0f, want %.0f", name, v, want)
 	}
+	return v
 }
 
 // untilBelow polls a gauge of /metrics until it is under limit.
 func (e *engine) untilBelow(t *testing.T, name string, limit float64) {
 	t.Helper()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for deadline := time.Now().Add(2 * time.Minute); ; <-tick.C {
-		if v := e.metric(t, name); v < limit {
-			return
-		} else if time.Now().After(deadline) {
-			t.Fatalf("%s stayed at %.0f, want under %.0f", name, v, limit)
-		}
+	var v float64
+	if !poll(func() bool { v = e.metric(t, name); return v < limit }) {
+		t.Fatalf("%s stayed at %.0f, want under %.0f", name, v, limit)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -314,15 +315,36 @@ var MaxConnsEnv = "THREADENGINE_DATABASE__MAX_CONNS=" + strconv.Itoa(TestMaxConn
 // (limits.graphql.pool_conns; 8 by default), for the same reason.
 const TestReadConns = 4
 
+// ProcStat is process pid's state letter and the CPU time (user + system)
+// it has used so far, from /proc/<pid>/stat (an error satisfying
+// os.IsNotExist when the process is gone).
+func ProcStat(pid int) (state string, cpu time.Duration, err error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return "", 0, err
+	}
+	// The command name (field 2) may hold spaces: count from after it. The
+	// state is field 3; utime and stime, fields 14 and 15, are in clock
+	// ticks (USER_HZ, 100 on Linux).
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 13 {
+		return "", 0, fmt.Errorf("/proc/%d/stat: %d fields after the name", pid, len(f))
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return "", 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+	}
+	const clockTicks = 100
+	return f[0], time.Duration(ut+st) * time.Second / clockTicks, nil
+}
+
 // exited tells whether process pid (a child not waited for yet) has ended:
 // it is gone from /proc or a zombie.
 func exited(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	state, _, err := ProcStat(pid)
 	if err != nil {
 		return os.IsNotExist(err)
 	}
-	// The state follows the command name, which may hold spaces.
-	rest := string(b[strings.LastIndexByte(string(b), ')')+1:])
-	f := strings.Fields(rest)
-	return len(f) > 0 && (f[0] == "Z" || f[0] == "X")
+	return state == "Z" || state == "X"
 }
