@@ -437,6 +437,15 @@ func (h *Handler) classify(ctx context.Context, e *gqlerrors.QueryError) domain.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var res *Response
 	var status int
+	// A principal held for its budget is refused before its body is read
+	// (readgate.Gate.Held): retrying before its Retry-After costs the
+	// engine this answer only.
+	if err := h.limits.Gate.Held(principalKey(r.Context())); err != nil {
+		h.metrics.GraphQLRefused("limit")
+		res, status = h.refuse(r.Context(), err)
+		h.writeJSON(w, r, status, res)
+		return
+	}
 	req, err := decodeRequest(w, r)
 	if err != nil {
 		res, status = h.refuse(r.Context(), err)

@@ -2,6 +2,7 @@ package readgate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -90,6 +91,21 @@ type Gate struct {
 	// ran is each principal's run time in milliseconds (PrincipalShare;
 	// nil: not bounded).
 	ran *budget.Buckets
+	// held are the principals refused by their own budget (points, run
+	// time) and until when a request of theirs would be refused again:
+	// Held refuses those before anything of the request is read, so a
+	// client retrying before its Retry-After costs the engine an answer,
+	// not a body, a parse and a pricing each time (issue 25: six clients
+	// retrying every 50 ms took up to a quarter of the engine's CPU).
+	held      map[string]hold
+	heldSwept time.Time
+}
+
+// hold is a refused principal's: the limit it was refused by, what that
+// limit bounds, and until when it refuses.
+type hold struct {
+	until       time.Time
+	limit, what string
 }
 
 type principalSlots struct {
@@ -104,7 +120,7 @@ func NewGate(lim GateLimits, refused func(limit string)) *Gate {
 		refused = func(string) {}
 	}
 	g := &Gate{lim: lim, all: make(chan struct{}, lim.MaxConcurrent), heavy: make(chan struct{}, max(1, lim.MaxExpensive)), refused: refused,
-		mine: map[string]*principalSlots{}}
+		mine: map[string]*principalSlots{}, held: map[string]hold{}}
 	if lim.PointsPerSecond > 0 {
 		g.points = budget.NewBuckets(float64(lim.PointsPerSecond), lim.PointsBurst)
 	}
@@ -135,6 +151,9 @@ func (g *Gate) OnWait(waited func(limit string)) {
 func (g *Gate) Enter(ctx context.Context, who string, cost int) (leave func(), err error) {
 	if g == nil {
 		return func() {}, nil
+	}
+	if err := g.Held(who); err != nil {
+		return nil, err
 	}
 	wait, cancel := context.WithTimeout(ctx, g.lim.QueueTimeout)
 	defer cancel()
@@ -201,8 +220,17 @@ func (g *Gate) Enter(ctx context.Context, who string, cost int) (leave func(), e
 // principalTurn waits until who's run time is out of debt
 // (PrincipalShare).
 func (g *Gate) principalTurn(ctx, wait context.Context, who string) error {
-	return g.waitOut(ctx, wait, g.ran.Debt(who, time.Now()), LimitPrincipalTime,
-		fmt.Sprintf("this principal's reads may run %.0f%% of a core's time", 100*g.lim.PrincipalShare), nil)
+	what := fmt.Sprintf("this principal's reads may run %.0f%% of a core's time", 100*g.lim.PrincipalShare)
+	err := g.waitOut(ctx, wait, g.ran.Debt(who, time.Now()), LimitPrincipalTime, what, nil)
+	var de *domain.Error
+	if errors.As(err, &de) && de.RetryAfter > g.lim.QueueTimeout && ctx.Err() == nil {
+		// Refused for its debt: a request arriving within the queue
+		// timeout of the debt's end waits for it instead, so the hold ends
+		// then; until that, any request of who is refused (the debt only
+		// grows by its reads still running).
+		g.hold(who, de.RetryAfter-g.lim.QueueTimeout, LimitPrincipalTime, what)
+	}
+	return err
 }
 
 // heavyTurn waits until the expensive operations' run time is out of
@@ -272,9 +300,62 @@ func (g *Gate) spend(who string, cost int) error {
 		return nil
 	}
 	g.refused(LimitReadPoints)
+	what := fmt.Sprintf("the read budget of %d points per second (burst %d) is spent", g.lim.PointsPerSecond, g.lim.PointsBurst)
 	e := domain.LimitExceeded(domain.KindRateLimited, LimitReadPoints,
-		"the read budget of %d points per second (burst %d) is spent: this operation costs %d; retry in %s",
-		g.lim.PointsPerSecond, g.lim.PointsBurst, min(max(cost, 1), g.lim.PointsBurst), d.Round(time.Millisecond))
+		"%s: this operation costs %d; retry in %s", what, min(max(cost, 1), g.lim.PointsBurst), d.Round(time.Millisecond))
+	e.RetryAfter = d
+	// Until its Retry-After every request of who is refused, cheaper ones
+	// too (as GitHub's secondary limits do): a client told when to come
+	// back and coming back sooner is answered without its request being
+	// read.
+	g.hold(who, d, LimitReadPoints, what)
+	return e
+}
+
+// hold refuses who's requests for d (Held), counted and answered as a
+// refusal by limit.
+func (g *Gate) hold(who string, d time.Duration, limit, what string) {
+	now := time.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if now.Sub(g.heldSwept) >= budget.SweepEvery {
+		// The map holds the principals refused within a minute (plus
+		// their Retry-After), not every one ever refused.
+		g.heldSwept = now
+		for k, h := range g.held {
+			if !now.Before(h.until) {
+				delete(g.held, k)
+			}
+		}
+	}
+	if h, ok := g.held[who]; !ok || h.until.Before(now.Add(d)) {
+		g.held[who] = hold{until: now.Add(d), limit: limit, what: what}
+	}
+}
+
+// Held refuses a principal that was refused by its own budget (points,
+// run time) and is back before it could be admitted: Retry-After is the
+// rest of its wait. It takes nothing and reads nothing, so the HTTP
+// adapter calls it before reading the request; Enter calls it first too.
+func (g *Gate) Held(who string) error {
+	if g == nil {
+		return nil
+	}
+	now := time.Now()
+	g.mu.Lock()
+	h, ok := g.held[who]
+	if ok && !now.Before(h.until) {
+		delete(g.held, who)
+		ok = false
+	}
+	g.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	d := h.until.Sub(now)
+	g.refused(h.limit)
+	e := domain.LimitExceeded(domain.KindRateLimited, h.limit, "%s; this principal was refused and came back early: retry in %s",
+		h.what, d.Round(time.Millisecond))
 	e.RetryAfter = d
 	return e
 }

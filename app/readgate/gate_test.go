@@ -427,3 +427,102 @@ func TestGatePrincipalsShareTheTime(t *testing.T) {
 		}
 	})
 }
+
+// A principal refused by its own budget is refused again, before anything
+// is priced or taken, until the Retry-After it was given (points) or until
+// a request of it would wait for its debt instead of being refused (run
+// time): a client coming back early costs the engine no parse.
+func TestGateHoldsARefusedPrincipal(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var refused []string
+		g := NewGate(GateLimits{MaxConcurrent: 4, MaxConcurrentPerPrincipal: 4, QueueTimeout: time.Second,
+			PointsPerSecond: 10, PointsBurst: 1000, PrincipalShare: 0.5}, func(l string) { refused = append(refused, l) })
+		ctx := context.Background()
+		enter := func(who string, cost int) error {
+			leave, err := g.Enter(ctx, who, cost)
+			if err == nil {
+				leave()
+			}
+			return err
+		}
+		retryAfter := func(err error) time.Duration {
+			var de *domain.Error
+			if !errors.As(err, &de) {
+				t.Fatalf("not a domain error: %v", err)
+			}
+			return de.RetryAfter
+		}
+		if err := enter("a", 900); err != nil {
+			t.Fatal(err)
+		}
+		err := enter("a", 900)
+		if limitOf(err) != LimitReadPoints {
+			t.Fatalf("second 900 points: %v", err)
+		}
+		d := retryAfter(err) // 80 s: 800 points at 10 a second
+		if d != 80*time.Second {
+			t.Fatalf("retry after %s, want 80s", d)
+		}
+		// One point is there (100 are), but a is back early: refused, with
+		// the rest of its wait.
+		time.Sleep(30 * time.Second)
+		err = g.Held("a")
+		if limitOf(err) != LimitReadPoints || retryAfter(err) != 50*time.Second {
+			t.Fatalf("held a after 30 s: %v", err)
+		}
+		if err := enter("a", 1); limitOf(err) != LimitReadPoints {
+			t.Fatalf("a 1-point read of a held principal: %v", err)
+		}
+		if err := g.Held("b"); err != nil {
+			t.Fatalf("b is not held: %v", err)
+		}
+		if err := enter("b", 900); err != nil {
+			t.Fatalf("b: %v", err)
+		}
+		time.Sleep(50 * time.Second)
+		if err := enter("a", 900); err != nil {
+			t.Fatalf("a at its Retry-After: %v", err)
+		}
+		if fmt.Sprint(refused) != "[graphql_points graphql_points graphql_points]" {
+			t.Errorf("refusals %v", refused)
+		}
+
+		// Run time: three reads of c running 10 s at once charge 30 s to a
+		// bucket of 10 (refilled at half a second a second): 20 s of debt,
+		// paid in 40 s.
+		refused = nil
+		var leaves []func()
+		for range 3 {
+			leave, err := g.Enter(ctx, "c", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			leaves = append(leaves, leave)
+		}
+		time.Sleep(10 * time.Second)
+		for _, leave := range leaves {
+			leave()
+		}
+		err = enter("c", 1)
+		r := retryAfter(err)
+		if limitOf(err) != LimitPrincipalTime || r < 39*time.Second || r > 41*time.Second {
+			t.Fatalf("c in debt: %v", err)
+		}
+		// Held until a request would wait out the rest (within the 1 s
+		// queue timeout) instead of being refused: R − 1 s.
+		time.Sleep(r - 2*time.Second)
+		began := time.Now()
+		if err := enter("c", 1); limitOf(err) != LimitPrincipalTime || retryAfter(err) != time.Second || time.Since(began) != 0 {
+			t.Fatalf("c held: %v after %v", err, time.Since(began))
+		}
+		time.Sleep(1500 * time.Millisecond)
+		began = time.Now()
+		if err := enter("c", 1); err != nil || time.Since(began) <= 0 || time.Since(began) > time.Second {
+			t.Fatalf("c after its hold: %v after %v, want admitted after waiting out the rest of its debt", err, time.Since(began))
+		}
+		if fmt.Sprint(refused) != "[graphql_principal_time graphql_principal_time]" {
+			t.Errorf("refusals %v", refused)
+		}
+	})
+}

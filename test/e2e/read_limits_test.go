@@ -94,13 +94,24 @@ func TestReadsBounded(t *testing.T) {
 			r.Errors[0].Extensions["limit"] != "graphql_points" || resp.Header.Get("Retry-After") == "" {
 			t.Fatalf("second: %d %v %s", resp.StatusCode, resp.Header, body)
 		}
+		// Until its Retry-After the principal is refused before its request
+		// is read: a cheap operation, and a body that is not even JSON
+		// (400 once read), get the same 429.
+		for _, body := range []string{`{"query":"{ __typename }"}`, `{not json`} {
+			resp, raw := e.Do(t, http.MethodPost, "/graphql", key, body)
+			json.Unmarshal(raw, &r)
+			if resp.StatusCode != http.StatusTooManyRequests || len(r.Errors) != 1 || r.Errors[0].Extensions["limit"] != "graphql_points" ||
+				resp.Header.Get("Retry-After") == "" {
+				t.Fatalf("%s from a principal refused a moment ago: %d %v %s", body, resp.StatusCode, resp.Header, raw)
+			}
+		}
 		// Another principal has its own budget.
 		_, other := e.NewUser(t, domain.RoleViewer)
 		if st, _, raw = gqlPost(t, e, other, big, nil); st != http.StatusOK {
 			t.Fatalf("another principal: %d %.300s", st, raw)
 		}
 		fams := scrape(t, e, "")
-		if n := metricValue(fams, "threadengine_limit_refusals_total", map[string]string{"limit": "graphql_points"}); n != 1 {
+		if n := metricValue(fams, "threadengine_limit_refusals_total", map[string]string{"limit": "graphql_points"}); n != 3 {
 			t.Fatalf("graphql_points refusals counted %v", n)
 		}
 	})
