@@ -479,6 +479,15 @@ func TestFiltersAndPaging(t *testing.T) {
 		if n := stmts(`{ threads(limit: 2) { totalCount totalCountIsExact threads { id } } }`); n != plain+1 {
 			t.Fatalf("with totalCount and totalCountIsExact: %d statements, without: %d", n, plain)
 		}
+		// A first page that holds every match is its own total: no count
+		// (a ref search would read its trigram candidates twice).
+		whole := stmts(`{ threads(limit: 10) { threads { id } } }`)
+		if n := stmts(`{ threads(limit: 10) { totalCount totalCountIsExact threads { id } } }`); n != whole {
+			t.Fatalf("a page of every match with totalCount: %d statements, without: %d", n, whole)
+		}
+		if conn := get(`{ threads(limit: 10) { totalCount totalCountIsExact } }`)["threads"].(map[string]any); conn["totalCount"] != float64(5) || conn["totalCountIsExact"] != true {
+			t.Fatalf("a page of every match: %v", conn)
+		}
 		// A cursor of another order, a made-up cursor, both cursors and a
 		// deep offset are refused with a coded error.
 		for _, q := range []string{

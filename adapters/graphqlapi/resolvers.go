@@ -321,7 +321,13 @@ type connectionResolver struct {
 func (c *connectionResolver) Threads() []*threadResolver { return c.threads }
 
 func (c *connectionResolver) count(ctx context.Context) (readmodel.Total, error) {
-	c.once.Do(func() { c.total, c.err = c.h.queries.Count.Handle(ctx, c.search) })
+	c.once.Do(func() {
+		if t, ok := c.page.WholeTotal(); ok {
+			c.total = t // the page is every match
+			return
+		}
+		c.total, c.err = c.h.queries.Count.Handle(ctx, c.search)
+	})
 	return c.total, c.err
 }
 

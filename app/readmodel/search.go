@@ -140,11 +140,28 @@ func (h SearchThreadsHandler) Handle(ctx context.Context, s ThreadSearch) (Threa
 		page.StartCursor, page.EndCursor = encodeCursor(tag, threads[0].Position()), encodeCursor(tag, threads[n-1].Position())
 	}
 	if s.WithTotal {
-		if page.Total, err = count(ctx, h.store, f); err != nil {
+		if t, ok := page.WholeTotal(); ok {
+			page.Total = t
+		} else if page.Total, err = count(ctx, h.store, f); err != nil {
 			return ThreadPage{}, err
 		}
 	}
 	return page, nil
+}
+
+// WholeTotal is the search's total when the page holds every match: a
+// first page (no cursor, no offset) with no next page. The count would
+// read those same matches again (for a ref search its trigram candidates
+// a second time), so the page answers it.
+func (p ThreadPage) WholeTotal() (Total, bool) {
+	if p.HasNext || p.HasPrevious {
+		return Total{}, false
+	}
+	n := len(p.Threads)
+	if n > MaxTotalCount {
+		return Total{Count: MaxTotalCount}, true
+	}
+	return Total{Count: n, Exact: true}, true
 }
 
 // CountThreadsHandler counts the threads a search matches (its paging

@@ -49,6 +49,15 @@ func TestSearchTotalsAndCursors(t *testing.T) {
 			t.Errorf("%d matching: %+v %v (counted up to %d), want %+v", c.n, got, err, st.upTo, c.want)
 		}
 	}
+	// A first page with every match is the total; otherwise it is counted.
+	for _, n := range []int{0, 3, 50, 51} {
+		st := &listStore{n: n}
+		page, err := readmodel.New(readmodel.Deps{Store: st}).Search.Handle(ctx, readmodel.ThreadSearch{WithTotal: true})
+		counted := n > 50
+		if err != nil || page.Total != (readmodel.Total{Count: n, Exact: true}) || (st.upTo != 0) != counted {
+			t.Errorf("%d matching, with the total: %+v %v (counted up to %d), want %d counted %v", n, page.Total, err, st.upTo, n, counted)
+		}
+	}
 	st := &listStore{n: 5}
 	q := readmodel.New(readmodel.Deps{Store: st})
 	two := 2
