@@ -26,7 +26,7 @@ func (s *Store) ListThreadIDs(ctx context.Context, f ports.ExportFilter, after *
 		v := f.ContractVersion
 		lf.ContractVersion = &v
 	}
-	lq := s.listWhere(lf)
+	lq := s.listWhere(ctx, lf)
 	where, args := lq.where, lq.args
 	if !f.StartedSince.IsZero() {
 		where, args = append(where, "t.created_at >= ?"), append(args, sqldb.Time(f.StartedSince))

@@ -27,7 +27,7 @@ type listQuery struct {
 	tag string
 }
 
-func (s *Store) listWhere(f ports.ThreadFilter) listQuery {
+func (s *Store) listWhere(ctx context.Context, f ports.ThreadFilter) listQuery {
 	q := listQuery{exact: "0"}
 	add := func(cond string, args ...any) {
 		q.where = append(q.where, cond)
@@ -61,7 +61,7 @@ func (s *Store) listWhere(f ports.ThreadFilter) listQuery {
 		// Matching refs are found first (PostgreSQL: the pg_trgm index on
 		// LOWER(ref_value); SQLite: the FTS5 trigram table when the term
 		// has 3 characters or more), then their threads by primary key.
-		cond, args := s.refMatch(f.RefValue)
+		cond, args := s.refMatch(ctx, f.RefValue)
 		exactCond := `EXISTS (SELECT 1 FROM thread_refs r WHERE r.thread_id = t.id AND r.ref_value = ?`
 		q.exactArgs = append(q.exactArgs, f.RefValue)
 		if f.RefKey != "" {
@@ -131,8 +131,16 @@ func prefixEnd(p string) string {
 
 // refMatch is the condition on thread_refs r for a ref value containing v
 // (case-insensitive).
-func (s *Store) refMatch(v string) (string, []any) {
+func (s *Store) refMatch(ctx context.Context, v string) (string, []any) {
 	pattern := "%" + likeEscape(strings.ToLower(v)) + "%"
+	if s.db.Dialect == sqldb.Postgres {
+		// The index reads the term's uncommon words; the term filters what
+		// it returns (|| '' keeps it out of the index condition, where its
+		// common trigrams would be read again). refstats.go.
+		if ip := refIndexPattern(strings.ToLower(v), s.refStats(ctx)); ip != "" {
+			return `LOWER(r.ref_value) LIKE ? AND (LOWER(r.ref_value) || '') LIKE ? ESCAPE '\'`, []any{ip, pattern}
+		}
+	}
 	if s.db.Dialect == sqldb.SQLite && len([]rune(v)) >= 3 {
 		// The trigram table answers LIKE from its index only without an
 		// ESCAPE clause, so it gets the value unescaped: a % or _ in it
@@ -255,7 +263,7 @@ func (s *Store) ListThreads(ctx context.Context, f ports.ThreadFilter) ([]ports.
 	if f.Limit <= 0 {
 		return nil, nil
 	}
-	q := s.listWhere(f)
+	q := s.listWhere(ctx, f)
 	keys := q.sortKeys(f)
 	var extra []string
 	var seekArgs []any
@@ -304,7 +312,7 @@ func (s *Store) CountThreads(ctx context.Context, f ports.ThreadFilter, upTo int
 	if upTo <= 0 {
 		return 0, nil
 	}
-	q := s.listWhere(f)
+	q := s.listWhere(ctx, f)
 	var n []int
 	query, args := `SELECT COUNT(*) FROM (SELECT 1 FROM threads t`+q.whereSQL()+` LIMIT ?) x`, append(append([]any{}, q.args...), upTo)
 	if q.tag != "" && len(q.where) == 1 {

@@ -33,6 +33,8 @@ type Store struct {
 	stmts map[string]*sqlx.Stmt
 	// listContext caps contexts in lists of attempts (listcontext.go).
 	listContext int
+	// refStatsCache holds the ref values' statistics (refstats.go).
+	refStatsCache refStatsCache
 }
 
 // maxStmts bounds the prepared statements kept. Statement texts vary only
