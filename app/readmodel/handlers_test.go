@@ -454,7 +454,8 @@ func (detailStore) ListThreads(_ context.Context, f ports.ThreadFilter) ([]ports
 	if f.RefValue != "r" {
 		return nil, nil
 	}
-	return []ports.ThreadView{{ID: "a"}}, nil
+	// Three match, as CountThreads says.
+	return []ports.ThreadView{{ID: "a"}, {ID: "a2"}, {ID: "a3"}}[:min(3, f.Limit)], nil
 }
 
 func (detailStore) CountThreads(_ context.Context, f ports.ThreadFilter, upTo int) (int, error) {
