@@ -314,11 +314,14 @@ func TestNoNPlusOne(t *testing.T) {
 		queries := []struct {
 			name, q string
 			page    int
+			// counted: statements the big page adds because its total is
+			// counted (the small page holds every match: its own total).
+			counted int64
 		}{
-			{"threads(limit:100) steps history", `{ threads(limit: 100) { totalCount threads { steps { history(limit: 1) { attempt } } } } }`, 100},
+			{"threads(limit:100) steps history", `{ threads(limit: 100) { totalCount threads { steps { history(limit: 1) { attempt } } } } }`, 100, 1},
 			{"every batched field", `{ threads(limit: 5) { threads { id refs hashChainVerified notificationSummary { totalNotifications }
   validationResults { validationId } notifications { message } threadChain { id }
-  steps { stepName verified subSteps { name } } } } }`, 5},
+  steps { stepName verified subSteps { name } } } } }`, 5, 0},
 		}
 		count := func(q string) (int64, int) {
 			f.statements.Store(0)
@@ -347,7 +350,7 @@ func TestNoNPlusOne(t *testing.T) {
 			if got != c.page {
 				t.Fatalf("%s: %d threads, want %d", c.name, got, c.page)
 			}
-			if n != small[c.name] || n > 12 {
+			if n != small[c.name]+c.counted || n > 12 {
 				t.Fatalf("%s: %d statements for 2 threads, %d for %d threads", c.name, small[c.name], n, c.page)
 			}
 			t.Logf("%s: %d statements for %d threads", c.name, n, c.page)
