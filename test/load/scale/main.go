@@ -57,6 +57,7 @@ func main() {
 	sweep := flag.Float64("sweep", 0.1, "fraction of threads the retention sweep deletes at the end (0: no sweep)")
 	sweepBatch := flag.Int("sweep-batch", 100, "threads per retention batch (retention.batch_size)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
+	flag.StringVar(&only, "only", "", "time only the requests whose name contains this text")
 	flag.Parse()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -156,6 +157,9 @@ func run(server, name string, n, reps int, keep, reuse bool, sweepFrac float64, 
 	if reps < 1 { // --reps 0: only the size and the sweep
 		reqs = nil
 	}
+	if only != "" {
+		reqs = slices.DeleteFunc(reqs, func(r request) bool { return !strings.Contains(r.name, only) })
+	}
 	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "request\tmedian\tp95\trows\t\n")
 	// The machine's noise floor: one trivial statement through the same pool.
@@ -211,6 +215,9 @@ func run(server, name string, n, reps int, keep, reuse bool, sweepFrac float64, 
 	}
 	return nil
 }
+
+// only keeps the requests whose name contains it (--only).
+var only string
 
 // request is one measured GraphQL request; rows counts what it returned.
 type request struct {
