@@ -240,13 +240,19 @@ func TestBigContextReadsBounded(t *testing.T) {
 	for _, d := range dialects(t) {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
-			// A principal's reads may run a tenth of a core's time (what the
-			// limits doc advises on 2 cores; the default is half).
+			// The reads of one principal as the limits doc advises on 2
+			// cores: a tenth of a core's time (the default is half) and 1,000
+			// points a second, bursts of 10,000 (the default is 10,000 and
+			// 50,000). With the time share alone, reads cheap enough to run
+			// 27 a second (the contexts sized from context_bytes, 00105) took
+			// 17-26 % of the engine's CPU on PostgreSQL, their answers'
+			// encoding included; the points bound how many are admitted.
 			// Reads may run 30 s (not 5): on a loaded machine (load 30, the
 			// whole suite) SQLite's reads of these contexts took longer than
 			// the default deadline and none was answered; the share bounds
 			// them either way.
-			e := start(t, d, "THREADENGINE_LIMITS__GRAPHQL__PRINCIPAL_SHARE=0.1", "THREADENGINE_LIMITS__GRAPHQL__MAX_DURATION=30s")
+			e := start(t, d, "THREADENGINE_LIMITS__GRAPHQL__PRINCIPAL_SHARE=0.1", "THREADENGINE_LIMITS__GRAPHQL__MAX_DURATION=30s",
+				"THREADENGINE_LIMITS__GRAPHQL__POINTS_PER_SECOND=1000", "THREADENGINE_LIMITS__GRAPHQL__POINTS_BURST=10000")
 			member := e.serviceKey(t, "writer", "member")
 			viewer := e.serviceKey(t, "reader", "viewer")
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -308,18 +314,21 @@ func TestBigContextReadsBounded(t *testing.T) {
 			readBody := bodyFiles(t, []byte(mustJSON(map[string]any{"query": q})))
 			sideBySide(t, e, d, "4 clients reading big contexts", bystander, measureRounds(), func() func() {
 				// The viewer's four clients, an attacker process.
-				refused0 := e.metric(t, `threadengine_limit_refusals_total{limit="graphql_principal_time"}`)
-				waits0 := e.metric(t, `threadengine_graphql_read_waits_total{limit="graphql_principal_time"}`)
+				timeRefusals := `threadengine_limit_refusals_total{limit="graphql_principal_time"}`
+				pointRefusals := `threadengine_limit_refusals_total{limit="graphql_points"}`
+				timeWaits := `threadengine_graphql_read_waits_total{limit="graphql_principal_time"}`
+				refused0, waits0, points0 := e.metric(t, timeRefusals), e.metric(t, timeWaits), e.metric(t, pointRefusals)
 				a := e.startAttacker(t, loopSpec{URL: e.URL, Key: viewer, Method: http.MethodPost, Path: "/graphql", Clients: 4,
 					Bodies: readBody, Backoff: 50 * time.Millisecond, Marks: []string{`$truncated`, `"query_timeout"`}})
 				// Measured in the steady state: once the principal's burst is
-				// spent — its reads paced (waiting for their turn) or refused
-				// for their run time — and the reads admitted from it have
-				// ended (the viewer's are the only reads here).
-				timeRefusals := `threadengine_limit_refusals_total{limit="graphql_principal_time"}`
-				timeWaits := `threadengine_graphql_read_waits_total{limit="graphql_principal_time"}`
-				if !poll(func() bool { return e.metric(t, timeRefusals) > refused0 || e.metric(t, timeWaits) > waits0 }) {
-					t.Fatalf("the viewer's reads were neither paced nor refused for their time in 2 minutes (%d answers)", a.answered.Load())
+				// spent — its reads paced (waiting for their turn of the time),
+				// or refused for their run time or points — and the reads
+				// admitted from it have ended (the viewer's are the only reads
+				// here).
+				if !poll(func() bool {
+					return e.metric(t, timeRefusals) > refused0 || e.metric(t, timeWaits) > waits0 || e.metric(t, pointRefusals) > points0
+				}) {
+					t.Fatalf("the viewer's reads were neither paced nor refused for their time or points in 2 minutes (%d answers)", a.answered.Load())
 				}
 				e.untilBelow(t, "threadengine_graphql_reads_running", 1)
 				return func() {
