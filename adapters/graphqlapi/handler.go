@@ -441,8 +441,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// (readgate.Gate.Held): retrying before its Retry-After costs the
 	// engine this answer only.
 	if err := h.limits.Gate.Held(principalKey(r.Context())); err != nil {
-		h.metrics.GraphQLRefused("limit")
-		res, status = h.refuse(r.Context(), err)
+		res, status = h.observe(r.Context(), Request{}, func(ctx context.Context, _ Request) (*Response, int) {
+			h.metrics.GraphQLRefused("limit")
+			return h.refuse(ctx, err)
+		})
 		h.writeJSON(w, r, status, res)
 		return
 	}

@@ -111,6 +111,9 @@ func TestReadsBounded(t *testing.T) {
 			t.Fatalf("another principal: %d %.300s", st, raw)
 		}
 		fams := scrape(t, e, "")
+		if n := metricValue(fams, "threadengine_graphql_refused_total", map[string]string{"reason": "limit"}); n != 3 {
+			t.Fatalf("GraphQL refusals by the gate counted %v, want 3 (one refused, two held)", n)
+		}
 		if n := metricValue(fams, "threadengine_limit_refusals_total", map[string]string{"limit": "graphql_points"}); n != 3 {
 			t.Fatalf("graphql_points refusals counted %v", n)
 		}
