@@ -82,7 +82,14 @@ func (s *Store) refStats(ctx context.Context) refStats {
  WHERE s.schemaname = current_schema() AND s.tablename = 'thread_refs_value_trgm'
  UNION ALL SELECT h.v, -1 FROM pg_stats s, unnest(CAST(CAST(s.histogram_bounds AS TEXT) AS TEXT[])) AS h(v)
  WHERE s.schemaname = current_schema() AND s.tablename = 'thread_refs_value_trgm'`)
-	if err != nil || len(rows) == 0 {
+	if err != nil {
+		// A read cut by its caller's deadline, or pg_stats not readable:
+		// the whole term serves meanwhile, and the read is tried again in
+		// a minute rather than at the next TTL.
+		c.at = c.at.Add(time.Minute - refStatsTTL)
+		return c.stats
+	}
+	if len(rows) == 0 {
 		return c.stats
 	}
 	rest, hist := 1.0, 0
