@@ -50,7 +50,7 @@ func TestRefSearchByUncommonWords(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, err := db.ExecContext(ctx, `ANALYZE`); err != nil {
+		if _, err := db.ExecContext(ctx, `ANALYZE thread_refs`); err != nil {
 			t.Fatal(err)
 		}
 		s := threadquery.New(db)

@@ -303,18 +303,19 @@ func (g *Gate) spend(who string, cost int) error {
 	what := fmt.Sprintf("the read budget of %d points per second (burst %d) is spent", g.lim.PointsPerSecond, g.lim.PointsBurst)
 	e := domain.LimitExceeded(domain.KindRateLimited, LimitReadPoints,
 		"%s: this operation costs %d; retry in %s", what, min(max(cost, 1), g.lim.PointsBurst), d.Round(time.Millisecond))
-	e.RetryAfter = d
 	// Until its Retry-After every request of who is refused, cheaper ones
 	// too (as GitHub's secondary limits do): a client told when to come
 	// back and coming back sooner is answered without its request being
-	// read.
-	g.hold(who, d, LimitReadPoints, what)
+	// decoded. A dearer request of who refused at the same moment may hold
+	// it longer: the answer says until when.
+	e.RetryAfter = max(d, g.hold(who, d, LimitReadPoints, what))
 	return e
 }
 
 // hold refuses who's requests for d (Held), counted and answered as a
-// refusal by limit.
-func (g *Gate) hold(who string, d time.Duration, limit, what string) {
+// refusal by limit; it returns how long who is held (longer than d when
+// an earlier refusal held it longer).
+func (g *Gate) hold(who string, d time.Duration, limit, what string) time.Duration {
 	now := time.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -328,9 +329,12 @@ func (g *Gate) hold(who string, d time.Duration, limit, what string) {
 			}
 		}
 	}
-	if h, ok := g.held[who]; !ok || h.until.Before(now.Add(d)) {
-		g.held[who] = hold{until: now.Add(d), limit: limit, what: what}
+	h, ok := g.held[who]
+	if !ok || h.until.Before(now.Add(d)) {
+		h = hold{until: now.Add(d), limit: limit, what: what}
+		g.held[who] = h
 	}
+	return h.until.Sub(now)
 }
 
 // Held refuses a principal that was refused by its own budget (points,

@@ -526,3 +526,24 @@ func TestGateHoldsARefusedPrincipal(t *testing.T) {
 		}
 	})
 }
+
+// Two requests of one principal refused at the same moment (both past
+// Held before either was held): the cheaper one's Retry-After is the
+// longer hold the dearer one set, not its own shorter wait.
+func TestGateRetryAfterIsTheHold(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		g := NewGate(GateLimits{MaxConcurrent: 4, MaxConcurrentPerPrincipal: 4, QueueTimeout: time.Second,
+			PointsPerSecond: 10, PointsBurst: 1000}, nil)
+		if err := g.spend("d", 1000); err != nil {
+			t.Fatal(err)
+		}
+		var de *domain.Error
+		if err := g.spend("d", 900); !errors.As(err, &de) || de.RetryAfter != 90*time.Second {
+			t.Fatalf("900 points of an empty bucket: %v", err)
+		}
+		if err := g.spend("d", 10); !errors.As(err, &de) || de.RetryAfter != 90*time.Second {
+			t.Fatalf("10 points refused beside it: %v, want the 90 s hold as Retry-After", err)
+		}
+	})
+}
