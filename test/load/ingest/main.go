@@ -23,6 +23,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/signal"
@@ -158,10 +159,26 @@ func fail(msg string) {
 	os.Exit(2)
 }
 
+// dialRetrying dials wsURL, again after a second while the engine answers
+// 429 (for 30 s at most): fifty sockets of one address dialled at once
+// pass the engine's unauthenticated-sockets share of an address (20,
+// limits.ws.max_unauthenticated_per_address) until the first ones have
+// sent connect, as SDKs reconnecting after Retry-After would.
+func dialRetrying(wsURL string) (*websocket.Conn, error) {
+	giveUp := time.Now().Add(30 * time.Second)
+	for {
+		dctx, dcancel := context.WithTimeout(context.Background(), 10*time.Second)
+		conn, resp, err := websocket.Dial(dctx, wsURL, nil)
+		dcancel()
+		if err == nil || resp == nil || resp.StatusCode != http.StatusTooManyRequests || time.Now().After(giveUp) {
+			return conn, err
+		}
+		time.Sleep(time.Second)
+	}
+}
+
 func runConn(ctx context.Context, wsURL, key string, c, pipeline, perThread int, acked, errs *atomic.Int64) ([]time.Duration, error) {
-	dctx, dcancel := context.WithTimeout(context.Background(), 10*time.Second)
-	conn, _, err := websocket.Dial(dctx, wsURL, nil)
-	dcancel()
+	conn, err := dialRetrying(wsURL)
 	if err != nil {
 		return nil, err
 	}
