@@ -153,16 +153,19 @@ func largeTraces(trace int) []byte {
 // with the exporters in their steady state (the burst spent).
 func TestOTLPLargeRequestsDoNotStarveWriters(t *testing.T) {
 	t.Parallel()
+	// The 64 bodies (≈ 350 MB of JSON gzipped) are made once for both
+	// stores.
+	bodies := make([][]byte, 64)
+	for i := range bodies {
+		bodies[i] = largeTraces(i)
+	}
+	files := bodyFiles(t, bodies...)
+	bodies = nil
 	for _, d := range dialects(t) {
 		t.Run(string(d), func(t *testing.T) {
 			e := start(t, d, "THREADENGINE_LIMITS__OTLP__BYTES_PER_SECOND=262144", "THREADENGINE_LIMITS__OTLP__BYTE_BURST=8388608")
 			exporter := e.serviceKey(t, "exporter", "member")
 			bystander := e.serviceKey(t, "bystander", "member")
-			bodies := make([][]byte, 64)
-			for i := range bodies {
-				bodies[i] = largeTraces(i)
-			}
-			files := bodyFiles(t, bodies...)
 			writers(t, e, bystander, 4, time.Second) // warm up
 			w := e.during(t, nil)
 			counts := map[int]int{}
