@@ -12,6 +12,18 @@ import (
 	"github.com/threadengine/engine/domain"
 )
 
+// read is one read of cost points by who, as a caller of Enter makes it:
+// admitted, it runs for d and leaves.
+func read(g *Gate, who string, cost int, d time.Duration) error {
+	leave, err := g.Enter(context.Background(), who, cost)
+	if err != nil {
+		return err
+	}
+	time.Sleep(d)
+	leave()
+	return nil
+}
+
 func limitOf(err error) string {
 	var de *domain.Error
 	if !errors.As(err, &de) || de.Code != domain.CodeLimitExceeded || de.Kind != domain.KindRateLimited {
@@ -172,21 +184,13 @@ func TestGateForgetsIdleBuckets(t *testing.T) {
 		// 200 points refill in 200 s: longer than the sweep interval.
 		g := NewGate(GateLimits{MaxConcurrent: 4, MaxConcurrentPerPrincipal: 2, QueueTimeout: time.Second,
 			PointsPerSecond: 1, PointsBurst: 200}, nil)
-		ctx := context.Background()
-		enter := func(who string, cost int) error {
-			leave, err := g.Enter(ctx, who, cost)
-			if err == nil {
-				leave()
-			}
-			return err
-		}
 		buckets := g.points.Len
 		for i := range 1000 {
-			if err := enter(fmt.Sprintf("p%d", i), 1); err != nil {
+			if err := read(g, fmt.Sprintf("p%d", i), 1, 0); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := enter("debtor", 200); err != nil {
+		if err := read(g, "debtor", 200, 0); err != nil {
 			t.Fatal(err)
 		}
 		if n := buckets(); n != 1001 {
@@ -195,18 +199,18 @@ func TestGateForgetsIdleBuckets(t *testing.T) {
 		// After a sweep interval the 1,000 one-point buckets are full again
 		// (1 point a second) and go; the debtor's (200 points spent) is not.
 		time.Sleep(budget.SweepEvery + time.Second)
-		if err := enter("newcomer", 1); err != nil {
+		if err := read(g, "newcomer", 1, 0); err != nil {
 			t.Fatal(err)
 		}
 		if n := buckets(); n != 2 {
 			t.Errorf("%d buckets after the sweep, want the debtor's and the newcomer's", n)
 		}
-		if err := enter("debtor", 200); limitOf(err) != LimitReadPoints {
+		if err := read(g, "debtor", 200, 0); limitOf(err) != LimitReadPoints {
 			t.Errorf("the debtor's refilling bucket was forgotten: %v", err)
 		}
 		// Once it is full again it goes too, at the next sweep.
 		time.Sleep(200 * time.Second)
-		if err := enter("newcomer", 1); err != nil {
+		if err := read(g, "newcomer", 1, 0); err != nil {
 			t.Fatal(err)
 		}
 		if n := buckets(); n != 1 {
@@ -227,20 +231,11 @@ func TestGateExpensiveReadsShareTheTime(t *testing.T) {
 		g := NewGate(GateLimits{MaxConcurrent: 4, MaxConcurrentPerPrincipal: 4, QueueTimeout: time.Second,
 			ExpensiveCost: 100, MaxExpensive: 1, ExpensiveShare: 0.25}, func(l string) { refused = append(refused, l) })
 		ctx := context.Background()
-		run := func(who string, cost int, d time.Duration) error {
-			leave, err := g.Enter(ctx, who, cost)
-			if err != nil {
-				return err
-			}
-			time.Sleep(d)
-			leave()
-			return nil
-		}
 		// Two 5 s operations: the first spends the 5 s burst (refilled by
 		// 1.25 s as it runs), the second leaves 3.75 s of debt, paid in 15 s
 		// at a quarter of a second a second.
 		for i := range 2 {
-			if err := run("a", 100, 5*time.Second); err != nil {
+			if err := read(g, "a", 100, 5*time.Second); err != nil {
 				t.Fatalf("expensive read %d within the burst: %v", i, err)
 			}
 		}
@@ -253,13 +248,13 @@ func TestGateExpensiveReadsShareTheTime(t *testing.T) {
 		if time.Since(began) != 0 {
 			t.Errorf("the refusal waited %v", time.Since(began))
 		}
-		if err := run("b", 99, time.Second); err != nil {
+		if err := read(g, "b", 99, time.Second); err != nil {
 			t.Errorf("a cheap read while expensive ones are in debt: %v", err)
 		}
 		// 14.5 s later the debt is a fraction of a second: the next waits for it.
 		time.Sleep(13500 * time.Millisecond)
 		began = time.Now()
-		if err := run("b", 500, 0); err != nil {
+		if err := read(g, "b", 500, 0); err != nil {
 			t.Fatalf("an expensive read once the debt is nearly paid: %v", err)
 		}
 		if w := time.Since(began); w <= 0 || w > time.Second {
@@ -377,20 +372,11 @@ func TestGatePrincipalsShareTheTime(t *testing.T) {
 		var waited []string
 		g.OnWait(func(l string) { waited = append(waited, l) })
 		ctx := context.Background()
-		run := func(who string, d time.Duration, cost ...int) error {
-			leave, err := g.Enter(ctx, who, append(cost, 1)[0])
-			if err != nil {
-				return err
-			}
-			time.Sleep(d)
-			leave()
-			return nil
-		}
 		// Four 5 s reads: the 10 s burst, refilled by 2.5 s during each,
 		// is spent after three; the fourth leaves 2.5 s of debt, paid in
 		// 5 s at half a second a second.
 		for i := range 4 {
-			if err := run("a", 5*time.Second); err != nil {
+			if err := read(g, "a", 1, 5*time.Second); err != nil {
 				t.Fatalf("read %d within the burst: %v", i, err)
 			}
 		}
@@ -403,14 +389,14 @@ func TestGatePrincipalsShareTheTime(t *testing.T) {
 		if time.Since(began) != 0 {
 			t.Errorf("the refusal waited %v", time.Since(began))
 		}
-		if err := run("b", time.Second); err != nil {
+		if err := read(g, "b", 1, time.Second); err != nil {
 			t.Errorf("another principal's read: %v", err)
 		}
 		// 4.5 s after the refusal the debt is a fraction of a second (b's
 		// second counted): the next read of a waits for it.
 		time.Sleep(3500 * time.Millisecond)
 		began = time.Now()
-		if err := run("a", 0, 900); err != nil {
+		if err := read(g, "a", 900, 0); err != nil {
 			t.Fatalf("a read of 900 points once the debt is nearly paid (the refused one took none): %v", err)
 		}
 		if w := time.Since(began); w <= 0 || w > time.Second {
@@ -439,13 +425,6 @@ func TestGateHoldsARefusedPrincipal(t *testing.T) {
 		g := NewGate(GateLimits{MaxConcurrent: 4, MaxConcurrentPerPrincipal: 4, QueueTimeout: time.Second,
 			PointsPerSecond: 10, PointsBurst: 1000, PrincipalShare: 0.5}, func(l string) { refused = append(refused, l) })
 		ctx := context.Background()
-		enter := func(who string, cost int) error {
-			leave, err := g.Enter(ctx, who, cost)
-			if err == nil {
-				leave()
-			}
-			return err
-		}
 		retryAfter := func(err error) time.Duration {
 			var de *domain.Error
 			if !errors.As(err, &de) {
@@ -453,10 +432,10 @@ func TestGateHoldsARefusedPrincipal(t *testing.T) {
 			}
 			return de.RetryAfter
 		}
-		if err := enter("a", 900); err != nil {
+		if err := read(g, "a", 900, 0); err != nil {
 			t.Fatal(err)
 		}
-		err := enter("a", 900)
+		err := read(g, "a", 900, 0)
 		if limitOf(err) != LimitReadPoints {
 			t.Fatalf("second 900 points: %v", err)
 		}
@@ -471,17 +450,17 @@ func TestGateHoldsARefusedPrincipal(t *testing.T) {
 		if limitOf(err) != LimitReadPoints || retryAfter(err) != 50*time.Second {
 			t.Fatalf("held a after 30 s: %v", err)
 		}
-		if err := enter("a", 1); limitOf(err) != LimitReadPoints {
+		if err := read(g, "a", 1, 0); limitOf(err) != LimitReadPoints {
 			t.Fatalf("a 1-point read of a held principal: %v", err)
 		}
 		if err := g.Held("b"); err != nil {
 			t.Fatalf("b is not held: %v", err)
 		}
-		if err := enter("b", 900); err != nil {
+		if err := read(g, "b", 900, 0); err != nil {
 			t.Fatalf("b: %v", err)
 		}
 		time.Sleep(50 * time.Second)
-		if err := enter("a", 900); err != nil {
+		if err := read(g, "a", 900, 0); err != nil {
 			t.Fatalf("a at its Retry-After: %v", err)
 		}
 		if fmt.Sprint(refused) != "[graphql_points graphql_points graphql_points]" {
@@ -504,7 +483,7 @@ func TestGateHoldsARefusedPrincipal(t *testing.T) {
 		for _, leave := range leaves {
 			leave()
 		}
-		err = enter("c", 1)
+		err = read(g, "c", 1, 0)
 		r := retryAfter(err)
 		if limitOf(err) != LimitPrincipalTime || r < 39*time.Second || r > 41*time.Second {
 			t.Fatalf("c in debt: %v", err)
@@ -513,12 +492,12 @@ func TestGateHoldsARefusedPrincipal(t *testing.T) {
 		// queue timeout) instead of being refused: R − 1 s.
 		time.Sleep(r - 2*time.Second)
 		began := time.Now()
-		if err := enter("c", 1); limitOf(err) != LimitPrincipalTime || retryAfter(err) != time.Second || time.Since(began) != 0 {
+		if err := read(g, "c", 1, 0); limitOf(err) != LimitPrincipalTime || retryAfter(err) != time.Second || time.Since(began) != 0 {
 			t.Fatalf("c held: %v after %v", err, time.Since(began))
 		}
 		time.Sleep(1500 * time.Millisecond)
 		began = time.Now()
-		if err := enter("c", 1); err != nil || time.Since(began) <= 0 || time.Since(began) > time.Second {
+		if err := read(g, "c", 1, 0); err != nil || time.Since(began) <= 0 || time.Since(began) > time.Second {
 			t.Fatalf("c after its hold: %v after %v, want admitted after waiting out the rest of its debt", err, time.Since(began))
 		}
 		if fmt.Sprint(refused) != "[graphql_principal_time graphql_principal_time]" {
