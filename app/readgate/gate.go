@@ -2,7 +2,6 @@ package readgate
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -221,16 +220,15 @@ func (g *Gate) Enter(ctx context.Context, who string, cost int) (leave func(), e
 // (PrincipalShare).
 func (g *Gate) principalTurn(ctx, wait context.Context, who string) error {
 	what := fmt.Sprintf("this principal's reads may run %.0f%% of a core's time", 100*g.lim.PrincipalShare)
-	err := g.waitOut(ctx, wait, g.ran.Debt(who, time.Now()), LimitPrincipalTime, what, nil)
-	var de *domain.Error
-	if errors.As(err, &de) && de.RetryAfter > g.lim.QueueTimeout && ctx.Err() == nil {
-		// Refused for its debt: a request arriving within the queue
-		// timeout of the debt's end waits for it instead, so the hold ends
-		// then; until that, any request of who is refused (the debt only
-		// grows by its reads still running).
-		g.hold(who, de.RetryAfter-g.lim.QueueTimeout, LimitPrincipalTime, what)
+	d := g.ran.Debt(who, time.Now())
+	if d > g.lim.QueueTimeout {
+		// A debt longer than the queue timeout is refused (waitOut), and
+		// so is every request of who until one would wait out the rest
+		// instead: held until then (the debt only grows by its reads still
+		// running).
+		g.hold(who, d-g.lim.QueueTimeout, LimitPrincipalTime, what)
 	}
-	return err
+	return g.waitOut(ctx, wait, d, LimitPrincipalTime, what, nil)
 }
 
 // heavyTurn waits until the expensive operations' run time is out of
