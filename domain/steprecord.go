@@ -12,8 +12,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gowebpki/jcs"
 )
@@ -66,42 +68,6 @@ type SubStepRecord struct {
 	RecordedAt time.Time
 }
 
-type stepRecordJSON struct {
-	Type           string              `json:"type"`
-	ThreadID       string              `json:"thread_id"`
-	StepID         string              `json:"step_id"`
-	Seq            int                 `json:"seq"`
-	StepName       string              `json:"step_name"`
-	IdempotencyKey string              `json:"idempotency_key"`
-	Status         string              `json:"status"`
-	Attempt        int                 `json:"attempt"`
-	Actor          string              `json:"actor"`
-	ActorService   string              `json:"actor_service"`
-	Context        json.RawMessage     `json:"context"`
-	Metadata       json.RawMessage     `json:"metadata"`
-	StartedAt      *string             `json:"started_at"`
-	FinishedAt     *string             `json:"finished_at"`
-	RecordedAt     string              `json:"recorded_at"`
-	PrevHash       string              `json:"prev_hash"`
-	SubSteps       []subStepRecordJSON `json:"sub_steps"`
-}
-
-type subStepRecordJSON struct {
-	ID         string          `json:"id"`
-	Name       string          `json:"name"`
-	Status     string          `json:"status"`
-	Payload    json.RawMessage `json:"payload"`
-	RecordedAt string          `json:"recorded_at"`
-}
-
-func recordTimePtr(t *time.Time) *string {
-	if t == nil {
-		return nil
-	}
-	s := RecordTime(*t)
-	return &s
-}
-
 // jsonObject is raw when it is a JSON object, {} when empty or null.
 func jsonObject(field string, raw json.RawMessage) (json.RawMessage, error) {
 	s := bytes.TrimSpace(raw)
@@ -115,31 +81,151 @@ func jsonObject(field string, raw json.RawMessage) (json.RawMessage, error) {
 }
 
 // Canonical is the RFC 8785 canonical JSON of the record: the bytes hashed.
+// The record's own members are written directly in canonical form (their
+// names are fixed ASCII, so their order is byte order); only the embedded
+// objects are canonicalised (canonicalObject). The bytes, and the errors, are
+// those of json.Marshal of the record followed by jcs.Transform, which is
+// how they were made before (steprecord_test.go keeps that as the oracle).
 func (r StepRecord) Canonical() ([]byte, error) {
-	out := stepRecordJSON{Type: StepRecordType, ThreadID: r.ThreadID, StepID: r.StepID, Seq: r.Seq, StepName: r.StepName,
-		IdempotencyKey: r.IdempotencyKey, Status: r.Status, Attempt: r.Attempt, Actor: r.Actor, ActorService: r.ActorService,
-		StartedAt: recordTimePtr(r.StartedAt), FinishedAt: recordTimePtr(r.FinishedAt), RecordedAt: RecordTime(r.RecordedAt),
-		PrevHash: r.PrevHash, SubSteps: make([]subStepRecordJSON, 0, len(r.SubSteps))}
-	var err error
-	if out.Context, err = jsonObject("context", r.Context); err != nil {
+	ctx, err := jsonObject("context", r.Context)
+	if err != nil {
 		return nil, err
 	}
-	if out.Metadata, err = jsonObject("metadata", r.Metadata); err != nil {
+	meta, err := jsonObject("metadata", r.Metadata)
+	if err != nil {
 		return nil, err
 	}
+	var payloadsBuf [4]json.RawMessage
+	payloads := payloadsBuf[:0]
+	size := 400 + len(r.ThreadID) + len(r.StepID) + len(r.StepName) + len(r.IdempotencyKey) + len(r.Status) +
+		len(r.Actor) + len(r.ActorService) + len(r.PrevHash) + len(ctx) + len(meta)
 	for _, s := range r.SubSteps {
 		p, err := jsonObject("sub-step payload", s.Payload)
 		if err != nil {
 			return nil, err
 		}
-		out.SubSteps = append(out.SubSteps, subStepRecordJSON{ID: s.ID, Name: s.Name, Status: s.Status, Payload: p,
-			RecordedAt: RecordTime(s.RecordedAt)})
+		payloads = append(payloads, p)
+		size += 120 + len(s.ID) + len(s.Name) + len(s.Status) + len(p)
 	}
-	b, err := json.Marshal(out)
-	if err != nil {
+	b := make([]byte, 0, size)
+	b = append(b, `{"actor":`...)
+	b = appendRecordString(b, r.Actor)
+	b = append(b, `,"actor_service":`...)
+	b = appendRecordString(b, r.ActorService)
+	b = append(b, `,"attempt":`...)
+	b = appendRecordInt(b, r.Attempt)
+	b = append(b, `,"context":`...)
+	if b, err = canonicalObject(b, ctx, 1); err != nil {
 		return nil, err
 	}
-	return jcs.Transform(b)
+	b = append(b, `,"finished_at":`...)
+	b = appendRecordTimePtr(b, r.FinishedAt)
+	b = append(b, `,"idempotency_key":`...)
+	b = appendRecordString(b, r.IdempotencyKey)
+	b = append(b, `,"metadata":`...)
+	if b, err = canonicalObject(b, meta, 1); err != nil {
+		return nil, err
+	}
+	b = append(b, `,"prev_hash":`...)
+	b = appendRecordString(b, r.PrevHash)
+	b = append(b, `,"recorded_at":`...)
+	b = appendRecordTime(b, r.RecordedAt)
+	b = append(b, `,"seq":`...)
+	b = appendRecordInt(b, r.Seq)
+	b = append(b, `,"started_at":`...)
+	b = appendRecordTimePtr(b, r.StartedAt)
+	b = append(b, `,"status":`...)
+	b = appendRecordString(b, r.Status)
+	b = append(b, `,"step_id":`...)
+	b = appendRecordString(b, r.StepID)
+	b = append(b, `,"step_name":`...)
+	b = appendRecordString(b, r.StepName)
+	b = append(b, `,"sub_steps":[`...)
+	for i, s := range r.SubSteps {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"id":`...)
+		b = appendRecordString(b, s.ID)
+		b = append(b, `,"name":`...)
+		b = appendRecordString(b, s.Name)
+		b = append(b, `,"payload":`...)
+		// A payload sits at depth 3 of the record: the record, "sub_steps", the sub-step.
+		if b, err = canonicalObject(b, payloads[i], 3); err != nil {
+			return nil, err
+		}
+		b = append(b, `,"recorded_at":`...)
+		b = appendRecordTime(b, s.RecordedAt)
+		b = append(b, `,"status":`...)
+		b = appendRecordString(b, s.Status)
+		b = append(b, '}')
+	}
+	b = append(b, `],"thread_id":`...)
+	b = appendRecordString(b, r.ThreadID)
+	b = append(b, `,"type":`...)
+	b = appendRecordString(b, StepRecordType)
+	return append(b, '}'), nil
+}
+
+// appendRecordString writes a record member's string as json.Marshal and
+// then jcs.Transform did: each byte that is not valid UTF-8 becomes U+FFFD
+// (json.Marshal's \ufffd, which Transform writes as the character), and the
+// rest as RFC 8785 writes a string (appendJCSString).
+func appendRecordString(b []byte, s string) []byte {
+	for i := 0; i < len(s); {
+		if s[i] < utf8.RuneSelf {
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			return appendJCSString(b, replaceInvalidUTF8(s))
+		}
+		i += size
+	}
+	return appendJCSString(b, s)
+}
+
+// replaceInvalidUTF8 is s with each byte that is not part of valid UTF-8
+// replaced by U+FFFD, byte by byte, as json.Marshal does.
+func replaceInvalidUTF8(s string) []byte {
+	out := make([]byte, 0, len(s)+8)
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			out = utf8.AppendRune(out, utf8.RuneError)
+		} else {
+			out = append(out, s[i:i+size]...)
+		}
+		i += size
+	}
+	return out
+}
+
+// appendRecordInt writes an integer as Transform writes the number: its
+// decimal digits while it is exact as a double, else the double's form.
+func appendRecordInt(b []byte, n int) []byte {
+	const exact = 1 << 53
+	if -exact <= n && n <= exact {
+		return strconv.AppendInt(b, int64(n), 10)
+	}
+	s, _ := jcs.NumberToJSON(float64(n)) // finite: cannot fail
+	return append(b, s...)
+}
+
+// appendRecordTime writes RecordTime(t) as a string: its bytes are digits,
+// '-', 'T', ':', '.' and 'Z', none of which RFC 8785 escapes.
+func appendRecordTime(b []byte, t time.Time) []byte {
+	b = append(b, '"')
+	b = t.UTC().Truncate(time.Microsecond).AppendFormat(b, RecordTimeLayout)
+	return append(b, '"')
+}
+
+func appendRecordTimePtr(b []byte, t *time.Time) []byte {
+	if t == nil {
+		return append(b, "null"...)
+	}
+	return appendRecordTime(b, *t)
 }
 
 // StepHash is "sha256:" + hex(SHA-256(Canonical())).
