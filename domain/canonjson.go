@@ -6,12 +6,15 @@ package domain
 // anything it does not handle itself (an error of any kind, a duplicate
 // name, a lone surrogate, invalid UTF-8, a number that does not parse,
 // nesting deeper than canonMaxDepth) makes it give up, and the object goes
-// through jcs.Transform, which decides it (canonicalObject). Numbers are
+// through jcs.Transform, which decides it (canonWriter.object). Numbers are
 // formatted by jcs.NumberToJSON, as Transform formats them.
 
 import (
+	"bytes"
+	"errors"
 	"slices"
 	"strconv"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -31,6 +34,8 @@ type canonWriter struct {
 	mems  []canonMember // members of the objects being written
 	tmp   []byte        // scratch for reordering an object's members
 	depth int
+	// checked: the second pass of Canonical (canonWriter.object).
+	checked bool
 }
 
 // canonMember is one written member: its decoded name in names, and its
@@ -40,19 +45,57 @@ type canonMember struct {
 	start, end         int
 }
 
-// canonicalObject appends the RFC 8785 canonical form of s, a JSON object,
-// to out. depth is how deep the object sits in the record (1 for context
-// and metadata, 3 for a sub-step payload): Transform's nesting limit counts
-// from the record's root, so an object it cannot handle is given to it
-// wrapped in that many arrays, and it fails or succeeds exactly as it does
-// on the whole record.
-func canonicalObject(out, s []byte, depth int) ([]byte, error) {
+// canonWriters keeps writers' scratch buffers between records.
+var canonWriters = sync.Pool{New: func() any { return new(canonWriter) }}
+
+func getCanonWriter() *canonWriter { return canonWriters.Get().(*canonWriter) }
+
+// putCanonWriter returns w to the pool without what it wrote or read, and
+// without scratch grown past 64 KiB by an unusual object.
+func putCanonWriter(w *canonWriter) {
+	const keep = 64 << 10
+	if cap(w.names) > keep || cap(w.tmp) > keep || cap(w.mems) > keep/32 {
+		return
+	}
+	*w = canonWriter{names: w.names[:0], mems: w.mems[:0], tmp: w.tmp[:0]}
+	canonWriters.Put(w)
+}
+
+// errCanonGiveUp: the direct pass met an object it is not sure of.
+var errCanonGiveUp = errors.New("domain: canonical JSON needs the checked pass")
+
+// object appends the RFC 8785 canonical form of raw, an embedded object of
+// the record, to out.
+//
+// Unchecked (the first pass), raw is the text as given: empty or null is
+// {}, as jsonObject has it; an object the direct writer parses whole and is
+// sure of is written; anything else is errCanonGiveUp. A strict parse that
+// succeeds is valid JSON, so jsonObject would have accepted it.
+//
+// Checked, raw has passed jsonObject: what the direct writer is not sure of
+// goes to jcs.Transform. depth is how deep the object sits in the record (1
+// for context and metadata, 3 for a sub-step payload): Transform's nesting
+// limit counts from the record's root, so the object is given to it wrapped
+// in that many arrays, and it fails or succeeds exactly as it did on the
+// whole record.
+func (w *canonWriter) object(out, raw []byte, depth int) ([]byte, error) {
+	s := raw
+	if !w.checked {
+		s = bytes.TrimSpace(raw)
+		if len(s) == 0 || string(s) == "null" {
+			return append(out, "{}"...), nil
+		}
+	}
 	if len(s) == 2 && s[0] == '{' && s[1] == '}' {
 		return append(out, "{}"...), nil
 	}
-	w := canonWriter{in: s, out: out}
-	if w.object() && w.skipSpace() && w.i == len(s) {
+	w.in, w.i, w.out, w.depth = s, 0, out, 0
+	w.names, w.mems = w.names[:0], w.mems[:0] // what a parse that gave up left
+	if len(s) > 0 && s[0] == '{' && w.objectValue() && w.skipSpace() && w.i == len(s) {
 		return w.out, nil
+	}
+	if !w.checked {
+		return nil, errCanonGiveUp
 	}
 	wrapped := make([]byte, 0, len(s)+2*depth)
 	for range depth {
@@ -89,7 +132,7 @@ func (w *canonWriter) value() bool {
 	}
 	switch c := w.in[w.i]; {
 	case c == '{':
-		return w.object()
+		return w.objectValue()
 	case c == '[':
 		return w.array()
 	case c == '"':
@@ -399,7 +442,7 @@ func (w *canonWriter) array() bool {
 
 func (w *canonWriter) name(m canonMember) []byte { return w.names[m.nameStart:m.nameEnd] }
 
-func (w *canonWriter) object() bool {
+func (w *canonWriter) objectValue() bool {
 	if !w.enter() {
 		return false
 	}

@@ -83,10 +83,23 @@ func jsonObject(field string, raw json.RawMessage) (json.RawMessage, error) {
 // Canonical is the RFC 8785 canonical JSON of the record: the bytes hashed.
 // The record's own members are written directly in canonical form (their
 // names are fixed ASCII, so their order is byte order); only the embedded
-// objects are canonicalised (canonicalObject). The bytes, and the errors, are
+// objects are canonicalised (canonWriter). The bytes, and the errors, are
 // those of json.Marshal of the record followed by jcs.Transform, which is
-// how they were made before (steprecord_test.go keeps that as the oracle).
+// how they were made before (steprecord_canon_test.go keeps that as the
+// oracle).
+//
+// The first pass writes every embedded object with the direct writer alone:
+// its strict parse of the whole object is also the check that it is valid
+// JSON. If any object is not one it is sure of, the second pass does what was
+// done before: every object checked in order (the first not an object is the
+// error), then canonicalised in order, jcs.Transform deciding what the
+// direct writer does not.
 func (r StepRecord) Canonical() ([]byte, error) {
+	w := getCanonWriter()
+	defer putCanonWriter(w)
+	if b, err := r.appendCanonical(w, r.Context, r.Metadata, nil); err != errCanonGiveUp {
+		return b, err
+	}
 	ctx, err := jsonObject("context", r.Context)
 	if err != nil {
 		return nil, err
@@ -95,19 +108,28 @@ func (r StepRecord) Canonical() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var payloadsBuf [4]json.RawMessage
-	payloads := payloadsBuf[:0]
-	size := 400 + len(r.ThreadID) + len(r.StepID) + len(r.StepName) + len(r.IdempotencyKey) + len(r.Status) +
-		len(r.Actor) + len(r.ActorService) + len(r.PrevHash) + len(ctx) + len(meta)
+	payloads := make([]json.RawMessage, 0, len(r.SubSteps))
 	for _, s := range r.SubSteps {
 		p, err := jsonObject("sub-step payload", s.Payload)
 		if err != nil {
 			return nil, err
 		}
 		payloads = append(payloads, p)
-		size += 120 + len(s.ID) + len(s.Name) + len(s.Status) + len(p)
+	}
+	w.checked = true
+	return r.appendCanonical(w, ctx, meta, payloads)
+}
+
+// appendCanonical writes the record with ctx, meta and payloads (nil: the
+// sub-steps' own) as its embedded objects, through w.
+func (r StepRecord) appendCanonical(w *canonWriter, ctx, meta json.RawMessage, payloads []json.RawMessage) ([]byte, error) {
+	size := 400 + len(r.ThreadID) + len(r.StepID) + len(r.StepName) + len(r.IdempotencyKey) + len(r.Status) +
+		len(r.Actor) + len(r.ActorService) + len(r.PrevHash) + len(ctx) + len(meta)
+	for _, s := range r.SubSteps {
+		size += 120 + len(s.ID) + len(s.Name) + len(s.Status) + len(s.Payload)
 	}
 	b := make([]byte, 0, size)
+	var err error
 	b = append(b, `{"actor":`...)
 	b = appendRecordString(b, r.Actor)
 	b = append(b, `,"actor_service":`...)
@@ -115,7 +137,7 @@ func (r StepRecord) Canonical() ([]byte, error) {
 	b = append(b, `,"attempt":`...)
 	b = appendRecordInt(b, r.Attempt)
 	b = append(b, `,"context":`...)
-	if b, err = canonicalObject(b, ctx, 1); err != nil {
+	if b, err = w.object(b, ctx, 1); err != nil {
 		return nil, err
 	}
 	b = append(b, `,"finished_at":`...)
@@ -123,7 +145,7 @@ func (r StepRecord) Canonical() ([]byte, error) {
 	b = append(b, `,"idempotency_key":`...)
 	b = appendRecordString(b, r.IdempotencyKey)
 	b = append(b, `,"metadata":`...)
-	if b, err = canonicalObject(b, meta, 1); err != nil {
+	if b, err = w.object(b, meta, 1); err != nil {
 		return nil, err
 	}
 	b = append(b, `,"prev_hash":`...)
@@ -150,8 +172,12 @@ func (r StepRecord) Canonical() ([]byte, error) {
 		b = append(b, `,"name":`...)
 		b = appendRecordString(b, s.Name)
 		b = append(b, `,"payload":`...)
+		p := s.Payload
+		if payloads != nil {
+			p = payloads[i]
+		}
 		// A payload sits at depth 3 of the record: the record, "sub_steps", the sub-step.
-		if b, err = canonicalObject(b, payloads[i], 3); err != nil {
+		if b, err = w.object(b, p, 3); err != nil {
 			return nil, err
 		}
 		b = append(b, `,"recorded_at":`...)
@@ -214,11 +240,42 @@ func appendRecordInt(b []byte, n int) []byte {
 }
 
 // appendRecordTime writes RecordTime(t) as a string: its bytes are digits,
-// '-', 'T', ':', '.' and 'Z', none of which RFC 8785 escapes.
+// '-', 'T', ':', '.' and 'Z', none of which RFC 8785 escapes. Years 0–9999
+// are written digit by digit (what Format writes for them), others by Format.
 func appendRecordTime(b []byte, t time.Time) []byte {
+	t = t.UTC().Truncate(time.Microsecond)
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		b = append(b, '"')
+		b = t.AppendFormat(b, RecordTimeLayout)
+		return append(b, '"')
+	}
+	hour, minute, sec := t.Clock()
 	b = append(b, '"')
-	b = t.UTC().Truncate(time.Microsecond).AppendFormat(b, RecordTimeLayout)
-	return append(b, '"')
+	b = appendDigits(b, year, 4)
+	b = append(b, '-')
+	b = appendDigits(b, int(month), 2)
+	b = append(b, '-')
+	b = appendDigits(b, day, 2)
+	b = append(b, 'T')
+	b = appendDigits(b, hour, 2)
+	b = append(b, ':')
+	b = appendDigits(b, minute, 2)
+	b = append(b, ':')
+	b = appendDigits(b, sec, 2)
+	b = append(b, '.')
+	b = appendDigits(b, t.Nanosecond()/1000, 6)
+	return append(b, 'Z', '"')
+}
+
+// appendDigits writes n (0 <= n < 10^width) in exactly width decimal digits.
+func appendDigits(b []byte, n, width int) []byte {
+	b = append(b, make([]byte, width)...)
+	for i := len(b) - 1; i >= len(b)-width; i-- {
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return b
 }
 
 func appendRecordTimePtr(b []byte, t *time.Time) []byte {
@@ -235,7 +292,10 @@ func StepHash(r StepRecord) (string, error) {
 		return "", err
 	}
 	sum := sha256.Sum256(b)
-	return StepHashPrefix + hex.EncodeToString(sum[:]), nil
+	var h [len(StepHashPrefix) + 2*sha256.Size]byte
+	copy(h[:], StepHashPrefix)
+	hex.Encode(h[len(StepHashPrefix):], sum[:])
+	return string(h[:]), nil
 }
 
 // IsStepHash reports whether hash is a version-2 chain hash.
