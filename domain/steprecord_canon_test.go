@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -270,5 +271,69 @@ func BenchmarkStepHash(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// Random valid objects (fixed seed): members in any order, names and strings
+// from tricky pieces, numbers in many spellings, whitespace anywhere; the
+// direct writer must agree with the oracle on every one.
+func TestCanonicalMatchesOracleRandom(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(8785, 2026))
+	pieces := []string{"a", "b", "Z", "é", "\\u00e9", "€", "\\u20AC", "\U0001F600", "\\ud83d\\ude00", "\uE000", "\uFFFF",
+		"\\uffff", "\U00010000", "\\n", "\\\"", "\\\\", "\\/", "\\u0000", "\\u001F", "\\u007f", "<", "&", "\u2028", "\\u2029",
+		"\\t", "\\b", "\\f", "\\r", " ", "0", "\uFFFD", "\U0010FFFF", "\uD7FF"}
+	numbers := []string{"0", "-0", "1", "-1", "10", "1.0", "1.5", "-2.25e3", "1e-7", "1E+21", "1e21", "123456789012345",
+		"1234567890123456", "12345678901234567890", "0.1", "0.30000000000000004", "5e-324", "1.7976931348623157e308",
+		"9007199254740993", "-0.0000033333333333333333", "100", "1e2", "0e5", "-0.0e-0"}
+	ws := func() string { return []string{"", "", "", " ", "\n\t", "\r\n  "}[rng.IntN(6)] }
+	str := func() string {
+		var b strings.Builder
+		b.WriteByte('"')
+		for range rng.IntN(4) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		b.WriteByte('"')
+		return b.String()
+	}
+	var value func(depth int) string
+	object := func(depth int) string {
+		seen := map[string]bool{}
+		var members []string
+		for range rng.IntN(6) {
+			k := str()
+			var decoded string
+			if json.Unmarshal([]byte(k), &decoded) != nil || seen[decoded] {
+				continue
+			}
+			seen[decoded] = true
+			members = append(members, ws()+k+ws()+":"+ws()+value(depth+1)+ws())
+		}
+		return "{" + strings.Join(members, ",") + ws() + "}"
+	}
+	value = func(depth int) string {
+		switch n := rng.IntN(10); {
+		case n < 2 && depth < 6:
+			return object(depth)
+		case n < 3 && depth < 6:
+			var els []string
+			for range rng.IntN(4) {
+				els = append(els, ws()+value(depth+1)+ws())
+			}
+			return "[" + strings.Join(els, ",") + "]"
+		case n < 5:
+			return numbers[rng.IntN(len(numbers))]
+		case n < 6:
+			return []string{"true", "false", "null"}[rng.IntN(3)]
+		default:
+			return str()
+		}
+	}
+	for i := range 3000 {
+		r := sampleRecord()
+		r.Context = json.RawMessage(ws() + object(0) + ws())
+		r.Metadata = json.RawMessage(object(0))
+		r.SubSteps[0].Payload = json.RawMessage(object(0))
+		sameAsOracle(t, fmt.Sprintf("random %d %q", i, r.Context), r)
 	}
 }
