@@ -77,7 +77,9 @@ var errCanonGiveUp = errors.New("domain: canonical JSON needs the checked pass")
 // for context and metadata, 3 for a sub-step payload): Transform's nesting
 // limit counts from the record's root, so the object is given to it wrapped
 // in that many arrays, and it fails or succeeds exactly as it did on the
-// whole record.
+// whole record. (json.Marshal had put the object into the record compacted,
+// with <, >, &, U+2028 and U+2029 escaped: the same value to Transform, with
+// the same errors, met in the same order.)
 func (w *canonWriter) object(out, raw []byte, depth int) ([]byte, error) {
 	s := raw
 	if !w.checked {
