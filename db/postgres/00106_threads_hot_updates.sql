@@ -22,8 +22,9 @@
 --                     order of orderBy: DURATION (an active thread's
 --                     duration is not known until it ends, as Temporal's
 --                     ExecutionDuration; it sorts as 0).
--- Adding stored generated columns rewrites the table once (measured in
--- docs/contributors/performance.md). The previous release's binaries keep
+-- Adding stored generated columns rewrites the table and its indexes once
+-- under an exclusive lock, about as long as VACUUM FULL threads
+-- (docs/operators/storage.md). The previous release's binaries keep
 -- working on this schema (they never write these columns); their reads by
 -- updated_at and duration_ms lose their indexes until they are replaced.
 ALTER TABLE threads
