@@ -114,9 +114,15 @@ type ThreadPosition struct {
 	ID         string
 }
 
-// Position returns t's place in the list it was read with.
+// Position returns t's place in the list it was read with. A DURATION
+// order sorts an active thread as 0 (its duration is known when it ends;
+// the column threads.ended_duration_ms, migration 00106).
 func (t ThreadView) Position() ThreadPosition {
-	return ThreadPosition{Exact: t.ExactRef, DurationMs: t.DurationMs, CreatedAt: t.CreatedAt, ID: t.ID}
+	d := t.DurationMs
+	if t.Status == "active" {
+		d = 0
+	}
+	return ThreadPosition{Exact: t.ExactRef, DurationMs: d, CreatedAt: t.CreatedAt, ID: t.ID}
 }
 
 // PartyOf names a principal whose reads are limited to its threads: those it

@@ -87,6 +87,17 @@ func backOff(ctx context.Context, d time.Duration) bool {
 // therefore also compares in time order.
 func Time(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 
+// Minute is the minute of t as threads.active_minute holds an active
+// thread's updated_at (migration 00106): Unix seconds / 60, floored. A
+// range of updated_at lies within the range of its ends' minutes.
+func Minute(t time.Time) int64 {
+	s := t.Unix()
+	if s < 0 && s%60 != 0 {
+		return s/60 - 1
+	}
+	return s / 60
+}
+
 // TimePtr is Time for optional columns (nil stays NULL).
 func TimePtr(t *time.Time) any {
 	if t == nil {

@@ -82,7 +82,7 @@ func (s *Store) rollUpContractStats(ctx context.Context, tx *sqlx.Tx, until time
 	from, to := sqldb.Time(start), sqldb.Time(end)
 	if _, err := tx.ExecContext(ctx, s.db.Rebind(`INSERT INTO contract_stats_rollup (contract_name, contract_version, status, health, threads)
  SELECT contract_name, COALESCE(contract_version, 0), status, health, COUNT(*) FROM threads
- WHERE contract_name IS NOT NULL AND status <> 'active' AND updated_at >= ? AND updated_at < ?
+ WHERE contract_name IS NOT NULL AND settled_at >= ? AND settled_at < ?
  GROUP BY contract_name, COALESCE(contract_version, 0), status, health
  ON CONFLICT (contract_name, contract_version, status, health) DO UPDATE SET threads = contract_stats_rollup.threads + excluded.threads`),
 		from, to); err != nil {
@@ -134,10 +134,10 @@ func (s *Store) endedWindow(ctx context.Context, tx *sqlx.Tx, name string, until
 // catch-up after an upgrade that reset a roll-up (migration 00092) or a
 // long stop thus reads a day of ended threads per transaction, not the
 // whole history in one. The first ended thread is an index lookup
-// (threads_ended_updated).
+// (threads_settled: an ended thread's updated_at, migration 00106).
 func (s *Store) endedStep(ctx context.Context, tx *sqlx.Tx, w, until time.Time) (end time.Time, more bool, err error) {
 	var next dbTime
-	if err := tx.GetContext(ctx, &next, s.db.Rebind(`SELECT MIN(updated_at) FROM threads WHERE status <> 'active' AND updated_at >= ?`),
+	if err := tx.GetContext(ctx, &next, s.db.Rebind(`SELECT MIN(settled_at) FROM threads WHERE settled_at >= ?`),
 		sqldb.Time(w)); err != nil {
 		return time.Time{}, false, err
 	}

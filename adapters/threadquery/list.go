@@ -187,7 +187,10 @@ func (q listQuery) sortKeys(f ports.ThreadFilter) []sortKey {
 		val: func(p ports.ThreadPosition) any { return p.CreatedAt.UTC() }}
 	id := sortKey{inner: `t.id`, outer: `t.id`, desc: !f.Ascending, val: func(p ports.ThreadPosition) any { return p.ID }}
 	if f.OrderBy == ports.OrderDuration {
-		keys = append(keys, sortKey{inner: `t.duration_ms`, outer: `t.duration_ms`, desc: !f.Ascending,
+		// ended_duration_ms: duration_ms once ended, 0 while active
+		// (migration 00106: a step leaves it unchanged, so the update
+		// stays heap-only on PostgreSQL).
+		keys = append(keys, sortKey{inner: `t.ended_duration_ms`, outer: `t.ended_duration_ms`, desc: !f.Ascending,
 			val: func(p ports.ThreadPosition) any { return p.DurationMs }})
 		// Ties: newest first whichever way durations sort.
 		created.desc, id.desc = true, true

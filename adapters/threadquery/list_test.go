@@ -289,3 +289,62 @@ func TestTagRowsGoWithTheThread(t *testing.T) {
 		}
 	})
 }
+
+// orderBy DURATION sorts an active thread as 0 — its duration is known when
+// it ends (threads.ended_duration_ms, migration 00106) — while the thread
+// still reports its duration so far; keyset pages read the same list.
+func TestDurationOrderSortsActiveThreadsAsZero(t *testing.T) {
+	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
+		db := sqldbtest.Open(t, d)
+		ctx := context.Background()
+		at := sqldb.Time(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+		for _, r := range []struct {
+			id, status string
+			ms         int64
+		}{{"e1", "completed", 3000}, {"e2", "failed", 1000}, {"a1", "active", 9000}, {"e3", "completed", 0}, {"a2", "active", 500}} {
+			if _, err := db.ExecContext(ctx, db.Rebind(`INSERT INTO threads (id, owner_kind, owner_id, status, created_at, updated_at, duration_ms)
+ VALUES (?, 'user', 'u1', ?, ?, ?, ?)`), r.id, r.status, at, at, r.ms); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s := threadquery.New(db)
+		for _, c := range []struct {
+			f    ports.ThreadFilter
+			want []string
+		}{
+			// Ties (the actives and e3 at 0) newest first, then by id, descending.
+			{ports.ThreadFilter{OrderBy: ports.OrderDuration}, []string{"e1", "e2", "e3", "a2", "a1"}},
+			{ports.ThreadFilter{OrderBy: ports.OrderDuration, Ascending: true}, []string{"e3", "a2", "a1", "e2", "e1"}},
+		} {
+			all := c.f
+			all.Limit = 10
+			rows, err := s.ListThreads(ctx, all)
+			if err != nil || !slices.Equal(ids(rows), c.want) {
+				t.Fatalf("%+v: %v %v, want %v", c.f, ids(rows), err, c.want)
+			}
+			for _, r := range rows {
+				if r.ID == "a1" && r.DurationMs != 9000 {
+					t.Fatalf("active a1 reports duration %d, want its 9000 so far", r.DurationMs)
+				}
+			}
+			var got []ports.ThreadView
+			page := c.f
+			page.Limit = 2
+			for i := 0; i < 10; i++ {
+				rows, err := s.ListThreads(ctx, page)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, rows...)
+				if len(rows) < page.Limit {
+					break
+				}
+				p := rows[len(rows)-1].Position()
+				page.After = &p
+			}
+			if !slices.Equal(ids(got), c.want) {
+				t.Fatalf("%+v paged: %v, want %v", c.f, ids(got), c.want)
+			}
+		}
+	})
+}

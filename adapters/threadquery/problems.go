@@ -24,7 +24,7 @@ var _ ports.ProblemReads = (*Store)(nil)
 // client's time), and nothing changes an ended thread again, so each one is
 // counted once. The threads still active, or ended at or after the
 // watermark, are read from threads (threads_active_unhealthy_read,
-// threads_ended_updated): the threads in flight, not history. Both halves
+// threads_settled): the threads in flight, not history. Both halves
 // are bounded by the watermark read in the same statement, so a roll-up
 // committing meanwhile neither loses nor double-counts a thread. Deleting a
 // rolled-up thread (retention, erasure) subtracts it in the delete's
@@ -65,15 +65,15 @@ const unhealthy = `health IN ('FAILED', 'VIOLATED')`
 // unhealthyEnded is the same predicate for the threads ended since a
 // watermark, written as an expression so that no planner walks every
 // unhealthy thread by (health, created_at) rather than the few ended since
-// by updated_at (threads_ended_updated).
+// by settled_at (threads_settled).
 const unhealthyEnded = `(health || '') IN ('FAILED', 'VIOLATED')`
 
 // ProblemRows: see ports.ProblemReads. Rows are keyed by bucket and cause
 // and by where they were read (roll-up or threads), newest buckets first,
 // so a truncated read keeps the newest.
 //
-// The threads ended since the roll-up are found by their updated_at
-// (threads_ended_updated): the watermark is read first and passed as a
+// The threads ended since the roll-up are found by their settled_at (an
+// ended thread's updated_at; threads_settled): the watermark is read first and passed as a
 // value, so the planner sees how few threads are past it, and the same
 // bound read again inside the statement (never lower: the watermark only
 // moves forward) keeps the halves exact if a roll-up commits in between.
@@ -117,7 +117,7 @@ func (s *Store) ProblemRows(ctx context.Context, since, until time.Time, bucket 
 	branches = append(branches, `SELECT `+s.bucketOf("created_at")+` AS b, `+problemCause+`, 0 AS rolled, 1 AS n, id AS example FROM threads
  WHERE status = 'active' AND `+unhealthy+` AND created_at >= ? AND created_at < ?`,
 		`SELECT `+s.bucketOf("created_at")+` AS b, `+problemCause+`, 0 AS rolled, 1 AS n, id AS example FROM threads
- WHERE status <> 'active' AND updated_at >= ? AND updated_at >= COALESCE((SELECT rolled_until FROM stats_rollup WHERE name = '`+ProblemsRollup+`'), ?)
+ WHERE settled_at >= ? AND settled_at >= COALESCE((SELECT rolled_until FROM stats_rollup WHERE name = '`+ProblemsRollup+`'), ?)
  AND `+unhealthyEnded+` AND `+started+` >= ? AND `+started+` < ?`)
 	q := `SELECT b, contract_name, contract_version, rule, step, message, rolled, SUM(n) AS n, MAX(example) AS example FROM (
  ` + strings.Join(branches, "\n UNION ALL\n ") + `
@@ -233,7 +233,7 @@ func (s *Store) rollUpProblems(ctx context.Context, tx *sqlx.Tx, until time.Time
 	var rows []problemRow
 	if err := tx.SelectContext(ctx, &rows, s.db.Rebind(`SELECT h, contract_name, contract_version, rule, step, message, 1 AS rolled,
  COUNT(*) AS n, MAX(example) AS example FROM (SELECT `+s.problemCols()+`, id AS example FROM threads
- WHERE status <> 'active' AND updated_at >= ? AND updated_at < ? AND `+unhealthyEnded+`) x
+ WHERE settled_at >= ? AND settled_at < ? AND `+unhealthyEnded+`) x
  GROUP BY h, contract_name, contract_version, rule, step, message`), sqldb.Time(from), sqldb.Time(until)); err != nil {
 		return false, err
 	}

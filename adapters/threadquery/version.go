@@ -8,32 +8,31 @@ import (
 	"fmt"
 )
 
-// ThreadsVersion: see ports.ThreadQueries. The newest start and, per
-// status, the newest update are each one backward step on an index
-// (threads_created_id, threads_created on SQLite; threads_status_updated),
-// so the answer costs the same on 10 threads or 10 million; a deletion alone
-// does not change it.
+// ThreadsVersion: see ports.ThreadQueries. It changes when a thread starts
+// (the newest created_at, threads_created_id), when an active thread is
+// updated (the newest updated_at among the threads of the newest
+// active_minute, threads_active_minute: the threads updated in that one
+// minute) and when a thread ends (the newest settled_at, threads_settled;
+// nothing changes an ended thread again). Each is an index step or a
+// minute's threads, so the answer costs the same on 10 threads or 10
+// million; a deletion alone does not change it.
 func (s *Store) ThreadsVersion(ctx context.Context) (string, error) {
 	var row struct {
-		Created   sql.NullString `db:"created"`
-		Active    sql.NullString `db:"active"`
-		Completed sql.NullString `db:"completed"`
-		Failed    sql.NullString `db:"failed"`
-		Cancelled sql.NullString `db:"cancelled"`
+		Created sql.NullString `db:"created"`
+		Active  sql.NullString `db:"active"`
+		Ended   sql.NullString `db:"ended"`
 	}
 	q := s.db.Rebind(`SELECT
  (SELECT CAST(MAX(created_at) AS TEXT) FROM threads) AS created,
- (SELECT CAST(MAX(updated_at) AS TEXT) FROM threads WHERE status = 'active') AS active,
- (SELECT CAST(MAX(updated_at) AS TEXT) FROM threads WHERE status = 'completed') AS completed,
- (SELECT CAST(MAX(updated_at) AS TEXT) FROM threads WHERE status = 'failed') AS failed,
- (SELECT CAST(MAX(updated_at) AS TEXT) FROM threads WHERE status = 'cancelled') AS cancelled`)
+ (SELECT CAST(MAX(updated_at) AS TEXT) FROM threads WHERE active_minute =
+  (SELECT MAX(active_minute) FROM threads WHERE active_minute IS NOT NULL)) AS active,
+ (SELECT CAST(MAX(settled_at) AS TEXT) FROM threads WHERE settled_at IS NOT NULL) AS ended`)
 	if s.onQuery != nil {
 		s.onQuery(q, nil)
 	}
 	if err := s.db.GetContext(ctx, &row, q); err != nil {
 		return "", fmt.Errorf("threadquery: version: %w", err)
 	}
-	sum := sha256.Sum256([]byte(row.Created.String + "|" + row.Active.String + "|" + row.Completed.String + "|" +
-		row.Failed.String + "|" + row.Cancelled.String))
+	sum := sha256.Sum256([]byte(row.Created.String + "|" + row.Active.String + "|" + row.Ended.String))
 	return hex.EncodeToString(sum[:8]), nil
 }

@@ -24,15 +24,18 @@ func (s *Store) OverdueThreads(ctx context.Context, contract string, version int
 	return ids, sqldb.TranslateError(err)
 }
 
-// SilentThreads: see ports.AlertSweepStore (index threads_status_updated;
-// a thread's updated_at is the time of its last step or update, so a
-// silence flagged before the thread's last update does not count).
+// SilentThreads: see ports.AlertSweepStore (index threads_active_minute:
+// the minutes of the window's ends bound the range, updated_at itself is
+// compared on the rows found; a thread's updated_at is the time of its last
+// step or update, so a silence flagged before the thread's last update does
+// not count).
 func (s *Store) SilentThreads(ctx context.Context, updatedAfter, updatedBefore time.Time, limit int) ([]string, error) {
 	var ids []string
-	err := s.db.SelectContext(ctx, &ids, s.q(`SELECT t.id FROM threads t WHERE t.status = 'active' AND t.updated_at < ?
- AND t.updated_at >= ? AND NOT EXISTS (SELECT 1 FROM thread_alerts a WHERE a.thread_id = t.id AND a.condition = 'silent'
+	err := s.db.SelectContext(ctx, &ids, s.q(`SELECT t.id FROM threads t WHERE t.active_minute >= ? AND t.active_minute <= ?
+ AND t.updated_at < ? AND t.updated_at >= ? AND NOT EXISTS (SELECT 1 FROM thread_alerts a WHERE a.thread_id = t.id AND a.condition = 'silent'
  AND a.episode >= t.updated_at)
- ORDER BY t.updated_at LIMIT ?`), sqldb.Time(updatedBefore), sqldb.Time(updatedAfter), limit)
+ ORDER BY t.active_minute, t.updated_at LIMIT ?`), sqldb.Minute(updatedAfter), sqldb.Minute(updatedBefore),
+		sqldb.Time(updatedBefore), sqldb.Time(updatedAfter), limit)
 	return ids, sqldb.TranslateError(err)
 }
 
@@ -91,10 +94,12 @@ func (s *Store) RecordThreadAlert(ctx context.Context, threadID, condition strin
 	return recorded, sqldb.TranslateError(err)
 }
 
-// QuietTraceThreads: see ports.QuietTraces (index threads_trace_quiet).
+// QuietTraceThreads: see ports.QuietTraces (index
+// threads_trace_quiet_minute; active_minute is NULL once a thread ended).
 func (s *Store) QuietTraceThreads(ctx context.Context, updatedBefore time.Time, limit int) ([]string, error) {
 	var ids []string
 	err := s.db.SelectContext(ctx, &ids, s.q(`SELECT id FROM threads WHERE trace_root_ended_at IS NOT NULL
- AND status = 'active' AND updated_at < ? ORDER BY updated_at LIMIT ?`), sqldb.Time(updatedBefore), limit)
+ AND active_minute <= ? AND updated_at < ? ORDER BY active_minute, updated_at LIMIT ?`),
+		sqldb.Minute(updatedBefore), sqldb.Time(updatedBefore), limit)
 	return ids, sqldb.TranslateError(err)
 }

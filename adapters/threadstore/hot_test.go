@@ -1,0 +1,98 @@
+package threadstore_test
+
+import (
+	"database/sql"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/threadengine/engine/adapters/sqldb"
+	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
+	threadsapp "github.com/threadengine/engine/app/threads"
+)
+
+// The generated columns of migration 00106 follow a thread's status: while
+// it is active only active_minute is set (its updated_at's minute), once it
+// ended only settled_at (its updated_at) and ended_duration_ms (its
+// duration_ms).
+func TestThreadSweepColumnsFollowStatus(t *testing.T) {
+	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
+		threads, db, ctx := setup(t, d)
+		th, err := threads.Application().Commands.StartThread.Handle(ctx, threadsapp.StartThreadInput{Label: "g"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 3; i++ {
+			if _, err := threads.Application().Commands.RecordStep.Handle(ctx, threadsapp.RecordStepInput{ThreadID: th.ID,
+				StepName: fmt.Sprint("s", i), Status: "success", IdempotencyKey: "k", Context: map[string]string{}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		type cols struct {
+			UpdatedAt time.Time     `db:"updated_at"`
+			Settled   sql.NullTime  `db:"settled_at"`
+			Minute    sql.NullInt64 `db:"active_minute"`
+			Duration  int64         `db:"duration_ms"`
+			Ended     int64         `db:"ended_duration_ms"`
+		}
+		read := func() cols {
+			t.Helper()
+			var c cols
+			if err := db.GetContext(ctx, &c, db.Rebind(`SELECT updated_at, settled_at, active_minute, duration_ms, ended_duration_ms
+ FROM threads WHERE id = ?`), th.ID); err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}
+		c := read()
+		if c.Settled.Valid || !c.Minute.Valid || c.Minute.Int64 != sqldb.Minute(c.UpdatedAt) || c.Ended != 0 {
+			t.Fatalf("active thread: %+v, want no settled_at, active_minute %d, ended_duration_ms 0", c, sqldb.Minute(c.UpdatedAt))
+		}
+		if _, err := threads.Application().Commands.EndThread.Handle(ctx, threadsapp.EndThreadInput{ThreadID: th.ID, Status: "completed"}); err != nil {
+			t.Fatal(err)
+		}
+		c = read()
+		if !c.Settled.Valid || !c.Settled.Time.Equal(c.UpdatedAt) || c.Minute.Valid || c.Ended != c.Duration {
+			t.Fatalf("ended thread: %+v, want settled_at = updated_at, no active_minute, ended_duration_ms = duration_ms", c)
+		}
+	})
+}
+
+// A step's update of its thread row changes no indexed column of threads,
+// so PostgreSQL makes it heap-only: no entry in any of the table's indexes
+// (before migration 00106 every step inserted one into each of fifteen).
+func TestStepUpdatesOfAThreadAreHeapOnly(t *testing.T) {
+	threads, db, ctx := setup(t, sqldb.Postgres)
+	th, err := threads.Application().Commands.StartThread.Handle(ctx, threadsapp.StartThreadInput{Label: "hot"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const steps = 30
+	for i := 0; i < steps; i++ {
+		if _, err := threads.Application().Commands.RecordStep.Handle(ctx, threadsapp.RecordStepInput{ThreadID: th.ID,
+			StepName: fmt.Sprint("s", i%4), Status: "success", IdempotencyKey: fmt.Sprint(i), Context: map[string]string{"i": fmt.Sprint(i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Statistics reach pg_stat_user_tables when the writing connections go
+	// idle (within a second of it): wait for every update to be counted.
+	var upd, hot int64
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if err := db.QueryRowContext(ctx, `SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relid = 'threads'::regclass`).
+			Scan(&upd, &hot); err != nil {
+			t.Fatal(err)
+		}
+		if upd >= steps || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond) // polling the statistics, not waiting out a time
+	}
+	if upd < steps {
+		t.Fatalf("only %d updates of threads counted, want %d", upd, steps)
+	}
+	// A step may move the thread's active_minute (a new minute): allow two.
+	if hot < upd-2 {
+		t.Fatalf("%d of %d updates of threads heap-only; want all but a minute change", hot, upd)
+	}
+}
