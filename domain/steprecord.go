@@ -232,7 +232,7 @@ func replaceInvalidUTF8(s string) []byte {
 // decimal digits while it is exact as a double, else the double's form.
 func appendRecordInt(b []byte, n int) []byte {
 	const exact = 1 << 53
-	if -exact <= n && n <= exact {
+	if -exact <= int64(n) && int64(n) <= exact {
 		return strconv.AppendInt(b, int64(n), 10)
 	}
 	s, _ := jcs.NumberToJSON(float64(n)) // finite: cannot fail

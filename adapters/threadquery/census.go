@@ -9,7 +9,7 @@ import (
 
 // ActiveThreadsByHealth counts active threads by health, for the
 // threadengine_threads_active gauge. It reads active threads only (the
-// partial index threads_active_stats), so its cost follows the number
+// status prefix of threads_status_created_id), so its cost follows the number
 // of threads in progress, not the table: ended threads accumulate for a
 // year and are counted by the ended-threads counter instead.
 func (s *Store) ActiveThreadsByHealth(ctx context.Context) (map[domain.HealthStatus]int, error) {

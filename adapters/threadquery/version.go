@@ -11,11 +11,13 @@ import (
 // ThreadsVersion: see ports.ThreadQueries. It changes when a thread starts
 // (the newest created_at, threads_created_id), when an active thread is
 // updated (the newest updated_at among the threads of the newest
-// active_minute, threads_active_minute: the threads updated in that one
-// minute) and when a thread ends (the newest settled_at, threads_settled;
-// nothing changes an ended thread again). Each is an index step or a
-// minute's threads, so the answer costs the same on 10 threads or 10
-// million; a deletion alone does not change it.
+// active_minute, threads_active_minute) and when a thread ends (the newest
+// settled_at, threads_settled; nothing changes an ended thread again, and
+// an end is stamped with the engine's clock, so it is the newest unless
+// replicas' clocks disagree). The first and last are one index step; the
+// second reads the threads updated in the newest minute (one heap row
+// each), so its cost follows the threads stepping in a minute, not the
+// table. A deletion alone does not change it.
 func (s *Store) ThreadsVersion(ctx context.Context) (string, error) {
 	var row struct {
 		Created sql.NullString `db:"created"`

@@ -32,10 +32,10 @@ ALTER TABLE threads
     ADD COLUMN active_minute BIGINT GENERATED ALWAYS AS (CASE WHEN status = 'active'
         THEN CAST(floor(extract(epoch FROM (updated_at AT TIME ZONE 'UTC')) / 60) AS BIGINT) END) STORED,
     ADD COLUMN ended_duration_ms BIGINT GENERATED ALWAYS AS (CASE WHEN status = 'active' THEN 0 ELSE duration_ms END) STORED;
-DROP INDEX threads_status_updated;
-DROP INDEX threads_ended_updated;
-DROP INDEX threads_trace_quiet;
-DROP INDEX threads_duration_created_id;
+DROP INDEX IF EXISTS threads_status_updated;
+DROP INDEX IF EXISTS threads_ended_updated;
+DROP INDEX IF EXISTS threads_trace_quiet;
+DROP INDEX IF EXISTS threads_duration_created_id;
 CREATE INDEX threads_settled ON threads (settled_at) WHERE settled_at IS NOT NULL;
 CREATE INDEX threads_active_minute ON threads (active_minute) WHERE active_minute IS NOT NULL;
 CREATE INDEX threads_trace_quiet_minute ON threads (active_minute) WHERE trace_root_ended_at IS NOT NULL AND active_minute IS NOT NULL;

@@ -168,12 +168,12 @@ func runSweep(c config) error {
 	fmt.Printf("# machine: %s; load average before: %s\n", machine(), loadavg())
 
 	// What the sweeper deletes: ended threads last changed before its
-	// cutoff (30 days), read as it reads them (by the ended threads'
-	// updated_at index).
+	// cutoff (30 days), read as it reads them (settled_at, an ended
+	// thread's updated_at, by its index threads_settled: migration 00106).
 	cutoff := sqldb.Time(now.Add(-30 * 24 * time.Hour))
 	expired := func(ctx context.Context) (int, error) {
 		var n int
-		err := db.GetContext(ctx, &n, db.Rebind(`SELECT COUNT(*) FROM threads WHERE status <> 'active' AND updated_at < ?`), cutoff)
+		err := db.GetContext(ctx, &n, db.Rebind(`SELECT COUNT(*) FROM threads WHERE settled_at < ?`), cutoff)
 		return n, err
 	}
 	type sweepRow struct {
@@ -229,7 +229,7 @@ func runSweep(c config) error {
 				}
 				var left int
 				if err := db.GetContext(pollCtx, &left, db.Rebind(`SELECT COUNT(*) FROM (SELECT 1 FROM threads
- WHERE status <> 'active' AND updated_at < ? LIMIT 1) x`), cutoff); err == nil && left == 0 {
+ WHERE settled_at < ? LIMIT 1) x`), cutoff); err == nil && left == 0 {
 					sweepTime = time.Since(t0)
 					close(swept)
 					return
