@@ -31,13 +31,16 @@ func (s *Store) OverdueThreads(ctx context.Context, contract string, version int
 // not count).
 func (s *Store) SilentThreads(ctx context.Context, updatedAfter, updatedBefore time.Time, limit int) ([]string, error) {
 	var ids []string
-	err := s.db.SelectContext(ctx, &ids, s.q(`SELECT t.id FROM threads t WHERE t.active_minute >= ? AND t.active_minute <= ?
- AND t.updated_at < ? AND t.updated_at >= ? AND NOT EXISTS (SELECT 1 FROM thread_alerts a WHERE a.thread_id = t.id AND a.condition = 'silent'
- AND a.episode >= t.updated_at)
- ORDER BY t.active_minute, t.updated_at LIMIT ?`), sqldb.Minute(updatedAfter), sqldb.Minute(updatedBefore),
+	err := s.db.SelectContext(ctx, &ids, s.q(silentThreadsQuery), sqldb.Minute(updatedAfter), sqldb.Minute(updatedBefore),
 		sqldb.Time(updatedBefore), sqldb.Time(updatedAfter), limit)
 	return ids, sqldb.TranslateError(err)
 }
+
+// silentThreadsQuery: SilentThreads' statement (its plan is tested).
+const silentThreadsQuery = `SELECT t.id FROM threads t WHERE t.active_minute >= ? AND t.active_minute <= ?
+ AND t.updated_at < ? AND t.updated_at >= ? AND NOT EXISTS (SELECT 1 FROM thread_alerts a WHERE a.thread_id = t.id AND a.condition = 'silent'
+ AND a.episode >= t.updated_at)
+ ORDER BY t.active_minute, t.updated_at LIMIT ?`
 
 var errAlreadyFlagged = errors.New("thread alert already recorded")
 
@@ -98,8 +101,10 @@ func (s *Store) RecordThreadAlert(ctx context.Context, threadID, condition strin
 // threads_trace_quiet_minute; active_minute is NULL once a thread ended).
 func (s *Store) QuietTraceThreads(ctx context.Context, updatedBefore time.Time, limit int) ([]string, error) {
 	var ids []string
-	err := s.db.SelectContext(ctx, &ids, s.q(`SELECT id FROM threads WHERE trace_root_ended_at IS NOT NULL
- AND active_minute <= ? AND updated_at < ? ORDER BY active_minute, updated_at LIMIT ?`),
-		sqldb.Minute(updatedBefore), sqldb.Time(updatedBefore), limit)
+	err := s.db.SelectContext(ctx, &ids, s.q(quietTraceThreadsQuery), sqldb.Minute(updatedBefore), sqldb.Time(updatedBefore), limit)
 	return ids, sqldb.TranslateError(err)
 }
+
+// quietTraceThreadsQuery: QuietTraceThreads' statement (its plan is tested).
+const quietTraceThreadsQuery = `SELECT id FROM threads WHERE trace_root_ended_at IS NOT NULL
+ AND active_minute <= ? AND updated_at < ? ORDER BY active_minute, updated_at LIMIT ?`

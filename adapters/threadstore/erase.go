@@ -142,6 +142,14 @@ func (s *Store) unrollContractStats(ctx context.Context, tx *sqlx.Tx, ids []stri
 	return nil
 }
 
+// ExpiredThreads' statements (their plans are tested): the oldest ended
+// threads, and the oldest idle active ones.
+const (
+	expiredEndedQuery = `SELECT id FROM threads WHERE settled_at < ? ORDER BY settled_at LIMIT ?`
+	expiredIdleQuery  = `SELECT id FROM threads WHERE active_minute <= ? AND updated_at < ?
+ ORDER BY active_minute, updated_at LIMIT ?`
+)
+
 // ExpiredThreads: see ports.ThreadEraser. A thread's updated_at is the time
 // of its last step or of its end; settled_at is it for an ended thread
 // (index threads_settled), active_minute its minute for an active one
@@ -149,15 +157,13 @@ func (s *Store) unrollContractStats(ctx context.Context, tx *sqlx.Tx, ids []stri
 func (s *Store) ExpiredThreads(ctx context.Context, endedBefore, idleBefore time.Time, limit int) ([]string, error) {
 	var ids []string
 	if !endedBefore.IsZero() {
-		if err := s.db.SelectContext(ctx, &ids, s.q(`SELECT id FROM threads WHERE settled_at < ?
- ORDER BY settled_at LIMIT ?`), sqldb.Time(endedBefore), limit); err != nil {
+		if err := s.db.SelectContext(ctx, &ids, s.q(expiredEndedQuery), sqldb.Time(endedBefore), limit); err != nil {
 			return nil, sqldb.TranslateError(err)
 		}
 	}
 	if !idleBefore.IsZero() && len(ids) < limit {
 		var idle []string
-		if err := s.db.SelectContext(ctx, &idle, s.q(`SELECT id FROM threads WHERE active_minute <= ? AND updated_at < ?
- ORDER BY active_minute, updated_at LIMIT ?`), sqldb.Minute(idleBefore), sqldb.Time(idleBefore), limit-len(ids)); err != nil {
+		if err := s.db.SelectContext(ctx, &idle, s.q(expiredIdleQuery), sqldb.Minute(idleBefore), sqldb.Time(idleBefore), limit-len(ids)); err != nil {
 			return nil, sqldb.TranslateError(err)
 		}
 		ids = append(ids, idle...)

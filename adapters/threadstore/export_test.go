@@ -15,6 +15,14 @@ import (
 // HasActivityQuery is HasActivity's statement (its plan is tested).
 const HasActivityQuery = hasActivityQuery
 
+// The sweeps' statements over threads (their plans are tested).
+const (
+	SilentThreadsQuery     = silentThreadsQuery
+	QuietTraceThreadsQuery = quietTraceThreadsQuery
+	ExpiredEndedQuery      = expiredEndedQuery
+	ExpiredIdleQuery       = expiredIdleQuery
+)
+
 // GroupCounters exposes the group-commit counters to tests.
 func (s *Store) GroupCounters() (commits, fallbacks int64) {
 	return s.groupCommits.Load(), s.groupFallbacks.Load()

@@ -1,13 +1,16 @@
 package threadstore_test
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
+	"github.com/threadengine/engine/adapters/threadstore"
 	threadsapp "github.com/threadengine/engine/app/threads"
 )
 
@@ -95,4 +98,88 @@ func TestStepUpdatesOfAThreadAreHeapOnly(t *testing.T) {
 	if hot < upd-2 {
 		t.Fatalf("%d of %d updates of threads heap-only; want all but a minute change", hot, upd)
 	}
+}
+
+// The sweeps over threads read the indexes of migration 00106 (a range of
+// active_minute or settled_at), never the whole table: with 2,000 threads,
+// half of them ended, and statistics, each plan names one of them and no
+// scan of threads.
+func TestSweepPlansUseTheirIndexes(t *testing.T) {
+	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
+		db := sqldbtest.Open(t, d)
+		ctx := context.Background()
+		now := time.Now().UTC()
+		tx, err := db.BeginTxx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 2000; i++ {
+			status, at := "active", sqldb.Time(now.Add(-time.Duration(i)*time.Minute))
+			var traceEnded any
+			if i%2 == 1 {
+				status = "completed"
+			} else if i%10 == 0 {
+				traceEnded = at
+			}
+			if _, err := tx.ExecContext(ctx, db.Rebind(`INSERT INTO threads (id, owner_kind, owner_id, status, created_at, updated_at, trace_root_ended_at)
+ VALUES (?, 'user', 'u1', ?, ?, ?, ?)`), fmt.Sprintf("p%04d", i), status, at, at, traceEnded); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.ExecContext(ctx, "ANALYZE"); err != nil {
+			t.Fatal(err)
+		}
+		before, after := now.Add(-10*time.Hour), now.Add(-20*time.Hour)
+		for _, c := range []struct {
+			name, q string
+			args    []any
+			indexes []string // any of these
+		}{
+			{"silent", threadstore.SilentThreadsQuery, []any{sqldb.Minute(after), sqldb.Minute(before), before, after, 100},
+				[]string{"threads_active_minute"}},
+			{"quiet traces", threadstore.QuietTraceThreadsQuery, []any{sqldb.Minute(before), before, 100},
+				[]string{"threads_trace_quiet_minute", "threads_active_minute"}},
+			{"expired ended", threadstore.ExpiredEndedQuery, []any{before, 100}, []string{"threads_settled"}},
+			{"expired idle", threadstore.ExpiredIdleQuery, []any{sqldb.Minute(before), before, 100}, []string{"threads_active_minute"}},
+		} {
+			plan := explain(t, db, c.q, c.args...)
+			text := strings.Join(plan, "\n")
+			used := false
+			for _, ix := range c.indexes {
+				used = used || strings.Contains(text, ix)
+			}
+			scans := strings.Contains(text, "Seq Scan on threads") || strings.Contains(text, "SCAN threads") || strings.Contains(text, "SCAN t\n")
+			if !used || scans {
+				t.Errorf("%s: plan does not range over %v:\n%s", c.name, c.indexes, text)
+			}
+		}
+	})
+}
+
+// explain returns the plan of q with args: PostgreSQL's EXPLAIN lines,
+// SQLite's EXPLAIN QUERY PLAN details.
+func explain(t *testing.T, db *sqldb.DB, q string, args ...any) []string {
+	t.Helper()
+	ctx := context.Background()
+	var plan []string
+	if db.Dialect == sqldb.SQLite {
+		var rows []struct {
+			ID, Parent, NotUsed int
+			Detail              string
+		}
+		if err := db.SelectContext(ctx, &rows, "EXPLAIN QUERY PLAN "+q, args...); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			plan = append(plan, r.Detail)
+		}
+		return plan
+	}
+	if err := db.SelectContext(ctx, &plan, "EXPLAIN "+db.Rebind(q), args...); err != nil {
+		t.Fatal(err)
+	}
+	return plan
 }
