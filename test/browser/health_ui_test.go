@@ -174,6 +174,11 @@ func seedHealth(t *testing.T, eng *enginetest.Engine) seeded {
 	for i := 0; i < 500; i++ {
 		step(s.long, fmt.Sprintf("row_%03d", i), "k", "success", nil, nil, 500*time.Millisecond)
 	}
+	// Ended, it is the longest thread (longest first lists ended threads by
+	// duration; a running one sorts as 0 until it ends).
+	if _, err := th.Application().Commands.EndThread.Handle(ctx, threads.EndThreadInput{ThreadID: s.long, Status: "completed"}); err != nil {
+		t.Fatal(err)
+	}
 	// A tampered chain: the second and third steps' stored contexts are
 	// altered; the page must name the first, approve.
 	s.tampered = start(threads.StartThreadInput{Label: "Tampered T-1"})
