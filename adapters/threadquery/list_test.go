@@ -41,6 +41,28 @@ func seedList(t *testing.T, db *sqldb.DB, n int) {
 	}
 }
 
+// pageForwards reads f's list a page of size at a time, each page after
+// the previous page's last thread (at most 50 pages).
+func pageForwards(t *testing.T, s *threadquery.Store, f ports.ThreadFilter, size int) []ports.ThreadView {
+	t.Helper()
+	var got []ports.ThreadView
+	page := f
+	page.Limit = size
+	for i := 0; i < 50; i++ {
+		rows, err := s.ListThreads(context.Background(), page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, rows...)
+		if len(rows) < page.Limit {
+			break
+		}
+		p := rows[len(rows)-1].Position()
+		page.After = &p
+	}
+	return got
+}
+
 func ids(ts []ports.ThreadView) []string {
 	out := make([]string, len(ts))
 	for i, t := range ts {
@@ -93,28 +115,14 @@ func TestListKeysetPaging(t *testing.T) {
 					t.Fatalf("count up to 2: %d %v", n, err)
 				}
 				// Forwards from each page's last thread.
-				var got []ports.ThreadView
-				page := f
-				page.Limit = 3
-				for i := 0; i < 50; i++ {
-					rows, err := s.ListThreads(ctx, page)
-					if err != nil {
-						t.Fatal(err)
-					}
-					got = append(got, rows...)
-					if len(rows) < page.Limit {
-						break
-					}
-					p := rows[len(rows)-1].Position()
-					page.After = &p
-				}
+				got := pageForwards(t, s, f, 3)
 				if !slices.Equal(ids(got), ids(want)) {
 					t.Fatalf("forwards:\n got %v\nwant %v", ids(got), ids(want))
 				}
 				// Backwards from the last thread: pages come in list order.
 				last := want[len(want)-1].Position()
 				got = []ports.ThreadView{want[len(want)-1]}
-				page = f
+				page := f
 				page.Limit = 4
 				page.Before = &last
 				for i := 0; i < 50; i++ {
@@ -327,22 +335,7 @@ func TestDurationOrderSortsActiveThreadsAsZero(t *testing.T) {
 					t.Fatalf("active a1 reports duration %d, want its 9000 so far", r.DurationMs)
 				}
 			}
-			var got []ports.ThreadView
-			page := c.f
-			page.Limit = 2
-			for i := 0; i < 10; i++ {
-				rows, err := s.ListThreads(ctx, page)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got = append(got, rows...)
-				if len(rows) < page.Limit {
-					break
-				}
-				p := rows[len(rows)-1].Position()
-				page.After = &p
-			}
-			if !slices.Equal(ids(got), c.want) {
+			if got := pageForwards(t, s, c.f, 2); !slices.Equal(ids(got), c.want) {
 				t.Fatalf("%+v paged: %v, want %v", c.f, ids(got), c.want)
 			}
 		}
