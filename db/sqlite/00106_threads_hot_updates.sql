@@ -1,9 +1,11 @@
 -- +goose Up
--- The same columns and indexes as PostgreSQL's 00106 (see there): SQLite
--- has no heap-only updates, but a step's UPDATE rewrites an index entry
--- only when the entry's columns change, and the queries are the same on
--- both stores. VIRTUAL: SQLite cannot add a STORED column to a table, and
--- an index on a virtual column stores its values. Times are text
+-- The same columns and indexes as PostgreSQL's 00106 (see there), so the
+-- queries are the same on both stores. SQLite gains nothing from them on
+-- write: it has no heap-only updates, and an UPDATE that sets a column
+-- rewrites the entries of every index on it or on a column generated from
+-- it, as it rewrote the four indexes these replace. VIRTUAL: SQLite cannot
+-- add a STORED column to a table, and an index on a virtual column stores
+-- its values. Times are text
 -- ("2006-01-02 15:04:05.999999 +0000 UTC", always UTC); strftime reads the
 -- first 19 characters.
 ALTER TABLE threads ADD COLUMN settled_at TIMESTAMP GENERATED ALWAYS AS (CASE WHEN status <> 'active' THEN updated_at END) VIRTUAL;
