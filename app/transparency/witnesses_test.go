@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -219,7 +220,11 @@ func TestSigningGoesOnWhileAWitnessNeverAnswers(t *testing.T) {
 }
 
 // A witness busy with a request is next given the newest checkpoint: the
-// ones signed meanwhile are skipped, not queued (#27).
+// ones signed meanwhile are skipped, not queued (#27). Four checkpoints are
+// signed while it is busy; a queue would hand it all four. The test sees a
+// checkpoint in the database a moment before Run offers it, so when the
+// witness is freed its mailbox may still hold the one before the newest:
+// then it gets that one and the newest, never more.
 func TestABusyWitnessGetsTheNewestCheckpointNext(t *testing.T) {
 	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
 		f := newLogFixture(t, d)
@@ -257,7 +262,7 @@ func TestABusyWitnessGetsTheNewestCheckpointNext(t *testing.T) {
 		f.write()
 		waitFor(t, "the witness's first request", func() bool { mu.Lock(); defer mu.Unlock(); return len(sizes) == 1 })
 		size, _ := f.latest(t)
-		for range 2 {
+		for range 4 {
 			f.write()
 			prev := size
 			waitFor(t, "the checkpoint growing", func() bool { size, _ = f.latest(t); return size > prev })
@@ -282,11 +287,17 @@ func TestABusyWitnessGetsTheNewestCheckpointNext(t *testing.T) {
 		if len(sizes) < 2 || sizes[0] >= final {
 			t.Fatalf("the witness got checkpoints of sizes %v; want a first one older than %d", sizes, final)
 		}
-		for _, s := range sizes[1:] {
-			if s != final {
-				t.Errorf("the witness got checkpoints of sizes %v; after the first, only the newest (%d)", sizes, final)
-				break
-			}
+		// After the first: the one signed just before the newest (each
+		// write above adds one leaf, so its size is final-1) at most, then
+		// only the newest, which Run may offer again until it reads the
+		// cosignature. A queue would give 2, 3, 4; a mailbox keeping the
+		// oldest offer, 2.
+		after := sizes[1:]
+		if after[0] == final-1 {
+			after = after[1:]
+		}
+		if len(after) == 0 || slices.ContainsFunc(after, func(s int64) bool { return s != final }) {
+			t.Errorf("the witness got checkpoints of sizes %v; after the first, the newest (%d), or the one before it then the newest", sizes, final)
 		}
 	})
 }
