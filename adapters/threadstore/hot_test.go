@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -182,4 +183,48 @@ func explain(t *testing.T, db *sqldb.DB, q string, args ...any) []string {
 		t.Fatal(err)
 	}
 	return plan
+}
+
+// An operator may add 00106's columns and indexes beforehand, at a quiet
+// time (storage.md); the migration then skips them and only drops the
+// indexes they replace.
+func TestThreadSweepColumnsMayBeAddedBeforeTheMigration(t *testing.T) {
+	ctx := context.Background()
+	u := sqldbtest.URL(t, sqldb.Postgres)
+	db, err := sqldb.OpenWith(ctx, u, sqldb.OpenOptions{NoMigrate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.MigrateUp(ctx, 105); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`ALTER TABLE threads
+ ADD COLUMN settled_at TIMESTAMPTZ GENERATED ALWAYS AS (CASE WHEN status <> 'active' THEN updated_at END) STORED,
+ ADD COLUMN active_minute BIGINT GENERATED ALWAYS AS (CASE WHEN status = 'active'
+  THEN CAST(floor(extract(epoch FROM (updated_at AT TIME ZONE 'UTC')) / 60) AS BIGINT) END) STORED,
+ ADD COLUMN ended_duration_ms BIGINT GENERATED ALWAYS AS (CASE WHEN status = 'active' THEN 0 ELSE duration_ms END) STORED`,
+		`CREATE INDEX CONCURRENTLY threads_settled ON threads (settled_at) WHERE settled_at IS NOT NULL`,
+		`CREATE INDEX CONCURRENTLY threads_active_minute ON threads (active_minute) WHERE active_minute IS NOT NULL`,
+		`CREATE INDEX CONCURRENTLY threads_trace_quiet_minute ON threads (active_minute) WHERE trace_root_ended_at IS NOT NULL AND active_minute IS NOT NULL`,
+		`CREATE INDEX CONCURRENTLY threads_ended_duration_created_id ON threads (ended_duration_ms, created_at, id)`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if _, err := db.MigrateUp(ctx, 0); err != nil {
+		t.Fatalf("migrating after the columns were added: %v", err)
+	}
+	var names []string
+	if err := db.SelectContext(ctx, &names, `SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'threads'
+ AND indexname IN ('threads_settled', 'threads_active_minute', 'threads_trace_quiet_minute', 'threads_ended_duration_created_id',
+ 'threads_status_updated', 'threads_ended_updated', 'threads_trace_quiet', 'threads_duration_created_id') ORDER BY indexname`); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"threads_active_minute", "threads_ended_duration_created_id", "threads_settled", "threads_trace_quiet_minute"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("indexes of threads after the migration: %v, want %v", names, want)
+	}
 }

@@ -27,19 +27,23 @@
 -- (docs/operators/storage.md). The previous release's binaries keep
 -- working on this schema (they never write these columns); their reads by
 -- updated_at and duration_ms lose their indexes until they are replaced.
+-- IF NOT EXISTS: an operator may run the ALTER TABLE and the CREATE INDEX
+-- statements beforehand, at a quiet time, with the previous release still
+-- running (it works on the new columns and keeps its own indexes until this
+-- migration drops them); the migration then only drops the old indexes.
 ALTER TABLE threads
-    ADD COLUMN settled_at TIMESTAMPTZ GENERATED ALWAYS AS (CASE WHEN status <> 'active' THEN updated_at END) STORED,
-    ADD COLUMN active_minute BIGINT GENERATED ALWAYS AS (CASE WHEN status = 'active'
+    ADD COLUMN IF NOT EXISTS settled_at TIMESTAMPTZ GENERATED ALWAYS AS (CASE WHEN status <> 'active' THEN updated_at END) STORED,
+    ADD COLUMN IF NOT EXISTS active_minute BIGINT GENERATED ALWAYS AS (CASE WHEN status = 'active'
         THEN CAST(floor(extract(epoch FROM (updated_at AT TIME ZONE 'UTC')) / 60) AS BIGINT) END) STORED,
-    ADD COLUMN ended_duration_ms BIGINT GENERATED ALWAYS AS (CASE WHEN status = 'active' THEN 0 ELSE duration_ms END) STORED;
+    ADD COLUMN IF NOT EXISTS ended_duration_ms BIGINT GENERATED ALWAYS AS (CASE WHEN status = 'active' THEN 0 ELSE duration_ms END) STORED;
 DROP INDEX IF EXISTS threads_status_updated;
 DROP INDEX IF EXISTS threads_ended_updated;
 DROP INDEX IF EXISTS threads_trace_quiet;
 DROP INDEX IF EXISTS threads_duration_created_id;
-CREATE INDEX threads_settled ON threads (settled_at) WHERE settled_at IS NOT NULL;
-CREATE INDEX threads_active_minute ON threads (active_minute) WHERE active_minute IS NOT NULL;
-CREATE INDEX threads_trace_quiet_minute ON threads (active_minute) WHERE trace_root_ended_at IS NOT NULL AND active_minute IS NOT NULL;
-CREATE INDEX threads_ended_duration_created_id ON threads (ended_duration_ms, created_at, id);
+CREATE INDEX IF NOT EXISTS threads_settled ON threads (settled_at) WHERE settled_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS threads_active_minute ON threads (active_minute) WHERE active_minute IS NOT NULL;
+CREATE INDEX IF NOT EXISTS threads_trace_quiet_minute ON threads (active_minute) WHERE trace_root_ended_at IS NOT NULL AND active_minute IS NOT NULL;
+CREATE INDEX IF NOT EXISTS threads_ended_duration_created_id ON threads (ended_duration_ms, created_at, id);
 
 -- +goose Down
 DROP INDEX threads_ended_duration_created_id;
