@@ -59,33 +59,9 @@ func TestHasActivityProbesTheFullIdentity(t *testing.T) {
 
 		// The plan: one index probe on (thread_id, step_name,
 		// idempotency_key), not a scan of the thread's attempts.
-		q := db.Rebind(threadstore.HasActivityQuery)
-		var plan []string
-		if d == sqldb.SQLite {
-			var rows []struct {
-				ID, Parent, NotUsed int
-				Detail              string
-			}
-			if err := db.SelectContext(ctx, &rows, "EXPLAIN QUERY PLAN "+q, a, "s", "k"); err != nil {
-				t.Fatal(err)
-			}
-			for _, r := range rows {
-				plan = append(plan, r.Detail)
-			}
-		} else {
-			tx, err := db.BeginTxx(ctx, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() { _ = tx.Rollback() }()
-			// A few rows: without this PostgreSQL scans whatever the indexes.
-			if _, err := tx.ExecContext(ctx, "SET LOCAL enable_seqscan = off"); err != nil {
-				t.Fatal(err)
-			}
-			if err := tx.SelectContext(ctx, &plan, "EXPLAIN "+q, a, "s", "k"); err != nil {
-				t.Fatal(err)
-			}
-		}
+		// On PostgreSQL with enable_seqscan off: with a few rows it scans
+		// whatever the indexes.
+		plan := explain(t, db, threadstore.HasActivityQuery, []any{a, "s", "k"}, "enable_seqscan = off")
 		probed := false
 		for _, l := range plan {
 			if d == sqldb.SQLite {

@@ -146,7 +146,7 @@ func TestSweepPlansUseTheirIndexes(t *testing.T) {
 			{"expired ended", threadstore.ExpiredEndedQuery, []any{before, 100}, []string{"threads_settled"}},
 			{"expired idle", threadstore.ExpiredIdleQuery, []any{sqldb.Minute(before), before, 100}, []string{"threads_active_minute"}},
 		} {
-			plan := explain(t, db, c.q, c.args...)
+			plan := explain(t, db, c.q, c.args)
 			text := strings.Join(plan, "\n")
 			used := false
 			for _, ix := range c.indexes {
@@ -160,9 +160,10 @@ func TestSweepPlansUseTheirIndexes(t *testing.T) {
 	})
 }
 
-// explain returns the plan of q with args: PostgreSQL's EXPLAIN lines,
+// explain returns the plan of q with args: PostgreSQL's EXPLAIN lines (in
+// a transaction that first runs SET LOCAL of each of pgSettings),
 // SQLite's EXPLAIN QUERY PLAN details.
-func explain(t *testing.T, db *sqldb.DB, q string, args ...any) []string {
+func explain(t *testing.T, db *sqldb.DB, q string, args []any, pgSettings ...string) []string {
 	t.Helper()
 	ctx := context.Background()
 	var plan []string
@@ -179,7 +180,17 @@ func explain(t *testing.T, db *sqldb.DB, q string, args ...any) []string {
 		}
 		return plan
 	}
-	if err := db.SelectContext(ctx, &plan, "EXPLAIN "+db.Rebind(q), args...); err != nil {
+	tx, err := db.BeginTxx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	for _, set := range pgSettings {
+		if _, err := tx.ExecContext(ctx, "SET LOCAL "+set); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.SelectContext(ctx, &plan, "EXPLAIN "+db.Rebind(q), args...); err != nil {
 		t.Fatal(err)
 	}
 	return plan
