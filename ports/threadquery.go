@@ -119,7 +119,7 @@ type ThreadPosition struct {
 // the column threads.ended_duration_ms, migration 00106).
 func (t ThreadView) Position() ThreadPosition {
 	d := t.DurationMs
-	if t.Status == "active" {
+	if t.Status == string(domain.ThreadActive) {
 		d = 0
 	}
 	return ThreadPosition{Exact: t.ExactRef, DurationMs: d, CreatedAt: t.CreatedAt, ID: t.ID}

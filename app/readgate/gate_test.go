@@ -13,7 +13,8 @@ import (
 )
 
 // read is one read of cost points by who, as a caller of Enter makes it:
-// admitted, it runs for d and leaves.
+// admitted, it runs for d and leaves. Every caller is inside a synctest
+// bubble, so d is virtual time.
 func read(g *Gate, who string, cost int, d time.Duration) error {
 	leave, err := g.Enter(context.Background(), who, cost)
 	if err != nil {

@@ -157,11 +157,9 @@ func (p ThreadPage) WholeTotal() (Total, bool) {
 	if p.HasNext || p.HasPrevious {
 		return Total{}, false
 	}
-	n := len(p.Threads)
-	if n > MaxTotalCount {
-		return Total{Count: MaxTotalCount}, true
-	}
-	return Total{Count: n, Exact: true}, true
+	// A page holds at most domain.ThreadsPage.Max threads, far below
+	// MaxTotalCount: its length is exact.
+	return Total{Count: len(p.Threads), Exact: true}, true
 }
 
 // CountThreadsHandler counts the threads a search matches (its paging
