@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -393,4 +394,30 @@ func TestThreadWithRowsIsNotDeletedByHand(t *testing.T) {
 			wantNoOrphans(t, f.db)
 		})
 	}
+}
+
+// Each statement of a deletion batch (DeleteThreads: one per table holding
+// a thread's rows, then threads, whose foreign keys look into the children
+// on SQLite) finds the batch's rows through an index, never by reading a
+// whole table: a scan costs every batch the table's size, however few rows
+// the batch deletes (webhook_deliveries read the whole outbox before
+// migration 00109).
+func TestDeleteThreadsStatementsSearchByThread(t *testing.T) {
+	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
+		db := sqldbtest.Open(t, d)
+		st := threadstore.New(db)
+		ids := []string{uuid.NewString(), uuid.NewString(), uuid.NewString()}
+		tables := append(threadTables(t, db), "threads")
+		for _, table := range tables {
+			col := "thread_id"
+			if table == "threads" {
+				col = "id"
+			}
+			q, args := st.DeleteByThreads(table, col, ids)
+			plan := strings.Join(explain(t, db, q, args, "enable_seqscan = off"), "\n")
+			if strings.Contains(plan, "Seq Scan") || strings.Contains(plan, "SCAN ") {
+				t.Errorf("%s: the batch's delete reads a whole table:\n%s", table, plan)
+			}
+		}
+	})
 }

@@ -23,6 +23,13 @@ const (
 	ExpiredIdleQuery       = expiredIdleQuery
 )
 
+// DeleteByThreads is DeleteThreads' statement for table (col: its thread id
+// column) and ids (its plan is tested).
+func (s *Store) DeleteByThreads(table, col string, ids []string) (string, []any) {
+	in, args := s.inIDs(col, ids)
+	return s.q(`DELETE FROM ` + table + ` WHERE ` + in), args
+}
+
 // GroupCounters exposes the group-commit counters to tests.
 func (s *Store) GroupCounters() (commits, fallbacks int64) {
 	return s.groupCommits.Load(), s.groupFallbacks.Load()
