@@ -13,8 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/threadengine/engine/domain"
 	"github.com/threadengine/engine/ports"
 )
@@ -77,11 +75,8 @@ func (r refusals) record(ctx context.Context, c *domain.Contract, in RecordStepI
 		}
 	}
 	// Time-ordered ids keep refusals of one instant in the order they came.
-	id, uerr := uuid.NewV7()
-	if uerr != nil {
-		id = uuid.New()
-	}
-	rec := ports.StepRefusal{ID: id.String(), ThreadID: in.ThreadID, ContractName: contract, ContractVersion: version,
+	id := timeOrderedID()
+	rec := ports.StepRefusal{ID: id, ThreadID: in.ThreadID, ContractName: contract, ContractVersion: version,
 		StepName: in.StepName, IdempotencyKey: in.IdempotencyKey, PrincipalID: principalID, Role: in.Role, Code: string(code),
 		Field: field, Rule: rule, Message: msg, Context: boundedContext(in.Context), CreatedAt: now}
 	// The caller's context may end with its connection: the log outlives it.

@@ -2,10 +2,14 @@ package threads
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/threadengine/engine/app/authz"
 	"github.com/threadengine/engine/app/waits"
@@ -521,5 +525,47 @@ func TestVerifyIntegrityWhileWritten(t *testing.T) {
 	f.store.mu.Unlock()
 	if st, err := q.VerifyIntegrity.Handle(k, th.ID); err != nil || st.Verified || st.Code != domain.ChainTruncated {
 		t.Fatalf("tail without the head: %+v %v", st, err)
+	}
+}
+
+// The rows a step writes have time-ordered ids (UUIDv7): successive steps'
+// ids sort in the order they were recorded, so their rows sit together in
+// the tables' id indexes (a retention batch deletes a thread's old steps
+// from a few pages instead of one page each; performance.md).
+func TestStepRowsHaveTimeOrderedIDs(t *testing.T) {
+	t.Parallel()
+	f := newThreadsFixture(t)
+	k := as("k1", domain.RoleMember)
+	th, err := f.threads.Application().Commands.StartThread.Handle(k, StartThreadInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := range 20 {
+		in := stepIn(th.ID, "", fmt.Sprintf("s%d", i), "success")
+		in.SubSteps = []SubStepInput{{Name: "a"}, {Name: "b"}}
+		res, err := f.threads.Application().Commands.RecordStep.Handle(k, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, res.StepID)
+		for _, ss := range f.store.subs[res.StepID] {
+			ids = append(ids, ss.ID)
+		}
+	}
+	for _, n := range f.store.notes {
+		if u, err := uuid.Parse(n.ID); err != nil || u.Version() != 7 {
+			t.Errorf("notification id %s: not a UUIDv7 (%v)", n.ID, err)
+		}
+	}
+	for _, id := range ids {
+		if u, err := uuid.Parse(id); err != nil || u.Version() != 7 {
+			t.Errorf("id %s: not a UUIDv7 (%v)", id, err)
+		}
+	}
+	// Each step's id, then its sub-steps' ids, as they were made: one
+	// ascending sequence (the generator is monotonic within a process).
+	if !slices.IsSorted(ids) || len(slices.Compact(slices.Clone(ids))) != len(ids) {
+		t.Errorf("ids not in the order the steps were recorded: %v", ids)
 	}
 }
