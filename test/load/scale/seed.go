@@ -89,6 +89,25 @@ func (g *gen) uuid() string {
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
+// uuidAt is a UUIDv7 of t, as the engine makes the ids of the rows a step
+// writes (app/threads timeOrderedID): t's Unix milliseconds, then g's
+// random bits (as many drawn as uuid draws, so the rest of the seed is the
+// same either way).
+func (g *gen) uuidAt(t time.Time) string {
+	var b [16]byte
+	for i := range b {
+		b[i] = byte(g.r.UintN(256))
+	}
+	ms := uint64(t.UnixMilli())
+	for i := 0; i < 6; i++ {
+		b[i] = byte(ms >> (40 - 8*i))
+	}
+	b[6] = 0x70 | b[6]&0x0f
+	b[8] = 0x80 | b[8]&0x3f
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
 func (g *gen) hash() string {
 	var b [32]byte
 	for i := range b {
@@ -138,8 +157,8 @@ func (g *gen) thread(s sink, i int) (string, error) {
 		refValue(i), g.r.IntN(500), g.r.IntN(100), 1+g.r.IntN(9), i%5000)
 	for s0 := 1; s0 <= steps; s0++ {
 		name, key := fmt.Sprintf("step-%d", s0), fmt.Sprintf("k%d", s0)
-		stepID := g.uuid()
 		started := at
+		stepID := g.uuidAt(started)
 		at = at.Add(time.Duration(50+g.r.IntN(5000)) * time.Millisecond)
 		prevAt, prevStep := time.Time{}, ""
 		if s0 > 1 {
@@ -177,7 +196,7 @@ func (g *gen) thread(s sink, i int) (string, error) {
 			return "", err
 		}
 		if cname != "" {
-			vid := g.uuid() // drawn either way: the rest of the seed does not depend on the form
+			vid := g.uuidAt(at) // drawn either way: the rest of the seed does not depend on the form
 			if compact == nil {
 				if err := s.add(tValidations, vid, id, stepID, name, key, vstatus, issues, 1, 0, at); err != nil {
 					return "", err
@@ -185,7 +204,7 @@ func (g *gen) thread(s sink, i int) (string, error) {
 			}
 		}
 		for _, src := range []string{"execution", "validation"} {
-			nid := g.uuid() // drawn either way: the rest of the seed does not depend on what is kept
+			nid := g.uuidAt(at) // drawn either way: the rest of the seed does not depend on what is kept
 			if at.Before(g.notesAfter) {
 				continue
 			}
