@@ -64,18 +64,23 @@ func TestProcessMapHourRowsPruned(t *testing.T) {
 			}
 			return n
 		}
-		// While binaries older than 00102 may serve (this release leaves
-		// the floor at 101), nothing is pruned: they read the hour rows of
-		// any window and rebuild every day from them.
+		// While binaries older than 00102 may serve (a database whose
+		// floor is still 101: before 00108, or after its Down), nothing is
+		// pruned: they read the hour rows of any window and rebuild every
+		// day from them.
+		exec(`UPDATE schema_compat SET min_binary_schema = ? WHERE id = 1`, threadquery.ProcessMapPruneFloor-1)
 		if _, err := q.RollUp(ctx, now.Add(-time.Hour)); err != nil {
 			t.Fatal(err)
 		}
 		if o := count("process_map_hourly", "hour", oldDay); o != 2 {
-			t.Fatalf("old hour rows pruned under the floor of %d: %d left", sqldb.EmbeddedFloor, o)
+			t.Fatalf("old hour rows pruned under the floor of %d: %d left", threadquery.ProcessMapPruneFloor-1, o)
 		}
-		// From the floor ProcessMapPruneFloor on (a later release's contract
-		// migration), the next hour's roll-up prunes.
-		exec(`UPDATE schema_compat SET min_binary_schema = ? WHERE id = 1`, threadquery.ProcessMapPruneFloor)
+		// From the floor ProcessMapPruneFloor on (00108's, the embedded
+		// floor), the next hour's roll-up prunes.
+		if sqldb.EmbeddedFloorOf(d) < threadquery.ProcessMapPruneFloor {
+			t.Fatalf("the migrations leave the floor at %d, below the prune's %d", sqldb.EmbeddedFloorOf(d), threadquery.ProcessMapPruneFloor)
+		}
+		exec(`UPDATE schema_compat SET min_binary_schema = ? WHERE id = 1`, sqldb.EmbeddedFloorOf(d))
 		if _, err := q.RollUp(ctx, now); err != nil {
 			t.Fatal(err)
 		}

@@ -28,7 +28,7 @@ import (
 // expand adds a table the next release writes; contract drops what only
 // releases before it needed and raises the floor to the expand release's
 // schema, restoring it in its Down to this release's floor
-// (sqldb.EmbeddedFloor: this release's own contract migration 00102 set it;
+// (sqldb.EmbeddedFloor: this release's own contract migration 00108 set it;
 // the release before the gate does not check it and serves on).
 const (
 	expandVersion   = 90000001
