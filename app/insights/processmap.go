@@ -9,7 +9,8 @@ import (
 	"github.com/threadengine/engine/ports"
 )
 
-// MaxProcessMapWindow bounds a process map's window.
+// MaxProcessMapWindow bounds a process map's window, as read: after its
+// ends are widened (ProcessMapHandler.Handle).
 const MaxProcessMapWindow = 400 * 24 * time.Hour
 
 // ProcessNode is a contract step as threads ran it in the window.
@@ -61,7 +62,7 @@ func NewProcessMapHandler(store ports.ProcessMapReads, contracts ContractReader,
 // Handle returns the process map of a contract version (0: the latest) over
 // [from, to) (ISO-8601; defaults: the last 24 hours), widened to whole UTC
 // hours, or to whole UTC days for an end more than ports.ProcessMapHourlyKept
-// ago.
+// ago; the widened window is at most MaxProcessMapWindow.
 func (q ProcessMapHandler) Handle(ctx context.Context, name string, version int, from, to string) (ProcessMap, error) {
 	if err := companyWide(ctx); err != nil {
 		return ProcessMap{}, err
@@ -89,11 +90,8 @@ func (q ProcessMapHandler) Handle(ctx context.Context, name string, version int,
 	if u := until.Truncate(time.Hour); !u.Equal(until) {
 		until = u.Add(time.Hour)
 	}
-	switch {
-	case !since.Before(until):
+	if !since.Before(until) {
 		return ProcessMap{}, domain.Invalid("from", "from must be before to")
-	case until.Sub(since) > MaxProcessMapWindow:
-		return ProcessMap{}, domain.Invalid("from", "the window is at most %d days", int(MaxProcessMapWindow/(24*time.Hour)))
 	}
 	// Ends older than the hour rows kept are widened to whole UTC days:
 	// those hours are only in the day rows (ports.ProcessMapHourlyKept).
@@ -106,6 +104,13 @@ func (q ProcessMapHandler) Handle(ctx context.Context, name string, version int,
 		if u := until.Truncate(day); !u.Equal(until) {
 			until = u.Add(day)
 		}
+	}
+	// The limit bounds what is read, so it is checked on the widened
+	// window: checked before, a 400-day window read up to 401 days. The
+	// caller is told the window it would have read, to narrow it.
+	if until.Sub(since) > MaxProcessMapWindow {
+		return ProcessMap{}, domain.Invalid("from", "the window is at most %d days once widened to whole hours, and to whole UTC days for ends more than %d days ago: [%s, %s) is longer",
+			int(MaxProcessMapWindow/day), int(ports.ProcessMapHourlyKept/day), since.Format(time.RFC3339), until.Format(time.RFC3339))
 	}
 	c, err := q.contracts.GetContract(ctx, name, version)
 	if err != nil {
