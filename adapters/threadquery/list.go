@@ -166,9 +166,15 @@ func (s *Store) refMatch(ctx context.Context, v string) (string, []any) {
 		// The trigram table answers LIKE from its index only without an
 		// ESCAPE clause, so it gets the value unescaped: a % or _ in it
 		// matches more, never less, and the escaped LOWER LIKE below keeps
-		// the result exact.
+		// the result exact. As on PostgreSQL it is asked for the term's
+		// uncommon words only when it has some (refstats.go: a sample of
+		// the refs stands for ANALYZE's statistics).
+		ip := refIndexPattern(strings.ToLower(v), s.refStats(ctx))
+		if ip == "" {
+			ip = "%" + v + "%"
+		}
 		return `r.rowid IN (SELECT rowid FROM thread_refs_trgm WHERE ref_value LIKE ?) AND LOWER(r.ref_value) LIKE ? ESCAPE '\'`,
-			[]any{"%" + v + "%", pattern}
+			[]any{ip, pattern}
 	}
 	return `LOWER(r.ref_value) LIKE ? ESCAPE '\'`, []any{pattern}
 }
