@@ -9,8 +9,9 @@ import (
 	"github.com/threadengine/engine/ports"
 )
 
-// MaxProcessMapWindow bounds a process map's window, as read: after its
-// ends are widened (ProcessMapHandler.Handle).
+// MaxProcessMapWindow bounds a process map's window as asked; widening its
+// ends to whole hours, and old ends to whole days, reads at most two days
+// more (ProcessMapHandler.Handle).
 const MaxProcessMapWindow = 400 * 24 * time.Hour
 
 // ProcessNode is a contract step as threads ran it in the window.
@@ -62,7 +63,7 @@ func NewProcessMapHandler(store ports.ProcessMapReads, contracts ContractReader,
 // Handle returns the process map of a contract version (0: the latest) over
 // [from, to) (ISO-8601; defaults: the last 24 hours), widened to whole UTC
 // hours, or to whole UTC days for an end more than ports.ProcessMapHourlyKept
-// ago; the widened window is at most MaxProcessMapWindow.
+// ago; the window asked is at most MaxProcessMapWindow.
 func (q ProcessMapHandler) Handle(ctx context.Context, name string, version int, from, to string) (ProcessMap, error) {
 	if err := companyWide(ctx); err != nil {
 		return ProcessMap{}, err
@@ -86,16 +87,22 @@ func (q ProcessMapHandler) Handle(ctx context.Context, name string, version int,
 	if f != nil {
 		since = *f
 	}
+	const day = 24 * time.Hour
+	switch {
+	case !since.Before(until):
+		return ProcessMap{}, domain.Invalid("from", "from must be before to")
+	case until.Sub(since) > MaxProcessMapWindow:
+		// The limit is on the window asked, as a dashboard's "last 400
+		// days" means it: the widening below adds less than a day at each
+		// end, so at most 402 days are read.
+		return ProcessMap{}, domain.Invalid("from", "the window is at most %d days", int(MaxProcessMapWindow/day))
+	}
 	since = since.Truncate(time.Hour)
 	if u := until.Truncate(time.Hour); !u.Equal(until) {
 		until = u.Add(time.Hour)
 	}
-	if !since.Before(until) {
-		return ProcessMap{}, domain.Invalid("from", "from must be before to")
-	}
 	// Ends older than the hour rows kept are widened to whole UTC days:
 	// those hours are only in the day rows (ports.ProcessMapHourlyKept).
-	const day = 24 * time.Hour
 	horizon := ports.ProcessMapHourlyHorizon(q.clock.Now())
 	if since.Before(horizon) {
 		since = since.Truncate(day)
@@ -104,13 +111,6 @@ func (q ProcessMapHandler) Handle(ctx context.Context, name string, version int,
 		if u := until.Truncate(day); !u.Equal(until) {
 			until = u.Add(day)
 		}
-	}
-	// The limit bounds what is read, so it is checked on the widened
-	// window: checked before, a 400-day window read up to 401 days. The
-	// caller is told the window it would have read, to narrow it.
-	if until.Sub(since) > MaxProcessMapWindow {
-		return ProcessMap{}, domain.Invalid("from", "the window is at most %d days once widened to whole hours, and to whole UTC days for ends more than %d days ago: [%s, %s) is longer",
-			int(MaxProcessMapWindow/day), int(ports.ProcessMapHourlyKept/day), since.Format(time.RFC3339), until.Format(time.RFC3339))
 	}
 	c, err := q.contracts.GetContract(ctx, name, version)
 	if err != nil {

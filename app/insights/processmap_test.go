@@ -29,11 +29,11 @@ func (pmContract) GetContract(_ context.Context, name string, _ int) (domain.Con
 	return domain.Contract{Name: name, Version: 1}, nil
 }
 
-// TestProcessMapWindowLimit: the window limit (MaxProcessMapWindow) bounds
-// what is read, after the ends are widened to whole hours and, more than
-// ports.ProcessMapHourlyKept ago, to whole UTC days; a window that would
-// read more is refused with validation_failed, never read bigger than the
-// limit.
+// TestProcessMapWindowLimit: the window limit (MaxProcessMapWindow) is on
+// the window asked — "the last 400 days" is served — and
+// widening ends more than ports.ProcessMapHourlyKept ago to whole UTC days
+// reads less than a day more at each end; a longer window is refused with
+// validation_failed and nothing is read.
 func TestProcessMapWindowLimit(t *testing.T) {
 	const day = 24 * time.Hour
 	iso := func(t time.Time) string { return t.Format(time.RFC3339) }
@@ -45,13 +45,16 @@ func TestProcessMapWindowLimit(t *testing.T) {
 		since    time.Time
 		until    time.Time
 	}{
-		{"400 days to now, its start widened to the day", now.Add(-400*day + time.Hour), now, false, time.Time{}, time.Time{}},
+		{"400 days to now, its start widened to the day", now.Add(-400 * day), now, true,
+			now.Add(-400 * day).Truncate(day), now.Truncate(time.Hour).Add(time.Hour)},
 		{"400 whole days to today", now.Truncate(day).Add(-400 * day), now.Truncate(day), true,
 			now.Truncate(day).Add(-400 * day), now.Truncate(day)},
 		{"399 days 23 hours, both ends widened to 400 days", old.Add(-399 * day), old, true,
 			old.Truncate(day).Add(-399 * day), old.Truncate(day).Add(day)},
-		{"399 days 2 hours from 23:00, widened to 401 days", old.Add(-400*day + 630*time.Minute), old.Add(-690 * time.Minute), false, time.Time{}, time.Time{}},
-		{"400 days from 23:00, widened to 401 days", old.Add(-400*day + 630*time.Minute), old.Add(630 * time.Minute), false, time.Time{}, time.Time{}},
+		{"400 days from 23:00 to 12:30, widened to 401 days", old.Add(-400*day + 630*time.Minute), old.Add(-690 * time.Minute), true,
+			old.Add(-400*day + 630*time.Minute).Truncate(day), old.Truncate(day).Add(day)},
+		{"400 days and a minute", now.Add(-400*day - time.Minute), now, false, time.Time{}, time.Time{}},
+		{"401 days", old.Add(-401 * day), old, false, time.Time{}, time.Time{}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := &pmFake{}
@@ -72,8 +75,8 @@ func TestProcessMapWindowLimit(t *testing.T) {
 			if !f.since.Equal(c.since) || !f.until.Equal(c.until) || !m.Since.Equal(c.since) || !m.Until.Equal(c.until) {
 				t.Fatalf("read [%s, %s), answered [%s, %s); want [%s, %s)", f.since, f.until, m.Since, m.Until, c.since, c.until)
 			}
-			if f.until.Sub(f.since) > insights.MaxProcessMapWindow {
-				t.Fatalf("read %s, more than the limit", f.until.Sub(f.since))
+			if f.until.Sub(f.since) > insights.MaxProcessMapWindow+2*day {
+				t.Fatalf("read %s, more than the limit and the widening", f.until.Sub(f.since))
 			}
 		})
 	}
