@@ -15,17 +15,18 @@ import (
 const GateMigration = 30
 
 // EmbeddedFloor is the min_binary_schema the embedded migrations leave: the
-// highest floor any of their contract migrations sets (00102: binaries
-// below 101 read only thread_validations rows, and passed results without
-// issues are now written only on their attempt; 00100 set 92 before it).
+// highest floor any of their contract migrations sets (00108: binaries
+// below 102 name thread_step_states.latest_context, which it drops; 00102
+// set 101 before it, 00100 92).
 // Tests compare a migrated database's window with it (EmbeddedFloorOf).
-const EmbeddedFloor = 101
+const EmbeddedFloor = 102
 
 // EmbeddedFloorOf is EmbeddedFloor of the dialect: the same on both since
 // 00102. SQLite's 00099 (binaries below 99 would write the transparency
 // log's leaf rows into what is now a view) keeps its floor at 99 or above
-// with a trigger while it is applied, which a floor of 101 does not fire;
-// it matters for Downs that restore a floor below 99 (00100's, 00102's).
+// with a trigger while it is applied, which a floor of 101 or 102 does not
+// fire; it matters for Downs that restore a floor below 99 (00100's,
+// 00102's).
 func EmbeddedFloorOf(d Dialect) int64 {
 	if d == SQLite {
 		return max(99, EmbeddedFloor)

@@ -157,6 +157,14 @@ func TestMigrateDownAndUp(t *testing.T) {
 		if err != nil || len(steps) != 1 || steps[0].Direction != "down" {
 			t.Fatalf("down one: %v %v", steps, err)
 		}
+		// 00108's Down (a contract step, the latest) restores the floor
+		// before it, 101, and the column it dropped.
+		if c, err := db.ReadCompat(ctx); err != nil || c.Database >= 108 || c.MinBinary != 101 {
+			t.Fatalf("after 00108's Down: %+v %v, want a schema below 108 and floor 101", c, err)
+		}
+		if _, err := db.DB.ExecContext(ctx, `SELECT COUNT(latest_context) FROM thread_step_states`); err != nil {
+			t.Fatalf("after 00108's Down: %v", err)
+		}
 		// 00102's Down (a contract step) restores the floor before it: 92
 		// on PostgreSQL, SQLite's 99 that 00099 keeps.
 		if _, err := db.MigrateDown(ctx, 101); err != nil {

@@ -44,13 +44,22 @@ const contractStatsQuery = `SELECT contract_name, contract_version, status, heal
 // replica) waits on the rows this one deletes, then skips them. On SQLite
 // the transaction is the only writer. Writers of threads never touch the
 // totals, so they never wait on a fold or on each other.
+//
+// Then, in the same transaction, the totals brought to 0 go (a version
+// whose threads all changed status or were deleted): kept, they would
+// stay forever and grow the table with every key ever used. Readers skip
+// a 0 count (ContractStats), so a missing row reads the same. On
+// PostgreSQL the rows this fold zeroed are locked by it; a row another
+// fold is changing is re-read once it commits and kept unless still 0.
 func (s *Store) foldContractStats(ctx context.Context, tx *sqlx.Tx) error {
 	if s.db.Dialect == sqldb.Postgres {
-		_, err := tx.ExecContext(ctx, `WITH gone AS (DELETE FROM contract_stats_delta RETURNING contract_name, contract_version, status, health, n)
+		if _, err := tx.ExecContext(ctx, `WITH gone AS (DELETE FROM contract_stats_delta RETURNING contract_name, contract_version, status, health, n)
  INSERT INTO contract_stats_total (contract_name, contract_version, status, health, threads)
  SELECT contract_name, contract_version, status, health, SUM(n) FROM gone GROUP BY contract_name, contract_version, status, health
- ON CONFLICT (contract_name, contract_version, status, health) DO UPDATE SET threads = contract_stats_total.threads + excluded.threads`)
-		return err
+ ON CONFLICT (contract_name, contract_version, status, health) DO UPDATE SET threads = contract_stats_total.threads + excluded.threads`); err != nil {
+			return err
+		}
+		return s.dropZeroContractStats(ctx, tx)
 	}
 	var last sql.NullInt64
 	if err := tx.GetContext(ctx, &last, `SELECT MAX(rowid) FROM contract_stats_delta`); err != nil || !last.Valid {
@@ -62,7 +71,18 @@ func (s *Store) foldContractStats(ctx context.Context, tx *sqlx.Tx) error {
  ON CONFLICT (contract_name, contract_version, status, health) DO UPDATE SET threads = contract_stats_total.threads + excluded.threads`, last.Int64); err != nil {
 		return err
 	}
-	_, err := tx.ExecContext(ctx, `DELETE FROM contract_stats_delta WHERE rowid <= ?`, last.Int64)
+	if _, err := tx.ExecContext(ctx, `DELETE FROM contract_stats_delta WHERE rowid <= ?`, last.Int64); err != nil {
+		return err
+	}
+	return s.dropZeroContractStats(ctx, tx)
+}
+
+// dropZeroContractStats deletes the totals at 0 (foldContractStats). The
+// table holds a row per key with threads (at most 16 per contract version:
+// status × health), so a scan of it costs less than naming the keys the
+// fold touched.
+func (s *Store) dropZeroContractStats(ctx context.Context, tx *sqlx.Tx) error {
+	_, err := tx.ExecContext(ctx, `DELETE FROM contract_stats_total WHERE threads = 0`)
 	return err
 }
 

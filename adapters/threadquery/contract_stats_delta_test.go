@@ -43,6 +43,26 @@ func countOverThreads(t *testing.T, db *sqldb.DB) map[statKey]int {
 	return m
 }
 
+// totalRows is contract_stats_total by key, every row (zero ones too).
+func totalRows(t *testing.T, db *sqldb.DB) map[statKey]int {
+	t.Helper()
+	var rows []struct {
+		Name    string `db:"contract_name"`
+		Version int    `db:"contract_version"`
+		Status  string `db:"status"`
+		Health  string `db:"health"`
+		N       int    `db:"threads"`
+	}
+	if err := db.Select(&rows, `SELECT contract_name, contract_version, status, health, threads FROM contract_stats_total`); err != nil {
+		t.Fatal(err)
+	}
+	m := map[statKey]int{}
+	for _, r := range rows {
+		m[statKey{r.Name, r.Version, r.Status, r.Health}] = r.N
+	}
+	return m
+}
+
 // statsByKey is contractStats per key, from the per-version counts it
 // returns (threads by status; the health counts checked separately).
 func statsByKey(t *testing.T, s *threadquery.Store) (byStatus, byHealth map[[3]any]int) {
@@ -74,7 +94,8 @@ func statsByKey(t *testing.T, s *threadquery.Store) (byStatus, byHealth map[[3]a
 // (DeleteThreads: retention and erasure), with roll-up folds at random
 // points, and after concurrent writers of one contract fold by fold
 // (PostgreSQL). It fails if contractStats skips the deltas, or a trigger
-// misses a change.
+// misses a change. After each fold contract_stats_total holds exactly the
+// keys that have threads: a fold deletes the rows it brings to 0.
 func TestContractStatsEqualACountOverThreads(t *testing.T) {
 	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
 		ctx := context.Background()
@@ -186,6 +207,12 @@ func TestContractStatsEqualACountOverThreads(t *testing.T) {
 				if left != 0 {
 					t.Fatalf("op %d: %d delta rows left after a fold", op, left)
 				}
+				// Folded, the totals are the count itself: a key whose
+				// threads all changed or went has no row (not a 0 kept
+				// forever).
+				if got, want := totalRows(t, db), countOverThreads(t, db); !reflect.DeepEqual(got, want) {
+					t.Fatalf("op %d: contract_stats_total after a fold\n got %v\nwant %v", op, got, want)
+				}
 			}
 			if op%5 == 0 {
 				check(fmt.Sprintf("op %d", op))
@@ -241,5 +268,8 @@ func TestContractStatsEqualACountOverThreads(t *testing.T) {
 			t.Fatal(err)
 		}
 		check("folded")
+		if got, want := totalRows(t, db), countOverThreads(t, db); !reflect.DeepEqual(got, want) {
+			t.Fatalf("contract_stats_total after the concurrent folds\n got %v\nwant %v", got, want)
+		}
 	})
 }

@@ -96,7 +96,18 @@ func (s *Store) listWhere(ctx context.Context, f ports.ThreadFilter) listQuery {
 	}
 	if f.IDPrefix != "" {
 		p := strings.ToLower(f.IDPrefix)
-		if s.db.Dialect == sqldb.Postgres {
+		if len([]rune(p)) == 2 {
+			// threads_id_prefix2_created (migration 00107): the id's first
+			// two characters in list order, so the page reads its newest
+			// matches only instead of sorting all of them (1/256 of the
+			// threads). The same condition as the range below, written
+			// once: PostgreSQL would multiply the two conditions'
+			// selectivities as if independent and expect 256 times too few
+			// matches. A longer prefix keeps the range (fewer matches to
+			// sort than group entries to walk), a shorter one the list's
+			// own order.
+			add(s.idGroup()+` = ?`, p)
+		} else if s.db.Dialect == sqldb.Postgres {
 			// threads_id_prefix (text_pattern_ops) turns the LIKE into a range.
 			add(`t.id LIKE ? ESCAPE '\'`, likeEscape(p)+"%")
 		} else {
@@ -114,6 +125,16 @@ func (s *Store) listWhere(ctx context.Context, f ports.ThreadFilter) listQuery {
 		add(`t.first_issue_step = ?`, f.IssueStep)
 	}
 	return q
+}
+
+// idGroup is the expression threads_id_prefix2_created is built on, as
+// each dialect writes it (an expression index is used only for the same
+// expression).
+func (s *Store) idGroup() string {
+	if s.db.Dialect == sqldb.Postgres {
+		return `left(t.id, 2)`
+	}
+	return `substr(t.id, 1, 2)`
 }
 
 // prefixEnd is the smallest string greater than every string starting with
@@ -145,9 +166,15 @@ func (s *Store) refMatch(ctx context.Context, v string) (string, []any) {
 		// The trigram table answers LIKE from its index only without an
 		// ESCAPE clause, so it gets the value unescaped: a % or _ in it
 		// matches more, never less, and the escaped LOWER LIKE below keeps
-		// the result exact.
+		// the result exact. As on PostgreSQL it is asked for the term's
+		// uncommon words only when it has some (refstats.go: a sample of
+		// the refs stands for ANALYZE's statistics).
+		ip := refIndexPattern(strings.ToLower(v), s.refStats(ctx))
+		if ip == "" {
+			ip = "%" + v + "%"
+		}
 		return `r.rowid IN (SELECT rowid FROM thread_refs_trgm WHERE ref_value LIKE ?) AND LOWER(r.ref_value) LIKE ? ESCAPE '\'`,
-			[]any{"%" + v + "%", pattern}
+			[]any{ip, pattern}
 	}
 	return `LOWER(r.ref_value) LIKE ? ESCAPE '\'`, []any{pattern}
 }

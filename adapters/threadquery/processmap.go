@@ -127,9 +127,10 @@ const ProcessMapPruned = "process_map_hourly_pruned"
 // are pruned: binaries of schema 102 on (00102's release) read hour rows
 // only within the kept span and rebuild only the kept days; older ones
 // read them for any window and rebuild every day from them, so while one
-// may still serve (the floor below this) nothing is deleted. A later
-// release's contract migration raises the floor (migrations.md: a change
-// of what the previous release reads waits for the floor).
+// may still serve (the floor below this) nothing is deleted. Migration
+// 00108 (a contract step of its own) raises the floor to 102, so from that
+// release on the hour rows are pruned (migrations.md: a change of what the
+// previous release reads waits for the floor).
 const ProcessMapPruneFloor = 102
 
 // pruneProcessMapHours deletes the hour rows before bound (a UTC day) and

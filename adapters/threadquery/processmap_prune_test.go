@@ -29,7 +29,9 @@ func (pmContracts) GetContract(_ context.Context, name string, version int) (dom
 // that read older ones, the roll-up job deletes the older ones once an hour, their days' rows stay, the day rows' rebuild leaves the days
 // before the bound alone (their hours are gone), and a map whose window
 // ends before the kept span is widened to whole UTC days, counted from the
-// day rows; a recent window still reads whole hours.
+// day rows; a recent window still reads whole hours. The hours of the day
+// before the 7 days are kept too (the prune bound is a day earlier than
+// the widening's horizon): a window ending there is widened all the same.
 func TestProcessMapHourRowsPruned(t *testing.T) {
 	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
 		db := sqldbtest.Open(t, d)
@@ -38,6 +40,11 @@ func TestProcessMapHourRowsPruned(t *testing.T) {
 		const day = 24 * time.Hour
 		oldDay := now.Truncate(day).Add(-12 * day)
 		recentDay := now.Truncate(day).Add(-2 * day)
+		// The first day the prune keeps (ports.ProcessMapHourlyPruned: 8
+		// days before today), all before the 7 days windows read by the
+		// hour (ports.ProcessMapHourlyHorizon): a window ending in it is
+		// widened to whole days, and its hour rows are still there.
+		keptDay := now.Truncate(day).Add(-8 * day)
 		exec := func(q string, args ...any) {
 			t.Helper()
 			if _, err := db.ExecContext(ctx, db.Rebind(q), args...); err != nil {
@@ -45,7 +52,7 @@ func TestProcessMapHourRowsPruned(t *testing.T) {
 			}
 		}
 		// Two hours of each day, 3 and 4 first steps; the day rows their sums.
-		for _, dd := range []time.Time{oldDay, recentDay} {
+		for _, dd := range []time.Time{oldDay, keptDay, recentDay} {
 			for i, h := range []time.Duration{5 * time.Hour, 9 * time.Hour} {
 				exec(`INSERT INTO process_map_hourly (contract_name, contract_version, kind, from_step, to_step, hour, bucket, n, example_thread)
  VALUES ('flow', 1, 'E', '', 'a', ?, 2, ?, 'x')`, sqldb.Time(dd.Add(h)), 3+i)
@@ -64,29 +71,34 @@ func TestProcessMapHourRowsPruned(t *testing.T) {
 			}
 			return n
 		}
-		// While binaries older than 00102 may serve (this release leaves
-		// the floor at 101), nothing is pruned: they read the hour rows of
-		// any window and rebuild every day from them.
+		// While binaries older than 00102 may serve (a database whose
+		// floor is still 101: before 00108, or after its Down), nothing is
+		// pruned: they read the hour rows of any window and rebuild every
+		// day from them.
+		exec(`UPDATE schema_compat SET min_binary_schema = ? WHERE id = 1`, threadquery.ProcessMapPruneFloor-1)
 		if _, err := q.RollUp(ctx, now.Add(-time.Hour)); err != nil {
 			t.Fatal(err)
 		}
 		if o := count("process_map_hourly", "hour", oldDay); o != 2 {
-			t.Fatalf("old hour rows pruned under the floor of %d: %d left", sqldb.EmbeddedFloor, o)
+			t.Fatalf("old hour rows pruned under the floor of %d: %d left", threadquery.ProcessMapPruneFloor-1, o)
 		}
-		// From the floor ProcessMapPruneFloor on (a later release's contract
-		// migration), the next hour's roll-up prunes.
-		exec(`UPDATE schema_compat SET min_binary_schema = ? WHERE id = 1`, threadquery.ProcessMapPruneFloor)
+		// From the floor ProcessMapPruneFloor on (00108's, the embedded
+		// floor), the next hour's roll-up prunes.
+		if sqldb.EmbeddedFloorOf(d) < threadquery.ProcessMapPruneFloor {
+			t.Fatalf("the migrations leave the floor at %d, below the prune's %d", sqldb.EmbeddedFloorOf(d), threadquery.ProcessMapPruneFloor)
+		}
+		exec(`UPDATE schema_compat SET min_binary_schema = ? WHERE id = 1`, sqldb.EmbeddedFloorOf(d))
 		if _, err := q.RollUp(ctx, now); err != nil {
 			t.Fatal(err)
 		}
-		if o, r := count("process_map_hourly", "hour", oldDay), count("process_map_hourly", "hour", recentDay); o != 0 || r != 2 {
-			t.Fatalf("hour rows after the roll-up: old day %d, recent day %d; want 0 and 2", o, r)
+		if o, k, r := count("process_map_hourly", "hour", oldDay), count("process_map_hourly", "hour", keptDay), count("process_map_hourly", "hour", recentDay); o != 0 || k != 2 || r != 2 {
+			t.Fatalf("hour rows after the roll-up: old day %d, first kept day %d, recent day %d; want 0, 2 and 2", o, k, r)
 		}
-		if o, r := count("process_map_daily", "day", oldDay), count("process_map_daily", "day", recentDay); o != 1 || r != 1 {
-			t.Fatalf("day rows after the roll-up: %d, %d; want both kept", o, r)
+		if o, k, r := count("process_map_daily", "day", oldDay), count("process_map_daily", "day", keptDay), count("process_map_daily", "day", recentDay); o != 1 || k != 1 || r != 1 {
+			t.Fatalf("day rows after the roll-up: %d, %d, %d; want all kept", o, k, r)
 		}
 
-		// The rebuild recomputes the recent day only.
+		// The rebuild recomputes the kept days only.
 		exec(`UPDATE process_map_daily SET n = 100`)
 		if _, err := q.RebuildProcessMapDaily(ctx); err != nil {
 			t.Fatal(err)
@@ -95,8 +107,8 @@ func TestProcessMapHourRowsPruned(t *testing.T) {
 		if err := db.SelectContext(ctx, &ns, `SELECT n FROM process_map_daily ORDER BY day`); err != nil {
 			t.Fatal(err)
 		}
-		if len(ns) != 2 || ns[0] != 100 || ns[1] != 7 {
-			t.Fatalf("day rows after the rebuild %v, want the old one left (100) and the recent one recomputed (7)", ns)
+		if len(ns) != 3 || ns[0] != 100 || ns[1] != 7 || ns[2] != 7 {
+			t.Fatalf("day rows after the rebuild %v, want the old one left (100) and the kept ones recomputed (7, 7)", ns)
 		}
 		exec(`UPDATE process_map_daily SET n = 7`)
 
@@ -108,6 +120,29 @@ func TestProcessMapHourRowsPruned(t *testing.T) {
 		}
 		if !m.Since.Equal(oldDay) || !m.Until.Equal(oldDay.Add(day)) || m.Started != 7 {
 			t.Fatalf("an old window: [%s, %s) started %d; want the whole day [%s, %s) and 7", m.Since, m.Until, m.Started, oldDay, oldDay.Add(day))
+		}
+		// A window ending between the prune bound and the horizon: whole
+		// days, as any end before the horizon, though its hours are kept.
+		end := keptDay.Add(10 * time.Hour)
+		if end.Before(ports.ProcessMapHourlyPruned(now)) || !end.Before(ports.ProcessMapHourlyHorizon(now)) {
+			t.Fatalf("%s is not between the prune bound %s and the horizon %s", end, ports.ProcessMapHourlyPruned(now), ports.ProcessMapHourlyHorizon(now))
+		}
+		m, err = h.Handle(ctx, "flow", 1, iso(keptDay.Add(8*time.Hour)), iso(end))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !m.Since.Equal(keptDay) || !m.Until.Equal(keptDay.Add(day)) || m.Started != 7 {
+			t.Fatalf("a window ending in the first kept day: [%s, %s) started %d; want the whole day [%s, %s) and 7", m.Since, m.Until, m.Started, keptDay, keptDay.Add(day))
+		}
+		// Starting there and ending after the horizon: its start widened to
+		// the day, its end a whole hour (the day's row and no hour of it).
+		until := now.Add(-7*day + time.Hour).Truncate(time.Hour).Add(time.Hour)
+		m, err = h.Handle(ctx, "flow", 1, iso(keptDay.Add(8*time.Hour)), iso(now.Add(-7*day+time.Hour)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !m.Since.Equal(keptDay) || !m.Until.Equal(until) || m.Started != 7 {
+			t.Fatalf("a window from the first kept day past the horizon: [%s, %s) started %d; want [%s, %s) and 7", m.Since, m.Until, m.Started, keptDay, until)
 		}
 		m, err = h.Handle(ctx, "flow", 1, iso(recentDay.Add(8*time.Hour)), iso(recentDay.Add(10*time.Hour)))
 		if err != nil {

@@ -9,7 +9,9 @@ import (
 	"github.com/threadengine/engine/ports"
 )
 
-// MaxProcessMapWindow bounds a process map's window.
+// MaxProcessMapWindow bounds a process map's window as asked; widening its
+// ends to whole hours, and old ends to whole days, reads at most two days
+// more (ProcessMapHandler.Handle).
 const MaxProcessMapWindow = 400 * 24 * time.Hour
 
 // ProcessNode is a contract step as threads ran it in the window.
@@ -61,7 +63,7 @@ func NewProcessMapHandler(store ports.ProcessMapReads, contracts ContractReader,
 // Handle returns the process map of a contract version (0: the latest) over
 // [from, to) (ISO-8601; defaults: the last 24 hours), widened to whole UTC
 // hours, or to whole UTC days for an end more than ports.ProcessMapHourlyKept
-// ago.
+// ago; the window asked is at most MaxProcessMapWindow.
 func (q ProcessMapHandler) Handle(ctx context.Context, name string, version int, from, to string) (ProcessMap, error) {
 	if err := companyWide(ctx); err != nil {
 		return ProcessMap{}, err
@@ -85,19 +87,22 @@ func (q ProcessMapHandler) Handle(ctx context.Context, name string, version int,
 	if f != nil {
 		since = *f
 	}
-	since = since.Truncate(time.Hour)
-	if u := until.Truncate(time.Hour); !u.Equal(until) {
-		until = u.Add(time.Hour)
-	}
+	const day = 24 * time.Hour
 	switch {
 	case !since.Before(until):
 		return ProcessMap{}, domain.Invalid("from", "from must be before to")
 	case until.Sub(since) > MaxProcessMapWindow:
-		return ProcessMap{}, domain.Invalid("from", "the window is at most %d days", int(MaxProcessMapWindow/(24*time.Hour)))
+		// The limit is on the window asked, as a dashboard's "last 400
+		// days" means it: the widening below adds less than a day at each
+		// end, so at most 402 days are read.
+		return ProcessMap{}, domain.Invalid("from", "the window is at most %d days", int(MaxProcessMapWindow/day))
+	}
+	since = since.Truncate(time.Hour)
+	if u := until.Truncate(time.Hour); !u.Equal(until) {
+		until = u.Add(time.Hour)
 	}
 	// Ends older than the hour rows kept are widened to whole UTC days:
 	// those hours are only in the day rows (ports.ProcessMapHourlyKept).
-	const day = 24 * time.Hour
 	horizon := ports.ProcessMapHourlyHorizon(q.clock.Now())
 	if since.Before(horizon) {
 		since = since.Truncate(day)

@@ -28,7 +28,7 @@ import (
 // expand adds a table the next release writes; contract drops what only
 // releases before it needed and raises the floor to the expand release's
 // schema, restoring it in its Down to this release's floor
-// (sqldb.EmbeddedFloor: this release's own contract migration 00102 set it;
+// (sqldb.EmbeddedFloor: this release's own contract migration 00108 set it;
 // the release before the gate does not check it and serves on).
 const (
 	expandVersion   = 90000001
@@ -86,10 +86,47 @@ func build(t *testing.T, dir, out string, extra map[string]string) {
 	t.Logf("built %s (%s)", filepath.Base(out), time.Since(start).Round(time.Millisecond))
 }
 
+// previousReleaseSchema is the schema of the release before this one. The
+// test builds that release from git (the tree before the commit that added
+// the lowest-numbered migration above it) and runs it beside this release
+// through this release's migrations, as a rolling upgrade does. Raise it to
+// the released schema when a release is cut.
+const previousReleaseSchema = 106
+
 // previousRelease exports the tree as it was before the gate existed (the
 // parent of the commit that added its migration; HEAD while that is not
 // committed yet) and returns its directory, or "" with the reason.
 func previousRelease(t *testing.T, root string) (string, string) {
+	t.Helper()
+	return exportBefore(t, root, "db/postgres/00030_schema_compat.sql")
+}
+
+// lastRelease exports the release of schema previousReleaseSchema (the
+// tree before this release's first migration) and returns its directory,
+// or "" with the reason (no migration above it, no git history).
+func lastRelease(t *testing.T, root string) (string, string) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(root, "db", "postgres", "*.sql"))
+	if err != nil {
+		return "", err.Error()
+	}
+	first, lowest := "", 0
+	for _, f := range files {
+		var n int
+		if _, err := fmt.Sscanf(filepath.Base(f), "%d_", &n); err == nil && n > previousReleaseSchema && (first == "" || n < lowest) {
+			first, lowest = filepath.Base(f), n
+		}
+	}
+	if first == "" {
+		return "", fmt.Sprintf("no migration above schema %d", previousReleaseSchema)
+	}
+	return exportBefore(t, root, "db/postgres/"+first)
+}
+
+// exportBefore exports the tree as it was before file was added (the
+// parent of the commit that added it; HEAD while that is not committed
+// yet) and returns its directory, or "" with the reason.
+func exportBefore(t *testing.T, root, file string) (string, string) {
 	t.Helper()
 	git := func(args ...string) (string, error) {
 		c := exec.Command("git", args...)
@@ -97,7 +134,7 @@ func previousRelease(t *testing.T, root string) (string, string) {
 		b, err := c.Output()
 		return strings.TrimSpace(string(b)), err
 	}
-	added, err := git("log", "--diff-filter=A", "--format=%H", "-1", "--", "db/postgres/00030_schema_compat.sql")
+	added, err := git("log", "--diff-filter=A", "--format=%H", "-1", "--", file)
 	if err != nil {
 		return "", fmt.Sprintf("no git history here (%v)", err)
 	}
@@ -124,10 +161,10 @@ func previousRelease(t *testing.T, root string) (string, string) {
 	if err := tar.Wait(); err != nil {
 		return "", fmt.Sprintf("tar: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "db", "postgres", "00030_schema_compat.sql")); err == nil {
-		return "", "the exported release already has the gate"
+	if _, err := os.Stat(filepath.Join(dir, file)); err == nil {
+		return "", fmt.Sprintf("the exported tree already has %s", file)
 	}
-	t.Logf("previous release: %s", sha[:12])
+	t.Logf("the tree before %s: %s", file, sha[:12])
 	return dir, ""
 }
 
@@ -406,19 +443,23 @@ func (b *balancer) record(p *proc, o outcome, why string) {
 }
 
 // TestRollingUpgradeWithBinaries runs real engine binaries on one
-// PostgreSQL database through a rolling upgrade: the release before the
-// gate (built from git), this release, and two later releases made of this
-// code plus an expand and a contract migration. During the expand steps all
-// of them serve and write; after the contract step this release is refused
-// (readyz 503, writes refused with 503, none failed) while the later ones
-// serve; the rollback runbook (migrate down with the newer binary) lets it
-// serve again.
+// PostgreSQL database through rolling upgrades: the release before the gate
+// and the previous release (both built from git), this release, and two
+// later releases made of this code plus an expand and a contract
+// migration. The release before the gate serves beside the previous
+// release; the previous release serves and writes beside this release
+// through this release's migrations (its contract steps included: the
+// floor they raise admits it); during the expand steps all of them serve
+// and write; after the contract step this release is refused (readyz 503,
+// writes refused with 503, none failed) while the later ones serve; the
+// rollback runbook (migrate down with the newer binary) lets it serve
+// again.
 func TestRollingUpgradeWithBinaries(t *testing.T) {
 	if os.Getenv(sqldbtest.PostgresEnv) == "" {
 		t.Skipf("%s not set", sqldbtest.PostgresEnv)
 	}
 	if testing.Short() {
-		t.Skip("builds four engine binaries")
+		t.Skip("builds five engine binaries")
 	}
 	root, _ := filepath.Abs("../..")
 	bins := t.TempDir()
@@ -434,32 +475,64 @@ func TestRollingUpgradeWithBinaries(t *testing.T) {
 	} else {
 		t.Logf("the release before the gate is not run: %s", why)
 	}
+	lastDir, why := lastRelease(t, root)
+	if lastDir != "" {
+		build(t, lastDir, bin("last"), nil)
+	} else {
+		t.Logf("the previous release (schema %d) is not run: %s", previousReleaseSchema, why)
+	}
 	url := sqldbtest.URL(t, sqldb.Postgres)
 	schema := sqldb.EmbeddedSchema(sqldb.Postgres)
 
-	// 1. The old release (or this one, without git history) installs.
+	// 1. The oldest release at hand installs.
 	first := "cur"
-	if prevDir != "" {
+	switch {
+	case prevDir != "":
 		first = "prev"
+	case lastDir != "":
+		first = "last"
 	}
 	out := run(t, bin(first), url, "bootstrap-owner", "--email", "owner@example.com")
 	key := strings.Fields(out)[len(strings.Fields(out))-1]
-	var serving []*proc
+	var prev, last *proc
 	if prevDir != "" {
-		prev := serve(t, "prev", bin("prev"), url)
+		prev = serve(t, "prev", bin("prev"), url)
 		mustWrite(t, prev, key, "prev-alone")
-		serving = append(serving, prev)
 	}
 
-	// 2. Expand: this release migrates to the gate's schema (adds a table
-	// only); the previous release keeps serving and writing beside it.
+	// 2. The previous release migrates (the gate's table and everything up
+	// to its schema); the release before the gate keeps serving and writing
+	// beside it. That rollout ends here: the release before the gate checks
+	// no floor, and this release's contract migration (00108) drops a
+	// column it names, so its writes would fail beside this release
+	// (docs/operators/running.md#upgrades: finish that rollout first).
+	if lastDir != "" {
+		last = serve(t, "last", bin("last"), url)
+		mustWrite(t, last, key, "last-alone")
+		if prev != nil {
+			mustWrite(t, prev, key, "prev-beside-last")
+		}
+	}
+	if prev != nil {
+		prev.stop()
+	}
+
+	// 3. This release migrates; the previous release keeps serving and
+	// writing beside it (the floor is at most its schema).
+	var serving []*proc
+	if last != nil {
+		serving = append(serving, last)
+	}
 	cur := serve(t, "cur", bin("cur"), url)
 	serving = append(serving, cur)
 	st := run(t, bin("cur"), url, "migrate", "status")
 	if !strings.Contains(st, fmt.Sprintf("database schema %d; binaries of schema %d up to %d may use it", schema, sqldb.EmbeddedFloor, schema)) {
 		t.Fatalf("migrate status after this release started:\n%s", st)
 	}
-	// 3. Expand: the next release adds its table; three releases serve.
+	if sqldb.EmbeddedFloor > previousReleaseSchema {
+		t.Fatalf("this release's floor %d refuses the previous release (schema %d)", sqldb.EmbeddedFloor, previousReleaseSchema)
+	}
+	// Expand: the next release adds its table; three releases serve.
 	next := serve(t, "next", bin("next"), url)
 	serving = append(serving, next)
 	for _, p := range serving {
@@ -468,8 +541,8 @@ func TestRollingUpgradeWithBinaries(t *testing.T) {
 		}
 		mustWrite(t, p, key, "expand-"+p.name)
 	}
-	if prevDir != "" {
-		serving[0].stop() // the rollout replaced it
+	if last != nil {
+		last.stop() // the rollout replaced it
 	}
 
 	// 4. Contract, under traffic: a balancer probes /readyz and writes
@@ -519,9 +592,10 @@ func TestRollingUpgradeWithBinaries(t *testing.T) {
 	eventually(t, 30*time.Second, "this release refused after the contract step", func() bool { return cur.readyz() == http.StatusServiceUnavailable })
 	if prevDir != "" {
 		// The release before the gate predates the transparency log too: it
-		// queued no leaf for the steps it wrote beside this release (after
-		// this release's backfill). The catch-up (at each start, every
-		// minute) has appended them: every step is in the log or queued.
+		// queued no leaf for the steps it wrote beside the previous release
+		// (after that release's backfill). The catch-up (at each start,
+		// every minute) has appended them: every step is in the log or
+		// queued.
 		db, err := sqldb.Open(context.Background(), url)
 		if err != nil {
 			t.Fatal(err)

@@ -26,6 +26,11 @@
 //
 // The statements pgbench replays are captured from the engine's own read
 // path (see statements.go). Only loopback PostgreSQL is accepted.
+//
+// An interrupt (Ctrl-C, SIGINT or SIGTERM) at any moment stops the tool
+// cleanly: the run in progress is cut short, the engines it started are
+// stopped, the database dropped (unless --keep) and the temporary
+// directory removed; a second interrupt kills it at once.
 package main
 
 import (
@@ -37,8 +42,10 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	_ "github.com/lib/pq"
@@ -74,6 +81,13 @@ type config struct {
 }
 
 func main() {
+	// Caught from the start, so no interrupt kills the tool between
+	// creating something and arranging its cleanup (the harnesses and
+	// engines it starts catch theirs themselves): every step takes ctx, and
+	// the cleanups run as run and runSweep return. Once it fired, the
+	// default action is back: a second interrupt kills at once.
+	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	context.AfterFunc(ctx, stopSignals)
 	var (
 		pgURL = flag.String("pg", envOr("THREADENGINE_TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"),
 			"a PostgreSQL URL on loopback; the tool creates and drops its own database "+dbName+" beside it")
@@ -116,12 +130,17 @@ func main() {
 	if c.dir, err = os.MkdirTemp("", "threadengine-compare-"); err != nil {
 		fail(err.Error())
 	}
-	defer os.RemoveAll(c.dir)
 	do := run
 	if *sweep {
 		do = runSweep
 	}
-	if err := do(c); err != nil {
+	err = do(ctx, c)
+	os.RemoveAll(c.dir) // before fail's os.Exit, which skips deferred calls
+	switch {
+	case ctx.Err() != nil:
+		fmt.Fprintf(os.Stderr, "compare: interrupted, cleaned up (%v)\n", err)
+		os.Exit(130)
+	case err != nil:
 		fail(err.Error())
 	}
 }
@@ -137,7 +156,7 @@ type prepared struct {
 // prepare builds the binaries and creates the database; cleanup closes it
 // and drops it (unless --keep).
 func prepare(ctx context.Context, c *config) (prepared, func(), error) {
-	bins, err := build(*c)
+	bins, err := build(ctx, *c)
 	if err != nil {
 		return prepared{}, nil, err
 	}
@@ -157,8 +176,7 @@ func prepare(ctx context.Context, c *config) (prepared, func(), error) {
 	return prepared{bins: bins, dbURL: dbURL, dbu: dbu}, func() { db.Close(); drop(); admin.Close() }, nil
 }
 
-func run(c config) error {
-	ctx := context.Background()
+func run(ctx context.Context, c config) error {
 	p, cleanup, err := prepare(ctx, &c)
 	if err != nil {
 		return err
@@ -216,11 +234,11 @@ func run(c config) error {
 		if err := vacuum(ctx, db); err != nil {
 			return err
 		}
-		pi, err := runPgbench(c, dbu, insert)
+		pi, err := runPgbench(ctx, c, dbu, insert)
 		if err != nil {
 			return err
 		}
-		ei, err := runIngest(c, bins, e, fmt.Sprintf("ingest-%d", r))
+		ei, err := runIngest(ctx, c, bins, e, fmt.Sprintf("ingest-%d", r))
 		if err != nil {
 			return err
 		}
@@ -229,11 +247,11 @@ func run(c config) error {
 			if err := vacuum(ctx, db); err != nil {
 				return err
 			}
-			pr, err := runPgbench(c, dbu, reads[name])
+			pr, err := runPgbench(ctx, c, dbu, reads[name])
 			if err != nil {
 				return err
 			}
-			er, err := runGraphQL(c, bins, e, name, threadID, fmt.Sprintf("%s-%d", name, r))
+			er, err := runGraphQL(ctx, c, bins, e, name, threadID, fmt.Sprintf("%s-%d", name, r))
 			if err != nil {
 				return err
 			}
@@ -260,7 +278,8 @@ func freshDatabase(ctx context.Context, c config) (*sql.DB, string, func(), erro
 	}
 	drop := func() {
 		if !c.keep {
-			_, _ = admin.ExecContext(ctx, `DROP DATABASE IF EXISTS `+dbName+` WITH (FORCE)`)
+			// Not cancelled with ctx: after an interrupt it still runs.
+			_, _ = admin.ExecContext(context.WithoutCancel(ctx), `DROP DATABASE IF EXISTS `+dbName+` WITH (FORCE)`)
 		}
 	}
 	dbu := *c.pg
@@ -270,7 +289,7 @@ func freshDatabase(ctx context.Context, c config) (*sql.DB, string, func(), erro
 
 type binaries struct{ engine, ingest, graphql string }
 
-func build(c config) (binaries, error) {
+func build(ctx context.Context, c config) (binaries, error) {
 	b := binaries{engine: c.bin, ingest: filepath.Join(c.dir, "ingest"), graphql: filepath.Join(c.dir, "graphql")}
 	pkgs := [][2]string{{b.ingest, "./test/load/ingest"}, {b.graphql, "./test/load/graphql"}}
 	if b.engine == "" {
@@ -278,7 +297,7 @@ func build(c config) (binaries, error) {
 		pkgs = append(pkgs, [2]string{b.engine, "./cmd/threadengine"})
 	}
 	for _, p := range pkgs {
-		cmd := exec.Command("go", "build", "-o", p[0], p[1])
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", p[0], p[1])
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 		if err := cmd.Run(); err != nil {
 			return b, fmt.Errorf("go build %s (run from the repository root): %w", p[1], err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"database/sql"
 	"fmt"
 	"io"
@@ -61,7 +62,7 @@ type pgbenchJob struct {
 
 var tpsLine = regexp.MustCompile(`(?m)^tps = ([0-9.]+)`)
 
-func runPgbench(c config, db url.URL, j pgbenchJob) (result, error) {
+func runPgbench(ctx context.Context, c config, db url.URL, j pgbenchJob) (result, error) {
 	path := filepath.Join(c.dir, j.name+".sql")
 	if err := os.WriteFile(path, []byte(j.script), 0o600); err != nil {
 		return result{}, err
@@ -81,7 +82,7 @@ func runPgbench(c config, db url.URL, j pgbenchJob) (result, error) {
 	}
 	args = append(args, strings.TrimPrefix(db.Path, "/"))
 	cpu := startBackendCPU(c.db)
-	out, err := exec.Command("pgbench", args...).CombinedOutput()
+	out, err := exec.CommandContext(ctx, "pgbench", args...).CombinedOutput()
 	pgCPU := cpu.Stop()
 	if err != nil {
 		return result{}, fmt.Errorf("pgbench %s: %w\n%s", j.name, err, out)
@@ -107,16 +108,16 @@ var (
 	firstErrLine = regexp.MustCompile(`first error: (.*)`)
 )
 
-func runIngest(c config, b binaries, e *loadgen.Engine, label string) (result, error) {
-	return runIngestUntil(c, b, e, label, c.duration, nil)
+func runIngest(ctx context.Context, c config, b binaries, e *loadgen.Engine, label string) (result, error) {
+	return runIngestUntil(ctx, c, b, e, label, c.duration, nil)
 }
 
 // runIngestUntil is runIngest for d, ended early (by SIGINT, the harness
 // then reports what it measured so far) when stop is closed.
-func runIngestUntil(c config, b binaries, e *loadgen.Engine, label string, d time.Duration, stop <-chan struct{}) (result, error) {
+func runIngestUntil(ctx context.Context, c config, b binaries, e *loadgen.Engine, label string, d time.Duration, stop <-chan struct{}) (result, error) {
 	cmd := exec.Command(b.ingest, "--url", e.WSURL, "--key", e.Key, "--conns", strconv.Itoa(c.writeConns),
 		"--duration", d.String(), "--pid", strconv.Itoa(e.PID))
-	return measureUntil(c, e, label, cmd, stop, func(out []byte, r *result) (int64, error) {
+	return measureUntil(ctx, c, e, label, cmd, stop, func(out []byte, r *result) (int64, error) {
 		m := stepsLine.FindSubmatch(out)
 		if m == nil {
 			return 0, fmt.Errorf("ingest: unexpected output\n%s", out)
@@ -138,8 +139,8 @@ func runIngestUntil(c config, b binaries, e *loadgen.Engine, label string, d tim
 	})
 }
 
-func runGraphQL(c config, b binaries, e *loadgen.Engine, scenario, threadID, label string) (result, error) {
-	return measure(c, e, label, exec.Command(b.graphql, "--url", e.BaseURL, "--key", e.Key, "--conns", strconv.Itoa(c.readConns),
+func runGraphQL(ctx context.Context, c config, b binaries, e *loadgen.Engine, scenario, threadID, label string) (result, error) {
+	return measure(ctx, c, e, label, exec.Command(b.graphql, "--url", e.BaseURL, "--key", e.Key, "--conns", strconv.Itoa(c.readConns),
 		"--duration", c.duration.String(), "--scenario", scenario, "--thread-id", threadID, "--seed-threads", "0"),
 		func(out []byte, r *result) (int64, error) {
 			m := graphqlLine.FindSubmatch(out)
@@ -159,13 +160,15 @@ func runGraphQL(c config, b binaries, e *loadgen.Engine, scenario, threadID, lab
 
 // measure runs a harness and charges the engine's and PostgreSQL's CPU over
 // the run to the operations it reports.
-func measure(c config, e *loadgen.Engine, label string, cmd *exec.Cmd, parse func([]byte, *result) (int64, error)) (result, error) {
-	return measureUntil(c, e, label, cmd, nil, parse)
+func measure(ctx context.Context, c config, e *loadgen.Engine, label string, cmd *exec.Cmd, parse func([]byte, *result) (int64, error)) (result, error) {
+	return measureUntil(ctx, c, e, label, cmd, nil, parse)
 }
 
 // measureUntil is measure, interrupting the harness (SIGINT) when stop is
-// closed before it ends.
-func measureUntil(c config, e *loadgen.Engine, label string, cmd *exec.Cmd, stop <-chan struct{}, parse func([]byte, *result) (int64, error)) (result, error) {
+// closed before it ends. When ctx ends (the tool is interrupted) the
+// harness is interrupted too, waited for, and the run fails with ctx's
+// error, so the caller stops its engine and returns.
+func measureUntil(ctx context.Context, c config, e *loadgen.Engine, label string, cmd *exec.Cmd, stop <-chan struct{}, parse func([]byte, *result) (int64, error)) (result, error) {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	profiled := profile(c, label)
@@ -179,6 +182,10 @@ func measureUntil(c config, e *loadgen.Engine, label string, cmd *exec.Cmd, stop
 		case <-stop:
 			_ = cmd.Process.Signal(os.Interrupt)
 			err = <-done
+		case <-ctx.Done():
+			_ = cmd.Process.Signal(os.Interrupt)
+			<-done
+			err = ctx.Err()
 		}
 	}
 	e1, pgCPU := loadgen.CPU(e.PID), cpu.Stop()

@@ -95,15 +95,14 @@ func tidy(ctx context.Context, db *sqldb.DB) error {
 	return err
 }
 
-func runSweep(c config) error {
-	ctx := context.Background()
+func runSweep(ctx context.Context, c config) error {
 	var (
 		bins  binaries
 		dbURL string
 		err   error
 	)
 	if c.store == "sqlite" {
-		if bins, err = build(c); err != nil {
+		if bins, err = build(ctx, c); err != nil {
 			return err
 		}
 		dir := c.dir
@@ -236,7 +235,7 @@ func runSweep(c config) error {
 				}
 			}
 		}()
-		during, err := runIngestUntil(c, bins, sweeping, fmt.Sprintf("ingest-sweeping-%d", r), c.duration, swept)
+		during, err := runIngestUntil(ctx, c, bins, sweeping, fmt.Sprintf("ingest-sweeping-%d", r), c.duration, swept)
 		stopPoll()
 		<-polled // the poller has returned: sweepTime is settled
 		runTime := time.Since(t0)
@@ -265,7 +264,7 @@ func runSweep(c config) error {
 		if err != nil {
 			return err
 		}
-		normal, err := runIngestUntil(c, bins, plain, fmt.Sprintf("ingest-%d", r), max(during.elapsed, time.Second), nil)
+		normal, err := runIngestUntil(ctx, c, bins, plain, fmt.Sprintf("ingest-%d", r), max(during.elapsed, time.Second), nil)
 		plain.Stop()
 		if err != nil {
 			return err

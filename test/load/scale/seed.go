@@ -73,6 +73,23 @@ type gen struct {
 	// the engine's roll-up job (ports.ProcessMapHourlyPruned); their days'
 	// rows stay.
 	hoursAfter time.Time
+	// stepsFrom: threads before it are written without their steps
+	// (--steps-last), so a database of 10 M threads fits a disk that holds
+	// the steps of a million: their rows, refs and tags are all there for
+	// the lists, searches and counts.
+	stepsFrom int
+}
+
+// noSteps drops a thread's step rows (attempts, states, validations,
+// notifications) and keeps the rest.
+type noSteps struct{ sink }
+
+func (n noSteps) add(t table, vals ...any) error {
+	switch t.name {
+	case tActivities.name, tStates.name, tValidations.name, tNotifications.name:
+		return nil
+	}
+	return n.sink.add(t, vals...)
 }
 
 func newGen(n int, now time.Time) *gen {
@@ -124,6 +141,10 @@ func refValue(i int) string { return fmt.Sprintf("ord-%d", 100000+i) }
 
 // thread writes thread i and its steps.
 func (g *gen) thread(s sink, i int) (string, error) {
+	withSteps := i >= g.stepsFrom
+	if !withSteps {
+		s = noSteps{s}
+	}
 	id := g.uuid()
 	created := g.start.Add(time.Duration(float64(g.span) * float64(i) / float64(g.n))).Add(time.Duration(g.r.IntN(1000)) * time.Millisecond)
 	created = sqldb.Time(created)
@@ -164,7 +185,9 @@ func (g *gen) thread(s sink, i int) (string, error) {
 		if s0 > 1 {
 			prevAt, prevStep = started, fmt.Sprintf("step-%d", s0-1)
 		}
-		g.pmStep(cname, cversion, id, prevStep, name, started, at, prevAt)
+		if withSteps {
+			g.pmStep(cname, cversion, id, prevStep, name, started, at, prevAt)
+		}
 		st := "success"
 		if status == "failed" && s0 == steps {
 			st = "failed"
@@ -336,7 +359,7 @@ func writeSQLite(db *sqldb.DB, b batch) error {
 // synchronous=OFF and foreign keys off (the generator writes parents
 // first; PostgreSQL checks every foreign key when it adds it back). The
 // generator fills the next batch while the last one is written.
-func seed(ctx context.Context, db *sqldb.DB, n int, now time.Time, progress func(done int)) ([]string, time.Duration, error) {
+func seed(ctx context.Context, db *sqldb.DB, n, stepsLast int, now time.Time, progress func(done int)) ([]string, time.Duration, error) {
 	write := writeSQLite
 	drop := dropSQLiteIndexes
 	if db.Dialect == sqldb.Postgres {
@@ -356,6 +379,9 @@ func seed(ctx context.Context, db *sqldb.DB, n int, now time.Time, progress func
 	var sample []string
 	genErr := make(chan error, 1)
 	g := newGen(n, now) // the generator's until jobs is closed
+	if stepsLast > 0 && stepsLast < n {
+		g.stepsFrom = n - stepsLast
+	}
 	go func() {
 		defer close(jobs)
 		b := batch{}
@@ -366,7 +392,9 @@ func seed(ctx context.Context, db *sqldb.DB, n int, now time.Time, progress func
 				return
 			}
 			if (i+1)%per == 0 || i == n-1 {
-				sample = append(sample, id)
+				if i >= g.stepsFrom { // thread(id)'s subject has steps
+					sample = append(sample, id)
+				}
 				select {
 				case jobs <- job{b, i + 1}:
 				case <-ctx.Done():

@@ -1,0 +1,50 @@
+-- +goose Up
+-- Contract (issue 28, docs/contributors/migrations.md): storage.
+--
+-- 1. thread_step_states.latest_context goes. It repeated the latest
+-- attempt's context until 00100 (schema 100 stopped writing it); binaries
+-- of schema 100 and 101 still set it to '{}' in their step-state upsert,
+-- and from schema 102 on no statement names it
+-- (TestStepStateKeepsNoContextCopy). The previous release (106) is one of
+-- those, so the column may go now, with the floor raised to 102: a binary
+-- below it would fail every retry it records. PostgreSQL drops a column
+-- without rewriting the table: a row keeps its bytes until it is written
+-- again (VACUUM FULL or pg_repack return them at once;
+-- docs/operators/storage.md).
+ALTER TABLE thread_step_states DROP COLUMN IF EXISTS latest_context;
+
+-- 2. thread_activities_recorded (recorded_at, step_name, status), a B-tree
+-- of 21 MiB at 100,000 seeded threads (0.2 GiB per million), is replaced
+-- by a BRIN index on recorded_at (24 KiB there): attempts are appended in
+-- the order they are recorded, so a range of heap pages holds a span of
+-- time, and the readers — the hourly roll-up (an hour of attempts, joined
+-- to their threads), stepStats and the overview's attempts since the
+-- roll-up's watermark, the log's catch-up pass — read the pages of their
+-- window (docs/contributors/performance.md has the plans and timings).
+-- autosummarize: a page range is summarized by autovacuum once it is full,
+-- not only at the next VACUUM (an unsummarized range matches every query).
+-- IF NOT EXISTS: the index may be built beforehand, CONCURRENTLY, at a
+-- moment of the operator's choosing; the migration then only drops the
+-- B-tree. The previous release's statements are the same: they use
+-- whichever index exists.
+CREATE INDEX IF NOT EXISTS thread_activities_recorded_brin ON thread_activities USING BRIN (recorded_at) WITH (autosummarize = on);
+DROP INDEX IF EXISTS thread_activities_recorded;
+
+-- 3. threads_active_stats (00041) served the contractStats of releases before
+-- 00097 (their active threads per contract version); since 00097 no
+-- statement reads it, the previous release's (106) included, and every
+-- thread's start wrote an entry into it.
+DROP INDEX IF EXISTS threads_active_stats;
+
+-- MAX: a floor a lower-numbered migration raised further stays.
+UPDATE schema_compat SET min_binary_schema = GREATEST(min_binary_schema, 102), updated_at = now() WHERE id = 1;
+
+-- +goose Down
+-- The floor before this migration (00102's), the B-tree, and the column
+-- with its default: binaries of schema 100 and 101 set it again, and
+-- every row reads '{}' (no binary reads the copy since 00100's floor).
+UPDATE schema_compat SET min_binary_schema = 101, updated_at = now() WHERE id = 1;
+CREATE INDEX IF NOT EXISTS threads_active_stats ON threads (contract_name, contract_version, health) WHERE status = 'active';
+CREATE INDEX IF NOT EXISTS thread_activities_recorded ON thread_activities (recorded_at, step_name, status);
+DROP INDEX IF EXISTS thread_activities_recorded_brin;
+ALTER TABLE thread_step_states ADD COLUMN latest_context JSONB NOT NULL DEFAULT '{}';
