@@ -157,8 +157,15 @@ func TestMigrateDownAndUp(t *testing.T) {
 		if err != nil || len(steps) != 1 || steps[0].Direction != "down" {
 			t.Fatalf("down one: %v %v", steps, err)
 		}
-		// 00108's Down (a contract step, the latest) restores the floor
-		// before it, 101, and the column it dropped.
+		// That was 00109's (an index): the floor stays 00108's.
+		if c, err := db.ReadCompat(ctx); err != nil || c.Database != 108 || c.MinBinary != 102 {
+			t.Fatalf("after 00109's Down: %+v %v, want schema 108 and floor 102", c, err)
+		}
+		if _, err := db.MigrateDown(ctx, 107); err != nil {
+			t.Fatal(err)
+		}
+		// 00108's Down (a contract step) restores the floor before it, 101,
+		// and the column it dropped.
 		if c, err := db.ReadCompat(ctx); err != nil || c.Database >= 108 || c.MinBinary != 101 {
 			t.Fatalf("after 00108's Down: %+v %v, want a schema below 108 and floor 101", c, err)
 		}
