@@ -11,9 +11,9 @@ import (
 
 // The readers of attempts by recording time — the hourly roll-up (an hour
 // joined to the threads), the overview's attempts since the roll-up's
-// watermark — read them through the time index: on PostgreSQL
-// the BRIN index of migration 00108 (which replaced the B-tree
-// thread_activities_recorded), on SQLite the B-tree, index-only for the
+// watermark — read them through the time index: on PostgreSQL the B-tree
+// on recorded_at alone of migration 00108 (which replaced the wider
+// thread_activities_recorded), on SQLite the wider one, index-only for the
 // overview's columns. Without the index each is a scan of every attempt.
 func TestAttemptsByTimeUseTheTimeIndex(t *testing.T) {
 	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
@@ -22,7 +22,7 @@ func TestAttemptsByTimeUseTheTimeIndex(t *testing.T) {
 		from, to := sqldb.Time(h), sqldb.Time(h.Add(time.Hour))
 		want := "thread_activities_recorded"
 		if d == sqldb.Postgres {
-			want = "thread_activities_recorded_brin"
+			want = "thread_activities_recorded_at"
 		}
 		for _, st := range [][]any{
 			{`SELECT COALESCE(t.contract_name, ''), a.step_name, COUNT(*) FROM thread_activities a JOIN threads t ON t.id = a.thread_id
