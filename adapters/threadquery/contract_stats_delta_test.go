@@ -25,6 +25,20 @@ type statKey struct {
 // countOverThreads is what contractStats must answer: a COUNT(*) over threads.
 func countOverThreads(t *testing.T, db *sqldb.DB) map[statKey]int {
 	t.Helper()
+	return statCounts(t, db, `SELECT contract_name, COALESCE(contract_version, 0) AS contract_version, status, health, COUNT(*) AS n
+ FROM threads WHERE contract_name IS NOT NULL GROUP BY contract_name, COALESCE(contract_version, 0), status, health`)
+}
+
+// totalRows is contract_stats_total by key, every row (zero ones too).
+func totalRows(t *testing.T, db *sqldb.DB) map[statKey]int {
+	t.Helper()
+	return statCounts(t, db, `SELECT contract_name, contract_version, status, health, threads AS n FROM contract_stats_total`)
+}
+
+// statCounts reads (contract_name, contract_version, status, health, n)
+// rows by key.
+func statCounts(t *testing.T, db *sqldb.DB, query string) map[statKey]int {
+	t.Helper()
 	var rows []struct {
 		Name    string `db:"contract_name"`
 		Version int    `db:"contract_version"`
@@ -32,28 +46,7 @@ func countOverThreads(t *testing.T, db *sqldb.DB) map[statKey]int {
 		Health  string `db:"health"`
 		N       int    `db:"n"`
 	}
-	if err := db.Select(&rows, `SELECT contract_name, COALESCE(contract_version, 0) AS contract_version, status, health, COUNT(*) AS n
- FROM threads WHERE contract_name IS NOT NULL GROUP BY contract_name, COALESCE(contract_version, 0), status, health`); err != nil {
-		t.Fatal(err)
-	}
-	m := map[statKey]int{}
-	for _, r := range rows {
-		m[statKey{r.Name, r.Version, r.Status, r.Health}] = r.N
-	}
-	return m
-}
-
-// totalRows is contract_stats_total by key, every row (zero ones too).
-func totalRows(t *testing.T, db *sqldb.DB) map[statKey]int {
-	t.Helper()
-	var rows []struct {
-		Name    string `db:"contract_name"`
-		Version int    `db:"contract_version"`
-		Status  string `db:"status"`
-		Health  string `db:"health"`
-		N       int    `db:"threads"`
-	}
-	if err := db.Select(&rows, `SELECT contract_name, contract_version, status, health, threads FROM contract_stats_total`); err != nil {
+	if err := db.Select(&rows, query); err != nil {
 		t.Fatal(err)
 	}
 	m := map[statKey]int{}
