@@ -133,9 +133,17 @@ const ProcessMapPruned = "process_map_hourly_pruned"
 // previous release reads waits for the floor).
 const ProcessMapPruneFloor = 102
 
-// pruneProcessMapHours deletes the hour rows before bound (a UTC day) and
-// records it, once the floor allows it (ProcessMapPruneFloor); a bound not
-// past the recorded one changes nothing (and reads no hour row).
+// processMapPruneStep bounds one call's prune. The first prune after the
+// floor rises finds the hour rows of the whole history before the bound —
+// a year of them would be one statement of half a minute or more, in the
+// roll-up's transaction, holding SQLite's only writer — so a call deletes
+// at most a week of days, and the roll-up's next hours go on from there.
+const processMapPruneStep = 7 * 24 * time.Hour
+
+// pruneProcessMapHours deletes the hour rows before bound (a UTC day), at
+// most processMapPruneStep of days a call, and records how far it went,
+// once the floor allows it (ProcessMapPruneFloor); a bound not past the
+// recorded one changes nothing (and reads no hour row).
 func (s *Store) pruneProcessMapHours(ctx context.Context, tx *sqlx.Tx, bound time.Time) error {
 	var floor int64
 	if err := tx.GetContext(ctx, &floor, `SELECT min_binary_schema FROM schema_compat WHERE id = 1`); err != nil {
@@ -151,11 +159,21 @@ func (s *Store) pruneProcessMapHours(ctx context.Context, tx *sqlx.Tx, bound tim
 	if recorded.Valid && !bound.After(recorded.T) {
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, s.db.Rebind(`DELETE FROM process_map_hourly WHERE hour < ?`), sqldb.Time(bound)); err != nil {
+	from := recorded
+	if !from.Valid { // the first prune: from the oldest hour row
+		if err := tx.GetContext(ctx, &from, `SELECT MIN(hour) FROM process_map_hourly`); err != nil {
+			return err
+		}
+	}
+	to := bound
+	if end := from.T.UTC().Truncate(24 * time.Hour).Add(processMapPruneStep); from.Valid && end.Before(to) {
+		to = end
+	}
+	if _, err := tx.ExecContext(ctx, s.db.Rebind(`DELETE FROM process_map_hourly WHERE hour < ?`), sqldb.Time(to)); err != nil {
 		return err
 	}
 	_, err := tx.ExecContext(ctx, s.db.Rebind(`INSERT INTO stats_rollup (name, rolled_until) VALUES (?, ?)
  ON CONFLICT (name) DO UPDATE SET rolled_until = excluded.rolled_until WHERE stats_rollup.rolled_until < excluded.rolled_until`),
-		ProcessMapPruned, sqldb.Time(bound))
+		ProcessMapPruned, sqldb.Time(to))
 	return err
 }

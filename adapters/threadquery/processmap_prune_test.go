@@ -2,6 +2,7 @@ package threadquery_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -153,6 +154,60 @@ func TestProcessMapHourRowsPruned(t *testing.T) {
 		}
 		if b := ports.ProcessMapHourlyPruned(now); !b.After(oldDay) || b.After(recentDay) {
 			t.Fatalf("prune bound %s", b)
+		}
+	})
+}
+
+// TestProcessMapHourPruneGoesAWeekACall: the first prune after the floor
+// rises finds the whole history's hour rows; each roll-up call deletes at
+// most a week of days from the oldest on (one statement of a year's rows
+// would hold SQLite's only writer for half a minute or more), and the
+// following hours' calls go on to the bound.
+func TestProcessMapHourPruneGoesAWeekACall(t *testing.T) {
+	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
+		db := sqldbtest.Open(t, d)
+		ctx := context.Background()
+		now := time.Now().UTC().Truncate(time.Hour).Add(30 * time.Minute)
+		const day = 24 * time.Hour
+		today := now.Truncate(day)
+		exec := func(q string, args ...any) {
+			t.Helper()
+			if _, err := db.ExecContext(ctx, db.Rebind(q), args...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		days := []int{40, 30, 20, 12, 2} // days ago, an hour row each
+		for _, ago := range days {
+			exec(`INSERT INTO process_map_hourly (contract_name, contract_version, kind, from_step, to_step, hour, bucket, n, example_thread)
+ VALUES ('flow', 1, 'E', '', 'a', ?, 2, 1, 'x')`, sqldb.Time(today.Add(-time.Duration(ago)*day+5*time.Hour)))
+		}
+		exec(`UPDATE schema_compat SET min_binary_schema = ? WHERE id = 1`, sqldb.EmbeddedFloorOf(d))
+		exec(`INSERT INTO stats_rollup (name, rolled_until) VALUES ('steps', ?)`, sqldb.Time(now.Add(-3*time.Hour).Truncate(time.Hour)))
+		left := func() []int { // the days (ago) whose hour row is still there
+			t.Helper()
+			var out []int
+			for _, ago := range days {
+				from := today.Add(-time.Duration(ago) * day)
+				var n int
+				if err := db.GetContext(ctx, &n, db.Rebind(`SELECT COUNT(*) FROM process_map_hourly WHERE hour >= ? AND hour < ?`),
+					sqldb.Time(from), sqldb.Time(from.Add(day))); err != nil {
+					t.Fatal(err)
+				}
+				if n > 0 {
+					out = append(out, ago)
+				}
+			}
+			return out
+		}
+		q := threadquery.New(db)
+		// Each call an hour later, so that it rolls an hour up and prunes.
+		for i, want := range [][]int{{30, 20, 12, 2}, {20, 12, 2}, {12, 2}, {12, 2}, {2}, {2}} {
+			if _, err := q.RollUp(ctx, now.Add(time.Duration(i)*time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			if got := left(); !slices.Equal(got, want) {
+				t.Fatalf("after call %d the hour rows of %v days ago are left, want %v", i+1, got, want)
+			}
 		}
 	})
 }
