@@ -130,16 +130,20 @@ func (s *Store) readPGRefStats(ctx context.Context) (refStats, error) {
 }
 
 // refSampleSize is how many refs SQLite's statistics draw: a word in 5 %
-// of the refs is in ≈ 25 of them, give or take 10.
-const refSampleSize = 500
+// of the refs is in ≈ 25 of them, give or take 10. refSampleRounds bounds
+// the draws when most rowids are gone (5,000 point reads).
+const (
+	refSampleSize   = 500
+	refSampleRounds = 10
+)
 
 // sampleRefStats draws refs at random rowids on SQLite, whose ANALYZE keeps
 // no value statistics: the FTS5 trigram table, like pg_trgm, reads every
 // trigram's posting list of the term it is given, and a common word's
 // ("ord" of "ord-123456") grows with the refs (at 1 M threads 15.6 ms
-// against 7.4 at 100 k). One point read per rowid, every refStatsTTL; fewer
-// than 50 refs give no statistics (a small table is cheap to search
-// whole).
+// against 7.4 at 100 k). One point read per rowid drawn, every
+// refStatsTTL; fewer than 50 refs found give no statistics (a small table
+// is cheap to search whole).
 func (s *Store) sampleRefStats(ctx context.Context) (refStats, error) {
 	var span struct {
 		Lo sql.NullInt64 `db:"lo"`
@@ -148,17 +152,27 @@ func (s *Store) sampleRefStats(ctx context.Context) (refStats, error) {
 	if err := s.db.GetContext(ctx, &span, `SELECT MIN(rowid) AS lo, MAX(rowid) AS hi FROM thread_refs`); err != nil || !span.Lo.Valid {
 		return refStats{}, err
 	}
-	ids := make([]any, refSampleSize)
-	for i := range ids {
-		ids[i] = span.Lo.Int64 + rand.Int64N(span.Hi.Int64-span.Lo.Int64+1)
-	}
+	// Retention leaves gaps in the rowids (a year's oldest thread still
+	// running keeps the lowest): draws go on in rounds until the sample is
+	// full, at most refSampleRounds of them.
 	var vals []string
-	q, args, err := sqlx.In(`SELECT LOWER(ref_value) FROM thread_refs WHERE rowid IN (?)`, ids)
-	if err != nil {
-		return refStats{}, err
+	for round := 0; round < refSampleRounds && len(vals) < refSampleSize; round++ {
+		ids := make([]any, refSampleSize)
+		for i := range ids {
+			ids[i] = span.Lo.Int64 + rand.Int64N(span.Hi.Int64-span.Lo.Int64+1)
+		}
+		q, args, err := sqlx.In(`SELECT LOWER(ref_value) FROM thread_refs WHERE rowid IN (?)`, ids)
+		if err != nil {
+			return refStats{}, err
+		}
+		var got []string
+		if err := s.db.SelectContext(ctx, &got, q, args...); err != nil {
+			return refStats{}, err
+		}
+		vals = append(vals, got...)
 	}
-	if err := s.db.SelectContext(ctx, &vals, q, args...); err != nil || len(vals) < 50 {
-		return refStats{}, err
+	if len(vals) < 50 {
+		return refStats{}, nil
 	}
 	st := refStats{vals: vals, weights: make([]float64, len(vals))}
 	for i := range vals {

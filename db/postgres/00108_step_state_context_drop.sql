@@ -31,6 +31,15 @@ ALTER TABLE thread_step_states DROP COLUMN IF EXISTS latest_context;
 -- CONCURRENTLY, with the previous release running; the migration then
 -- only drops the wide one. The previous release's statements use
 -- whichever exists.
+-- A CONCURRENTLY build that failed leaves an invalid index, which IF NOT
+-- EXISTS would take for done before the wide one is dropped: build it again.
+-- +goose StatementBegin
+DO $$ BEGIN
+    IF EXISTS (SELECT 1 FROM pg_index WHERE indexrelid = to_regclass('thread_activities_recorded_at') AND NOT indisvalid) THEN
+        DROP INDEX thread_activities_recorded_at;
+    END IF;
+END $$;
+-- +goose StatementEnd
 CREATE INDEX IF NOT EXISTS thread_activities_recorded_at ON thread_activities (recorded_at);
 DROP INDEX IF EXISTS thread_activities_recorded;
 

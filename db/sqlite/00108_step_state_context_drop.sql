@@ -9,9 +9,10 @@
 -- it records. SQLite rewrites the table's rows without the column, in this
 -- migration's transaction (docs/operators/storage.md).
 --
--- PostgreSQL's 00108 also replaces thread_activities_recorded with a BRIN
--- index; SQLite has no BRIN and keeps the B-tree (the roll-up's hour and
--- the overview's attempts since the watermark read it, index-only there).
+-- PostgreSQL's 00108 also replaces thread_activities_recorded (recorded_at,
+-- step_name, status) with a B-tree on recorded_at alone; SQLite keeps the
+-- wider one (the roll-up's hour and the overview's attempts since the
+-- watermark read it, index-only there).
 ALTER TABLE thread_step_states DROP COLUMN latest_context;
 
 -- threads_active_stats (00041) served the contractStats of releases before

@@ -147,7 +147,7 @@ func run(server, name string, n, reps int, keep, reuse bool, sweepFrac float64, 
 	if err := analyze(ctx, db); err != nil {
 		return err
 	}
-	fmt.Printf("  vacuumed after the roll-up in %s\n", time.Since(phase).Round(time.Second))
+	fmt.Printf("  vacuumed (SQLite: analyzed) after the roll-up in %s\n", time.Since(phase).Round(time.Second))
 	h, err := graphqlapi.New(readmodel.New(readmodel.Deps{Store: store, Stats: store, Problems: store, ProcessMaps: store,
 		Contracts: seedContracts{}}), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
