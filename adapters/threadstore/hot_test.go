@@ -239,3 +239,48 @@ func TestThreadSweepColumnsMayBeAddedBeforeTheMigration(t *testing.T) {
 		t.Fatalf("indexes of threads after the migration: %v, want %v", names, want)
 	}
 }
+
+// TestAnInvalidPrebuiltIndexIsBuiltAgain: an operator may build 00107's
+// and 00108's indexes beforehand with CREATE INDEX CONCURRENTLY; one such
+// build that failed leaves an invalid index of that name, which IF NOT
+// EXISTS alone would take for done — and 00108 then drops the wide time
+// index it replaces, leaving the attempts' readers only the invalid one.
+// The migrations build such an index again.
+func TestAnInvalidPrebuiltIndexIsBuiltAgain(t *testing.T) {
+	ctx := context.Background()
+	u := sqldbtest.URL(t, sqldb.Postgres)
+	db, err := sqldb.OpenWith(ctx, u, sqldb.OpenOptions{NoMigrate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.MigrateUp(ctx, 106); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`CREATE INDEX CONCURRENTLY threads_id_prefix2_created ON threads ((left(id, 2)), created_at, id)`,
+		`CREATE INDEX CONCURRENTLY thread_activities_recorded_at ON thread_activities (recorded_at)`,
+		// What a failed concurrent build leaves (the test's role may write
+		// the catalog; an operator's failed build does it for real).
+		`UPDATE pg_index SET indisvalid = false WHERE indexrelid IN (to_regclass('threads_id_prefix2_created'), to_regclass('thread_activities_recorded_at'))`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if _, err := db.MigrateUp(ctx, 0); err != nil {
+		t.Fatalf("migrating after the failed builds: %v", err)
+	}
+	var rows []struct {
+		Name  string `db:"name"`
+		Valid bool   `db:"valid"`
+	}
+	if err := db.SelectContext(ctx, &rows, `SELECT c.relname AS name, i.indisvalid AS valid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+ WHERE c.relnamespace = current_schema()::regnamespace AND c.relname IN ('threads_id_prefix2_created', 'thread_activities_recorded_at', 'thread_activities_recorded')
+ ORDER BY c.relname`); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0].Name != "thread_activities_recorded_at" || !rows[0].Valid || rows[1].Name != "threads_id_prefix2_created" || !rows[1].Valid {
+		t.Fatalf("indexes after the migrations: %+v; want thread_activities_recorded_at and threads_id_prefix2_created, both valid", rows)
+	}
+}
