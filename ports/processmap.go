@@ -22,7 +22,8 @@ type ProcessMapRow struct {
 // UTC hours; ends before it are widened to whole UTC days.
 const ProcessMapHourlyKept = 7 * 24 * time.Hour
 
-// ProcessMapHourlyPruned is the first hour row the roll-up keeps at now: the
+// ProcessMapHourlyPruned is the first hour row the roll-up keeps at now (once
+// it has caught up: it prunes a week of days a call): the
 // day ProcessMapHourlyKept plus one day before now's UTC day (a day more
 // than windows read at hour precision, so no read meets a pruned hour).
 func ProcessMapHourlyPruned(now time.Time) time.Time {

@@ -137,7 +137,8 @@ const ProcessMapPruneFloor = 102
 // floor rises finds the hour rows of the whole history before the bound —
 // a year of them would be one statement of half a minute or more, in the
 // roll-up's transaction, holding SQLite's only writer — so a call deletes
-// at most a week of days, and the roll-up's next hours go on from there.
+// at most a week of days from the oldest row on, and the roll-up's next
+// hours go on from there (a year's backlog: about 52 hours).
 const processMapPruneStep = 7 * 24 * time.Hour
 
 // pruneProcessMapHours deletes the hour rows before bound (a UTC day), at
@@ -159,11 +160,12 @@ func (s *Store) pruneProcessMapHours(ctx context.Context, tx *sqlx.Tx, bound tim
 	if recorded.Valid && !bound.After(recorded.T) {
 		return nil
 	}
-	from := recorded
-	if !from.Valid { // the first prune: from the oldest hour row
-		if err := tx.GetContext(ctx, &from, `SELECT MIN(hour) FROM process_map_hourly`); err != nil {
-			return err
-		}
+	// From the oldest hour row before the bound, read every time: a stray
+	// row far in the past (an attempt's finishedAt is the client's) or a
+	// gap in the history would otherwise be walked a week a call.
+	var from dbTime
+	if err := tx.GetContext(ctx, &from, s.db.Rebind(`SELECT MIN(hour) FROM process_map_hourly WHERE hour < ?`), sqldb.Time(bound)); err != nil {
+		return err
 	}
 	to := bound
 	if end := from.T.UTC().Truncate(24 * time.Hour).Add(processMapPruneStep); from.Valid && end.Before(to) {

@@ -160,9 +160,10 @@ func TestProcessMapHourRowsPruned(t *testing.T) {
 
 // TestProcessMapHourPruneGoesAWeekACall: the first prune after the floor
 // rises finds the whole history's hour rows; each roll-up call deletes at
-// most a week of days from the oldest on (one statement of a year's rows
-// would hold SQLite's only writer for half a minute or more), and the
-// following hours' calls go on to the bound.
+// most a week of days from the oldest row on (one statement of a year's
+// rows would hold SQLite's only writer for half a minute or more), and the
+// following hours' calls go on to the bound; a stray row decades old costs
+// one call, not a walk through the decades.
 func TestProcessMapHourPruneGoesAWeekACall(t *testing.T) {
 	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
 		db := sqldbtest.Open(t, d)
@@ -176,7 +177,10 @@ func TestProcessMapHourPruneGoesAWeekACall(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		days := []int{40, 30, 20, 12, 2} // days ago, an hour row each
+		// Days ago, an hour row each; the first a stray far in the past (a
+		// client's finishedAt of 0), which must not be walked a week a call.
+		stray := int(today.Sub(time.Unix(0, 0).UTC()) / day)
+		days := []int{stray, 40, 30, 20, 12, 2}
 		for _, ago := range days {
 			exec(`INSERT INTO process_map_hourly (contract_name, contract_version, kind, from_step, to_step, hour, bucket, n, example_thread)
  VALUES ('flow', 1, 'E', '', 'a', ?, 2, 1, 'x')`, sqldb.Time(today.Add(-time.Duration(ago)*day+5*time.Hour)))
@@ -201,7 +205,7 @@ func TestProcessMapHourPruneGoesAWeekACall(t *testing.T) {
 		}
 		q := threadquery.New(db)
 		// Each call an hour later, so that it rolls an hour up and prunes.
-		for i, want := range [][]int{{30, 20, 12, 2}, {20, 12, 2}, {12, 2}, {12, 2}, {2}, {2}} {
+		for i, want := range [][]int{{40, 30, 20, 12, 2}, {30, 20, 12, 2}, {20, 12, 2}, {12, 2}, {2}, {2}} {
 			if _, err := q.RollUp(ctx, now.Add(time.Duration(i)*time.Hour)); err != nil {
 				t.Fatal(err)
 			}

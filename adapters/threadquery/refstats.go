@@ -155,21 +155,31 @@ func (s *Store) sampleRefStats(ctx context.Context) (refStats, error) {
 	// Retention leaves gaps in the rowids (a year's oldest thread still
 	// running keeps the lowest): draws go on in rounds until the sample is
 	// full, at most refSampleRounds of them.
-	var vals []string
-	for round := 0; round < refSampleRounds && len(vals) < refSampleSize; round++ {
+	// Each ref once: a rowid drawn again adds nothing.
+	seen := map[int64]string{}
+	for round := 0; round < refSampleRounds && len(seen) < refSampleSize; round++ {
 		ids := make([]any, refSampleSize)
 		for i := range ids {
 			ids[i] = span.Lo.Int64 + rand.Int64N(span.Hi.Int64-span.Lo.Int64+1)
 		}
-		q, args, err := sqlx.In(`SELECT LOWER(ref_value) FROM thread_refs WHERE rowid IN (?)`, ids)
+		q, args, err := sqlx.In(`SELECT rowid AS id, LOWER(ref_value) AS v FROM thread_refs WHERE rowid IN (?)`, ids)
 		if err != nil {
 			return refStats{}, err
 		}
-		var got []string
+		var got []struct {
+			ID int64  `db:"id"`
+			V  string `db:"v"`
+		}
 		if err := s.db.SelectContext(ctx, &got, q, args...); err != nil {
 			return refStats{}, err
 		}
-		vals = append(vals, got...)
+		for _, r := range got {
+			seen[r.ID] = r.V
+		}
+	}
+	vals := make([]string, 0, len(seen))
+	for _, v := range seen {
+		vals = append(vals, v)
 	}
 	if len(vals) < 50 {
 		return refStats{}, nil

@@ -254,6 +254,13 @@ func TestAnInvalidPrebuiltIndexIsBuiltAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	var super bool
+	if err := db.GetContext(ctx, &super, `SELECT rolsuper FROM pg_roles WHERE rolname = current_user`); err != nil {
+		t.Fatal(err)
+	}
+	if !super {
+		t.Skip("marking an index invalid needs a superuser (the CI server's postgres role is one)")
+	}
 	if _, err := db.MigrateUp(ctx, 106); err != nil {
 		t.Fatal(err)
 	}

@@ -12,9 +12,11 @@
 -- CREATE INDEX CONCURRENTLY (docs/operators/storage.md); one such build
 -- that failed left an invalid index, which is built again.
 -- +goose StatementBegin
-DO $$ BEGIN
-    IF EXISTS (SELECT 1 FROM pg_index WHERE indexrelid = to_regclass('threads_id_prefix2_created') AND NOT indisvalid) THEN
-        DROP INDEX threads_id_prefix2_created;
+DO $$ DECLARE idx regclass; BEGIN
+    SELECT i.indexrelid::regclass INTO idx FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+    WHERE i.indrelid = 'threads'::regclass AND c.relname = 'threads_id_prefix2_created' AND NOT i.indisvalid;
+    IF idx IS NOT NULL THEN
+        EXECUTE 'DROP INDEX ' || idx::text;
     END IF;
 END $$;
 -- +goose StatementEnd

@@ -34,9 +34,11 @@ ALTER TABLE thread_step_states DROP COLUMN IF EXISTS latest_context;
 -- A CONCURRENTLY build that failed leaves an invalid index, which IF NOT
 -- EXISTS would take for done before the wide one is dropped: build it again.
 -- +goose StatementBegin
-DO $$ BEGIN
-    IF EXISTS (SELECT 1 FROM pg_index WHERE indexrelid = to_regclass('thread_activities_recorded_at') AND NOT indisvalid) THEN
-        DROP INDEX thread_activities_recorded_at;
+DO $$ DECLARE idx regclass; BEGIN
+    SELECT i.indexrelid::regclass INTO idx FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+    WHERE i.indrelid = 'thread_activities'::regclass AND c.relname = 'thread_activities_recorded_at' AND NOT i.indisvalid;
+    IF idx IS NOT NULL THEN
+        EXECUTE 'DROP INDEX ' || idx::text;
     END IF;
 END $$;
 -- +goose StatementEnd
