@@ -1,12 +1,14 @@
 package threadquery_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/threadengine/engine/adapters/sqldb"
 	"github.com/threadengine/engine/adapters/sqldb/sqldbtest"
+	"github.com/threadengine/engine/adapters/threadquery"
 )
 
 // The readers of attempts by recording time — the hourly roll-up (an hour
@@ -33,6 +35,33 @@ func TestAttemptsByTimeUseTheTimeIndex(t *testing.T) {
 			if !strings.Contains(plan, want) {
 				t.Errorf("%s\nplan:\n%s\nwant %s", st[0], plan, want)
 			}
+		}
+		// stepStats' own statement, as the store runs it: its raw part
+		// (the attempts since the roll-up's watermark) through an index —
+		// the time index, or for a contract of few threads the threads'
+		// attempts by (thread_id, seq) — never a scan of every attempt.
+		if _, err := db.ExecContext(context.Background(), db.Rebind(`INSERT INTO stats_rollup (name, rolled_until) VALUES ('steps', ?)`), from); err != nil {
+			t.Fatal(err)
+		}
+		s := threadquery.New(db)
+		var stmts [][]any
+		s.OnQuery(func(q string, args []any) { stmts = append(stmts, append([]any{q}, args...)) })
+		if _, err := s.StepStats(context.Background(), "flow", 0); err != nil {
+			t.Fatal(err)
+		}
+		s.OnQuery(nil)
+		found := false
+		for _, st := range stmts {
+			if q := st[0].(string); strings.Contains(q, "FROM thread_activities a") {
+				found = true
+				if plan := explain(t, db, q, st[1:]); strings.Contains(plan, "Seq Scan on thread_activities") || strings.Contains(plan, "SCAN a\n") ||
+					strings.HasSuffix(plan, "SCAN a") {
+					t.Errorf("stepStats scans the attempts:\n%s\nplan:\n%s", q, plan)
+				}
+			}
+		}
+		if !found {
+			t.Fatalf("stepStats read no attempts: %v", stmts)
 		}
 	})
 }
