@@ -92,14 +92,7 @@ func statsByKey(t *testing.T, s *threadquery.Store) (byStatus, byHealth map[[3]a
 func TestContractStatsEqualACountOverThreads(t *testing.T) {
 	sqldbtest.ForEachDialect(t, func(t *testing.T, d sqldb.Dialect) {
 		ctx := context.Background()
-		db, err := sqldb.OpenWith(ctx, sqldbtest.URL(t, d), sqldb.OpenOptions{NoMigrate: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		if _, err := db.MigrateUp(ctx, 94); err != nil { // the previous release's schema
-			t.Fatal(err)
-		}
+		db := sqldbtest.OpenAt(t, d, 94) // the previous release's schema
 		now := time.Now().UTC().Truncate(time.Second)
 		rng := rand.New(rand.NewPCG(28, 97))
 		statuses := []string{"active", "completed", "failed", "cancelled"}

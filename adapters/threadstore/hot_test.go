@@ -201,15 +201,7 @@ func explain(t *testing.T, db *sqldb.DB, q string, args []any, pgSettings ...str
 // indexes they replace.
 func TestThreadSweepColumnsMayBeAddedBeforeTheMigration(t *testing.T) {
 	ctx := context.Background()
-	u := sqldbtest.URL(t, sqldb.Postgres)
-	db, err := sqldb.OpenWith(ctx, u, sqldb.OpenOptions{NoMigrate: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.MigrateUp(ctx, 105); err != nil {
-		t.Fatal(err)
-	}
+	db := sqldbtest.OpenAt(t, sqldb.Postgres, 105)
 	for _, q := range []string{
 		`ALTER TABLE threads
  ADD COLUMN settled_at TIMESTAMPTZ GENERATED ALWAYS AS (CASE WHEN status <> 'active' THEN updated_at END) STORED,
@@ -248,21 +240,13 @@ func TestThreadSweepColumnsMayBeAddedBeforeTheMigration(t *testing.T) {
 // The migrations build such an index again.
 func TestAnInvalidPrebuiltIndexIsBuiltAgain(t *testing.T) {
 	ctx := context.Background()
-	u := sqldbtest.URL(t, sqldb.Postgres)
-	db, err := sqldb.OpenWith(ctx, u, sqldb.OpenOptions{NoMigrate: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := sqldbtest.OpenAt(t, sqldb.Postgres, 106)
 	var super bool
 	if err := db.GetContext(ctx, &super, `SELECT rolsuper FROM pg_roles WHERE rolname = current_user`); err != nil {
 		t.Fatal(err)
 	}
 	if !super {
 		t.Skip("marking an index invalid needs a superuser (the CI server's postgres role is one)")
-	}
-	if _, err := db.MigrateUp(ctx, 106); err != nil {
-		t.Fatal(err)
 	}
 	for _, q := range []string{
 		`CREATE INDEX CONCURRENTLY threads_id_prefix2_created ON threads ((left(id, 2)), created_at, id)`,

@@ -68,6 +68,24 @@ func Open(t testing.TB, d sqldb.Dialect) *sqldb.DB {
 	return db
 }
 
+// OpenAt returns a fresh database of the dialect migrated up to schema
+// only, as a release of that schema left it, closed (and for Postgres,
+// dropped) when the test ends: for tests of what a later migration meets.
+// Postgres skips the test if PostgresEnv is unset.
+func OpenAt(t testing.TB, d sqldb.Dialect, schema int64) *sqldb.DB {
+	t.Helper()
+	ctx := context.Background()
+	db, err := sqldb.OpenWith(ctx, URL(t, d), sqldb.OpenOptions{NoMigrate: true})
+	if err != nil {
+		t.Fatalf("open %s: %v", d, err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.MigrateUp(ctx, schema); err != nil {
+		t.Fatalf("migrate %s up to %d: %v", d, schema, err)
+	}
+	return db
+}
+
 // URL returns a database URL for a fresh, empty database of the dialect (not
 // yet migrated), for tests of migrations and of processes that migrate.
 func URL(t testing.TB, d sqldb.Dialect) string {
