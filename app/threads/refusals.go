@@ -75,8 +75,7 @@ func (r refusals) record(ctx context.Context, c *domain.Contract, in RecordStepI
 		}
 	}
 	// Time-ordered ids keep refusals of one instant in the order they came.
-	id := timeOrderedID()
-	rec := ports.StepRefusal{ID: id, ThreadID: in.ThreadID, ContractName: contract, ContractVersion: version,
+	rec := ports.StepRefusal{ID: timeOrderedID(), ThreadID: in.ThreadID, ContractName: contract, ContractVersion: version,
 		StepName: in.StepName, IdempotencyKey: in.IdempotencyKey, PrincipalID: principalID, Role: in.Role, Code: string(code),
 		Field: field, Rule: rule, Message: msg, Context: boundedContext(in.Context), CreatedAt: now}
 	// The caller's context may end with its connection: the log outlives it.
