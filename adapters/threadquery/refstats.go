@@ -153,9 +153,9 @@ func (s *Store) sampleRefStats(ctx context.Context) (refStats, error) {
 		return refStats{}, err
 	}
 	// Retention leaves gaps in the rowids (a year's oldest thread still
-	// running keeps the lowest): draws go on in rounds until the sample is
-	// full, at most refSampleRounds of them.
-	// Each ref once: a rowid drawn again adds nothing.
+	// running keeps the lowest): draws go on in rounds until the sample
+	// holds refSampleSize refs, each once (a rowid drawn again adds
+	// nothing), at most refSampleRounds of them.
 	seen := map[int64]string{}
 	for round := 0; round < refSampleRounds && len(seen) < refSampleSize; round++ {
 		ids := make([]any, refSampleSize)
