@@ -97,45 +97,9 @@ func TestRefKeyFilterIgnoresCase(t *testing.T) {
 	})
 }
 
+// explain is the plan of q as one text, with sequential scans discouraged
+// as a large table would make them.
 func explain(t *testing.T, db *sqldb.DB, q string, args []any) string {
 	t.Helper()
-	ctx := context.Background()
-	tx, err := db.BeginTxx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	var lines []string
-	if db.Dialect == sqldb.Postgres {
-		if _, err := tx.ExecContext(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
-			t.Fatal(err)
-		}
-		if err := tx.SelectContext(ctx, &lines, "EXPLAIN "+q, args...); err != nil {
-			t.Fatal(err)
-		}
-		return strings.Join(lines, "\n")
-	}
-	var rows []struct {
-		ID, Parent, NotUsed int
-		Detail              string
-	}
-	r, err := tx.QueryxContext(ctx, "EXPLAIN QUERY PLAN "+q, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	for r.Next() {
-		var x struct {
-			ID, Parent, NotUsed int
-			Detail              string
-		}
-		if err := r.Scan(&x.ID, &x.Parent, &x.NotUsed, &x.Detail); err != nil {
-			t.Fatal(err)
-		}
-		rows = append(rows, x)
-	}
-	for _, x := range rows {
-		lines = append(lines, x.Detail)
-	}
-	return strings.Join(lines, "\n")
+	return strings.Join(sqldbtest.Explain(t, db, q, args, "enable_seqscan = off"), "\n")
 }

@@ -414,7 +414,7 @@ func TestDeleteThreadsStatementsSearchByThread(t *testing.T) {
 				col = "id"
 			}
 			q, args := st.DeleteByThreads(table, col, ids)
-			plan := strings.Join(explain(t, db, q, args, "enable_seqscan = off"), "\n")
+			plan := strings.Join(sqldbtest.Explain(t, db, q, args, "enable_seqscan = off"), "\n")
 			if strings.Contains(plan, "Seq Scan") || strings.Contains(plan, "SCAN ") {
 				t.Errorf("%s: the batch's delete reads a whole table:\n%s", table, plan)
 			}

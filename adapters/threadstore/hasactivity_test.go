@@ -61,7 +61,7 @@ func TestHasActivityProbesTheFullIdentity(t *testing.T) {
 		// idempotency_key), not a scan of the thread's attempts.
 		// On PostgreSQL with enable_seqscan off: with a few rows it scans
 		// whatever the indexes.
-		plan := explain(t, db, threadstore.HasActivityQuery, []any{a, "s", "k"}, "enable_seqscan = off")
+		plan := sqldbtest.Explain(t, db, threadstore.HasActivityQuery, []any{a, "s", "k"}, "enable_seqscan = off")
 		probed := false
 		for _, l := range plan {
 			if d == sqldb.SQLite {

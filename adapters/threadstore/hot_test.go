@@ -146,7 +146,7 @@ func TestSweepPlansUseTheirIndexes(t *testing.T) {
 			{"expired ended", threadstore.ExpiredEndedQuery, []any{before, 100}, []string{"threads_settled"}},
 			{"expired idle", threadstore.ExpiredIdleQuery, []any{sqldb.Minute(before), before, 100}, []string{"threads_active_minute"}},
 		} {
-			plan := explain(t, db, c.q, c.args)
+			plan := sqldbtest.Explain(t, db, c.q, c.args)
 			text := strings.Join(plan, "\n")
 			used := false
 			for _, ix := range c.indexes {
@@ -158,42 +158,6 @@ func TestSweepPlansUseTheirIndexes(t *testing.T) {
 			}
 		}
 	})
-}
-
-// explain returns the plan of q with args: PostgreSQL's EXPLAIN lines (in
-// a transaction that first runs SET LOCAL of each of pgSettings),
-// SQLite's EXPLAIN QUERY PLAN details.
-func explain(t *testing.T, db *sqldb.DB, q string, args []any, pgSettings ...string) []string {
-	t.Helper()
-	ctx := context.Background()
-	var plan []string
-	if db.Dialect == sqldb.SQLite {
-		var rows []struct {
-			ID, Parent, NotUsed int
-			Detail              string
-		}
-		if err := db.SelectContext(ctx, &rows, "EXPLAIN QUERY PLAN "+q, args...); err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range rows {
-			plan = append(plan, r.Detail)
-		}
-		return plan
-	}
-	tx, err := db.BeginTxx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	for _, set := range pgSettings {
-		if _, err := tx.ExecContext(ctx, "SET LOCAL "+set); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tx.SelectContext(ctx, &plan, "EXPLAIN "+db.Rebind(q), args...); err != nil {
-		t.Fatal(err)
-	}
-	return plan
 }
 
 // An operator may add 00106's columns and indexes beforehand, at a quiet
